@@ -1,0 +1,125 @@
+// infer: the fusert demo. Loads a YAML model, runs it on an image, a .npy or a seeded input,
+// prints top-k labels and timing; see --help.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "apps/infer/options.h"
+#include "apps/infer/report.h"
+#include "graph/printer.h"
+#include "runtime/image.h"
+
+namespace fusert::app {
+namespace {
+
+constexpr const char* kDefaultModel = FUSERT_SOURCE_DIR "/models/efficientnet_lite0.yaml";
+constexpr const char* kDefaultPhoto = FUSERT_SOURCE_DIR "/models/data/coffee.png";
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+void list_ops() {
+  for (int k = 0; k < static_cast<int>(OpKind::kCount); ++k) {
+    const OpInfo& o = op_info(static_cast<OpKind>(k));
+    std::printf("%-20s %-11s inputs %d..%d  %s\n", o.name, pattern_kind_name(o.pattern), o.min_inputs, o.max_inputs, o.doc);
+    for (const AttrSchema& a : o.attrs) {
+      std::printf("    %-16s %-6s %s\n", a.name.c_str(), attr_type_name(a.type),
+                  a.required ? "required" : ("default " + attr_to_string(a.default_value)).c_str());
+    }
+  }
+}
+
+Result<TensorMap> make_inputs(const InferOptions& o, const Session& s) {
+  if (o.input.empty()) {
+    std::printf("input: seeded (seed %llu)\n", static_cast<unsigned long long>(o.session.seed));
+    return s.seeded_inputs(o.session.seed);
+  }
+  const Value& in = s.graph().value(s.graph().inputs[0]);
+  if (ends_with(o.input, ".npy")) {
+    FUSERT_ASSIGN_OR_RETURN(Tensor t, read_npy(o.input));
+    std::printf("input: %s %s\n", o.input.c_str(), shape_str(t.shape()).c_str());
+    return TensorMap{{in.name, t}};
+  }
+  if (!s.model().preprocess.present) {
+    return error(StatusCode::kInvalidArgument) << o.input << ": model '" << s.graph().name
+           << "' declares no image preprocessing; pass a .npy tensor of shape " << shape_str(in.shape);
+  }
+  FUSERT_ASSIGN_OR_RETURN(Tensor img, decode_image(o.input));
+  std::printf("input: %s (%lldx%lld)\n", o.input.c_str(), static_cast<long long>(img.shape()[1]), static_cast<long long>(img.shape()[0]));
+  FUSERT_ASSIGN_OR_RETURN(Tensor x, preprocess_image(img, s.model().preprocess));
+  return TensorMap{{in.name, x}};
+}
+
+Status write_text(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  if (!f || !(f << text)) return error(StatusCode::kIoError) << path << ": cannot write";
+  return Status();
+}
+
+Status run(InferOptions o) {
+  bool default_model = o.model.empty();
+  if (default_model) o.model = kDefaultModel;
+  if (default_model && o.input.empty()) o.input = kDefaultPhoto;
+  if (o.dump) {
+    FUSERT_ASSIGN_OR_RETURN(ModelSpec m, load_model(o.model));
+    std::fputs(dump_graph(m.graph).c_str(), stdout);
+    return Status();
+  }
+  std::printf("model: %s\n", o.model.c_str());
+  FUSERT_ASSIGN_OR_RETURN(auto session, Session::load(o.model, o.session));
+  const SessionStats& st = session->stats();
+  std::printf("weights: %s\nplan: %lld nodes -> %lld kernels, peak activations %.2f MiB (%.2f MiB without reuse), plan %.2f ms\n",
+              st.weights_source.c_str(), static_cast<long long>(st.nodes), static_cast<long long>(st.kernels),
+              st.peak_activation_bytes / 1048576.0, st.naive_activation_bytes / 1048576.0, st.plan_ms);
+  if (!o.dot.empty()) FUSERT_RETURN_IF_ERROR(write_text(o.dot, graph_to_dot(session->graph())));
+  FUSERT_ASSIGN_OR_RETURN(TensorMap inputs, make_inputs(o, *session));
+  TensorMap outputs;
+  for (int i = 0; i < o.warmup; ++i) { FUSERT_ASSIGN_OR_RETURN(outputs, session->run(inputs)); }
+  std::vector<double> times;
+  for (int i = 0; i < o.runs; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    FUSERT_ASSIGN_OR_RETURN(outputs, session->run(inputs));
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  print_outputs(outputs, read_labels(session->model().labels_path), o.topk);
+  Latency lat = summarize(times);
+  std::printf("latency (%s, %d run%s): median %.2f ms, min %.2f ms, max %.2f ms\n", o.session.device.c_str(), o.runs,
+              o.runs == 1 ? "" : "s", lat.median, lat.min, lat.max);
+  if (!o.output.empty()) {
+    FUSERT_RETURN_IF_ERROR(write_npy(o.output, outputs.at(session->graph().value(session->graph().outputs[0]).name)));
+    std::printf("wrote %s\n", o.output.c_str());
+  }
+  if (!o.stats_json.empty()) {
+    FUSERT_RETURN_IF_ERROR(write_stats_json(o.stats_json, *session, lat, o.runs));
+    std::printf("wrote %s\n", o.stats_json.c_str());
+  }
+  return Status();
+}
+
+}  // namespace
+}  // namespace fusert::app
+
+int main(int argc, char** argv) {
+  using namespace fusert::app;
+  auto opts = parse_args(argc, argv);
+  if (!opts.ok()) {
+    std::cerr << "infer: " << opts.status().message() << "\n";
+    return 2;
+  }
+  if (opts->help) {
+    std::fputs(usage(), stdout);
+    return 0;
+  }
+  if (opts->list_ops) {
+    list_ops();
+    return 0;
+  }
+  fusert::Status st = run(*opts);
+  if (!st.ok()) {
+    std::cerr << "infer: error: " << st.to_string() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,90 @@
+// Parsing of infer's flags: every flag validated with a message naming it.
+#include "apps/infer/options.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace fusert::app {
+
+const char* usage() {
+  return R"(usage: infer [options]
+
+Runs a fusert YAML model. With no options: EfficientNet-Lite0 with real ImageNet weights on the
+bundled photo models/data/coffee.png, printing the top-5 labels and timing.
+
+  --model M.yaml          model file (default: models/efficientnet_lite0.yaml)
+  --weights W.safetensors weights file (default: the model's own file if it declares one,
+                          else seeded weights)
+  --seeded                use seeded weights even if the model has a weights file
+  --seed N                seed for seeded weights and seeded inputs (default 0)
+  --input FILE            image (.png, .jpg, ...: decoded and preprocessed as the model says) or
+                          a .npy tensor (default: the bundled photo for the default model,
+                          seeded input otherwise)
+  --device cpu|cuda       backend (default cpu)
+  --threads N             CPU threads (default 0 = all cores)
+  --fusion MODE           fusion mode (only 'none' until the planner lands)
+  --runs N                timed runs (default 1)
+  --warmup N              untimed runs before timing (default 0)
+  --topk K                labels to print for a classifier output (default 5)
+  --output out.npy        write the first graph output
+  --dot graph.dot         write the graph as Graphviz DOT
+  --stats-json s.json     write statistics (model, device, fusion, nodes, kernels,
+                          intermediate_bytes, peak_activation_bytes, plan_ms, latency_ms)
+  --dump                  print the loaded graph and exit
+  --list-ops              print the op table (formula, pattern kind, attributes) and exit
+  --help                  this text
+
+Exit status: 0 success, 1 error (message on stderr), 2 bad command line.
+)";
+}
+
+namespace {
+
+Result<int> parse_int(const std::string& flag, const char* v, int lo) {
+  char* end = nullptr;
+  long x = std::strtol(v, &end, 10);
+  if (*v == '\0' || *end != '\0' || x < lo || x > 1000000) {
+    return error(StatusCode::kInvalidArgument) << flag << ": expected an integer >= " << lo << ", got '" << v << "'";
+  }
+  return static_cast<int>(x);
+}
+
+}  // namespace
+
+Result<InferOptions> parse_args(int argc, char** argv) {
+  InferOptions o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
+    if (a == "--help" || a == "-h") { o.help = true; continue; }
+    if (a == "--dump") { o.dump = true; continue; }
+    if (a == "--list-ops") { o.list_ops = true; continue; }
+    if (a == "--seeded") { o.session.seeded = true; continue; }
+    static const char* const kWithValue[] = {"--model", "--weights", "--input", "--device", "--threads", "--fusion",
+        "--runs", "--warmup", "--topk", "--output", "--dot", "--stats-json", "--seed"};
+    bool known = false;
+    for (const char* k : kWithValue) known |= a == k;
+    if (!known) return error(StatusCode::kInvalidArgument) << "unknown option '" << a << "' (see --help)";
+    const char* v = value();
+    if (!v) return error(StatusCode::kInvalidArgument) << a << " needs a value";
+    if (a == "--model") o.model = v;
+    else if (a == "--weights") o.session.weights = v;
+    else if (a == "--input") o.input = v;
+    else if (a == "--device") o.session.device = v;
+    else if (a == "--fusion") o.session.fusion = v;
+    else if (a == "--output") o.output = v;
+    else if (a == "--dot") o.dot = v;
+    else if (a == "--stats-json") o.stats_json = v;
+    else if (a == "--threads") { FUSERT_ASSIGN_OR_RETURN(o.session.threads, parse_int(a, v, 0)); }
+    else if (a == "--runs") { FUSERT_ASSIGN_OR_RETURN(o.runs, parse_int(a, v, 1)); }
+    else if (a == "--warmup") { FUSERT_ASSIGN_OR_RETURN(o.warmup, parse_int(a, v, 0)); }
+    else if (a == "--topk") { FUSERT_ASSIGN_OR_RETURN(o.topk, parse_int(a, v, 1)); }
+    else if (a == "--seed") { FUSERT_ASSIGN_OR_RETURN(int s, parse_int(a, v, 0)); o.session.seed = static_cast<uint64_t>(s); }
+  }
+  if (o.session.device != "cpu" && o.session.device != "cuda") {
+    return error(StatusCode::kInvalidArgument) << "--device: expected cpu or cuda, got '" << o.session.device << "'";
+  }
+  return o;
+}
+
+}  // namespace fusert::app

@@ -1,0 +1,23 @@
+// Command-line options of the `infer` demo.
+#pragma once
+
+#include <string>
+
+#include "runtime/session.h"
+
+namespace fusert::app {
+
+struct InferOptions {
+  std::string model;           // empty: the default model (EfficientNet-Lite0)
+  std::string input;           // image (.png/.jpg/...) or .npy; empty: default photo or seeded
+  std::string output, dot, stats_json;
+  int runs = 1, warmup = 0, topk = 5;
+  bool dump = false, list_ops = false, help = false;
+  SessionOptions session;
+};
+
+/// Parses argv. Returns an error naming the bad flag or value (exit code 2 in main).
+Result<InferOptions> parse_args(int argc, char** argv);
+const char* usage();
+
+}  // namespace fusert::app

@@ -1,0 +1,83 @@
+// Top-k printing and the statistics JSON written by --stats-json.
+#include "apps/infer/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace fusert::app {
+
+Latency summarize(std::vector<double> ms) {
+  Latency l;
+  if (ms.empty()) return l;
+  std::sort(ms.begin(), ms.end());
+  size_t n = ms.size();
+  l.median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+  l.min = ms.front();
+  l.max = ms.back();
+  return l;
+}
+
+std::vector<std::string> read_labels(const std::string& path) {
+  std::vector<std::string> labels;
+  std::ifstream f(path);
+  std::string line;
+  while (std::getline(f, line)) labels.push_back(line);
+  return labels;
+}
+
+void print_outputs(const TensorMap& outputs, const std::vector<std::string>& labels, int topk) {
+  for (const auto& [name, t] : outputs) {
+    std::printf("output '%s' %s\n", name.c_str(), shape_str(t.shape()).c_str());
+    if (t.dtype() != DType::kF32 || t.shape().size() != 2 || t.shape()[0] != 1) continue;
+    const int64_t c = t.shape()[1];
+    const float* x = t.f32();
+    double mx = -INFINITY, sum = 0;
+    for (int64_t i = 0; i < c; ++i) mx = std::max(mx, static_cast<double>(x[i]));
+    std::vector<double> p(static_cast<size_t>(c));
+    for (int64_t i = 0; i < c; ++i) sum += p[static_cast<size_t>(i)] = std::exp(x[i] - mx);
+    std::vector<int64_t> idx(static_cast<size_t>(c));
+    for (int64_t i = 0; i < c; ++i) idx[static_cast<size_t>(i)] = i;
+    int64_t k = std::min<int64_t>(topk, c);
+    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
+                      [&](int64_t a, int64_t b) { return x[a] > x[b]; });
+    bool named = static_cast<int64_t>(labels.size()) == c;
+    std::printf("top-%lld (softmax of '%s'):\n", static_cast<long long>(k), name.c_str());
+    for (int64_t r = 0; r < k; ++r) {
+      int64_t i = idx[static_cast<size_t>(r)];
+      std::printf("  %lld. %-28s %.4f  (class %lld, logit %.4f)\n", static_cast<long long>(r + 1),
+                  named ? labels[static_cast<size_t>(i)].c_str() : ("class " + std::to_string(i)).c_str(),
+                  p[static_cast<size_t>(i)] / sum, static_cast<long long>(i), x[i]);
+    }
+  }
+}
+
+Status write_stats_json(const std::string& path, const Session& s, const Latency& lat, int runs) {
+  const SessionStats& st = s.stats();
+  nlohmann::json j = {
+      {"model", s.graph().name},
+      {"model_file", s.model().path},
+      {"device", s.options().device},
+      {"fusion", s.options().fusion},
+      {"threads", s.options().threads},
+      {"weights", st.weights_source},
+      {"nodes", st.nodes},
+      {"kernels", st.kernels},
+      {"intermediate_bytes", st.intermediate_bytes},
+      {"peak_activation_bytes", st.peak_activation_bytes},
+      {"naive_activation_bytes", st.naive_activation_bytes},
+      {"load_ms", st.load_ms},
+      {"plan_ms", st.plan_ms},
+      {"runs", runs},
+      {"latency_ms", {{"median", lat.median}, {"min", lat.min}, {"max", lat.max}}},
+  };
+  std::ofstream f(path);
+  if (!f) return error(StatusCode::kIoError) << path << ": cannot open for writing";
+  f << j.dump(2) << "\n";
+  if (!f) return error(StatusCode::kIoError) << path << ": write failed";
+  return Status();
+}
+
+}  // namespace fusert::app

@@ -1,0 +1,53 @@
+// Internal: the YAML loader's state, shared by model_loader.cc (top level) and
+// node_reader.cc (template expansion, nodes, initializers, attributes).
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "graph/loader/model_loader.h"
+#include "graph/loader/substitute.h"
+
+namespace fusert::detail {
+
+constexpr int kMaxTemplateDepth = 16;
+
+class Loader {
+ public:
+  Loader(std::string file, std::string base_dir) : file_(std::move(file)), base_dir_(std::move(base_dir)) {}
+  Status load(const YAML::Node& root, ModelSpec* spec);
+
+ private:
+  SourceLoc loc(const YAML::Node& n) const {
+    SourceLoc l{file_, n.Mark().line + 1, n.Mark().column + 1, via_};
+    return l;
+  }
+  ErrorBuilder fail(const YAML::Node& n, StatusCode code = StatusCode::kParseError) const {
+    ErrorBuilder b(code);
+    b << loc(n).str() << ": ";
+    return b;
+  }
+  Result<std::string> scalar(const YAML::Node& n, const Bindings& env, const char* what) const;
+  Result<int64_t> integer(const YAML::Node& n, const Bindings& env, const char* what) const;
+  Status check_keys(const YAML::Node& n, const std::set<std::string>& allowed, const char* what) const;
+  Status read_inputs(const YAML::Node& list, Graph& g);
+  Status read_preprocess(const YAML::Node& n, PreprocessSpec* p);
+  Status expand_list(const YAML::Node& list, const Bindings& env, bool initializers, Graph& g, int depth);
+  Status expand_use(const YAML::Node& use, const Bindings& env, Graph& g, int depth);
+  Status add_initializer(const YAML::Node& n, const Bindings& env, Graph& g);
+  Status add_node(const YAML::Node& n, const Bindings& env, Graph& g);
+  Result<AttrValue> read_attr(const YAML::Node& n, const Bindings& env, const AttrSchema& schema,
+                              const std::string& node_name) const;
+  std::string resolve(const std::string& p) const {
+    return p.empty() || p[0] == '/' ? p : base_dir_ + "/" + p;
+  }
+
+  std::string file_, base_dir_, via_;
+  std::map<std::string, YAML::Node> templates_;
+  std::set<std::string> node_names_;
+};
+
+}  // namespace fusert::detail

@@ -1,0 +1,177 @@
+// YAML -> Graph: top-level keys, template expansion (repeat/start/chain), node and initializer
+// conversion with typed attributes. yaml-cpp exceptions are caught here and never escape.
+#include "graph/loader/model_loader.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "graph/loader/loader_impl.h"
+#include "graph/shape_inference.h"
+#include "graph/verifier.h"
+
+namespace fusert::detail {
+
+Result<std::string> Loader::scalar(const YAML::Node& n, const Bindings& env, const char* what) const {
+  if (!n.IsDefined() || n.IsNull()) return fail(n) << what << " is missing";
+  if (!n.IsScalar()) return fail(n) << what << " must be a scalar";
+  auto r = substitute(n.Scalar(), env);
+  if (!r.ok()) return fail(n) << what << ": " << r.status().message();
+  return r;
+}
+
+Result<int64_t> Loader::integer(const YAML::Node& n, const Bindings& env, const char* what) const {
+  FUSERT_ASSIGN_OR_RETURN(std::string s, scalar(n, env, what));
+  char* end = nullptr;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0') return fail(n) << what << " must be an integer, got '" << s << "'";
+  return static_cast<int64_t>(v);
+}
+
+Status Loader::check_keys(const YAML::Node& n, const std::set<std::string>& allowed, const char* what) const {
+  if (!n.IsMap()) return fail(n) << what << " must be a mapping";
+  for (const auto& kv : n) {
+    std::string key = kv.first.Scalar();
+    if (!allowed.count(key)) {
+      std::string list;
+      for (const std::string& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      return fail(kv.first) << "unknown key '" << key << "' in " << what << " (allowed: " << list << ")";
+    }
+  }
+  return Status();
+}
+
+Status Loader::load(const YAML::Node& root, ModelSpec* spec) {
+  if (!root.IsMap()) return fail(root) << "a model file must be a YAML mapping";
+  FUSERT_RETURN_IF_ERROR(check_keys(root, {"fusert", "name", "description", "inputs", "outputs", "preprocess",
+      "labels", "weights", "weights_fetch", "templates", "initializers", "nodes"}, "the model file"));
+  Bindings none;
+  FUSERT_ASSIGN_OR_RETURN(int64_t version, integer(root["fusert"], none, "'fusert' (format version)"));
+  if (version != 1) return fail(root["fusert"]) << "unsupported format version " << version << " (this build reads 1)";
+  Graph& g = spec->graph;
+  g.source_file = file_;
+  FUSERT_ASSIGN_OR_RETURN(g.name, scalar(root["name"], none, "'name'"));
+  if (root["description"]) spec->description = root["description"].as<std::string>("");
+  if (root["labels"]) { FUSERT_ASSIGN_OR_RETURN(std::string l, scalar(root["labels"], none, "'labels'")); spec->labels_path = resolve(l); }
+  if (root["weights"]) { FUSERT_ASSIGN_OR_RETURN(std::string w, scalar(root["weights"], none, "'weights'")); spec->weights_path = resolve(w); }
+  if (root["weights_fetch"]) { FUSERT_ASSIGN_OR_RETURN(spec->weights_fetch, scalar(root["weights_fetch"], none, "'weights_fetch'")); }
+  if (root["preprocess"]) FUSERT_RETURN_IF_ERROR(read_preprocess(root["preprocess"], &spec->preprocess));
+  if (!root["inputs"] || !root["inputs"].IsSequence()) return fail(root) << "'inputs' (a list) is required";
+  FUSERT_RETURN_IF_ERROR(read_inputs(root["inputs"], g));
+  if (const YAML::Node t = root["templates"]) {
+    if (!t.IsMap()) return fail(t) << "'templates' must be a mapping of name -> template";
+    for (const auto& kv : t) templates_[kv.first.Scalar()] = kv.second;
+  }
+  if (const YAML::Node inits = root["initializers"]) FUSERT_RETURN_IF_ERROR(expand_list(inits, none, true, g, 0));
+  if (!root["nodes"] || !root["nodes"].IsSequence()) return fail(root) << "'nodes' (a list) is required";
+  FUSERT_RETURN_IF_ERROR(expand_list(root["nodes"], none, false, g, 0));
+  const YAML::Node outs = root["outputs"];
+  if (!outs || !outs.IsSequence() || outs.size() == 0) return fail(root) << "'outputs' (a non-empty list of value names) is required";
+  for (const YAML::Node& o : outs) {
+    FUSERT_ASSIGN_OR_RETURN(std::string name, scalar(o, none, "output name"));
+    ValueId id = g.find_value(name);
+    if (id == kNoValue) return fail(o) << "graph output '" << name << "' is not produced by any node";
+    g.outputs.push_back(id);
+  }
+  FUSERT_RETURN_IF_ERROR(topo_sort(g));
+  FUSERT_RETURN_IF_ERROR(infer_shapes(g));
+  return verify_graph(g);
+}
+
+Status Loader::read_inputs(const YAML::Node& list, Graph& g) {
+  Bindings none;
+  for (const YAML::Node& in : list) {
+    FUSERT_RETURN_IF_ERROR(check_keys(in, {"name", "shape", "dtype"}, "an input"));
+    FUSERT_ASSIGN_OR_RETURN(std::string name, scalar(in["name"], none, "input name"));
+    if (g.find_value(name) != kNoValue) return fail(in) << "duplicate input '" << name << "'";
+    Value& v = g.value(g.add_value(name));
+    v.is_graph_input = true;
+    v.init = InitKind::kInput;
+    v.loc = loc(in);
+    if (!in["shape"].IsSequence()) return fail(in) << "input '" << name << "' needs a shape list";
+    for (const YAML::Node& d : in["shape"]) {
+      FUSERT_ASSIGN_OR_RETURN(int64_t dim, integer(d, none, "input dimension"));
+      if (dim < 1) return fail(d) << "input '" << name << "' dimension must be >= 1, got " << dim;
+      v.shape.push_back(dim);
+    }
+    v.shape_known = true;
+    std::string dt = in["dtype"] ? in["dtype"].Scalar() : "f32";
+    if (!parse_dtype(dt, &v.dtype)) return fail(in["dtype"]) << "unknown dtype '" << dt << "' (f32, f16, bf16, i64, i32)";
+    g.inputs.push_back(g.find_value(name));
+  }
+  if (g.inputs.empty()) return fail(list) << "the model needs at least one input";
+  return Status();
+}
+
+Status Loader::read_preprocess(const YAML::Node& n, PreprocessSpec* p) {
+  FUSERT_RETURN_IF_ERROR(check_keys(n, {"resize", "crop", "divisor", "mean", "std", "color", "layout"}, "'preprocess'"));
+  Bindings none;
+  p->present = true;
+  try {
+    if (n["resize"]) p->resize = n["resize"].as<int64_t>();
+    if (n["crop"]) p->crop = n["crop"].as<int64_t>();
+    if (n["divisor"]) p->divisor = n["divisor"].as<double>();
+    if (n["mean"]) p->mean = n["mean"].as<std::vector<double>>();
+    if (n["std"]) p->std = n["std"].as<std::vector<double>>();
+    if (n["color"]) p->color = n["color"].as<std::string>();
+    if (n["layout"]) p->layout = n["layout"].as<std::string>();
+  } catch (const YAML::Exception& e) {
+    return fail(n) << "bad 'preprocess' value: " << e.msg;
+  }
+  if (p->mean.size() != 3 || p->std.size() != 3) return fail(n) << "'preprocess' mean and std need 3 values";
+  for (double s : p->std) if (s == 0) return fail(n) << "'preprocess' std must be non-zero";
+  if (p->divisor == 0) return fail(n) << "'preprocess' divisor must be non-zero";
+  if (p->color != "RGB" && p->color != "BGR") return fail(n) << "'preprocess' color must be RGB or BGR";
+  if (p->layout != "NCHW") return fail(n) << "'preprocess' layout must be NCHW";
+  return Status();
+}
+
+Status Loader::expand_list(const YAML::Node& list, const Bindings& env, bool inits, Graph& g, int depth) {
+  if (!list.IsSequence()) return fail(list) << (inits ? "'initializers'" : "'nodes'") << " must be a list";
+  for (const YAML::Node& item : list) {
+    if (!item.IsMap()) return fail(item) << "each entry must be a mapping";
+    if (item["use"]) {
+      if (inits) return fail(item) << "'use' is only allowed in 'nodes'";
+      FUSERT_RETURN_IF_ERROR(expand_use(item, env, g, depth));
+    } else if (inits) {
+      FUSERT_RETURN_IF_ERROR(add_initializer(item, env, g));
+    } else {
+      FUSERT_RETURN_IF_ERROR(add_node(item, env, g));
+    }
+  }
+  return Status();
+}
+
+}  // namespace fusert::detail
+
+namespace fusert {
+
+static Result<ModelSpec> load_root(const std::string& text, bool is_file, const std::string& name,
+                                   const std::string& base_dir) {
+  ModelSpec spec;
+  spec.path = name;
+  try {
+    YAML::Node root = is_file ? YAML::LoadFile(name) : YAML::Load(text);
+    detail::Loader loader(name, base_dir);
+    FUSERT_RETURN_IF_ERROR(loader.load(root, &spec));
+  } catch (const YAML::BadFile&) {
+    return error(StatusCode::kNotFound) << name << ": cannot open model file";
+  } catch (const YAML::Exception& e) {
+    return error(StatusCode::kParseError) << name << ":" << e.mark.line + 1 << ":" << e.mark.column + 1
+                                          << ": malformed YAML: " << e.msg;
+  }
+  return spec;
+}
+
+Result<ModelSpec> load_model(const std::string& path) {
+  std::ifstream probe(path);
+  if (!probe) return error(StatusCode::kNotFound) << path << ": cannot open model file";
+  size_t slash = path.find_last_of('/');
+  return load_root("", true, path, slash == std::string::npos ? "." : path.substr(0, slash));
+}
+
+Result<ModelSpec> load_model_from_string(const std::string& text, const std::string& name,
+                                         const std::string& base_dir) {
+  return load_root(text, false, name, base_dir);
+}
+
+}  // namespace fusert

@@ -1,0 +1,114 @@
+// Shape functions for 2-D spatial ops (Conv, MaxPool, AveragePool) in NCHW. They canonicalise
+// attributes: defaults sized to 2 spatial dims, auto_pad resolved into explicit pads.
+#include "graph/shape_inference.h"
+
+namespace fusert {
+
+namespace {
+
+struct Spatial {
+  std::vector<int64_t> kernel, strides, dilations, pads;  // pads: top, left, bottom, right
+};
+
+// ONNX output size; for auto_pad SAME_* the pads are derived so that out = ceil(in / stride).
+Status resolve_spatial(ShapeContext& c, const Shape& x, Spatial* s, bool ceil_mode, Shape* out_hw) {
+  Node& n = c.node;
+  auto sized = [&](const char* name, int64_t fill, size_t count) -> Status {
+    std::vector<int64_t>& v = n.attrs[name].ints;
+    if (v.empty()) v.assign(count, fill);
+    if (v.size() != count) return c.fail() << "attribute " << name << " needs " << count << " values, got " << v.size();
+    return Status();
+  };
+  FUSERT_RETURN_IF_ERROR(sized("strides", 1, 2));
+  if (n.attrs.count("dilations")) FUSERT_RETURN_IF_ERROR(sized("dilations", 1, 2));
+  FUSERT_RETURN_IF_ERROR(sized("pads", 0, 4));
+  s->strides = n.attrs["strides"].ints;
+  s->dilations = n.attrs.count("dilations") ? n.attrs["dilations"].ints : std::vector<int64_t>{1, 1};
+  s->pads = n.attrs["pads"].ints;
+  for (int64_t v : s->strides) if (v < 1) return c.fail() << "strides must be >= 1";
+  for (int64_t v : s->dilations) if (v < 1) return c.fail() << "dilations must be >= 1";
+  for (int64_t v : s->pads) if (v < 0) return c.fail() << "pads must be >= 0";
+  const std::string auto_pad = n.attr_s("auto_pad");
+  out_hw->assign(2, 0);
+  for (size_t d = 0; d < 2; ++d) {
+    int64_t in = x[2 + d], k = s->kernel[d], st = s->strides[d], dil = s->dilations[d];
+    int64_t eff = (k - 1) * dil + 1;
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      int64_t out = (in + st - 1) / st;
+      int64_t total = std::max<int64_t>(0, (out - 1) * st + eff - in);
+      int64_t small = total / 2, big = total - small;
+      s->pads[d] = auto_pad == "SAME_UPPER" ? small : big;
+      s->pads[d + 2] = auto_pad == "SAME_UPPER" ? big : small;
+    } else if (auto_pad == "VALID") {
+      s->pads[d] = s->pads[d + 2] = 0;
+    } else if (auto_pad != "NOTSET") {
+      return c.fail() << "auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, got '" << auto_pad << "'";
+    }
+    int64_t span = in + s->pads[d] + s->pads[d + 2] - eff;
+    if (span < 0) return c.fail() << "kernel " << eff << " larger than padded input " << in + s->pads[d] + s->pads[d + 2];
+    int64_t out = ceil_mode ? (span + st - 1) / st + 1 : span / st + 1;
+    // ceil_mode: a window that would start inside the end padding is dropped (ONNX, PyTorch).
+    if (ceil_mode && (out - 1) * st >= in + s->pads[d]) --out;
+    (*out_hw)[d] = out;
+  }
+  n.attrs["pads"].ints = s->pads;
+  n.attrs["auto_pad"].s = "NOTSET";
+  return Status();
+}
+
+Status check_rank4(ShapeContext& c, const Shape& x) {
+  if (x.size() != 4) return c.fail() << "only 2-D NCHW input is supported, got " << shape_str(x);
+  return Status();
+}
+
+}  // namespace
+
+Status shape_Conv(ShapeContext& c) {
+  const Shape& x = c.in(0);
+  const Shape& w = c.in(1);
+  FUSERT_RETURN_IF_ERROR(check_rank4(c, x));
+  if (w.size() != 4) return c.fail() << "weight must be [M, C/group, KH, KW], got " << shape_str(w);
+  int64_t group = c.node.attr_i("group");
+  if (group < 1 || x[1] % group != 0 || w[0] % group != 0) {
+    return c.fail() << "group " << group << " must divide input channels " << x[1] << " and output channels " << w[0];
+  }
+  if (w[1] != x[1] / group) {
+    return c.fail() << "weight '" << c.graph.value(c.node.inputs[1]).name << "' expected [" << w[0] << ", "
+                    << x[1] / group << ", KH, KW] for input " << shape_str(x) << " and group " << group
+                    << ", got " << shape_str(w);
+  }
+  std::vector<int64_t>& ks = c.node.attrs["kernel_shape"].ints;
+  if (ks.empty()) ks = {w[2], w[3]};
+  if (ks != std::vector<int64_t>{w[2], w[3]}) return c.fail() << "kernel_shape " << shape_str(ks) << " disagrees with weight " << shape_str(w);
+  if (c.has_input(2) && c.in(2) != Shape{w[0]}) {
+    return c.fail() << "bias '" << c.graph.value(c.node.inputs[2]).name << "' expected [" << w[0] << "], got " << shape_str(c.in(2));
+  }
+  c.node.attrs["dilations"].type = AttrType::kInts;
+  Spatial s;
+  s.kernel = ks;
+  Shape hw;
+  FUSERT_RETURN_IF_ERROR(resolve_spatial(c, x, &s, false, &hw));
+  c.set_out(0, {x[0], w[0], hw[0], hw[1]});
+  return Status();
+}
+
+static Status shape_pool(ShapeContext& c) {
+  const Shape& x = c.in(0);
+  FUSERT_RETURN_IF_ERROR(check_rank4(c, x));
+  Spatial s;
+  s.kernel = c.node.attr_ints("kernel_shape");
+  if (s.kernel.size() != 2) return c.fail() << "kernel_shape needs 2 values";
+  for (int64_t k : s.kernel) if (k < 1) return c.fail() << "kernel_shape must be >= 1";
+  Shape hw;
+  FUSERT_RETURN_IF_ERROR(resolve_spatial(c, x, &s, c.node.attr_i("ceil_mode") != 0, &hw));
+  c.set_out(0, {x[0], x[1], hw[0], hw[1]});
+  return Status();
+}
+
+Status shape_MaxPool(ShapeContext& c) {
+  if (c.node.attr_i("storage_order") != 0) return c.fail() << "storage_order=1 is not supported";
+  return shape_pool(c);
+}
+Status shape_AveragePool(ShapeContext& c) { return shape_pool(c); }
+
+}  // namespace fusert

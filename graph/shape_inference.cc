@@ -1,0 +1,66 @@
+// Shape inference driver: dispatches each node to its op's shape function (from ops.def).
+#include "graph/shape_inference.h"
+
+namespace fusert {
+
+#define FUSERT_OP(name, pattern, min_in, max_in, schema, doc) Status shape_##name(ShapeContext& c);
+#include "graph/ops.def"
+#undef FUSERT_OP
+
+namespace {
+using ShapeFn = Status (*)(ShapeContext&);
+const ShapeFn kShapeFns[] = {
+#define FUSERT_OP(name, pattern, min_in, max_in, schema, doc) &shape_##name,
+#include "graph/ops.def"
+#undef FUSERT_OP
+};
+}  // namespace
+
+const Tensor* ShapeContext::constant(size_t i) const {
+  if (!has_input(i)) return nullptr;
+  const Value& v = graph.value(node.inputs[i]);
+  return v.is_initializer && !v.data.empty() ? &v.data : nullptr;
+}
+
+void ShapeContext::set_out(size_t i, Shape s, DType t) {
+  Value& v = graph.value(node.outputs[i]);
+  v.shape = std::move(s);
+  v.dtype = t;
+  v.shape_known = true;
+}
+
+ErrorBuilder ShapeContext::fail() const {
+  ErrorBuilder b(StatusCode::kShapeMismatch);
+  b << node.loc.str() << ": node '" << node.name << "' (" << op_name(node.op) << "): ";
+  return b;
+}
+
+bool broadcast_shapes(const Shape& a, const Shape& b, Shape* out) {
+  size_t r = std::max(a.size(), b.size());
+  Shape s(r);
+  for (size_t i = 0; i < r; ++i) {
+    int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (da != db && da != 1 && db != 1) return false;
+    s[i] = da == 1 ? db : da;
+  }
+  *out = s;
+  return true;
+}
+
+Status infer_shapes(Graph& g) {
+  for (Node& n : g.nodes) {
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (n.inputs[i] != kNoValue && !g.value(n.inputs[i]).shape_known) {
+        return error(StatusCode::kShapeMismatch)
+               << n.loc.str() << ": node '" << n.name << "': input '" << g.value(n.inputs[i]).name
+               << "' has no known shape (is it produced before this node?)";
+      }
+    }
+    ShapeContext c{g, n};
+    FUSERT_RETURN_IF_ERROR(kShapeFns[static_cast<size_t>(n.op)](c));
+  }
+  return Status();
+}
+
+}  // namespace fusert

@@ -1,0 +1,99 @@
+// CPU reference kernels (Eigen + OpenMP). They are the oracle for every other backend.
+// Kernels see raw NCHW/row-major float32 buffers and parameter structs only, never the graph.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace fusert::cpu {
+
+/// Number of worker threads used by all CPU kernels (OpenMP and Eigen). 0 = all cores.
+void set_num_threads(int n);
+int num_threads();
+
+// ---------------------------------------------------------------- GEMM
+/// Y[M,N] = alpha * op(A) * op(B) + beta * C, op(X) = X or X^T (ONNX Gemm, opset 13).
+/// A is [M,K] (or [K,M] when trans_a), B is [K,N] (or [N,K] when trans_b), row-major.
+/// C (nullable) is unidirectionally broadcast to [M,N]: c_rows is 1 or M, c_cols is 1 or N.
+struct GemmParams {
+  int64_t m = 0, n = 0, k = 0;
+  bool trans_a = false, trans_b = false;
+  float alpha = 1.f, beta = 1.f;
+  int64_t c_rows = 0, c_cols = 0;  // shape of C after padding to rank 2 ([N] -> [1,N])
+};
+void gemm(const GemmParams& p, const float* a, const float* b, const float* c, float* y);
+
+/// Batched MatMul (numpy semantics, ONNX MatMul): Y[b] = A[b'] * B[b''] with [M,K] x [K,N].
+/// a_batch_index[i] / b_batch_index[i] give the broadcast source matrix of output batch i.
+struct MatMulParams {
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  std::vector<int64_t> a_batch_index, b_batch_index;  // size batch; empty = identity
+};
+void matmul(const MatMulParams& p, const float* a, const float* b, float* y);
+
+// ---------------------------------------------------------------- Convolution
+/// 2-D convolution, NCHW input [N,C,H,W], weight [M, C/group, KH, KW], bias [M] (nullable),
+/// output [N,M,OH,OW]. Pads are explicit (auto_pad already resolved). ONNX Conv semantics.
+/// Uses im2col + GEMM per group; group == C == M takes a direct depthwise path.
+struct ConvParams {
+  int64_t n = 1, c = 0, h = 0, w = 0;    // input
+  int64_t m = 0, kh = 1, kw = 1;         // output channels, kernel
+  int64_t oh = 0, ow = 0;                // output spatial
+  int64_t stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int64_t group = 1;
+};
+void conv2d(const ConvParams& p, const float* x, const float* w, const float* bias, float* y);
+
+/// BatchNormalization (inference): y = scale * (x - mean) / sqrt(var + epsilon) + bias, per
+/// channel of an [N,C,spatial...] tensor (spatial = product of trailing dims, may be 1).
+void batch_norm(int64_t n, int64_t c, int64_t spatial, const float* x, const float* scale,
+                const float* bias, const float* mean, const float* var, float epsilon, float* y);
+
+// ---------------------------------------------------------------- Pooling
+/// MaxPool / AveragePool over NCHW (ONNX semantics; pads explicit, ceil_mode resolved into oh/ow).
+/// AveragePool: count_include_pad selects the divisor (window clipped to padded or real input).
+struct PoolParams {
+  int64_t n = 1, c = 0, h = 0, w = 0, oh = 0, ow = 0;
+  int64_t kh = 1, kw = 1, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  bool count_include_pad = false;
+};
+void max_pool2d(const PoolParams& p, const float* x, float* y);
+void avg_pool2d(const PoolParams& p, const float* x, float* y);
+/// GlobalAveragePool: [N,C,spatial] -> [N,C].
+void global_avg_pool(int64_t n, int64_t c, int64_t spatial, const float* x, float* y);
+
+// ---------------------------------------------------------------- Elementwise
+enum class UnaryKind { kRelu, kSigmoid, kTanh, kErf, kSqrt, kNeg, kExp, kAbs, kIdentity };
+/// y[i] = f(x[i]) for i in [0, count). In-place (x == y) allowed.
+void unary(UnaryKind kind, int64_t count, const float* x, float* y);
+/// Clip: y = min(max(x, lo), hi). NaN propagates.
+void clip(int64_t count, const float* x, float lo, float hi, float* y);
+/// HardSigmoid: y = max(0, min(1, alpha * x + beta)).
+void hard_sigmoid(int64_t count, const float* x, float alpha, float beta, float* y);
+/// HardSwish: y = x * max(0, min(1, x / 6 + 0.5)).
+void hard_swish(int64_t count, const float* x, float* y);
+
+enum class BinaryKind { kAdd, kSub, kMul, kDiv, kPow };
+/// Numpy-broadcast binary op. Shapes are already padded to the output rank; a_shape[d] and
+/// b_shape[d] are each 1 or out_shape[d].
+void binary(BinaryKind kind, const std::vector<int64_t>& out_shape,
+            const std::vector<int64_t>& a_shape, const float* a,
+            const std::vector<int64_t>& b_shape, const float* b, float* y);
+
+// ---------------------------------------------------------------- Data movement
+/// Softmax over the last axis of an [outer, axis_len] view (ONNX Softmax opset 13 after the
+/// axis is moved last by flattening: outer = product of dims before axis, inner dims must be 1;
+/// for an inner size > 1 pass inner). Max-subtracted; a row of all -inf gives zeros, not NaN.
+void softmax(int64_t outer, int64_t axis_len, int64_t inner, const float* x, float* y);
+
+/// Transpose of a tensor of rank <= 6: y has dims in_shape[perm[i]].
+void transpose(const std::vector<int64_t>& in_shape, const std::vector<int64_t>& perm,
+               const float* x, float* y);
+
+/// Concat along an axis: each input viewed as [outer, len_i * inner]; y is [outer, sum(len) * inner].
+void concat(int64_t outer, int64_t inner, const std::vector<int64_t>& lens,
+            const std::vector<const float*>& xs, float* y);
+
+}  // namespace fusert::cpu

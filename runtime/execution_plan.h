@@ -1,0 +1,51 @@
+// The lowered, backend-specific form of a graph: an ordered list of kernel launches (steps)
+// over buffers placed by the memory planner.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "graph/ir.h"
+#include "runtime/status.h"
+
+namespace fusert {
+
+/// Resolves a value to its buffer during a run (arena slot, bound input, or weight).
+class BufferTable {
+ public:
+  virtual ~BufferTable() = default;
+  virtual float* f32(ValueId id) const = 0;
+  virtual void* raw(ValueId id) const = 0;
+};
+
+/// One kernel launch. `run` holds the kernel's parameters (captured at lowering time) and
+/// reads/writes only the buffers of `inputs`/`outputs`.
+struct Step {
+  std::string name;               ///< node name, or group name for fused steps
+  std::string kernel;             ///< kernel name for stats and profiles, e.g. "conv2d"
+  std::vector<int> nodes;         ///< graph node indices this step computes
+  std::vector<ValueId> inputs;    ///< activations and weights read
+  std::vector<ValueId> outputs;   ///< values written to memory
+  std::function<void(const BufferTable&)> run;
+};
+
+/// Where an activation lives in the arena.
+struct BufferSlot {
+  size_t offset = 0;
+  size_t bytes = 0;
+  int first_step = 0, last_step = 0;  ///< liveness interval, inclusive
+};
+
+struct ExecutionPlan {
+  std::vector<Step> steps;
+  std::vector<BufferSlot> slots;       ///< indexed by ValueId; bytes == 0 for weights/unused
+  size_t arena_bytes = 0;              ///< peak activation bytes (arena size)
+  size_t naive_activation_bytes = 0;   ///< sum of all activation sizes (no reuse)
+  size_t intermediate_bytes = 0;       ///< bytes written + read of values passed between steps
+};
+
+/// Lowers every node of `g` to one CPU step (unfused). Errors name the node.
+Result<std::vector<Step>> lower_graph_cpu(const Graph& g);
+
+}  // namespace fusert

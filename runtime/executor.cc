@@ -1,0 +1,67 @@
+// The CPU executor: arena-backed buffer table and the step loop.
+#include "runtime/executor.h"
+
+#include <chrono>
+#include <cstring>
+
+namespace fusert {
+
+namespace {
+
+class ArenaTable : public BufferTable {
+ public:
+  ArenaTable(const Graph& g, const ExecutionPlan& p, uint8_t* arena) : g_(g), p_(p), arena_(arena) {}
+  void* raw(ValueId id) const override {
+    const Value& v = g_.value(id);
+    if (v.is_initializer) return const_cast<void*>(v.data.raw());
+    return arena_ + p_.slots[static_cast<size_t>(id)].offset;
+  }
+  float* f32(ValueId id) const override { return static_cast<float*>(raw(id)); }
+
+ private:
+  const Graph& g_;
+  const ExecutionPlan& p_;
+  uint8_t* arena_;
+};
+
+}  // namespace
+
+Executor::Executor(const Graph& g, const ExecutionPlan& plan)
+    : g_(g), plan_(plan), arena_(DType::kF32, Shape{static_cast<int64_t>((plan.arena_bytes + 3) / 4)}) {}
+
+Result<std::map<std::string, Tensor>> Executor::run(const std::map<std::string, Tensor>& inputs) {
+  ArenaTable table(g_, plan_, static_cast<uint8_t*>(arena_.raw()));
+  for (ValueId id : g_.inputs) {
+    const Value& v = g_.value(id);
+    auto it = inputs.find(v.name);
+    if (it == inputs.end()) return error(StatusCode::kInvalidArgument) << "missing input '" << v.name << "' " << shape_str(v.shape);
+    const Tensor& t = it->second;
+    if (t.dtype() != v.dtype) {
+      return error(StatusCode::kInvalidArgument) << "input '" << v.name << "': expected dtype " << dtype_name(v.dtype) << ", got " << dtype_name(t.dtype());
+    }
+    if (t.shape() != v.shape) {
+      return error(StatusCode::kShapeMismatch) << "input '" << v.name << "': expected shape " << shape_str(v.shape) << ", got " << shape_str(t.shape());
+    }
+    std::memcpy(table.raw(id), t.raw(), t.nbytes());
+  }
+  for (const auto& kv : inputs) {
+    ValueId id = g_.find_value(kv.first);
+    if (id == kNoValue || !g_.value(id).is_graph_input) return error(StatusCode::kInvalidArgument) << "'" << kv.first << "' is not an input of model '" << g_.name << "'";
+  }
+  step_ms_.assign(plan_.steps.size(), 0.0);
+  for (size_t i = 0; i < plan_.steps.size(); ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    plan_.steps[i].run(table);
+    if (profiling_) step_ms_[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+  std::map<std::string, Tensor> out;
+  for (ValueId id : g_.outputs) {
+    const Value& v = g_.value(id);
+    Tensor t(v.dtype, v.shape);
+    std::memcpy(t.raw(), table.raw(id), t.nbytes());
+    out.emplace(v.name, std::move(t));
+  }
+  return out;
+}
+
+}  // namespace fusert

@@ -1,0 +1,93 @@
+// Image decoding through stb_image and the model-declared preprocessing.
+#include "runtime/image.h"
+
+#include <algorithm>
+#include <cmath>
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-but-set-variable"
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#define STB_IMAGE_IMPLEMENTATION
+#define STBI_FAILURE_USERMSG
+#include <stb_image.h>
+#pragma GCC diagnostic pop
+
+namespace fusert {
+
+Result<Tensor> decode_image(const std::string& path) {
+  int w = 0, h = 0, channels = 0;
+  unsigned char* px = stbi_load(path.c_str(), &w, &h, &channels, 3);
+  if (!px) return error(StatusCode::kParseError) << path << ": cannot read image: " << stbi_failure_reason();
+  Tensor t(DType::kF32, {h, w, 3});
+  const int64_t n = static_cast<int64_t>(h) * w * 3;
+  for (int64_t i = 0; i < n; ++i) t.f32()[i] = static_cast<float>(px[i]);
+  stbi_image_free(px);
+  return t;
+}
+
+// Source coordinate of output index `o` for scale in/out, half-pixel centres, as in PyTorch's
+// upsample_bilinear2d (align_corners=False): negative sources clamp to 0.
+static void source_index(int64_t o, int64_t in, int64_t out, int64_t* i0, int64_t* i1, float* frac) {
+  const float scale = static_cast<float>(in) / static_cast<float>(out);
+  float src = std::max((static_cast<float>(o) + 0.5f) * scale - 0.5f, 0.0f);
+  *i0 = std::min(static_cast<int64_t>(src), in - 1);
+  *i1 = std::min(*i0 + 1, in - 1);
+  *frac = src - static_cast<float>(*i0);
+}
+
+Tensor resize_bilinear(const Tensor& hwc, int64_t oh, int64_t ow) {
+  const int64_t h = hwc.shape()[0], w = hwc.shape()[1], c = hwc.shape()[2];
+  Tensor out(DType::kF32, {oh, ow, c});
+  const float* src = hwc.f32();
+  float* dst = out.f32();
+#pragma omp parallel for schedule(static)
+  for (int64_t y = 0; y < oh; ++y) {
+    int64_t y0, y1;
+    float fy;
+    source_index(y, h, oh, &y0, &y1, &fy);
+    for (int64_t x = 0; x < ow; ++x) {
+      int64_t x0, x1;
+      float fx;
+      source_index(x, w, ow, &x0, &x1, &fx);
+      for (int64_t k = 0; k < c; ++k) {
+        float a = src[(y0 * w + x0) * c + k], b = src[(y0 * w + x1) * c + k];
+        float d = src[(y1 * w + x0) * c + k], e = src[(y1 * w + x1) * c + k];
+        dst[(y * ow + x) * c + k] = (1.0f - fy) * ((1.0f - fx) * a + fx * b) + fy * ((1.0f - fx) * d + fx * e);
+      }
+    }
+  }
+  return out;
+}
+
+Result<Tensor> preprocess_image(const Tensor& hwc, const PreprocessSpec& spec) {
+  Tensor img = hwc;
+  int64_t h = img.shape()[0], w = img.shape()[1];
+  if (spec.resize > 0) {
+    int64_t oh = h <= w ? spec.resize : h * spec.resize / w;
+    int64_t ow = h <= w ? w * spec.resize / h : spec.resize;
+    img = resize_bilinear(img, oh, ow);
+    h = oh;
+    w = ow;
+  }
+  int64_t ch = spec.crop > 0 ? spec.crop : h, cw = spec.crop > 0 ? spec.crop : w;
+  if (ch > h || cw > w) {
+    return error(StatusCode::kInvalidArgument) << "image of " << h << "x" << w << " is smaller than the crop " << ch << "x" << cw;
+  }
+  int64_t top = (h - ch) / 2, left = (w - cw) / 2;
+  Tensor out(DType::kF32, {1, 3, ch, cw});
+  for (int64_t c = 0; c < 3; ++c) {
+    int64_t src_c = spec.color == "BGR" ? 2 - c : c;
+    float mean = static_cast<float>(spec.mean[static_cast<size_t>(c)]);
+    float stdv = static_cast<float>(spec.std[static_cast<size_t>(c)]);
+    float div = static_cast<float>(spec.divisor);
+    for (int64_t y = 0; y < ch; ++y) {
+      for (int64_t x = 0; x < cw; ++x) {
+        float p = img.f32()[((top + y) * w + left + x) * 3 + src_c];
+        out.f32()[(c * ch + y) * cw + x] = (p / div - mean) / stdv;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace fusert

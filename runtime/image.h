@@ -1,0 +1,24 @@
+// Image input: decode (stb_image) and the preprocessing of models/FORMAT.md.
+#pragma once
+
+#include <string>
+
+#include "graph/loader/model_loader.h"
+#include "runtime/tensor.h"
+
+namespace fusert {
+
+/// Decodes an 8-bit image file (PNG, JPEG, BMP, ...) to RGB, returned as an f32 [H, W, 3]
+/// tensor of values 0..255. Errors name the file and stb_image's reason.
+Result<Tensor> decode_image(const std::string& path);
+
+/// Applies `spec` to an [H, W, 3] RGB image: short-side bilinear resize (half-pixel centres,
+/// clamped edges, no antialias: torch.nn.functional.interpolate(mode="bilinear",
+/// align_corners=False)), centre crop, (x / divisor - mean) / std, NCHW [1, 3, crop, crop].
+/// Errors when the crop is larger than the resized image.
+Result<Tensor> preprocess_image(const Tensor& hwc, const PreprocessSpec& spec);
+
+/// Bilinear resize of an [H, W, C] f32 image to [oh, ow, C] (same formula as above).
+Tensor resize_bilinear(const Tensor& hwc, int64_t oh, int64_t ow);
+
+}  // namespace fusert

@@ -1,0 +1,299 @@
+// Lowering of graph nodes to CPU kernel launches: each lower_<Op> turns a node's attributes
+// and shapes into a kernel parameter struct captured by the step (kernels never see the graph).
+#include <cstring>
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "runtime/execution_plan.h"
+
+namespace fusert {
+
+namespace {
+
+Step make_step(const Graph& g, int node_index, const char* kernel) {
+  const Node& n = g.nodes[static_cast<size_t>(node_index)];
+  Step s;
+  s.name = n.name;
+  s.kernel = kernel;
+  s.nodes = {node_index};
+  for (ValueId in : n.inputs) if (in != kNoValue) s.inputs.push_back(in);
+  s.outputs = n.outputs;
+  return s;
+}
+
+const Shape& shape_of(const Graph& g, ValueId id) { return g.value(id).shape; }
+
+}  // namespace
+
+#define LOWER(name) Status lower_##name(const Graph& g, int ni, Step& s)
+#define NODE (g.nodes[static_cast<size_t>(ni)])
+
+LOWER(Conv) {
+  const Node& n = NODE;
+  const Shape& x = shape_of(g, n.inputs[0]);
+  const Shape& w = shape_of(g, n.inputs[1]);
+  const Shape& y = shape_of(g, n.outputs[0]);
+  cpu::ConvParams p;
+  p.n = x[0]; p.c = x[1]; p.h = x[2]; p.w = x[3];
+  p.m = w[0]; p.kh = w[2]; p.kw = w[3]; p.oh = y[2]; p.ow = y[3];
+  const auto& st = n.attr_ints("strides");
+  const auto& dl = n.attr_ints("dilations");
+  const auto& pd = n.attr_ints("pads");
+  p.stride_h = st[0]; p.stride_w = st[1]; p.dil_h = dl[0]; p.dil_w = dl[1];
+  p.pad_top = pd[0]; p.pad_left = pd[1]; p.pad_bottom = pd[2]; p.pad_right = pd[3];
+  p.group = n.attr_i("group");
+  ValueId xi = n.inputs[0], wi = n.inputs[1], yi = n.outputs[0];
+  ValueId bi = n.inputs.size() > 2 ? n.inputs[2] : kNoValue;
+  s.kernel = p.group == p.c && p.group == p.m && p.group > 1 ? "depthwise_conv2d" : "conv2d";
+  s.run = [=](const BufferTable& b) {
+    cpu::conv2d(p, b.f32(xi), b.f32(wi), bi == kNoValue ? nullptr : b.f32(bi), b.f32(yi));
+  };
+  return Status();
+}
+
+LOWER(BatchNormalization) {
+  const Node& n = NODE;
+  const Shape& x = shape_of(g, n.inputs[0]);
+  int64_t spatial = 1;
+  for (size_t i = 2; i < x.size(); ++i) spatial *= x[i];
+  int64_t nb = x[0], c = x[1];
+  float eps = static_cast<float>(n.attr_f("epsilon"));
+  std::vector<ValueId> in = n.inputs;
+  ValueId yi = n.outputs[0];
+  s.run = [=](const BufferTable& b) {
+    cpu::batch_norm(nb, c, spatial, b.f32(in[0]), b.f32(in[1]), b.f32(in[2]), b.f32(in[3]), b.f32(in[4]), eps, b.f32(yi));
+  };
+  return Status();
+}
+
+static Status lower_unary(const Graph& g, int ni, Step& s, cpu::UnaryKind kind) {
+  const Node& n = NODE;
+  int64_t count = shape_numel(shape_of(g, n.outputs[0]));
+  ValueId xi = n.inputs[0], yi = n.outputs[0];
+  s.run = [=](const BufferTable& b) { cpu::unary(kind, count, b.f32(xi), b.f32(yi)); };
+  return Status();
+}
+LOWER(Relu) { return lower_unary(g, ni, s, cpu::UnaryKind::kRelu); }
+LOWER(Sigmoid) { return lower_unary(g, ni, s, cpu::UnaryKind::kSigmoid); }
+
+static Status lower_copy(const Graph& g, int ni, Step& s) {
+  const Node& n = NODE;
+  size_t bytes = static_cast<size_t>(shape_numel(shape_of(g, n.outputs[0]))) * dtype_size(g.value(n.outputs[0]).dtype);
+  ValueId xi = n.inputs[0], yi = n.outputs[0];
+  s.kernel = "copy";
+  s.run = [=](const BufferTable& b) { std::memcpy(b.raw(yi), b.raw(xi), bytes); };
+  return Status();
+}
+LOWER(Identity) { return lower_copy(g, ni, s); }
+LOWER(Flatten) { return lower_copy(g, ni, s); }
+LOWER(Reshape) {
+  s.inputs.resize(1);  // the shape input is a constant consumed at planning time
+  return lower_copy(g, ni, s);
+}
+
+LOWER(Clip) {
+  const Node& n = NODE;
+  float lo = static_cast<float>(n.attr_f("min")), hi = static_cast<float>(n.attr_f("max"));
+  if (n.inputs.size() > 1 && n.inputs[1] != kNoValue) lo = g.value(n.inputs[1]).data.f32()[0];
+  if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) hi = g.value(n.inputs[2]).data.f32()[0];
+  int64_t count = shape_numel(shape_of(g, n.outputs[0]));
+  ValueId xi = n.inputs[0], yi = n.outputs[0];
+  s.inputs.resize(1);
+  s.run = [=](const BufferTable& b) { cpu::clip(count, b.f32(xi), lo, hi, b.f32(yi)); };
+  return Status();
+}
+
+LOWER(HardSigmoid) {
+  const Node& n = NODE;
+  float alpha = static_cast<float>(n.attr_f("alpha")), beta = static_cast<float>(n.attr_f("beta"));
+  int64_t count = shape_numel(shape_of(g, n.outputs[0]));
+  ValueId xi = n.inputs[0], yi = n.outputs[0];
+  s.run = [=](const BufferTable& b) { cpu::hard_sigmoid(count, b.f32(xi), alpha, beta, b.f32(yi)); };
+  return Status();
+}
+
+LOWER(HardSwish) {
+  const Node& n = NODE;
+  int64_t count = shape_numel(shape_of(g, n.outputs[0]));
+  ValueId xi = n.inputs[0], yi = n.outputs[0];
+  s.run = [=](const BufferTable& b) { cpu::hard_swish(count, b.f32(xi), b.f32(yi)); };
+  return Status();
+}
+
+static Status lower_binary(const Graph& g, int ni, Step& s, cpu::BinaryKind kind) {
+  const Node& n = NODE;
+  Shape out = shape_of(g, n.outputs[0]);
+  auto padded = [&](ValueId id) {
+    Shape sh = shape_of(g, id);
+    sh.insert(sh.begin(), out.size() - sh.size(), 1);
+    return sh;
+  };
+  Shape as = padded(n.inputs[0]), bs = padded(n.inputs[1]);
+  ValueId ai = n.inputs[0], bi = n.inputs[1], yi = n.outputs[0];
+  s.run = [=](const BufferTable& b) { cpu::binary(kind, out, as, b.f32(ai), bs, b.f32(bi), b.f32(yi)); };
+  return Status();
+}
+LOWER(Add) { return lower_binary(g, ni, s, cpu::BinaryKind::kAdd); }
+LOWER(Sub) { return lower_binary(g, ni, s, cpu::BinaryKind::kSub); }
+LOWER(Mul) { return lower_binary(g, ni, s, cpu::BinaryKind::kMul); }
+LOWER(Div) { return lower_binary(g, ni, s, cpu::BinaryKind::kDiv); }
+
+static cpu::PoolParams pool_params(const Graph& g, const Node& n) {
+  const Shape& x = shape_of(g, n.inputs[0]);
+  const Shape& y = shape_of(g, n.outputs[0]);
+  cpu::PoolParams p;
+  p.n = x[0]; p.c = x[1]; p.h = x[2]; p.w = x[3]; p.oh = y[2]; p.ow = y[3];
+  const auto& k = n.attr_ints("kernel_shape");
+  const auto& st = n.attr_ints("strides");
+  const auto& pd = n.attr_ints("pads");
+  p.kh = k[0]; p.kw = k[1]; p.stride_h = st[0]; p.stride_w = st[1];
+  p.pad_top = pd[0]; p.pad_left = pd[1]; p.pad_bottom = pd[2]; p.pad_right = pd[3];
+  if (n.attrs.count("dilations")) { p.dil_h = n.attr_ints("dilations")[0]; p.dil_w = n.attr_ints("dilations")[1]; }
+  return p;
+}
+
+LOWER(MaxPool) {
+  cpu::PoolParams p = pool_params(g, NODE);
+  ValueId xi = NODE.inputs[0], yi = NODE.outputs[0];
+  s.run = [=](const BufferTable& b) { cpu::max_pool2d(p, b.f32(xi), b.f32(yi)); };
+  return Status();
+}
+
+LOWER(AveragePool) {
+  cpu::PoolParams p = pool_params(g, NODE);
+  p.count_include_pad = NODE.attr_i("count_include_pad") != 0;
+  ValueId xi = NODE.inputs[0], yi = NODE.outputs[0];
+  s.run = [=](const BufferTable& b) { cpu::avg_pool2d(p, b.f32(xi), b.f32(yi)); };
+  return Status();
+}
+
+LOWER(GlobalAveragePool) {
+  const Shape& x = shape_of(g, NODE.inputs[0]);
+  int64_t spatial = 1;
+  for (size_t i = 2; i < x.size(); ++i) spatial *= x[i];
+  int64_t nb = x[0], c = x[1];
+  ValueId xi = NODE.inputs[0], yi = NODE.outputs[0];
+  s.run = [=](const BufferTable& b) { cpu::global_avg_pool(nb, c, spatial, b.f32(xi), b.f32(yi)); };
+  return Status();
+}
+
+LOWER(Transpose) {
+  Shape x = shape_of(g, NODE.inputs[0]);
+  std::vector<int64_t> perm = NODE.attr_ints("perm");
+  ValueId xi = NODE.inputs[0], yi = NODE.outputs[0];
+  s.run = [=](const BufferTable& b) { cpu::transpose(x, perm, b.f32(xi), b.f32(yi)); };
+  return Status();
+}
+
+LOWER(Concat) {
+  const Node& n = NODE;
+  int64_t axis = n.attr_i("axis");
+  const Shape& y = shape_of(g, n.outputs[0]);
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= y[static_cast<size_t>(d)];
+  for (size_t d = static_cast<size_t>(axis) + 1; d < y.size(); ++d) inner *= y[d];
+  std::vector<int64_t> lens;
+  for (ValueId in : n.inputs) lens.push_back(shape_of(g, in)[static_cast<size_t>(axis)]);
+  std::vector<ValueId> ins = n.inputs;
+  ValueId yi = n.outputs[0];
+  s.run = [=](const BufferTable& b) {
+    std::vector<const float*> xs;
+    for (ValueId id : ins) xs.push_back(b.f32(id));
+    cpu::concat(outer, inner, lens, xs, b.f32(yi));
+  };
+  return Status();
+}
+
+LOWER(Gemm) {
+  const Node& n = NODE;
+  cpu::GemmParams p;
+  const Shape& a = shape_of(g, n.inputs[0]);
+  const Shape& y = shape_of(g, n.outputs[0]);
+  p.trans_a = n.attr_i("transA") != 0;
+  p.trans_b = n.attr_i("transB") != 0;
+  p.m = y[0]; p.n = y[1]; p.k = p.trans_a ? a[0] : a[1];
+  p.alpha = static_cast<float>(n.attr_f("alpha"));
+  p.beta = static_cast<float>(n.attr_f("beta"));
+  ValueId ai = n.inputs[0], bi = n.inputs[1], yi = n.outputs[0];
+  ValueId ci = n.inputs.size() > 2 ? n.inputs[2] : kNoValue;
+  if (ci != kNoValue) {
+    Shape c = shape_of(g, ci);
+    c.insert(c.begin(), 2 - c.size(), 1);
+    p.c_rows = c[0];
+    p.c_cols = c[1];
+  }
+  s.kernel = "gemm";
+  s.run = [=](const BufferTable& b) { cpu::gemm(p, b.f32(ai), b.f32(bi), ci == kNoValue ? nullptr : b.f32(ci), b.f32(yi)); };
+  return Status();
+}
+
+LOWER(MatMul) {
+  const Node& n = NODE;
+  Shape a = shape_of(g, n.inputs[0]), bsh = shape_of(g, n.inputs[1]);
+  if (a.size() == 1) a.insert(a.begin(), 1);
+  if (bsh.size() == 1) bsh.push_back(1);
+  cpu::MatMulParams p;
+  p.m = a[a.size() - 2]; p.k = a.back(); p.n = bsh.back();
+  Shape ab(a.begin(), a.end() - 2), bb(bsh.begin(), bsh.end() - 2);
+  size_t r = std::max(ab.size(), bb.size());
+  ab.insert(ab.begin(), r - ab.size(), 1);
+  bb.insert(bb.begin(), r - bb.size(), 1);
+  Shape ob(r);
+  for (size_t i = 0; i < r; ++i) ob[i] = std::max(ab[i], bb[i]);
+  p.batch = shape_numel(ob);
+  for (int64_t o = 0; o < p.batch; ++o) {  // map each output batch index to its sources
+    int64_t rem = o, ia = 0, ib = 0, sa = 1, sb = 1;
+    for (size_t d = r; d-- > 0;) {
+      int64_t idx = rem % ob[d];
+      rem /= ob[d];
+      ia += (ab[d] == 1 ? 0 : idx) * sa;
+      ib += (bb[d] == 1 ? 0 : idx) * sb;
+      sa *= ab[d];
+      sb *= bb[d];
+    }
+    p.a_batch_index.push_back(ia);
+    p.b_batch_index.push_back(ib);
+  }
+  ValueId ai = n.inputs[0], bi = n.inputs[1], yi = n.outputs[0];
+  s.kernel = "matmul";
+  s.run = [=](const BufferTable& b) { cpu::matmul(p, b.f32(ai), b.f32(bi), b.f32(yi)); };
+  return Status();
+}
+
+LOWER(Softmax) {
+  const Shape& x = shape_of(g, NODE.inputs[0]);
+  int64_t axis = NODE.attr_i("axis"), outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= x[static_cast<size_t>(d)];
+  for (size_t d = static_cast<size_t>(axis) + 1; d < x.size(); ++d) inner *= x[d];
+  int64_t len = x[static_cast<size_t>(axis)];
+  ValueId xi = NODE.inputs[0], yi = NODE.outputs[0];
+  s.run = [=](const BufferTable& b) { cpu::softmax(outer, len, inner, b.f32(xi), b.f32(yi)); };
+  return Status();
+}
+
+#undef LOWER
+#undef NODE
+
+Result<std::vector<Step>> lower_graph_cpu(const Graph& g) {
+  using LowerFn = Status (*)(const Graph&, int, Step&);
+  static const LowerFn kLower[] = {
+#define FUSERT_OP(name, pattern, min_in, max_in, schema, doc) &lower_##name,
+#include "graph/ops.def"
+#undef FUSERT_OP
+  };
+  static const char* const kKernelNames[] = {
+#define FUSERT_OP(name, pattern, min_in, max_in, schema, doc) #name,
+#include "graph/ops.def"
+#undef FUSERT_OP
+  };
+  std::vector<Step> steps;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    Step s = make_step(g, static_cast<int>(i), kKernelNames[static_cast<size_t>(n.op)]);
+    Status st = kLower[static_cast<size_t>(n.op)](g, static_cast<int>(i), s);
+    if (!st.ok()) return error(st.code()) << "lowering node '" << n.name << "': " << st.message();
+    steps.push_back(std::move(s));
+  }
+  return steps;
+}
+
+}  // namespace fusert

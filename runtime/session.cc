@@ -1,0 +1,87 @@
+// Session: model + weights -> lowered plan -> executor.
+#include "runtime/session.h"
+
+#include <chrono>
+#include <fstream>
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "runtime/memory_planner.h"
+#include "runtime/weights.h"
+
+namespace fusert {
+
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+bool file_exists(const std::string& p) { return std::ifstream(p).good(); }
+
+Status bind_weights(ModelSpec& m, const SessionOptions& o, std::string* source) {
+  Graph& g = m.graph;
+  if (o.seeded) {
+    bind_seeded_weights(g, o.seed);
+    *source = "seeded (seed " + std::to_string(o.seed) + ")";
+    return Status();
+  }
+  std::string path = o.weights.empty() ? m.weights_path : o.weights;
+  if (path.empty()) {
+    bind_seeded_weights(g, o.seed);
+    *source = "seeded (seed " + std::to_string(o.seed) + ")";
+    return Status();
+  }
+  if (o.weights.empty() && !file_exists(path)) {
+    return error(StatusCode::kNotFound) << path << ": weights file of model '" << g.name << "' not found"
+           << (m.weights_fetch.empty() ? std::string() : "; create it with: " + m.weights_fetch)
+           << " (or pass --seeded to run with seeded weights)";
+  }
+  FUSERT_RETURN_IF_ERROR(bind_weights_from_file(g, path));
+  *source = path;
+  return Status();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Session>> Session::load(const std::string& model_path, const SessionOptions& options) {
+  if (options.device != "cpu" && options.device != "cuda") {
+    return error(StatusCode::kInvalidArgument) << "unknown device '" << options.device << "' (cpu, cuda)";
+  }
+  if (options.fusion != "none") {
+    return error(StatusCode::kUnsupported) << "fusion mode '" << options.fusion
+           << "': the fusion planner is not built yet; use --fusion none";
+  }
+  if (options.threads < 0) return error(StatusCode::kInvalidArgument) << "threads must be >= 0, got " << options.threads;
+  if (options.device == "cuda") FUSERT_RETURN_IF_ERROR(check_cuda_device());
+  auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<Session> s(new Session());
+  s->options_ = options;
+  FUSERT_ASSIGN_OR_RETURN(s->model_, load_model(model_path));
+  FUSERT_RETURN_IF_ERROR(bind_weights(s->model_, options, &s->stats_.weights_source));
+  s->stats_.load_ms = ms_since(t0);
+  cpu::set_num_threads(options.threads);
+  auto t1 = std::chrono::steady_clock::now();
+  FUSERT_ASSIGN_OR_RETURN(s->plan_.steps, lower_graph_cpu(s->model_.graph));
+  plan_memory(s->model_.graph, s->plan_);
+  s->stats_.plan_ms = ms_since(t1);
+  s->stats_.nodes = static_cast<int64_t>(s->model_.graph.nodes.size());
+  s->stats_.kernels = static_cast<int64_t>(s->plan_.steps.size());
+  s->stats_.intermediate_bytes = static_cast<int64_t>(s->plan_.intermediate_bytes);
+  s->stats_.peak_activation_bytes = static_cast<int64_t>(s->plan_.arena_bytes);
+  s->stats_.naive_activation_bytes = static_cast<int64_t>(s->plan_.naive_activation_bytes);
+  s->executor_ = std::make_unique<Executor>(s->model_.graph, s->plan_);
+  return s;
+}
+
+Result<TensorMap> Session::run(const TensorMap& inputs) { return executor_->run(inputs); }
+
+TensorMap Session::seeded_inputs(uint64_t seed) const {
+  TensorMap m;
+  for (ValueId id : graph().inputs) {
+    const Value& v = graph().value(id);
+    m.emplace(v.name, seeded_tensor(v.name, v.shape, InitKind::kInput, seed));
+  }
+  return m;
+}
+
+}  // namespace fusert

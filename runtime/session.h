@@ -1,0 +1,73 @@
+// The public C++ API: load a YAML model and its weights, plan it, run it on named tensors.
+//
+//   fusert::SessionOptions opt;            // device "cpu", all cores, fusion "none"
+//   auto s = fusert::Session::load("models/resnet18.yaml", opt);
+//   if (!s.ok()) { std::cerr << s.status().to_string(); return 1; }
+//   auto out = (*s)->run({{"input", image_nchw}});   // [1,3,224,224] f32 -> {"logits": [1,1000]}
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "graph/loader/model_loader.h"
+#include "runtime/executor.h"
+
+namespace fusert {
+
+using TensorMap = std::map<std::string, Tensor>;
+
+struct SessionOptions {
+  std::string device = "cpu";  ///< "cpu" or "cuda" (cuda fails with a clear error without a GPU)
+  int threads = 0;             ///< CPU worker threads; 0 = all cores
+  std::string fusion = "none"; ///< fusion mode; the planner (vertical, horizontal, cross, compound) is not built yet
+  std::string weights;         ///< safetensors path; empty = the model's own weights file if it declares one
+  bool seeded = false;         ///< ignore weights files and use seeded weights (models/FORMAT.md)
+  uint64_t seed = 0;           ///< seed for seeded weights
+};
+
+/// What loading and planning produced; sizes in bytes, times in ms.
+struct SessionStats {
+  int64_t nodes = 0;                 ///< graph nodes after loading
+  int64_t kernels = 0;               ///< kernel launches per inference
+  int64_t intermediate_bytes = 0;    ///< bytes of intermediates written + read per inference
+  int64_t peak_activation_bytes = 0; ///< arena size after liveness-based reuse
+  int64_t naive_activation_bytes = 0;///< sum of all activations without reuse
+  double load_ms = 0, plan_ms = 0;
+  std::string weights_source;        ///< file path or "seeded (seed N)"
+};
+
+class Session {
+ public:
+  /// Loads `model_path`, binds weights (options.weights, else the model's file, else seeded if
+  /// the model declares none), lowers and plans memory. Errors: model file (file:line:col),
+  /// weights (tensor names), device ("no CUDA device"), options.
+  static Result<std::unique_ptr<Session>> load(const std::string& model_path, const SessionOptions& options);
+
+  /// Runs one inference. Inputs by graph input name with exact dtype and shape.
+  Result<TensorMap> run(const TensorMap& inputs);
+
+  /// Seeded values for every graph input (init kind `input`), e.g. for benchmarks and goldens.
+  TensorMap seeded_inputs(uint64_t seed = 0) const;
+
+  const ModelSpec& model() const { return model_; }
+  const Graph& graph() const { return model_.graph; }
+  const ExecutionPlan& plan() const { return plan_; }
+  const SessionStats& stats() const { return stats_; }
+  const SessionOptions& options() const { return options_; }
+  Executor& executor() { return *executor_; }
+
+ private:
+  Session() = default;
+  ModelSpec model_;
+  SessionOptions options_;
+  ExecutionPlan plan_;
+  SessionStats stats_;
+  std::unique_ptr<Executor> executor_;
+};
+
+/// OK when a CUDA device can be used; otherwise an error saying why (no CUDA in this build,
+/// no driver, no device).
+Status check_cuda_device();
+
+}  // namespace fusert

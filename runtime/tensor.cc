@@ -1,0 +1,205 @@
+// Tensor storage, dtype helpers and .npy reading/writing.
+#include "runtime/tensor.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace fusert {
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::kF32: return "f32";
+    case DType::kF16: return "f16";
+    case DType::kBF16: return "bf16";
+    case DType::kI64: return "i64";
+    case DType::kI32: return "i32";
+  }
+  return "?";
+}
+
+bool parse_dtype(const std::string& s, DType* out) {
+  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kI64, DType::kI32}) {
+    if (s == dtype_name(t)) {
+      *out = t;
+      return true;
+    }
+  }
+  return false;
+}
+
+size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::kF32: return 4;
+    case DType::kF16: case DType::kBF16: return 2;
+    case DType::kI64: return 8;
+    case DType::kI32: return 4;
+  }
+  return 4;
+}
+
+int64_t shape_numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+std::string shape_str(const Shape& s) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
+  os << "]";
+  return os.str();
+}
+
+static std::shared_ptr<uint8_t> alloc_buffer(size_t nbytes) {
+  size_t rounded = ((nbytes + 63) / 64) * 64;
+  if (rounded == 0) rounded = 64;
+  void* p = std::aligned_alloc(64, rounded);
+  FUSERT_CHECK(p != nullptr) << "out of memory allocating " << nbytes << " bytes";
+  std::memset(p, 0, rounded);
+  return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
+}
+
+Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+  buf_ = alloc_buffer(nbytes());
+}
+
+Tensor Tensor::f32(Shape shape, std::vector<float> values) {
+  Tensor t(DType::kF32, std::move(shape));
+  FUSERT_CHECK(static_cast<int64_t>(values.size()) == t.numel()) << "value count";
+  std::memcpy(t.raw(), values.data(), values.size() * sizeof(float));
+  return t;
+}
+
+Tensor Tensor::clone() const {
+  Tensor t(dtype_, shape_);
+  if (nbytes()) std::memcpy(t.raw(), raw(), nbytes());
+  return t;
+}
+
+Tensor Tensor::reshaped(Shape shape) const {
+  FUSERT_CHECK(shape_numel(shape) == numel()) << shape_str(shape) << " vs " << shape_str(shape_);
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+// ---------------------------------------------------------------- .npy
+static Status npy_error(const std::string& path, const std::string& what) {
+  return error(StatusCode::kParseError) << path << ": not a valid .npy file: " << what;
+}
+
+// Extracts the value text of 'key' in the header dict, e.g. 'descr': '<f4'.
+static std::string npy_header_field(const std::string& h, const std::string& key) {
+  size_t k = h.find("'" + key + "'");
+  if (k == std::string::npos) return "";
+  size_t colon = h.find(':', k);
+  if (colon == std::string::npos) return "";
+  size_t start = h.find_first_not_of(' ', colon + 1);
+  if (start == std::string::npos) return "";
+  char open = h[start];
+  if (open == '\'') return h.substr(start + 1, h.find('\'', start + 1) - start - 1);
+  if (open == '(') return h.substr(start + 1, h.find(')', start) - start - 1);
+  size_t end = h.find_first_of(",}", start);
+  return h.substr(start, end - start);
+}
+
+Result<Tensor> read_npy(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return error(StatusCode::kNotFound) << path << ": cannot open file";
+  std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (data.size() < 10 || data.compare(0, 6, "\x93NUMPY") != 0) return npy_error(path, "bad magic");
+  int major = static_cast<uint8_t>(data[6]);
+  size_t hlen = 0, hstart = 0;
+  if (major == 1) {
+    hlen = static_cast<uint8_t>(data[8]) | (static_cast<uint8_t>(data[9]) << 8);
+    hstart = 10;
+  } else {
+    if (data.size() < 12) return npy_error(path, "truncated header");
+    hlen = 0;
+    for (int i = 0; i < 4; ++i) hlen |= static_cast<size_t>(static_cast<uint8_t>(data[8 + i])) << (8 * i);
+    hstart = 12;
+  }
+  if (hstart + hlen > data.size()) return npy_error(path, "truncated header");
+  std::string h = data.substr(hstart, hlen);
+  std::string descr = npy_header_field(h, "descr");
+  if (npy_header_field(h, "fortran_order") == "True") return npy_error(path, "fortran_order arrays are not supported");
+  Shape shape;
+  std::stringstream ss(npy_header_field(h, "shape"));
+  std::string tok;
+  while (std::getline(ss, tok, ',')) {
+    if (tok.find_first_not_of(' ') == std::string::npos) continue;
+    char* end = nullptr;
+    long long v = std::strtoll(tok.c_str(), &end, 10);
+    if (v < 0) return npy_error(path, "negative dimension");
+    shape.push_back(v);
+  }
+  size_t esize = 0;
+  DType dt = DType::kF32;
+  if (descr == "<f4") { esize = 4; dt = DType::kF32; }
+  else if (descr == "<f8") { esize = 8; dt = DType::kF32; }
+  else if (descr == "<i8") { esize = 8; dt = DType::kI64; }
+  else if (descr == "<i4") { esize = 4; dt = DType::kI32; }
+  else return npy_error(path, "unsupported dtype '" + descr + "' (want <f4, <f8, <i8, <i4)");
+  size_t n = static_cast<size_t>(shape_numel(shape));
+  size_t off = hstart + hlen;
+  if (data.size() - off < n * esize) {
+    return npy_error(path, "truncated data: expected " + std::to_string(n * esize) + " bytes, got " +
+                               std::to_string(data.size() - off));
+  }
+  Tensor t(dt, shape);
+  if (descr == "<f8") {
+    for (size_t i = 0; i < n; ++i) {
+      double d;
+      std::memcpy(&d, data.data() + off + i * 8, 8);
+      t.f32()[i] = static_cast<float>(d);
+    }
+  } else {
+    std::memcpy(t.raw(), data.data() + off, n * esize);
+  }
+  return t;
+}
+
+Status write_npy(const std::string& path, const Tensor& t) {
+  const char* descr = t.dtype() == DType::kF32 ? "<f4" : t.dtype() == DType::kI64 ? "<i8" : t.dtype() == DType::kI32 ? "<i4" : nullptr;
+  if (!descr) return error(StatusCode::kUnsupported) << "write_npy: dtype " << dtype_name(t.dtype());
+  std::ostringstream h;
+  h << "{'descr': '" << descr << "', 'fortran_order': False, 'shape': (";
+  for (size_t i = 0; i < t.shape().size(); ++i) h << t.shape()[i] << (t.shape().size() == 1 || i + 1 < t.shape().size() ? ", " : "");
+  h << "), }";
+  std::string header = h.str();
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header.push_back('\n');
+  std::ofstream f(path, std::ios::binary);
+  if (!f) return error(StatusCode::kIoError) << path << ": cannot open for writing";
+  f.write("\x93NUMPY\x01\x00", 8);
+  uint16_t hl = static_cast<uint16_t>(header.size());
+  char hb[2] = {static_cast<char>(hl & 0xff), static_cast<char>(hl >> 8)};
+  f.write(hb, 2);
+  f.write(header.data(), header.size());
+  f.write(static_cast<const char*>(t.raw()), t.nbytes());
+  if (!f) return error(StatusCode::kIoError) << path << ": write failed";
+  return Status();
+}
+
+double relative_l2(const Tensor& a, const Tensor& b) {
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    double d = static_cast<double>(a.f32()[i]) - b.f32()[i];
+    num += d * d;
+    den += static_cast<double>(b.f32()[i]) * b.f32()[i];
+  }
+  return std::sqrt(num) / std::max(std::sqrt(den), 1e-30);
+}
+
+double max_abs_diff(const Tensor& a, const Tensor& b) {
+  double m = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) m = std::max(m, std::fabs(static_cast<double>(a.f32()[i]) - b.f32()[i]));
+  return m;
+}
+
+}  // namespace fusert
