@@ -1,0 +1,54 @@
+# fusert: `make run` (the demo) and `make test` (every test) on a fresh Debian 12 machine.
+# Both install missing Debian packages, fetch the real weights, build Release, and are idempotent.
+PYTHON ?= /usr/bin/python3
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+WEIGHTS := .cache/weights/efficientnet_lite0.safetensors
+
+.PHONY: all run test deps weights configure build bench format clean help
+
+all: build
+
+help:
+	@echo "make run     install deps, fetch weights, build, run infer on the default model and photo"
+	@echo "make test    same set-up, then run every test through ctest"
+	@echo "make build   configure and build (Release) into $(BUILD)/"
+	@echo "make bench   time every zoo model on the CPU"
+	@echo "make format  apply .clang-format"
+
+deps:
+	@bash tools/setup_deps.sh
+
+weights: deps
+	@echo "[weights] $(WEIGHTS)"
+	@$(PYTHON) tools/fetch_weights.py efficientnet_lite0
+
+$(BUILD)/CMakeCache.txt:
+	@echo "[build] configuring $(BUILD)/ (Release)"
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+
+configure: deps $(BUILD)/CMakeCache.txt
+
+build: configure
+	@echo "[build] compiling with $(JOBS) jobs"
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build weights
+	@echo "[run] $(BUILD)/infer (EfficientNet-Lite0, real weights, models/data/coffee.png)"
+	./$(BUILD)/infer
+
+test: build weights
+	@echo "[test] ctest"
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+bench: build weights
+	@for m in resnet18 resnet50 mobilenet_v2 efficientnet_lite0; do \
+	  ./$(BUILD)/infer --model models/$$m.yaml --seeded --runs 10 --warmup 2 --topk 1 | grep -E "^(model|plan|latency)"; \
+	done
+
+format:
+	clang-format -i $$(git ls-files '*.cc' '*.h' '*.cu' '*.cuh')
+
+clean:
+	rm -rf $(BUILD)

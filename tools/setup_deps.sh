@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the Debian packages fusert builds and tests with, only those missing. Idempotent.
+set -euo pipefail
+pkgs=(build-essential cmake pkg-config libeigen3-dev libyaml-cpp-dev doctest-dev nlohmann-json3-dev
+      libstb-dev python3 python3-pip ca-certificates)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "[deps] all Debian packages present"
+  exit 0
+fi
+echo "[deps] installing: ${missing[*]}"
+if [ "$(id -u)" != 0 ]; then
+  if command -v sudo >/dev/null; then SUDO=sudo; else
+    echo "[deps] error: not root; run: apt-get install -y ${missing[*]}" >&2; exit 1
+  fi
+else
+  SUDO=
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "[deps] done"
