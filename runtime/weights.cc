@@ -204,11 +204,13 @@ Status bind_weights_from_file(Graph& g, const std::string& path) {
   FUSERT_ASSIGN_OR_RETURN(auto tensors, read_safetensors(path));
   std::ostringstream problems;
   int count = 0;
+  constexpr int kMaxListed = 25;  // a wrong file for the model would list hundreds
   for (ValueId id : g.initializers()) {
     Value& v = g.value(id);
     if (v.is_constant) continue;
     auto it = tensors.find(v.name);
     if (it == tensors.end()) {
+      if (count >= kMaxListed) { ++count; continue; }
       problems << "\n  missing: '" << v.name << "' " << shape_str(v.shape);
       ++count;
       continue;
@@ -225,9 +227,11 @@ Status bind_weights_from_file(Graph& g, const std::string& path) {
     tensors.erase(it);
   }
   for (const auto& kv : tensors) {
+    if (count >= kMaxListed) { ++count; continue; }
     problems << "\n  extra: '" << kv.first << "' " << shape_str(kv.second.shape()) << " is not used by model '" << g.name << "'";
     ++count;
   }
+  if (count > kMaxListed) problems << "\n  ... and " << count - kMaxListed << " more";
   if (count) {
     return error(StatusCode::kInvalidArgument) << path << ": " << count << " weight problem(s) for model '" << g.name << "':" << problems.str();
   }

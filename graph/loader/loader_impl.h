@@ -4,6 +4,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <filesystem>
 #include <map>
 #include <set>
 #include <string>
@@ -42,7 +43,8 @@ class Loader {
   Result<AttrValue> read_attr(const YAML::Node& n, const Bindings& env, const AttrSchema& schema,
                               const std::string& node_name) const;
   std::string resolve(const std::string& p) const {
-    return p.empty() || p[0] == '/' ? p : base_dir_ + "/" + p;
+    if (p.empty() || p[0] == '/') return p;
+    return (std::filesystem::path(base_dir_) / p).lexically_normal().string();
   }
 
   std::string file_, base_dir_, via_;
