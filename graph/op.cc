@@ -11,7 +11,7 @@ namespace fusert {
 namespace {
 
 constexpr int kOpCount = 0
-#define FUSERT_OP(name, pattern, min_in, max_in, schema, doc) +1
+#define FUSERT_OP(name, pattern, min_in, max_in, max_out, schema, doc) +1
 #include "graph/ops.def"
 #undef FUSERT_OP
     ;
@@ -64,8 +64,8 @@ std::vector<AttrSchema> parse_schema(const char* schema) {
 
 const std::vector<OpInfo>& table() {
   static const std::vector<OpInfo> t = {
-#define FUSERT_OP(name, pattern, min_in, max_in, schema, doc) \
-  {OpKind::k##name, #name, PatternKind::pattern, min_in, max_in, parse_schema(schema), doc},
+#define FUSERT_OP(name, pattern, min_in, max_in, max_out, schema, doc) \
+  {OpKind::k##name, #name, PatternKind::pattern, min_in, max_in, max_out, parse_schema(schema), doc},
 #include "graph/ops.def"
 #undef FUSERT_OP
   };

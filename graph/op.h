@@ -8,7 +8,7 @@
 namespace fusert {
 
 enum class OpKind {
-#define FUSERT_OP(name, pattern, min_in, max_in, schema, doc) k##name,
+#define FUSERT_OP(name, pattern, min_in, max_in, max_out, schema, doc) k##name,
 #include "graph/ops.def"
 #undef FUSERT_OP
   kCount
@@ -44,6 +44,7 @@ struct OpInfo {
   const char* name;
   PatternKind pattern;
   int min_inputs, max_inputs;
+  int max_outputs;
   std::vector<AttrSchema> attrs;
   const char* doc;
   const AttrSchema* find_attr(const std::string& name) const;

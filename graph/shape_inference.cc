@@ -3,14 +3,14 @@
 
 namespace fusert {
 
-#define FUSERT_OP(name, pattern, min_in, max_in, schema, doc) Status shape_##name(ShapeContext& c);
+#define FUSERT_OP(name, pattern, min_in, max_in, max_out, schema, doc) Status shape_##name(ShapeContext& c);
 #include "graph/ops.def"
 #undef FUSERT_OP
 
 namespace {
 using ShapeFn = Status (*)(ShapeContext&);
 const ShapeFn kShapeFns[] = {
-#define FUSERT_OP(name, pattern, min_in, max_in, schema, doc) &shape_##name,
+#define FUSERT_OP(name, pattern, min_in, max_in, max_out, schema, doc) &shape_##name,
 #include "graph/ops.def"
 #undef FUSERT_OP
 };

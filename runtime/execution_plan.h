@@ -28,6 +28,9 @@ struct Step {
   std::vector<ValueId> inputs;    ///< activations and weights read
   std::vector<ValueId> outputs;   ///< values written to memory
   std::function<void(const BufferTable&)> run;
+  /// Optional data-dependent validation run before `run` (e.g. Gather index range); its error
+  /// names the node and tensor, and the run stops.
+  std::function<Status(const BufferTable&)> check;
 };
 
 /// Where an activation lives in the arena.

@@ -51,6 +51,7 @@ Result<std::map<std::string, Tensor>> Executor::run(const std::map<std::string, 
   step_ms_.assign(plan_.steps.size(), 0.0);
   for (size_t i = 0; i < plan_.steps.size(); ++i) {
     auto t0 = std::chrono::steady_clock::now();
+    if (plan_.steps[i].check) FUSERT_RETURN_IF_ERROR(plan_.steps[i].check(table));
     plan_.steps[i].run(table);
     if (profiling_) step_ms_[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }

@@ -24,6 +24,11 @@ const Shape& shape_of(const Graph& g, ValueId id) { return g.value(id).shape; }
 
 }  // namespace
 
+// Every op's lowering (some live in lower_cpu_seq.cc).
+#define FUSERT_OP(name, pattern, min_in, max_in, max_out, schema, doc) Status lower_##name(const Graph&, int, Step&);
+#include "graph/ops.def"
+#undef FUSERT_OP
+
 #define LOWER(name) Status lower_##name(const Graph& g, int ni, Step& s)
 #define NODE (g.nodes[static_cast<size_t>(ni)])
 
@@ -73,6 +78,9 @@ static Status lower_unary(const Graph& g, int ni, Step& s, cpu::UnaryKind kind) 
   return Status();
 }
 LOWER(Relu) { return lower_unary(g, ni, s, cpu::UnaryKind::kRelu); }
+LOWER(Erf) { return lower_unary(g, ni, s, cpu::UnaryKind::kErf); }
+LOWER(Tanh) { return lower_unary(g, ni, s, cpu::UnaryKind::kTanh); }
+LOWER(Sqrt) { return lower_unary(g, ni, s, cpu::UnaryKind::kSqrt); }
 LOWER(Sigmoid) { return lower_unary(g, ni, s, cpu::UnaryKind::kSigmoid); }
 
 static Status lower_copy(const Graph& g, int ni, Step& s) {
@@ -136,6 +144,7 @@ LOWER(Add) { return lower_binary(g, ni, s, cpu::BinaryKind::kAdd); }
 LOWER(Sub) { return lower_binary(g, ni, s, cpu::BinaryKind::kSub); }
 LOWER(Mul) { return lower_binary(g, ni, s, cpu::BinaryKind::kMul); }
 LOWER(Div) { return lower_binary(g, ni, s, cpu::BinaryKind::kDiv); }
+LOWER(Pow) { return lower_binary(g, ni, s, cpu::BinaryKind::kPow); }
 
 static cpu::PoolParams pool_params(const Graph& g, const Node& n) {
   const Shape& x = shape_of(g, n.inputs[0]);
@@ -276,12 +285,12 @@ LOWER(Softmax) {
 Result<std::vector<Step>> lower_graph_cpu(const Graph& g) {
   using LowerFn = Status (*)(const Graph&, int, Step&);
   static const LowerFn kLower[] = {
-#define FUSERT_OP(name, pattern, min_in, max_in, schema, doc) &lower_##name,
+#define FUSERT_OP(name, pattern, min_in, max_in, max_out, schema, doc) &lower_##name,
 #include "graph/ops.def"
 #undef FUSERT_OP
   };
   static const char* const kKernelNames[] = {
-#define FUSERT_OP(name, pattern, min_in, max_in, schema, doc) #name,
+#define FUSERT_OP(name, pattern, min_in, max_in, max_out, schema, doc) #name,
 #include "graph/ops.def"
 #undef FUSERT_OP
   };

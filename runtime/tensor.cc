@@ -16,12 +16,13 @@ const char* dtype_name(DType t) {
     case DType::kBF16: return "bf16";
     case DType::kI64: return "i64";
     case DType::kI32: return "i32";
+    case DType::kBool: return "bool";
   }
   return "?";
 }
 
 bool parse_dtype(const std::string& s, DType* out) {
-  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kI64, DType::kI32}) {
+  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kI64, DType::kI32, DType::kBool}) {
     if (s == dtype_name(t)) {
       *out = t;
       return true;
@@ -36,6 +37,7 @@ size_t dtype_size(DType t) {
     case DType::kF16: case DType::kBF16: return 2;
     case DType::kI64: return 8;
     case DType::kI32: return 4;
+    case DType::kBool: return 1;
   }
   return 4;
 }
@@ -143,6 +145,7 @@ Result<Tensor> read_npy(const std::string& path) {
   else if (descr == "<f8") { esize = 8; dt = DType::kF32; }
   else if (descr == "<i8") { esize = 8; dt = DType::kI64; }
   else if (descr == "<i4") { esize = 4; dt = DType::kI32; }
+  else if (descr == "|b1") { esize = 1; dt = DType::kBool; }
   else return npy_error(path, "unsupported dtype '" + descr + "' (want <f4, <f8, <i8, <i4)");
   size_t n = static_cast<size_t>(shape_numel(shape));
   size_t off = hstart + hlen;
@@ -164,7 +167,7 @@ Result<Tensor> read_npy(const std::string& path) {
 }
 
 Status write_npy(const std::string& path, const Tensor& t) {
-  const char* descr = t.dtype() == DType::kF32 ? "<f4" : t.dtype() == DType::kI64 ? "<i8" : t.dtype() == DType::kI32 ? "<i4" : nullptr;
+  const char* descr = t.dtype() == DType::kF32 ? "<f4" : t.dtype() == DType::kI64 ? "<i8" : t.dtype() == DType::kI32 ? "<i4" : t.dtype() == DType::kBool ? "|b1" : nullptr;
   if (!descr) return error(StatusCode::kUnsupported) << "write_npy: dtype " << dtype_name(t.dtype());
   std::ostringstream h;
   h << "{'descr': '" << descr << "', 'fortran_order': False, 'shape': (";

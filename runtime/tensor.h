@@ -12,11 +12,11 @@ namespace fusert {
 
 /// Element types. Activations are computed in f32; f16/bf16 are accepted in weight files and
 /// converted; i64/i32 carry token ids and positions.
-enum class DType { kF32, kF16, kBF16, kI64, kI32 };
+enum class DType { kF32, kF16, kBF16, kI64, kI32, kBool };
 
 using Shape = std::vector<int64_t>;
 
-const char* dtype_name(DType t);          ///< "f32", "f16", "bf16", "i64", "i32"
+const char* dtype_name(DType t);          ///< "f32", "f16", "bf16", "i64", "i32", "bool"
 bool parse_dtype(const std::string& s, DType* out);
 size_t dtype_size(DType t);               ///< bytes per element
 int64_t shape_numel(const Shape& s);      ///< product of dims (1 for a scalar)

@@ -18,12 +18,12 @@ constexpr int kMaxTemplateDepth = 16;
 
 class Loader {
  public:
-  Loader(std::string file, std::string base_dir) : file_(std::move(file)), base_dir_(std::move(base_dir)) {}
+  Loader(std::string file, std::string base_dir) : file_(file), base_dir_(std::move(base_dir)), cur_file_(std::move(file)) {}
   Status load(const YAML::Node& root, ModelSpec* spec);
 
  private:
   SourceLoc loc(const YAML::Node& n) const {
-    SourceLoc l{file_, n.Mark().line + 1, n.Mark().column + 1, via_};
+    SourceLoc l{cur_file_, n.Mark().line + 1, n.Mark().column + 1, via_};
     return l;
   }
   ErrorBuilder fail(const YAML::Node& n, StatusCode code = StatusCode::kParseError) const {
@@ -34,6 +34,8 @@ class Loader {
   Result<std::string> scalar(const YAML::Node& n, const Bindings& env, const char* what) const;
   Result<int64_t> integer(const YAML::Node& n, const Bindings& env, const char* what) const;
   Status check_keys(const YAML::Node& n, const std::set<std::string>& allowed, const char* what) const;
+  Status read_templates(const YAML::Node& t, const std::string& file);
+  Status read_includes(const YAML::Node& list, int depth);
   Status read_inputs(const YAML::Node& list, Graph& g);
   Status read_preprocess(const YAML::Node& n, PreprocessSpec* p);
   Status expand_list(const YAML::Node& list, const Bindings& env, bool initializers, Graph& g, int depth);
@@ -48,7 +50,9 @@ class Loader {
   }
 
   std::string file_, base_dir_, via_;
+  std::string cur_file_;  // file whose YAML is being read (differs inside included templates)
   std::map<std::string, YAML::Node> templates_;
+  std::map<std::string, std::string> template_files_;  // template name -> file defining it
   std::set<std::string> node_names_;
 };
 

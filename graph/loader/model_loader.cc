@@ -43,7 +43,7 @@ Status Loader::check_keys(const YAML::Node& n, const std::set<std::string>& allo
 Status Loader::load(const YAML::Node& root, ModelSpec* spec) {
   if (!root.IsMap()) return fail(root) << "a model file must be a YAML mapping";
   FUSERT_RETURN_IF_ERROR(check_keys(root, {"fusert", "name", "description", "inputs", "outputs", "preprocess",
-      "labels", "weights", "weights_fetch", "templates", "initializers", "nodes"}, "the model file"));
+      "labels", "weights", "weights_fetch", "include", "templates", "initializers", "nodes"}, "the model file"));
   Bindings none;
   FUSERT_ASSIGN_OR_RETURN(int64_t version, integer(root["fusert"], none, "'fusert' (format version)"));
   if (version != 1) return fail(root["fusert"]) << "unsupported format version " << version << " (this build reads 1)";
@@ -57,10 +57,8 @@ Status Loader::load(const YAML::Node& root, ModelSpec* spec) {
   if (root["preprocess"]) FUSERT_RETURN_IF_ERROR(read_preprocess(root["preprocess"], &spec->preprocess));
   if (!root["inputs"] || !root["inputs"].IsSequence()) return fail(root) << "'inputs' (a list) is required";
   FUSERT_RETURN_IF_ERROR(read_inputs(root["inputs"], g));
-  if (const YAML::Node t = root["templates"]) {
-    if (!t.IsMap()) return fail(t) << "'templates' must be a mapping of name -> template";
-    for (const auto& kv : t) templates_[kv.first.Scalar()] = kv.second;
-  }
+  if (const YAML::Node inc = root["include"]) FUSERT_RETURN_IF_ERROR(read_includes(inc, 0));
+  FUSERT_RETURN_IF_ERROR(read_templates(root["templates"], file_));
   if (const YAML::Node inits = root["initializers"]) FUSERT_RETURN_IF_ERROR(expand_list(inits, none, true, g, 0));
   if (!root["nodes"] || !root["nodes"].IsSequence()) return fail(root) << "'nodes' (a list) is required";
   FUSERT_RETURN_IF_ERROR(expand_list(root["nodes"], none, false, g, 0));
@@ -75,6 +73,38 @@ Status Loader::load(const YAML::Node& root, ModelSpec* spec) {
   FUSERT_RETURN_IF_ERROR(topo_sort(g));
   FUSERT_RETURN_IF_ERROR(infer_shapes(g));
   return verify_graph(g);
+}
+
+Status Loader::read_templates(const YAML::Node& t, const std::string& file) {
+  if (!t) return Status();
+  if (!t.IsMap()) return fail(t) << "'templates' must be a mapping of name -> template";
+  for (const auto& kv : t) {
+    templates_[kv.first.Scalar()] = kv.second;
+    template_files_[kv.first.Scalar()] = file;
+  }
+  return Status();
+}
+
+// `include: [other.yaml]` makes the templates of other files (and of their includes) usable
+// here; nothing else of them is read. Paths are relative to the including file.
+Status Loader::read_includes(const YAML::Node& list, int depth) {
+  if (!list.IsSequence()) return fail(list) << "'include' must be a list of files";
+  if (depth >= kMaxTemplateDepth) return fail(list) << "includes nested deeper than " << kMaxTemplateDepth;
+  for (const YAML::Node& item : list) {
+    std::string path = resolve(item.Scalar());
+    YAML::Node other;
+    try {
+      other = YAML::LoadFile(path);
+    } catch (const YAML::BadFile&) {
+      return fail(item, StatusCode::kNotFound) << "cannot open included file '" << path << "'";
+    } catch (const YAML::Exception& e) {
+      return error(StatusCode::kParseError) << path << ":" << e.mark.line + 1 << ":" << e.mark.column + 1 << ": malformed YAML: " << e.msg;
+    }
+    if (!other.IsMap()) return fail(item) << "included file '" << path << "' is not a YAML mapping";
+    if (const YAML::Node inc = other["include"]) FUSERT_RETURN_IF_ERROR(read_includes(inc, depth + 1));
+    FUSERT_RETURN_IF_ERROR(read_templates(other["templates"], path));
+  }
+  return Status();
 }
 
 Status Loader::read_inputs(const YAML::Node& list, Graph& g) {

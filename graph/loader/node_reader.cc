@@ -82,7 +82,9 @@ Status Loader::add_node(const YAML::Node& n, const Bindings& env, Graph& g) {
       (is_input ? node.inputs : node.outputs).push_back(name.empty() ? kNoValue : g.add_value(name));
     }
   }
-  if (node.outputs.size() != 1) return fail(n) << "node '" << node.name << "' (" << op << ") has 1 output, got " << node.outputs.size();
+  if (node.outputs.empty() || static_cast<int>(node.outputs.size()) > info.max_outputs) {
+    return fail(n) << "node '" << node.name << "' (" << op << ") has 1.." << info.max_outputs << " outputs, got " << node.outputs.size();
+  }
   int count = static_cast<int>(node.inputs.size());
   if (count < info.min_inputs || count > info.max_inputs) {
     return fail(n) << "node '" << node.name << "' (" << op << ") takes " << info.min_inputs << ".." << info.max_inputs << " inputs, got " << count;
@@ -207,10 +209,13 @@ Status Loader::expand_use(const YAML::Node& use, const Bindings& env, Graph& g, 
     }
     inner["i"] = outer["i"];
     if (!chain_out.empty()) prev_out = inner[chain_out];
-    via_ = "template '" + name + "' used at " + file_ + ":" + std::to_string(use.Mark().line + 1) + ":" +
+    std::string saved_file = cur_file_;
+    via_ = "template '" + name + "' used at " + cur_file_ + ":" + std::to_string(use.Mark().line + 1) + ":" +
            std::to_string(use.Mark().column + 1) + (saved_via.empty() ? "" : ", " + saved_via);
+    cur_file_ = template_files_[name];
     if (tpl["initializers"]) FUSERT_RETURN_IF_ERROR(expand_list(tpl["initializers"], inner, true, g, depth + 1));
     if (tpl["nodes"]) FUSERT_RETURN_IF_ERROR(expand_list(tpl["nodes"], inner, false, g, depth + 1));
+    cur_file_ = saved_file;
     via_ = saved_via;
   }
   return Status();

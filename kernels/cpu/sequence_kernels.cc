@@ -1,0 +1,129 @@
+// Sequence-model kernels: LayerNorm, GELU, reductions, slice/gather/where/cast.
+#include "kernels/cpu/sequence_kernels.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace fusert::cpu {
+
+void layer_norm(int64_t outer, int64_t inner, const float* x, const float* scale, const float* bias,
+                float epsilon, float* y) {
+#pragma omp parallel for schedule(static) if (outer > 4)
+  for (int64_t r = 0; r < outer; ++r) {
+    const float* xr = x + r * inner;
+    float* yr = y + r * inner;
+    double sum = 0, sq = 0;
+    for (int64_t i = 0; i < inner; ++i) sum += xr[i];
+    const double mean = sum / static_cast<double>(inner);
+    for (int64_t i = 0; i < inner; ++i) {
+      double d = xr[i] - mean;
+      sq += d * d;
+    }
+    const float inv = static_cast<float>(1.0 / std::sqrt(sq / static_cast<double>(inner) + epsilon));
+    const float m = static_cast<float>(mean);
+    for (int64_t i = 0; i < inner; ++i) yr[i] = (xr[i] - m) * inv * scale[i] + (bias ? bias[i] : 0.0f);
+  }
+}
+
+void gelu(int64_t count, const float* x, bool tanh_approx, float* y) {
+  constexpr float kInvSqrt2 = 0.70710678118654752f;
+  constexpr float kSqrt2OverPi = 0.79788456080286536f;
+#pragma omp parallel for schedule(static) if (count > 65536)
+  for (int64_t i = 0; i < count; ++i) {
+    float v = x[i];
+    y[i] = tanh_approx ? 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v)))
+                       : 0.5f * v * (1.0f + std::erf(v * kInvSqrt2));
+  }
+}
+
+void reduce(int64_t outer, int64_t len, int64_t inner, bool mean, const float* x, float* y) {
+#pragma omp parallel for schedule(static) if (outer * inner > 4096)
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      double acc = 0;
+      for (int64_t l = 0; l < len; ++l) acc += x[(o * len + l) * inner + i];
+      y[o * inner + i] = static_cast<float>(mean ? acc / static_cast<double>(len) : acc);
+    }
+  }
+}
+
+void slice_axis(int64_t outer, int64_t len_in, int64_t inner, int64_t start, int64_t step, int64_t len_out,
+                size_t esize, const void* x, void* y) {
+  const auto* src = static_cast<const uint8_t*>(x);
+  auto* dst = static_cast<uint8_t*>(y);
+  const size_t row = static_cast<size_t>(inner) * esize;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t j = 0; j < len_out; ++j) {
+      int64_t s = start + j * step;
+      std::memcpy(dst + static_cast<size_t>(o * len_out + j) * row, src + static_cast<size_t>(o * len_in + s) * row, row);
+    }
+  }
+}
+
+void gather(int64_t outer, int64_t len, int64_t inner, const int64_t* indices, int64_t n_indices,
+            size_t esize, const void* x, void* y) {
+  const auto* src = static_cast<const uint8_t*>(x);
+  auto* dst = static_cast<uint8_t*>(y);
+  const size_t row = static_cast<size_t>(inner) * esize;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t j = 0; j < n_indices; ++j) {
+      int64_t k = indices[j] < 0 ? indices[j] + len : indices[j];
+      std::memcpy(dst + static_cast<size_t>(o * n_indices + j) * row, src + static_cast<size_t>(o * len + k) * row, row);
+    }
+  }
+}
+
+namespace {
+// Flat source offset of output index `flat` in a broadcast operand of shape `s`.
+int64_t broadcast_offset(int64_t flat, const std::vector<int64_t>& out, const std::vector<int64_t>& s) {
+  int64_t off = 0, stride = 1;
+  for (size_t d = out.size(); d-- > 0;) {
+    int64_t idx = flat % out[d];
+    flat /= out[d];
+    off += (s[d] == 1 ? 0 : idx) * stride;
+    stride *= s[d];
+  }
+  return off;
+}
+}  // namespace
+
+void where(const std::vector<int64_t>& out_shape, const std::vector<int64_t>& c_shape, const uint8_t* cond,
+           const std::vector<int64_t>& a_shape, const void* a, const std::vector<int64_t>& b_shape, const void* b,
+           size_t esize, void* y) {
+  int64_t n = 1;
+  for (int64_t d : out_shape) n *= d;
+  const auto* pa = static_cast<const uint8_t*>(a);
+  const auto* pb = static_cast<const uint8_t*>(b);
+  auto* py = static_cast<uint8_t*>(y);
+  for (int64_t i = 0; i < n; ++i) {
+    bool c = cond[broadcast_offset(i, out_shape, c_shape)] != 0;
+    const uint8_t* src = c ? pa + broadcast_offset(i, out_shape, a_shape) * static_cast<int64_t>(esize)
+                           : pb + broadcast_offset(i, out_shape, b_shape) * static_cast<int64_t>(esize);
+    std::memcpy(py + i * static_cast<int64_t>(esize), src, esize);
+  }
+}
+
+namespace {
+double load_as_double(int type, const void* x, int64_t i) {
+  switch (type) {
+    case 1: return static_cast<const float*>(x)[i];
+    case 6: return static_cast<const int32_t*>(x)[i];
+    case 7: return static_cast<double>(static_cast<const int64_t*>(x)[i]);
+    default: return static_cast<const uint8_t*>(x)[i] != 0;
+  }
+}
+}  // namespace
+
+void cast(int64_t count, int from, const void* x, int to, void* y) {
+  for (int64_t i = 0; i < count; ++i) {
+    double v = load_as_double(from, x, i);
+    switch (to) {
+      case 1: static_cast<float*>(y)[i] = static_cast<float>(v); break;
+      case 6: static_cast<int32_t*>(y)[i] = static_cast<int32_t>(v); break;
+      case 7: static_cast<int64_t*>(y)[i] = static_cast<int64_t>(v); break;
+      default: static_cast<uint8_t*>(y)[i] = v != 0 ? 1 : 0; break;
+    }
+  }
+}
+
+}  // namespace fusert::cpu

@@ -1,0 +1,44 @@
+// CPU kernels for sequence-model ops (Transformer blocks): normalisation, GELU, reductions and
+// index/layout ops. Index/layout kernels move raw elements of `esize` bytes, so they serve every
+// dtype. Like every kernel here they see buffers and parameters only, never the graph.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace fusert::cpu {
+
+/// LayerNormalization (ONNX opset 17) over an [outer, inner] view: per row,
+/// y = (x - mean) / sqrt(var + epsilon) * scale + bias, population variance, accumulated in
+/// double. scale/bias are [inner]; bias nullable.
+void layer_norm(int64_t outer, int64_t inner, const float* x, const float* scale, const float* bias,
+                float epsilon, float* y);
+
+/// GELU (ONNX Gelu, opset 20): exact erf form, or the tanh approximation when `tanh_approx`.
+void gelu(int64_t count, const float* x, bool tanh_approx, float* y);
+
+/// Sum (or mean when `mean`) over the middle axis of an [outer, len, inner] view -> [outer, inner].
+/// Reducing several axes is done by the caller as one [outer, len, inner] view when they are
+/// contiguous, else by successive calls.
+void reduce(int64_t outer, int64_t len, int64_t inner, bool mean, const float* x, float* y);
+
+/// Copies `len_out` slices along an axis: x viewed as [outer, len_in, inner] elements of `esize`
+/// bytes; y[o, j, i] = x[o, start + j * step, i] (step may be negative).
+void slice_axis(int64_t outer, int64_t len_in, int64_t inner, int64_t start, int64_t step, int64_t len_out,
+                size_t esize, const void* x, void* y);
+
+/// Gather along an axis: x viewed as [outer, len, inner], indices (int64, already validated to
+/// lie in [-len, len)), y = [outer, n_indices, inner].
+void gather(int64_t outer, int64_t len, int64_t inner, const int64_t* indices, int64_t n_indices,
+            size_t esize, const void* x, void* y);
+
+/// Where with numpy broadcasting; shapes padded to the output rank. cond is bytes (bool).
+void where(const std::vector<int64_t>& out_shape, const std::vector<int64_t>& c_shape, const uint8_t* cond,
+           const std::vector<int64_t>& a_shape, const void* a, const std::vector<int64_t>& b_shape, const void* b,
+           size_t esize, void* y);
+
+/// Element type codes for cast (ONNX TensorProto): 1 float, 6 int32, 7 int64, 9 bool.
+void cast(int64_t count, int from, const void* x, int to, void* y);
+
+}  // namespace fusert::cpu

@@ -1,0 +1,211 @@
+// CPU lowering of sequence-model ops (LayerNormalization, Gelu, reductions, Split, Slice,
+// Gather, Unsqueeze, Where, Cast). Constant inputs (axes, starts, ...) are read here, once.
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cpu/sequence_kernels.h"
+#include "runtime/execution_plan.h"
+
+namespace fusert {
+
+namespace {
+
+const Shape& shape_of(const Graph& g, ValueId id) { return g.value(id).shape; }
+size_t esize_of(const Graph& g, ValueId id) { return dtype_size(g.value(id).dtype); }
+
+std::vector<int64_t> const_ints(const Graph& g, ValueId id) {
+  const Tensor& t = g.value(id).data;
+  return std::vector<int64_t>(t.i64(), t.i64() + t.numel());
+}
+
+// [outer, len, inner] view of `x` around `axis`.
+void axis_view(const Shape& x, int64_t axis, int64_t* outer, int64_t* len, int64_t* inner) {
+  *outer = *inner = 1;
+  for (int64_t d = 0; d < axis; ++d) *outer *= x[static_cast<size_t>(d)];
+  for (size_t d = static_cast<size_t>(axis) + 1; d < x.size(); ++d) *inner *= x[d];
+  *len = x[static_cast<size_t>(axis)];
+}
+
+int dtype_code(DType t) { return t == DType::kF32 ? 1 : t == DType::kI32 ? 6 : t == DType::kI64 ? 7 : 9; }
+
+Shape padded(const Shape& s, size_t rank) {
+  Shape p = s;
+  p.insert(p.begin(), rank - p.size(), 1);
+  return p;
+}
+
+}  // namespace
+
+#define LOWER(name) Status lower_##name(const Graph& g, int ni, Step& s)
+#define NODE (g.nodes[static_cast<size_t>(ni)])
+
+LOWER(LayerNormalization) {
+  const Node& n = NODE;
+  int64_t outer, len, inner;
+  axis_view(shape_of(g, n.inputs[0]), n.attr_i("axis"), &outer, &len, &inner);
+  inner *= len;  // normalised over all dims from axis on
+  float eps = static_cast<float>(n.attr_f("epsilon"));
+  ValueId xi = n.inputs[0], sc = n.inputs[1], yi = n.outputs[0];
+  ValueId bi = n.inputs.size() > 2 ? n.inputs[2] : kNoValue;
+  s.run = [=](const BufferTable& b) {
+    cpu::layer_norm(outer, inner, b.f32(xi), b.f32(sc), bi == kNoValue ? nullptr : b.f32(bi), eps, b.f32(yi));
+  };
+  return Status();
+}
+
+LOWER(Gelu) {
+  const Node& n = NODE;
+  int64_t count = shape_numel(shape_of(g, n.outputs[0]));
+  bool tanh_approx = n.attr_s("approximate") == "tanh";
+  ValueId xi = n.inputs[0], yi = n.outputs[0];
+  s.run = [=](const BufferTable& b) { cpu::gelu(count, b.f32(xi), tanh_approx, b.f32(yi)); };
+  return Status();
+}
+
+// Reduces the (sorted) axes one at a time from the last, through a scratch buffer.
+static Status lower_reduce(const Graph& g, int ni, Step& s, bool mean) {
+  const Node& n = NODE;
+  Shape x = shape_of(g, n.inputs[0]);
+  std::vector<int64_t> axes = n.attr_ints("axes");
+  ValueId xi = n.inputs[0], yi = n.outputs[0];
+  s.inputs.resize(1);
+  if (axes.empty()) {  // noop_with_empty_axes
+    size_t bytes = static_cast<size_t>(shape_numel(x)) * 4;
+    s.run = [=](const BufferTable& b) { std::memcpy(b.raw(yi), b.raw(xi), bytes); };
+    return Status();
+  }
+  s.run = [=](const BufferTable& b) {
+    std::vector<float> cur(b.f32(xi), b.f32(xi) + shape_numel(x)), next;
+    Shape sh = x;
+    for (size_t k = axes.size(); k-- > 0;) {
+      int64_t outer, len, inner;
+      axis_view(sh, axes[k], &outer, &len, &inner);
+      next.assign(static_cast<size_t>(outer * inner), 0.f);
+      cpu::reduce(outer, len, inner, mean, cur.data(), next.data());
+      sh[static_cast<size_t>(axes[k])] = 1;
+      cur.swap(next);
+    }
+    std::memcpy(b.f32(yi), cur.data(), cur.size() * sizeof(float));
+  };
+  return Status();
+}
+LOWER(ReduceMean) { return lower_reduce(g, ni, s, true); }
+LOWER(ReduceSum) { return lower_reduce(g, ni, s, false); }
+
+LOWER(Split) {
+  const Node& n = NODE;
+  int64_t outer, len, inner;
+  axis_view(shape_of(g, n.inputs[0]), n.attr_i("axis"), &outer, &len, &inner);
+  size_t es = esize_of(g, n.inputs[0]);
+  ValueId xi = n.inputs[0];
+  std::vector<ValueId> outs = n.outputs;
+  std::vector<int64_t> lens;
+  for (ValueId o : outs) lens.push_back(shape_of(g, o)[static_cast<size_t>(n.attr_i("axis"))]);
+  s.inputs.resize(1);
+  s.run = [=](const BufferTable& b) {
+    int64_t start = 0;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      cpu::slice_axis(outer, len, inner, start, 1, lens[i], es, b.raw(xi), b.raw(outs[i]));
+      start += lens[i];
+    }
+  };
+  return Status();
+}
+
+LOWER(Slice) {
+  const Node& n = NODE;
+  Shape x = shape_of(g, n.inputs[0]);
+  std::vector<int64_t> starts = const_ints(g, n.inputs[1]), axes, steps;
+  if (n.inputs.size() > 3 && n.inputs[3] != kNoValue) axes = const_ints(g, n.inputs[3]);
+  else for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (n.inputs.size() > 4 && n.inputs[4] != kNoValue) steps = const_ints(g, n.inputs[4]);
+  else steps.assign(starts.size(), 1);
+  const Shape& y = shape_of(g, n.outputs[0]);
+  size_t es = esize_of(g, n.inputs[0]);
+  ValueId xi = n.inputs[0], yi = n.outputs[0];
+  s.inputs.resize(1);
+  // One axis at a time through a scratch buffer; starts are clamped as in shape inference.
+  s.run = [=](const BufferTable& b) {
+    std::vector<uint8_t> cur(static_cast<const uint8_t*>(b.raw(xi)), static_cast<const uint8_t*>(b.raw(xi)) + shape_numel(x) * static_cast<int64_t>(es)), next;
+    Shape sh = x;
+    for (size_t i = 0; i < starts.size(); ++i) {
+      int64_t a = axes[i] < 0 ? axes[i] + static_cast<int64_t>(x.size()) : axes[i];
+      int64_t outer, len, inner, d = sh[static_cast<size_t>(a)], st = steps[i];
+      axis_view(sh, a, &outer, &len, &inner);
+      int64_t v = starts[i] < 0 ? starts[i] + d : starts[i];
+      int64_t begin = st > 0 ? std::min(std::max<int64_t>(v, 0), d) : std::min(std::max<int64_t>(v, -1), d - 1);
+      int64_t out_len = y[static_cast<size_t>(a)];
+      next.resize(static_cast<size_t>(outer * out_len * inner) * es);
+      cpu::slice_axis(outer, len, inner, begin, st, out_len, es, cur.data(), next.data());
+      sh[static_cast<size_t>(a)] = out_len;
+      cur.swap(next);
+    }
+    std::memcpy(b.raw(yi), cur.data(), cur.size());
+  };
+  return Status();
+}
+
+LOWER(Gather) {
+  const Node& n = NODE;
+  int64_t outer, len, inner;
+  int64_t axis = n.attr_i("axis");
+  axis_view(shape_of(g, n.inputs[0]), axis, &outer, &len, &inner);
+  int64_t count = shape_numel(shape_of(g, n.inputs[1]));
+  bool i32 = g.value(n.inputs[1]).dtype == DType::kI32;
+  size_t es = esize_of(g, n.inputs[0]);
+  ValueId xi = n.inputs[0], ii = n.inputs[1], yi = n.outputs[0];
+  std::string node_name = n.name, idx_name = g.value(ii).name;
+  auto index_at = [=](const BufferTable& b, int64_t k) {
+    return i32 ? static_cast<int64_t>(static_cast<const int32_t*>(b.raw(ii))[k]) : static_cast<const int64_t*>(b.raw(ii))[k];
+  };
+  s.check = [=](const BufferTable& b) -> Status {
+    for (int64_t k = 0; k < count; ++k) {
+      int64_t v = index_at(b, k);
+      if (v < -len || v >= len) {
+        return error(StatusCode::kInvalidArgument) << "node '" << node_name << "' (Gather): index " << v << " at position " << k
+               << " of '" << idx_name << "' is out of range [0, " << len << ")";
+      }
+    }
+    return Status();
+  };
+  s.run = [=](const BufferTable& b) {
+    std::vector<int64_t> idx(static_cast<size_t>(count));
+    for (int64_t k = 0; k < count; ++k) idx[static_cast<size_t>(k)] = index_at(b, k);
+    cpu::gather(outer, len, inner, idx.data(), count, es, b.raw(xi), b.raw(yi));
+  };
+  return Status();
+}
+
+LOWER(Unsqueeze) {
+  const Node& n = NODE;
+  size_t bytes = static_cast<size_t>(shape_numel(shape_of(g, n.outputs[0]))) * esize_of(g, n.outputs[0]);
+  ValueId xi = n.inputs[0], yi = n.outputs[0];
+  s.inputs.resize(1);
+  s.kernel = "copy";
+  s.run = [=](const BufferTable& b) { std::memcpy(b.raw(yi), b.raw(xi), bytes); };
+  return Status();
+}
+
+LOWER(Where) {
+  const Node& n = NODE;
+  Shape out = shape_of(g, n.outputs[0]);
+  Shape cs = padded(shape_of(g, n.inputs[0]), out.size()), as = padded(shape_of(g, n.inputs[1]), out.size()),
+        bs = padded(shape_of(g, n.inputs[2]), out.size());
+  size_t es = esize_of(g, n.outputs[0]);
+  ValueId ci = n.inputs[0], ai = n.inputs[1], bi = n.inputs[2], yi = n.outputs[0];
+  s.run = [=](const BufferTable& b) {
+    cpu::where(out, cs, static_cast<const uint8_t*>(b.raw(ci)), as, b.raw(ai), bs, b.raw(bi), es, b.raw(yi));
+  };
+  return Status();
+}
+
+LOWER(Cast) {
+  const Node& n = NODE;
+  int64_t count = shape_numel(shape_of(g, n.outputs[0]));
+  int from = dtype_code(g.value(n.inputs[0]).dtype), to = dtype_code(g.value(n.outputs[0]).dtype);
+  ValueId xi = n.inputs[0], yi = n.outputs[0];
+  s.run = [=](const BufferTable& b) { cpu::cast(count, from, b.raw(xi), to, b.raw(yi)); };
+  return Status();
+}
+
+}  // namespace fusert
