@@ -28,6 +28,9 @@ struct Step {
   std::vector<ValueId> inputs;    ///< activations and weights read
   std::vector<ValueId> outputs;   ///< values written to memory
   std::function<void(const BufferTable&)> run;
+  /// A view step (Reshape, Flatten, Unsqueeze, Identity): no kernel; the output shares the
+  /// buffer of this value (the memory planner places both in one slot).
+  ValueId alias_of = kNoValue;
   /// Optional data-dependent validation run before `run` (e.g. Gather index range); its error
   /// names the node and tensor, and the run stops.
   std::function<Status(const BufferTable&)> check;
@@ -35,6 +38,7 @@ struct Step {
 
 /// Where an activation lives in the arena.
 struct BufferSlot {
+  ValueId root = kNoValue;  ///< the value whose buffer this one aliases (itself if none)
   size_t offset = 0;
   size_t bytes = 0;
   int first_step = 0, last_step = 0;  ///< liveness interval, inclusive

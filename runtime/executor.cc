@@ -12,7 +12,8 @@ class ArenaTable : public BufferTable {
  public:
   ArenaTable(const Graph& g, const ExecutionPlan& p, uint8_t* arena) : g_(g), p_(p), arena_(arena) {}
   void* raw(ValueId id) const override {
-    const Value& v = g_.value(id);
+    ValueId root = p_.slots[static_cast<size_t>(id)].root;
+    const Value& v = g_.value(root == kNoValue ? id : root);
     if (v.is_initializer) return const_cast<void*>(v.data.raw());
     return arena_ + p_.slots[static_cast<size_t>(id)].offset;
   }
@@ -51,8 +52,9 @@ Result<std::map<std::string, Tensor>> Executor::run(const std::map<std::string, 
   step_ms_.assign(plan_.steps.size(), 0.0);
   for (size_t i = 0; i < plan_.steps.size(); ++i) {
     auto t0 = std::chrono::steady_clock::now();
-    if (plan_.steps[i].check) FUSERT_RETURN_IF_ERROR(plan_.steps[i].check(table));
-    plan_.steps[i].run(table);
+    const Step& step = plan_.steps[i];
+    if (step.check) FUSERT_RETURN_IF_ERROR(step.check(table));
+    if (step.run) step.run(table);
     if (profiling_) step_ms_[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
   std::map<std::string, Tensor> out;

@@ -4,7 +4,10 @@
 #include <chrono>
 #include <fstream>
 
+#include "graph/fusion/planner.h"
+#include "graph/passes/pass.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "runtime/lower_fused.h"
 #include "runtime/memory_planner.h"
 #include "runtime/weights.h"
 
@@ -47,10 +50,10 @@ Result<std::unique_ptr<Session>> Session::load(const std::string& model_path, co
   if (options.device != "cpu" && options.device != "cuda") {
     return error(StatusCode::kInvalidArgument) << "unknown device '" << options.device << "' (cpu, cuda)";
   }
-  if (options.fusion != "none") {
-    return error(StatusCode::kUnsupported) << "fusion mode '" << options.fusion
-           << "': the fusion planner is not built yet; use --fusion none";
-  }
+  FusionOptions fopt;
+  std::string why;
+  if (!parse_fusion_mode(options.fusion, &fopt, &why)) return error(StatusCode::kInvalidArgument) << "--fusion: " << why;
+  fopt.backend = options.device;
   if (options.threads < 0) return error(StatusCode::kInvalidArgument) << "threads must be >= 0, got " << options.threads;
   if (options.device == "cuda") FUSERT_RETURN_IF_ERROR(check_cuda_device());
   auto t0 = std::chrono::steady_clock::now();
@@ -60,17 +63,50 @@ Result<std::unique_ptr<Session>> Session::load(const std::string& model_path, co
   FUSERT_RETURN_IF_ERROR(bind_weights(s->model_, options, &s->stats_.weights_source));
   s->stats_.load_ms = ms_since(t0);
   cpu::set_num_threads(options.threads);
+  if (options.profile_guided && !fopt.enabled.empty()) {
+    FUSERT_ASSIGN_OR_RETURN(fopt.profile_ms, s->profile_unfused());
+  }
   auto t1 = std::chrono::steady_clock::now();
-  FUSERT_ASSIGN_OR_RETURN(s->plan_.steps, lower_graph_cpu(s->model_.graph));
-  plan_memory(s->model_.graph, s->plan_);
+  Graph& g = s->model_.graph;
+  if (!fopt.enabled.empty()) {
+    FUSERT_ASSIGN_OR_RETURN(s->stats_.pass_log, run_canonicalize(g, false));
+  }
+  FUSERT_ASSIGN_OR_RETURN(s->fusion_, plan_fusion(g, fopt));
+  FUSERT_ASSIGN_OR_RETURN(s->plan_.steps, lower_plan_cpu(g, s->fusion_));
+  plan_memory(g, s->plan_);
   s->stats_.plan_ms = ms_since(t1);
+  s->stats_.fusion_plan_ms = s->fusion_.plan_ms;
   s->stats_.nodes = static_cast<int64_t>(s->model_.graph.nodes.size());
-  s->stats_.kernels = static_cast<int64_t>(s->plan_.steps.size());
+  s->stats_.kernels = 0;
+  for (const Step& st : s->plan_.steps) s->stats_.kernels += st.alias_of == kNoValue ? 1 : 0;
   s->stats_.intermediate_bytes = static_cast<int64_t>(s->plan_.intermediate_bytes);
   s->stats_.peak_activation_bytes = static_cast<int64_t>(s->plan_.arena_bytes);
   s->stats_.naive_activation_bytes = static_cast<int64_t>(s->plan_.naive_activation_bytes);
   s->executor_ = std::make_unique<Executor>(s->model_.graph, s->plan_);
   return s;
+}
+
+// Runs the canonicalised graph unfused once and returns each node's time in ms.
+Result<std::map<std::string, double>> Session::profile_unfused() const {
+  Graph g = model_.graph;
+  FUSERT_ASSIGN_OR_RETURN(auto log, run_canonicalize(g, false));
+  FusionOptions none;
+  none.enabled.clear();
+  FUSERT_ASSIGN_OR_RETURN(FusionPlan plan, plan_fusion(g, none));
+  ExecutionPlan ep;
+  FUSERT_ASSIGN_OR_RETURN(ep.steps, lower_plan_cpu(g, plan));
+  plan_memory(g, ep);
+  Executor ex(g, ep);
+  ex.set_profiling(true);
+  TensorMap inputs;
+  for (ValueId id : g.inputs) {
+    const Value& v = g.value(id);
+    inputs.emplace(v.name, v.dtype == DType::kF32 ? seeded_tensor(v.name, v.shape, InitKind::kInput, 0) : Tensor(v.dtype, v.shape));
+  }
+  FUSERT_ASSIGN_OR_RETURN(auto out, ex.run(inputs));
+  std::map<std::string, double> ms;
+  for (size_t i = 0; i < ep.steps.size(); ++i) ms[ep.steps[i].name] = ex.step_ms()[i];
+  return ms;
 }
 
 Result<TensorMap> Session::run(const TensorMap& inputs) { return executor_->run(inputs); }

@@ -1,6 +1,6 @@
 // The public C++ API: load a YAML model and its weights, plan it, run it on named tensors.
 //
-//   fusert::SessionOptions opt;            // device "cpu", all cores, fusion "none"
+//   fusert::SessionOptions opt;            // device "cpu", all cores, fusion "all"
 //   auto s = fusert::Session::load("models/resnet18.yaml", opt);
 //   if (!s.ok()) { std::cerr << s.status().to_string(); return 1; }
 //   auto out = (*s)->run({{"input", image_nchw}});   // [1,3,224,224] f32 -> {"logits": [1,1000]}
@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "graph/fusion/group.h"
 #include "graph/loader/model_loader.h"
 #include "runtime/executor.h"
 
@@ -20,7 +21,8 @@ using TensorMap = std::map<std::string, Tensor>;
 struct SessionOptions {
   std::string device = "cpu";  ///< "cpu" or "cuda" (cuda fails with a clear error without a GPU)
   int threads = 0;             ///< CPU worker threads; 0 = all cores
-  std::string fusion = "none"; ///< fusion mode; the planner (vertical, horizontal, cross, compound) is not built yet
+  std::string fusion = "all";  ///< "none", "all", or a comma list of vertical,horizontal,cross,compound
+  bool profile_guided = false; ///< time every op unfused once; hot ops drive vertical fusion first
   std::string weights;         ///< safetensors path; empty = the model's own weights file if it declares one
   bool seeded = false;         ///< ignore weights files and use seeded weights (models/FORMAT.md)
   uint64_t seed = 0;           ///< seed for seeded weights
@@ -33,7 +35,10 @@ struct SessionStats {
   int64_t intermediate_bytes = 0;    ///< bytes of intermediates written + read per inference
   int64_t peak_activation_bytes = 0; ///< arena size after liveness-based reuse
   int64_t naive_activation_bytes = 0;///< sum of all activations without reuse
-  double load_ms = 0, plan_ms = 0;
+  double load_ms = 0;
+  double plan_ms = 0;                ///< canonicalisation + fusion planning + lowering + memory planning
+  double fusion_plan_ms = 0;         ///< the fusion planner alone
+  std::vector<std::string> pass_log; ///< canonicalisation passes that changed the graph
   std::string weights_source;        ///< file path or "seeded (seed N)"
 };
 
@@ -53,15 +58,18 @@ class Session {
   const ModelSpec& model() const { return model_; }
   const Graph& graph() const { return model_.graph; }
   const ExecutionPlan& plan() const { return plan_; }
+  const FusionPlan& fusion_plan() const { return fusion_; }
   const SessionStats& stats() const { return stats_; }
   const SessionOptions& options() const { return options_; }
   Executor& executor() { return *executor_; }
 
  private:
   Session() = default;
+  Result<std::map<std::string, double>> profile_unfused() const;
   ModelSpec model_;
   SessionOptions options_;
   ExecutionPlan plan_;
+  FusionPlan fusion_;
   SessionStats stats_;
   std::unique_ptr<Executor> executor_;
 };

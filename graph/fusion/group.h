@@ -1,0 +1,90 @@
+// The planner's product: fusion groups (each one kernel launch, or a compound of several),
+// the rejected candidates with their reasons, and the options that steer planning.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "graph/ir.h"
+
+namespace fusert {
+
+/// The four strategies of docs/fusion-strategies.md; kNone marks a single-op group.
+enum class Strategy { kNone, kVertical, kHorizontal, kCross, kCompound };
+const char* strategy_name(Strategy s);  ///< "none", "vertical", "horizontal", "cross", "compound"
+bool parse_strategy(const std::string& s, Strategy* out);
+
+/// The kernel shape a group lowers to; backends declare which kinds they support.
+enum class GroupKind {
+  kSingle,           ///< one node, its own kernel (aliases such as Reshape have no kernel)
+  kAnchorEpilogue,   ///< Conv/Gemm/MatMul + elementwise chain (+ residual operand, + GAP tail)
+  kElementwise,      ///< elementwise/broadcast chain in one pass
+  kRowNorm,          ///< elementwise prologue + LayerNorm/Softmax + elementwise post
+  kGemmLayerNorm,    ///< Gemm + elementwise chain + LayerNorm (+ post)
+  kHorizontalGemm,   ///< Gemms (or 1x1 convs) sharing one input: one GEMM on concatenated weights
+  kGroupedGemm,      ///< same-shape Gemms on different inputs: one grouped launch
+  kGroupedRowNorm,   ///< same-shape LayerNorms on different inputs: one launch
+  kConvSum,          ///< cross: two convs joined by Add (+ chain), both computed per output tile
+  kBranchMerge,      ///< cross: two conv branches on one input balanced into one stacked conv
+  kAttention,        ///< softmax(Q K^T * scale + mask) V over the heads, with the head reshapes
+};
+const char* group_kind_name(GroupKind k);
+
+struct FusionGroup {
+  int id = -1;
+  Strategy strategy = Strategy::kNone;
+  GroupKind kind = GroupKind::kSingle;
+  std::string name;                 ///< e.g. "vertical:layer1.0.conv1+relu"
+  std::vector<int> nodes;           ///< member node indices in topological order
+  std::vector<int> children;        ///< compound only: ids of member groups
+  int parent = -1;                  ///< id of the enclosing compound group, or -1
+  std::vector<ValueId> outputs;     ///< values the group writes to memory
+  // Cost-model annotations (graph/fusion/cost_model.h)
+  int64_t bytes_saved = 0;          ///< intermediate bytes not written + not read again
+  int64_t launches_saved = 0;
+  int register_estimate = 0;        ///< registers per thread (estimate or measured)
+  double imbalance_ratio = 0;       ///< cross groups: max/min branch FLOPs (after balancing)
+  bool balanced = false;            ///< cross groups: cheaper branch zero-padded
+  std::string note;                 ///< planner remark shown by --explain
+  int depth() const { return static_cast<int>(nodes.size()); }
+};
+
+/// A candidate the planner considered and refused, with the reason.
+struct Rejection {
+  Strategy strategy = Strategy::kNone;
+  std::vector<int> nodes;
+  std::string key;     ///< category, e.g. "imbalance", "multi_use", "graph_output"
+  std::string reason;  ///< "not fused: branch FLOP ratio 9.0 > 3.0"
+};
+
+/// Which strategies run, and knobs of the cost model.
+struct FusionOptions {
+  std::set<Strategy> enabled = {Strategy::kVertical, Strategy::kHorizontal, Strategy::kCross, Strategy::kCompound};
+  double max_imbalance = 3.0;        ///< the source's 1:3 rule
+  int register_budget = 64;          ///< registers per thread for full occupancy (CPU: vector regs)
+  double max_peak_growth = 0.25;     ///< refuse a merge raising peak activation bytes by more
+  std::map<std::string, double> profile_ms;  ///< profile-guided: measured ms per node name
+  std::string backend = "cpu";       ///< "cpu" or "cuda": capability set and launch cost
+};
+
+/// Parses "none", "all" or a comma list of strategy names; errors name the bad entry.
+bool parse_fusion_mode(const std::string& mode, FusionOptions* out, std::string* error);
+
+struct FusionPlan {
+  std::vector<FusionGroup> groups;   ///< kernel groups first-class; compound groups hold children
+  std::vector<int> group_of_node;    ///< node index -> id of its kernel group
+  std::vector<Rejection> rejected;
+  std::string family;                ///< "cnn-small", "cnn-residual", "transformer", "generic"
+  std::vector<std::string> stage_log;  ///< one line per planner stage
+  double plan_ms = 0;
+
+  /// Kernel groups (non-compound), in execution order.
+  std::vector<const FusionGroup*> kernel_groups() const;
+  std::map<std::string, int> count_by_strategy() const;  ///< kernel + compound groups
+  std::map<std::string, int> rejected_by_key() const;
+  int fused_ops() const;  ///< nodes inside groups of 2+ nodes
+};
+
+}  // namespace fusert

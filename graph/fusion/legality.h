@@ -1,0 +1,58 @@
+// Shared legality predicates of the fusion strategies (XLA's gpu_fusible): single use, graph
+// outputs, cycles after a merge, fuse hints, epilogue-able ops, backend capability.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "graph/fusion/decision.h"
+#include "graph/fusion/group.h"
+
+namespace fusert {
+
+/// The planner's working state shared by all strategy stages.
+struct PlanState {
+  const Graph& g;
+  const FusionOptions& opt;
+  std::vector<int> claim;            ///< node -> kernel group id, -1 while unclaimed
+  std::vector<FusionGroup> groups;
+  std::vector<Rejection> rejected;
+
+  PlanState(const Graph& graph, const FusionOptions& options)
+      : g(graph), opt(options), claim(graph.nodes.size(), -1) {}
+  bool enabled(Strategy s) const { return opt.enabled.count(s) > 0; }
+  const Node& node(int i) const { return g.nodes[static_cast<size_t>(i)]; }
+  /// Adds a kernel group over `nodes` (claims them), computing outputs and cost annotations.
+  int add_group(Strategy s, GroupKind kind, std::vector<int> nodes, const std::string& note = "");
+  /// Dissolves a kernel group (its nodes become unclaimed); used when a later stage replaces it.
+  void dissolve(int group_id);
+  void reject(Strategy s, std::vector<int> nodes, const FusionDecision& d);
+  /// The kernel group id of a node, or -1.
+  int group_of(int node) const { return claim[static_cast<size_t>(node)]; }
+};
+
+/// Values a node set writes to memory: produced inside and read outside, or graph outputs.
+std::vector<ValueId> group_outputs(const Graph& g, const std::vector<int>& nodes);
+
+/// A value may be kept in registers between two fused ops only if its single consumer is the
+/// next op and it is not a graph output (otherwise the group would have to write it too).
+FusionDecision check_single_use(const Graph& g, ValueId v);
+
+/// Merging `nodes` into one kernel is illegal if some node outside the set is both reachable
+/// from the set and reaches back into it (the merged kernel would depend on itself).
+FusionDecision check_no_cycle(const Graph& g, const std::vector<int>& nodes);
+
+/// `fuse: never` hints and unclaimed checks for a candidate node.
+FusionDecision check_fusible(const PlanState& st, int node);
+
+/// Ops that can run as a per-element epilogue step (pattern kind elementwise/broadcast, no
+/// shape change, f32). A binary op qualifies when its other operand is available before the
+/// anchor starts (a weight, a constant, or an earlier value).
+bool is_epilogue_op(const Graph& g, int node);
+bool is_alias_op(OpKind op);  ///< Reshape/Flatten/Unsqueeze/Identity: views, no kernel
+
+/// Backends declare which group kinds they can run (ggml's supports_op, ORT's GetCapability).
+FusionDecision backend_supports(const std::string& backend, GroupKind kind);
+
+}  // namespace fusert

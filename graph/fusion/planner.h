@@ -1,0 +1,22 @@
+// The fusion planner: a pipeline of named stages over a canonicalised graph, producing a
+// FusionPlan (kernel groups in execution order, compound regions, refusals with reasons).
+#pragma once
+
+#include "graph/fusion/group.h"
+#include "runtime/status.h"
+
+namespace fusert {
+
+/// Model family, decided from graph features (never names): "transformer" (Softmax over a
+/// MatMul, i.e. attention), "cnn-mobile" (depthwise convolutions), "cnn-residual" (convs with
+/// residual joins), "generic".
+std::string detect_family(const Graph& g);
+
+/// Plans fusion of `g` (nodes topologically ordered; weights bound). The stage order follows
+/// docs/fusion-strategies.md per family: cnn-mobile vertical first; cnn-residual vertical,
+/// cross for residuals, compound to finish; transformer horizontal, vertical, compound.
+/// With no strategy enabled every node is its own group. Kernel groups are returned in a
+/// topological execution order.
+Result<FusionPlan> plan_fusion(const Graph& g, const FusionOptions& opt);
+
+}  // namespace fusert

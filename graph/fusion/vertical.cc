@@ -1,0 +1,130 @@
+// Vertical fusion: greedy chains from heads in topological (or profile-hotness) order.
+#include "graph/fusion/vertical.h"
+
+#include <algorithm>
+
+#include "graph/fusion/cost_model.h"
+
+namespace fusert {
+
+namespace {
+
+enum class Phase { kEpilogue, kAfterNorm, kDone };
+
+bool is_row_norm(const Graph& g, int ni) {
+  const Node& n = g.nodes[static_cast<size_t>(ni)];
+  if (n.op != OpKind::kLayerNormalization && n.op != OpKind::kSoftmax) return false;
+  size_t rank = g.value(n.inputs[0]).shape.size();
+  return n.attr_i("axis") == static_cast<int64_t>(rank) - 1;
+}
+
+// Kind of the group a chain head starts, or false if `ni` cannot head a chain.
+bool head_kind(const Graph& g, int ni, GroupKind* kind) {
+  const Node& n = g.nodes[static_cast<size_t>(ni)];
+  if (op_info(n.op).pattern == PatternKind::kAnchor) *kind = GroupKind::kAnchorEpilogue;
+  else if (is_row_norm(g, ni)) *kind = GroupKind::kRowNorm;
+  else if (is_epilogue_op(g, ni) || (is_join(g, ni) && g.value(n.outputs[0]).dtype == DType::kF32)) *kind = GroupKind::kElementwise;
+  else return false;
+  return true;
+}
+
+// Can `c` extend a chain of `kind` in `phase`? Updates kind/phase when it does.
+bool accepts(const Graph& g, int c, int anchor_op_conv, GroupKind* kind, Phase* phase) {
+  const Node& n = g.nodes[static_cast<size_t>(c)];
+  if (*phase == Phase::kDone) return false;
+  if (is_join(g, c)) return false;
+  if (is_epilogue_op(g, c)) return true;
+  if (*phase != Phase::kEpilogue) return false;
+  if (n.op == OpKind::kGlobalAveragePool && *kind == GroupKind::kAnchorEpilogue && anchor_op_conv) {
+    *phase = Phase::kDone;
+    return true;
+  }
+  if (is_row_norm(g, c) && n.op == OpKind::kLayerNormalization &&
+      (*kind == GroupKind::kAnchorEpilogue && !anchor_op_conv)) {
+    *kind = GroupKind::kGemmLayerNorm;
+    *phase = Phase::kAfterNorm;
+    return true;
+  }
+  if (is_row_norm(g, c) && *kind == GroupKind::kElementwise) {
+    *kind = GroupKind::kRowNorm;
+    *phase = Phase::kAfterNorm;
+    return true;
+  }
+  return false;
+}
+
+void grow_chain(PlanState& st, int head) {
+  const Graph& g = st.g;
+  GroupKind kind;
+  if (!head_kind(g, head, &kind)) return;
+  Phase phase = kind == GroupKind::kRowNorm ? Phase::kAfterNorm : Phase::kEpilogue;
+  const bool conv = st.node(head).op == OpKind::kConv;
+  if (conv && g.value(st.node(head).inputs[1]).shape[0] == 0) return;
+  std::vector<int> chain = {head};
+  ValueId cur = st.node(head).outputs[0];
+  for (;;) {
+    const Value& v = g.value(cur);
+    if (v.consumers.empty()) break;
+    int c = v.consumers[0];
+    GroupKind next_kind = kind;
+    Phase next_phase = phase;
+    bool candidate = v.consumers.size() == 1 && accepts(g, c, conv, &next_kind, &next_phase);
+    FusionDecision d = check_single_use(g, cur);
+    if (!d) {
+      // Only a refusal worth reporting when the consumer would otherwise have been fused.
+      for (int other : v.consumers) {
+        GroupKind k2 = kind;
+        Phase p2 = phase;
+        if (accepts(g, other, conv, &k2, &p2) && st.group_of(other) < 0) { st.reject(Strategy::kVertical, {chain.back(), other}, d); break; }
+      }
+      break;
+    }
+    if (!candidate) break;
+    if (FusionDecision f = check_fusible(st, c); !f) { st.reject(Strategy::kVertical, {chain.back(), c}, f); break; }
+    std::vector<int> grown = chain;
+    grown.push_back(c);
+    int regs = register_estimate(g, grown);
+    if (grown.size() >= 5 && regs > st.opt.register_budget) {
+      st.reject(Strategy::kVertical, grown, refuse("register_pressure") << "register pressure: depth " << grown.size()
+                << " (high) needs ~" << regs << " registers > budget " << st.opt.register_budget << "; chain split before '" << st.node(c).name << "'");
+      break;
+    }
+    if (FusionDecision f = check_no_cycle(g, grown); !f) { st.reject(Strategy::kVertical, grown, f); break; }
+    if (FusionDecision f = backend_supports(st.opt.backend, next_kind); !f) { st.reject(Strategy::kVertical, grown, f); break; }
+    chain = grown;
+    kind = next_kind;
+    phase = next_phase;
+    cur = st.node(c).outputs[0];
+  }
+  if (chain.size() >= 2) st.add_group(Strategy::kVertical, kind, chain, std::string("pressure ") + pressure_class(static_cast<int>(chain.size())));
+}
+
+}  // namespace
+
+bool is_join(const Graph& g, int ni) {
+  const Node& n = g.nodes[static_cast<size_t>(ni)];
+  if (op_info(n.op).pattern != PatternKind::kBroadcast || n.inputs.size() != 2) return false;
+  if (n.op == OpKind::kBatchNormalization) return false;
+  for (ValueId in : n.inputs) {
+    if (in == kNoValue || g.value(in).producer < 0) return false;
+  }
+  return true;
+}
+
+void run_vertical(PlanState& st) {
+  std::vector<int> order(st.g.nodes.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  if (!st.opt.profile_ms.empty()) {  // profile-guided: hot ops drive vertical fusion first
+    auto ms = [&](int i) {
+      auto it = st.opt.profile_ms.find(st.node(i).name);
+      return it == st.opt.profile_ms.end() ? 0.0 : it->second;
+    };
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return ms(a) > ms(b); });
+  }
+  for (int ni : order) {
+    if (st.group_of(ni) >= 0 || st.node(ni).fuse_never) continue;
+    grow_chain(st, ni);
+  }
+}
+
+}  // namespace fusert

@@ -1,0 +1,176 @@
+// Fused CPU kernels: one launch per fusion group. Anchors (conv, GEMM) apply an elementwise
+// epilogue per output tile while the tile is in cache; elementwise chains run as one chunked
+// pass; horizontal groups run one GEMM on concatenated weights; cross groups compute both
+// branches per output tile; attention runs softmax(Q K^T * scale + mask) V per head.
+// Kernels see buffers and parameter structs only, never the graph.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/cpu_kernels.h"
+
+namespace fusert::cpu {
+
+// ---------------------------------------------------------------- Epilogues
+/// One elementwise operation of an epilogue, applied in order to the running value v.
+enum class EpOp {
+  kAddTensor,   ///< v = v + t   (or t + v)
+  kSubTensor,   ///< v = v - t   (or t - v when operand_first)
+  kMulTensor,   ///< v = v * t
+  kDivTensor,   ///< v = v / t   (or t / v when operand_first)
+  kPowTensor,   ///< v = pow(v, t) (or pow(t, v) when operand_first)
+  kRelu,        ///< v = max(v, 0); NaN stays NaN
+  kClip,        ///< v = min(max(v, a), b); NaN stays NaN; bounds exact
+  kSigmoid,     ///< v = 1 / (1 + exp(-v))
+  kHardSigmoid, ///< v = max(0, min(1, a * v + b))
+  kHardSwish,   ///< v = v * max(0, min(1, v / 6 + 0.5))
+  kGelu,        ///< v = v/2 * (1 + erf(v / sqrt(2)))
+  kGeluTanh,    ///< v = v/2 * (1 + tanh(sqrt(2/pi) * (v + 0.044715 v^3)))
+  kTanh, kErf, kSqrt, kNeg, kExp, kIdentity,
+};
+
+/// How a tensor operand is indexed relative to the output element (logical index).
+enum class OperandMode {
+  kFull,        ///< same shape as the output, same flat index
+  kPerChannel,  ///< conv: index = channel c of [N, C, HW]; gemm: index = column n of [M, N]
+  kPerRow,      ///< gemm: index = row m of [M, N]
+  kScalar,      ///< operand[0]
+  kStrided,     ///< general numpy broadcast: offset = sum_d idx_d * strides[d] over out_shape
+};
+
+struct EpilogueStep {
+  EpOp op = EpOp::kIdentity;
+  float a = 0.f, b = 0.f;            ///< Clip bounds, HardSigmoid alpha/beta
+  const float* operand = nullptr;    ///< tensor ops only; bound per run
+  OperandMode mode = OperandMode::kFull;
+  std::vector<int64_t> strides;      ///< kStrided: one per output dim (0 = broadcast)
+  bool operand_first = false;        ///< t op v instead of v op t (Sub, Div, Pow)
+};
+
+/// Reduction applied after the elementwise steps.
+enum class EpTail {
+  kNone,
+  kGlobalAvgPool,  ///< conv only: y is [N, M] = mean over OH*OW of the epilogue result
+  kLayerNorm,      ///< gemm only: each output row of N values normalised (ONNX LayerNormalization
+                   ///< over the last axis): (v - mean) / sqrt(var + eps) * scale[n] + shift[n]
+};
+
+struct Epilogue {
+  std::vector<EpilogueStep> steps;
+  EpTail tail = EpTail::kNone;
+  const float* ln_scale = nullptr;   ///< kLayerNorm: [N]
+  const float* ln_shift = nullptr;   ///< kLayerNorm: [N], nullable
+  float ln_epsilon = 1e-5f;
+  std::vector<EpilogueStep> post;    ///< steps applied after the tail (e.g. Relu after LayerNorm)
+  std::vector<int64_t> out_shape;    ///< logical output shape, for kStrided operands
+};
+
+/// Applies `ep.steps` to a contiguous run of `count` values starting at logical flat output
+/// index `flat0`, with conv/gemm channel index rules given by (channels, spatial): for conv the
+/// output is [N, channels, spatial]; for gemm pass channels = N columns, spatial = 1 and rows
+/// via flat index. Exposed for tests and for other fused kernels.
+void apply_epilogue_steps(const std::vector<EpilogueStep>& steps, const std::vector<int64_t>& out_shape,
+                          int64_t flat0, int64_t count, int64_t channels, int64_t spatial, float* v);
+
+// ---------------------------------------------------------------- Anchors with epilogues
+/// conv2d (as cpu::conv2d) + bias + epilogue per output-channel block while in cache.
+/// y is [N, M, OH, OW], or [N, M] when ep.tail == kGlobalAvgPool.
+void conv2d_fused(const ConvParams& p, const float* x, const float* w, const float* bias, const Epilogue& ep,
+                  float* y);
+
+/// Cross group with two convolutions whose outputs are added (a residual join with a conv on
+/// the shortcut, e.g. ResNet's conv3 + downsample): y = ep(conv(p1, x1, w1) + conv(p2, x2, w2) + bias)
+/// computed per output tile (both GEMMs accumulate into the same tile). p1 and p2 must have the
+/// same n, m, oh, ow; bias ([M], nullable) is the sum of both biases.
+void conv2d_sum_fused(const ConvParams& p1, const float* x1, const float* w1, const ConvParams& p2, const float* x2,
+                      const float* w2, const float* bias, const Epilogue& ep, float* y);
+
+/// Cross group with two branches on the same input balanced into one conv with stacked output
+/// channels (p.m = 2 * M; w = [2M, C/g, KH, KW] with the cheaper kernel zero-padded; bias [2M]):
+/// per tile, branch A = channels [0, M), branch B = [M, 2M); a = ep_a(A), b = ep_b(B);
+/// merge_add ? y = ep_merge(a + b) [N, M, OH, OW] : y = concat(a, b) [N, 2M, OH, OW] (ep_merge
+/// applied to both halves).
+void conv2d_branch_merge(const ConvParams& p, const float* x, const float* w, const float* bias, const Epilogue& ep_a,
+                         const Epilogue& ep_b, bool merge_add, const Epilogue& ep_merge, float* y);
+
+/// gemm (as cpu::gemm, C = bias broadcast as in GemmParams) + epilogue per row block.
+void gemm_fused(const GemmParams& p, const float* a, const float* b, const float* c, const Epilogue& ep, float* y);
+
+/// Batched MatMul (as cpu::matmul) + epilogue (ep.out_shape = the full output shape).
+void matmul_fused(const MatMulParams& p, const float* a, const float* b, const Epilogue& ep, float* y);
+
+/// Horizontal group: one GEMM of A [M, K] with concatenated weights w_cat [sum(n_i), K]
+/// (PyTorch Linear layout, i.e. transB) and biases b_cat [sum(n_i)] (nullable); member i
+/// receives columns [off_i, off_i + n_i) into its own output y_i [M, n_i] after its own
+/// epilogue (e.g. LayerNorm per member). Rows are processed in blocks; the scatter happens
+/// while the block is in cache.
+struct HorizontalMember {
+  int64_t n = 0;
+  Epilogue ep;       ///< ep.out_shape = {M, n}; kPerChannel operands index within the member
+  float* y = nullptr;
+};
+void gemm_horizontal(int64_t m, int64_t k, const float* a, const float* w_cat, const float* b_cat,
+                     std::vector<HorizontalMember>& members);
+
+/// Horizontal group of same-shape Gemms on DIFFERENT inputs (grouped/batched launch):
+/// y_i = ep_i(a_i [M, K] * w_i^T + b_i) for i in members, one parallel loop over (member, row block).
+struct GroupedGemmMember {
+  const float* a = nullptr;
+  const float* w = nullptr;   ///< [N, K] (transB layout)
+  const float* bias = nullptr;
+  Epilogue ep;
+  float* y = nullptr;
+};
+void gemm_grouped(int64_t m, int64_t n, int64_t k, std::vector<GroupedGemmMember>& members);
+
+// ---------------------------------------------------------------- Elementwise programs
+/// A straight-line program over the elements of one output shape: register 0 is loaded from
+/// `inputs[0]` (broadcast per its strides), then each instruction updates a register. Values
+/// marked in `stores` are written to their outputs. Runs in one parallel pass, in chunks.
+struct ElementwiseInstr {
+  EpOp op = EpOp::kIdentity;
+  int dst = 0;               ///< register written
+  int src = 0;               ///< register read as v
+  int src2 = -1;             ///< register used as the tensor operand t (binary ops), or -1
+  int input = -1;            ///< or: input index used as t (binary ops), -1 if none
+  float a = 0.f, b = 0.f;
+  bool operand_first = false;
+};
+struct ElementwiseProgram {
+  std::vector<int64_t> out_shape;
+  std::vector<std::vector<int64_t>> input_strides;  ///< per input: element strides over out_shape
+  int num_registers = 1;
+  std::vector<std::pair<int, int>> loads;           ///< (register, input) loaded before the code
+  std::vector<ElementwiseInstr> code;
+  std::vector<std::pair<int, int>> stores;          ///< (register, output index)
+};
+void run_elementwise_program(const ElementwiseProgram& prog, const std::vector<const float*>& inputs,
+                             const std::vector<float*>& outputs);
+
+// ---------------------------------------------------------------- Row-wise normalisations
+/// Per row of an [outer, inner] view: x' = prologue(x) (epilogue steps with out_shape
+/// {outer, inner}), then LayerNorm (scale/shift [inner], eps) or Softmax, then `post`.
+/// Softmax: max-subtracted; a row of all -inf gives zeros, never NaN.
+enum class RowNorm { kLayerNorm, kSoftmax };
+void norm_rows_fused(int64_t outer, int64_t inner, const float* x, const std::vector<EpilogueStep>& prologue,
+                     RowNorm kind, const float* scale, const float* shift, float eps,
+                     const std::vector<EpilogueStep>& post, float* y);
+
+// ---------------------------------------------------------------- Attention
+/// Multi-head scaled dot-product attention, one launch: for batch b, head h, query i:
+///   y[b, i, h*D:(h+1)*D] = sum_j softmax_j(scale * q_i . k_j + mask[b, i, j]) * v_j
+/// Q, K, V are read in token-major layout [B * S, row_stride] starting at column offsets
+/// q_col + h*D (so Q/K/V may live in one concatenated QKV buffer); y is [B * S, H * D].
+/// mask (nullable, additive) is indexed mask[b * mask_b_stride + i * mask_i_stride + j]
+/// (strides 0 broadcast). Fully masked rows (all -inf) give zeros, never NaN.
+struct AttentionParams {
+  int64_t batch = 1, heads = 1, seq = 1, head_dim = 1;
+  int64_t q_stride = 0, k_stride = 0, v_stride = 0;  ///< row strides (elements)
+  int64_t q_col = 0, k_col = 0, v_col = 0;           ///< column offsets of head 0
+  float scale = 1.f;
+  int64_t mask_b_stride = 0, mask_i_stride = 0;
+};
+void attention(const AttentionParams& p, const float* q, const float* k, const float* v, const float* mask, float* y);
+
+}  // namespace fusert::cpu

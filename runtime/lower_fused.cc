@@ -1,0 +1,202 @@
+// Plan lowering driver and the epilogue builder shared by every fused lowering.
+#include "runtime/lower_fused.h"
+
+#include <set>
+
+#include "graph/fusion/legality.h"
+
+namespace fusert {
+
+#define FUSERT_OP(name, pattern, min_in, max_in, max_out, schema, doc) Status lower_##name(const Graph&, int, Step&);
+#include "graph/ops.def"
+#undef FUSERT_OP
+
+namespace lowering {
+
+namespace {
+
+bool unary_op(const Node& n, cpu::EpilogueStep* e, const Graph& g) {
+  switch (n.op) {
+    case OpKind::kRelu: e->op = cpu::EpOp::kRelu; return true;
+    case OpKind::kSigmoid: e->op = cpu::EpOp::kSigmoid; return true;
+    case OpKind::kHardSwish: e->op = cpu::EpOp::kHardSwish; return true;
+    case OpKind::kTanh: e->op = cpu::EpOp::kTanh; return true;
+    case OpKind::kErf: e->op = cpu::EpOp::kErf; return true;
+    case OpKind::kSqrt: e->op = cpu::EpOp::kSqrt; return true;
+    case OpKind::kIdentity: e->op = cpu::EpOp::kIdentity; return true;
+    case OpKind::kGelu: e->op = n.attr_s("approximate") == "tanh" ? cpu::EpOp::kGeluTanh : cpu::EpOp::kGelu; return true;
+    case OpKind::kHardSigmoid:
+      e->op = cpu::EpOp::kHardSigmoid;
+      e->a = static_cast<float>(n.attr_f("alpha"));
+      e->b = static_cast<float>(n.attr_f("beta"));
+      return true;
+    case OpKind::kClip:
+      e->op = cpu::EpOp::kClip;
+      e->a = static_cast<float>(n.attr_f("min"));
+      e->b = static_cast<float>(n.attr_f("max"));
+      if (n.inputs.size() > 1 && n.inputs[1] != kNoValue) e->a = g.value(n.inputs[1]).data.f32()[0];
+      if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) e->b = g.value(n.inputs[2]).data.f32()[0];
+      return true;
+    default: return false;
+  }
+}
+
+// Operand indexing of `t` against the running value's logical shape.
+void operand_mode(const Shape& t_shape, const Shape& out, bool conv, cpu::EpilogueStep* e) {
+  Shape t = t_shape;
+  t.insert(t.begin(), out.size() > t.size() ? out.size() - t.size() : 0, 1);
+  int64_t numel = shape_numel(t);
+  if (t == out) { e->mode = cpu::OperandMode::kFull; return; }
+  if (numel == 1) { e->mode = cpu::OperandMode::kScalar; return; }
+  bool per_channel = conv && out.size() >= 2 && t[1] == out[1] && numel == out[1];
+  bool per_col = !conv && out.size() == 2 && t[1] == out[1] && t[0] == 1;
+  bool per_row = !conv && out.size() == 2 && t[0] == out[0] && t[1] == 1;
+  if (per_channel || per_col) { e->mode = cpu::OperandMode::kPerChannel; return; }
+  if (per_row) { e->mode = cpu::OperandMode::kPerRow; return; }
+  e->mode = cpu::OperandMode::kStrided;
+  e->strides.assign(out.size(), 0);
+  int64_t stride = 1;
+  for (size_t d = out.size(); d-- > 0;) {
+    e->strides[d] = t[d] == 1 ? 0 : stride;
+    stride *= t[d];
+  }
+}
+
+bool binary_op(OpKind op, cpu::EpOp* out) {
+  switch (op) {
+    case OpKind::kAdd: *out = cpu::EpOp::kAddTensor; return true;
+    case OpKind::kSub: *out = cpu::EpOp::kSubTensor; return true;
+    case OpKind::kMul: *out = cpu::EpOp::kMulTensor; return true;
+    case OpKind::kDiv: *out = cpu::EpOp::kDivTensor; return true;
+    case OpKind::kPow: *out = cpu::EpOp::kPowTensor; return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+cpu::Epilogue EpilogueTemplate::bind(const BufferTable& b) const {
+  cpu::Epilogue e = ep;
+  for (size_t i = 0; i < e.steps.size(); ++i) if (step_operands[i] != kNoValue) e.steps[i].operand = b.f32(step_operands[i]);
+  for (size_t i = 0; i < e.post.size(); ++i) if (post_operands[i] != kNoValue) e.post[i].operand = b.f32(post_operands[i]);
+  if (ln_scale != kNoValue) e.ln_scale = b.f32(ln_scale);
+  if (ln_shift != kNoValue) e.ln_shift = b.f32(ln_shift);
+  return e;
+}
+
+bool build_epilogue(const Graph& g, const std::vector<int>& nodes, ValueId cur, const Shape& out_shape, bool conv,
+                    EpilogueTemplate* t, std::string* why) {
+  t->ep.out_shape = out_shape;
+  bool after_tail = false;
+  for (int ni : nodes) {
+    const Node& n = g.nodes[static_cast<size_t>(ni)];
+    cpu::EpilogueStep e;
+    ValueId operand = kNoValue;
+    if (n.op == OpKind::kGlobalAveragePool && conv && !after_tail) {
+      t->ep.tail = cpu::EpTail::kGlobalAvgPool;
+      after_tail = true;
+    } else if (n.op == OpKind::kLayerNormalization && !conv && !after_tail) {
+      t->ep.tail = cpu::EpTail::kLayerNorm;
+      t->ep.ln_epsilon = static_cast<float>(n.attr_f("epsilon"));
+      t->ln_scale = n.inputs[1];
+      t->ln_shift = n.inputs.size() > 2 ? n.inputs[2] : kNoValue;
+      after_tail = true;
+    } else if (unary_op(n, &e, g)) {
+    } else if (binary_op(n.op, &e.op) && n.inputs.size() == 2) {
+      bool first = n.inputs[0] == cur;
+      operand = first ? n.inputs[1] : n.inputs[0];
+      e.operand_first = !first;
+      operand_mode(g.value(operand).shape, out_shape, conv, &e);
+    } else {
+      *why = std::string("'") + n.name + "' (" + op_name(n.op) + ") is not an epilogue op";
+      return false;
+    }
+    if (n.op != OpKind::kGlobalAveragePool && n.op != OpKind::kLayerNormalization) {
+      (after_tail ? t->ep.post : t->ep.steps).push_back(e);
+      (after_tail ? t->post_operands : t->step_operands).push_back(operand);
+    }
+    cur = n.outputs[0];
+  }
+  return true;
+}
+
+Step group_step(const Graph& g, const FusionGroup& grp, const char* kernel) {
+  Step s;
+  s.name = grp.name;
+  s.kernel = kernel;
+  s.nodes = grp.nodes;
+  std::set<int> members(grp.nodes.begin(), grp.nodes.end());
+  std::set<ValueId> seen;
+  for (int ni : grp.nodes) {
+    for (ValueId in : g.nodes[static_cast<size_t>(ni)].inputs) {
+      if (in == kNoValue || seen.count(in)) continue;
+      int p = g.value(in).producer;
+      if (p >= 0 && members.count(p)) continue;
+      seen.insert(in);
+      s.inputs.push_back(in);
+    }
+  }
+  s.outputs = grp.outputs;
+  return s;
+}
+
+}  // namespace lowering
+
+namespace {
+
+Result<Step> lower_single(const Graph& g, int ni) {
+  using LowerFn = Status (*)(const Graph&, int, Step&);
+  static const LowerFn kLower[] = {
+#define FUSERT_OP(name, pattern, min_in, max_in, max_out, schema, doc) &lower_##name,
+#include "graph/ops.def"
+#undef FUSERT_OP
+  };
+  const Node& n = g.nodes[static_cast<size_t>(ni)];
+  Step s;
+  s.name = n.name;
+  s.kernel = op_name(n.op);
+  s.nodes = {ni};
+  for (ValueId in : n.inputs) if (in != kNoValue) s.inputs.push_back(in);
+  s.outputs = n.outputs;
+  if (is_alias_op(n.op) && g.value(n.inputs[0]).dtype == g.value(n.outputs[0]).dtype) {
+    s.kernel = "alias";
+    s.alias_of = n.inputs[0];
+    s.inputs = {n.inputs[0]};
+    return s;
+  }
+  FUSERT_RETURN_IF_ERROR(kLower[static_cast<size_t>(n.op)](g, ni, s));
+  return s;
+}
+
+}  // namespace
+
+Result<std::vector<Step>> lower_plan_cpu(const Graph& g, const FusionPlan& plan) {
+  using namespace lowering;
+  std::vector<Step> steps;
+  for (const FusionGroup* grp : plan.kernel_groups()) {
+    Status st;
+    Step s;
+    if (grp->kind == GroupKind::kSingle) {
+      auto r = lower_single(g, grp->nodes[0]);
+      if (!r.ok()) return error(r.status().code()) << "lowering node '" << g.nodes[static_cast<size_t>(grp->nodes[0])].name << "': " << r.status().message();
+      steps.push_back(std::move(r).value());
+      continue;
+    }
+    switch (grp->kind) {
+      case GroupKind::kAnchorEpilogue: case GroupKind::kGemmLayerNorm: st = lower_anchor_epilogue(g, *grp, s); break;
+      case GroupKind::kElementwise: st = lower_elementwise(g, *grp, s); break;
+      case GroupKind::kRowNorm: st = lower_row_norm(g, *grp, s); break;
+      case GroupKind::kHorizontalGemm: st = lower_horizontal(g, *grp, s); break;
+      case GroupKind::kGroupedGemm: case GroupKind::kGroupedRowNorm: st = lower_grouped(g, *grp, s); break;
+      case GroupKind::kConvSum: st = lower_conv_sum(g, *grp, s); break;
+      case GroupKind::kBranchMerge: st = lower_branch_merge(g, *grp, s); break;
+      case GroupKind::kAttention: st = lower_attention(g, *grp, s); break;
+      case GroupKind::kSingle: break;
+    }
+    if (!st.ok()) return error(st.code()) << "lowering group " << grp->name << ": " << st.message();
+    steps.push_back(std::move(s));
+  }
+  return steps;
+}
+
+}  // namespace fusert

@@ -1,0 +1,51 @@
+// Lowering of a FusionPlan to CPU steps: one step per kernel group, running the group's fused
+// kernel (kernels/cpu/fused_kernels.h). Internal helpers shared by the lower_fused*.cc files.
+#pragma once
+
+#include <vector>
+
+#include "graph/fusion/group.h"
+#include "kernels/cpu/fused_kernels.h"
+#include "runtime/execution_plan.h"
+
+namespace fusert {
+
+/// One step per kernel group of `plan`, in the plan's order. Single-op groups use the
+/// unfused lowering; Reshape/Flatten/Unsqueeze/Identity become alias steps (no kernel).
+Result<std::vector<Step>> lower_plan_cpu(const Graph& g, const FusionPlan& plan);
+
+namespace lowering {
+
+/// An epilogue whose tensor operands are value ids, bound to pointers at run time.
+struct EpilogueTemplate {
+  cpu::Epilogue ep;
+  std::vector<ValueId> step_operands;  ///< per ep.steps entry (kNoValue for none)
+  std::vector<ValueId> post_operands;  ///< per ep.post entry
+  ValueId ln_scale = kNoValue, ln_shift = kNoValue;
+  cpu::Epilogue bind(const BufferTable& b) const;
+};
+
+/// Builds the epilogue for the chain `nodes` applied to running value `cur` whose logical
+/// shape is `out_shape`; `conv` selects per-channel indexing of [N, C, HW] (else [M, N]).
+/// Returns false (with `why`) if some node cannot be an epilogue step.
+bool build_epilogue(const Graph& g, const std::vector<int>& nodes, ValueId cur, const Shape& out_shape, bool conv,
+                    EpilogueTemplate* t, std::string* why);
+
+/// Step skeleton for a group: name, nodes, inputs (values read from outside), outputs.
+Step group_step(const Graph& g, const FusionGroup& grp, const char* kernel);
+
+/// Kind-specific lowerings (lower_fused_anchor.cc, lower_fused_multi.cc).
+Status lower_anchor_epilogue(const Graph& g, const FusionGroup& grp, Step& s);
+Status lower_elementwise(const Graph& g, const FusionGroup& grp, Step& s);
+Status lower_row_norm(const Graph& g, const FusionGroup& grp, Step& s);
+Status lower_horizontal(const Graph& g, const FusionGroup& grp, Step& s);
+Status lower_grouped(const Graph& g, const FusionGroup& grp, Step& s);
+Status lower_conv_sum(const Graph& g, const FusionGroup& grp, Step& s);
+Status lower_branch_merge(const Graph& g, const FusionGroup& grp, Step& s);
+Status lower_attention(const Graph& g, const FusionGroup& grp, Step& s);
+
+cpu::ConvParams conv_params(const Graph& g, const Node& n);
+cpu::GemmParams gemm_params(const Graph& g, const Node& n);
+
+}  // namespace lowering
+}  // namespace fusert
