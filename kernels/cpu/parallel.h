@@ -1,0 +1,30 @@
+// Internal OpenMP sizing shared by the CPU kernel files (not part of the public interface).
+// A team is only forked when each thread gets enough work to pay for the fork/join.
+#pragma once
+
+#include <cstdint>
+
+namespace fusert::cpu::detail {
+
+/// Elements (or multiply-adds) a thread should own before a loop is worth splitting.
+constexpr int64_t kMinWorkPerThread = 1 << 14;
+
+/// Threads to use for a loop doing `work` units: 1 for small loops, at most num_threads().
+/// Use as `#pragma omp parallel for num_threads(team) if (team > 1)`.
+int team_size(int64_t work);
+
+/// Ceiling division for a possibly negative numerator and a positive denominator.
+inline int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+
+/// Output positions o in [0, out_len) whose tap o * stride + offset lands in [0, in_len):
+/// the half-open range [*lo, *hi). Lets window loops run without per-element bounds checks.
+inline void valid_outputs(int64_t offset, int64_t stride, int64_t in_len, int64_t out_len, int64_t* lo, int64_t* hi) {
+  int64_t l = ceil_div(-offset, stride);
+  int64_t h = ceil_div(in_len - offset, stride);
+  l = l < 0 ? 0 : (l > out_len ? out_len : l);
+  h = h < l ? l : (h > out_len ? out_len : h);
+  *lo = l;
+  *hi = h;
+}
+
+}  // namespace fusert::cpu::detail
