@@ -23,6 +23,8 @@ deps:
 weights: deps
 	@echo "[weights] $(WEIGHTS)"
 	@$(PYTHON) tools/fetch_weights.py efficientnet_lite0
+	@echo "[weights] .cache/minilm/ (all-MiniLM-L6-v2: weights, vocab, tokenizer)"
+	@$(PYTHON) tools/fetch_minilm.py
 
 $(BUILD)/CMakeCache.txt:
 	@echo "[build] configuring $(BUILD)/ (Release)"
