@@ -51,6 +51,11 @@ bool broadcast_shapes(const Shape& a, const Shape& b, Shape* out) {
 Status infer_shapes(Graph& g) {
   for (Node& n : g.nodes) {
     for (size_t i = 0; i < n.inputs.size(); ++i) {
+      // Shape functions read inputs below min_inputs unconditionally: an empty one ("") is an
+      // error here, before any of them sees kNoValue.
+      if (n.inputs[i] == kNoValue && static_cast<int>(i) < op_info(n.op).min_inputs) {
+        return error(StatusCode::kInvalidArgument) << n.loc.str() << ": node '" << n.name << "': required input " << i << " is empty";
+      }
       if (n.inputs[i] != kNoValue && !g.value(n.inputs[i]).shape_known) {
         return error(StatusCode::kShapeMismatch)
                << n.loc.str() << ": node '" << n.name << "': input '" << g.value(n.inputs[i]).name

@@ -4,6 +4,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -23,13 +24,20 @@ class Loader {
 
  private:
   SourceLoc loc(const YAML::Node& n) const {
-    SourceLoc l{cur_file_, n.Mark().line + 1, n.Mark().column + 1, via_};
+    // An empty document's node has yaml-cpp's null mark (-1): report it as 1:1.
+    SourceLoc l{cur_file_, std::max(n.Mark().line + 1, 1), std::max(n.Mark().column + 1, 1), via_};
     return l;
   }
   ErrorBuilder fail(const YAML::Node& n, StatusCode code = StatusCode::kParseError) const {
     ErrorBuilder b(code);
     b << loc(n).str() << ": ";
     return b;
+  }
+  /// Fails at `parent` when its required `key` is absent: an absent key has no position of its
+  /// own (yaml-cpp throws on Mark() of a missing node).
+  Status require_key(const YAML::Node& parent, const char* key, const std::string& what) const {
+    if (parent[key]) return Status();
+    return fail(parent) << what << " is missing";
   }
   Result<std::string> scalar(const YAML::Node& n, const Bindings& env, const char* what) const;
   Result<int64_t> integer(const YAML::Node& n, const Bindings& env, const char* what) const;

@@ -45,10 +45,12 @@ Status Loader::load(const YAML::Node& root, ModelSpec* spec) {
   FUSERT_RETURN_IF_ERROR(check_keys(root, {"fusert", "name", "description", "inputs", "outputs", "preprocess",
       "labels", "weights", "weights_fetch", "include", "templates", "initializers", "nodes"}, "the model file"));
   Bindings none;
+  FUSERT_RETURN_IF_ERROR(require_key(root, "fusert", "'fusert' (format version)"));
   FUSERT_ASSIGN_OR_RETURN(int64_t version, integer(root["fusert"], none, "'fusert' (format version)"));
   if (version != 1) return fail(root["fusert"]) << "unsupported format version " << version << " (this build reads 1)";
   Graph& g = spec->graph;
   g.source_file = file_;
+  FUSERT_RETURN_IF_ERROR(require_key(root, "name", "'name'"));
   FUSERT_ASSIGN_OR_RETURN(g.name, scalar(root["name"], none, "'name'"));
   if (root["description"]) spec->description = root["description"].as<std::string>("");
   if (root["labels"]) { FUSERT_ASSIGN_OR_RETURN(std::string l, scalar(root["labels"], none, "'labels'")); spec->labels_path = resolve(l); }
@@ -111,13 +113,14 @@ Status Loader::read_inputs(const YAML::Node& list, Graph& g) {
   Bindings none;
   for (const YAML::Node& in : list) {
     FUSERT_RETURN_IF_ERROR(check_keys(in, {"name", "shape", "dtype"}, "an input"));
+    FUSERT_RETURN_IF_ERROR(require_key(in, "name", "input name"));
     FUSERT_ASSIGN_OR_RETURN(std::string name, scalar(in["name"], none, "input name"));
     if (g.find_value(name) != kNoValue) return fail(in) << "duplicate input '" << name << "'";
     Value& v = g.value(g.add_value(name));
     v.is_graph_input = true;
     v.init = InitKind::kInput;
     v.loc = loc(in);
-    if (!in["shape"].IsSequence()) return fail(in) << "input '" << name << "' needs a shape list";
+    if (!in["shape"] || !in["shape"].IsSequence()) return fail(in) << "input '" << name << "' needs a shape list";
     for (const YAML::Node& d : in["shape"]) {
       FUSERT_ASSIGN_OR_RETURN(int64_t dim, integer(d, none, "input dimension"));
       if (dim < 1) return fail(d) << "input '" << name << "' dimension must be >= 1, got " << dim;

@@ -65,8 +65,10 @@ Status Loader::add_node(const YAML::Node& n, const Bindings& env, Graph& g) {
   FUSERT_RETURN_IF_ERROR(check_keys(n, {"name", "op", "inputs", "outputs", "attrs", "fuse"}, "a node"));
   Node node;
   node.loc = loc(n);
+  FUSERT_RETURN_IF_ERROR(require_key(n, "name", "node 'name'"));
   FUSERT_ASSIGN_OR_RETURN(node.name, scalar(n["name"], env, "node 'name'"));
   if (!node_names_.insert(node.name).second) return fail(n) << "duplicate node name '" << node.name << "'";
+  FUSERT_RETURN_IF_ERROR(require_key(n, "op", "node '" + node.name + "': 'op'"));
   FUSERT_ASSIGN_OR_RETURN(std::string op, scalar(n["op"], env, "node 'op'"));
   if (!find_op(op, &node.op)) {
     return fail(n["op"], StatusCode::kUnsupported) << "node '" << node.name << "': unknown op '" << op << "'; known ops: " << known_op_names();
@@ -119,6 +121,7 @@ Status Loader::add_node(const YAML::Node& n, const Bindings& env, Graph& g) {
 
 Status Loader::add_initializer(const YAML::Node& n, const Bindings& env, Graph& g) {
   FUSERT_RETURN_IF_ERROR(check_keys(n, {"name", "shape", "init", "dtype", "value"}, "an initializer"));
+  FUSERT_RETURN_IF_ERROR(require_key(n, "name", "initializer 'name'"));
   FUSERT_ASSIGN_OR_RETURN(std::string name, scalar(n["name"], env, "initializer 'name'"));
   if (g.find_value(name) != kNoValue) return fail(n) << "duplicate initializer or value '" << name << "'";
   Value v;
