@@ -1,0 +1,63 @@
+// Helpers shared by the CPU kernel tests: seeded random data, the abs+rel error measure that every
+// naive-reference comparison uses, and an element-wise check for hand-computed expectations.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace fusert::test {
+
+/// Bound for comparisons against a naive double-precision reference: err <= kTol * (1 + |ref|).
+constexpr double kTol = 1e-4;
+
+inline std::vector<float> random_floats(int64_t n, uint32_t seed, float lo = -1.f, float hi = 1.f) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+/// max_i |got_i - ref_i| / (1 + |ref_i|). NaN matches only NaN, an infinity only the same
+/// infinity; any other mismatch (or a size mismatch) counts as an infinite error.
+inline double max_rel_err(const std::vector<float>& got, const std::vector<float>& ref) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  if (got.size() != ref.size()) return kInf;
+  double worst = 0.0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double g = got[i], r = ref[i];
+    if (std::isnan(g) || std::isnan(r)) {
+      if (std::isnan(g) != std::isnan(r)) return kInf;
+      continue;
+    }
+    if (std::isinf(g) || std::isinf(r)) {
+      if (g != r) return kInf;
+      continue;
+    }
+    const double err = std::fabs(g - r) / (1.0 + std::fabs(r));
+    if (err > worst) worst = err;
+  }
+  return worst;
+}
+
+/// Checks each element against a hand-computed value; NaN expects NaN, eps 0 means exact.
+inline void expect_values(const std::vector<float>& got, const std::vector<float>& want, double eps = 1e-6) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("index " << i << ": got " << got[i] << ", want " << want[i]);
+    if (std::isnan(want[i])) {
+      CHECK(std::isnan(got[i]));
+    } else if (eps == 0.0 || std::isinf(want[i])) {  // Approx cannot express either
+      CHECK(got[i] == want[i]);
+    } else {
+      CHECK(got[i] == doctest::Approx(want[i]).epsilon(eps));
+    }
+  }
+}
+
+}  // namespace fusert::test

@@ -1,0 +1,142 @@
+// Unary activations, Clip, HardSigmoid, HardSwish: exact values at the kinks, NaN propagation,
+// in-place use, and a naive std:: loop over odd and parallel-sized counts.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "tests/kernels/kernel_test_util.h"
+
+namespace cpu = fusert::cpu;
+using fusert::test::expect_values;
+using fusert::test::kTol;
+using fusert::test::max_rel_err;
+using fusert::test::random_floats;
+
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+std::vector<float> run_unary(cpu::UnaryKind kind, const std::vector<float>& x) {
+  std::vector<float> y(x.size(), -777.f);
+  cpu::unary(kind, static_cast<int64_t>(x.size()), x.data(), y.data());
+  return y;
+}
+
+double reference(cpu::UnaryKind kind, double v) {
+  switch (kind) {
+    case cpu::UnaryKind::kRelu:
+      return v > 0 ? v : 0;
+    case cpu::UnaryKind::kSigmoid:
+      return 1 / (1 + std::exp(-v));
+    case cpu::UnaryKind::kTanh:
+      return std::tanh(v);
+    case cpu::UnaryKind::kErf:
+      return std::erf(v);
+    case cpu::UnaryKind::kSqrt:
+      return std::sqrt(std::fabs(v));  // inputs made non-negative
+    case cpu::UnaryKind::kNeg:
+      return -v;
+    case cpu::UnaryKind::kExp:
+      return std::exp(v);
+    case cpu::UnaryKind::kAbs:
+      return std::fabs(v);
+    case cpu::UnaryKind::kIdentity:
+      return v;
+  }
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("unary: hand values, including NaN and infinities") {
+  using K = cpu::UnaryKind;
+  expect_values(run_unary(K::kRelu, {-1, 0, 2.5f, kNaN, -kInf, kInf}), {0, 0, 2.5f, kNaN, 0, kInf});
+  expect_values(run_unary(K::kSigmoid, {0, -100, 100, kNaN}), {0.5f, 0, 1, kNaN});
+  expect_values(run_unary(K::kTanh, {0, 1, -20}), {0, 0.7615941559557649f, -1});
+  expect_values(run_unary(K::kErf, {0, 1, -1}), {0, 0.8427007929497149f, -0.8427007929497149f});
+  expect_values(run_unary(K::kSqrt, {4, 2, 0, -1}), {2, 1.4142135623730951f, 0, kNaN});
+  expect_values(run_unary(K::kNeg, {1, -2, 0}), {-1, 2, 0});
+  expect_values(run_unary(K::kExp, {0, 1, -kInf}), {1, 2.718281828459045f, 0});
+  expect_values(run_unary(K::kAbs, {-2, 3, kNaN}), {2, 3, kNaN});
+  expect_values(run_unary(K::kIdentity, {-2, 3, kNaN}), {-2, 3, kNaN});
+}
+
+TEST_CASE("unary: in place and against std:: over odd and large counts") {
+  using K = cpu::UnaryKind;
+  for (K kind : {K::kRelu, K::kSigmoid, K::kTanh, K::kErf, K::kSqrt, K::kNeg, K::kExp, K::kAbs, K::kIdentity}) {
+    for (int64_t count : {1, 3, 13, 127, 100003}) {
+      auto x = random_floats(count, static_cast<uint32_t>(count), -4.f, 4.f);
+      if (kind == K::kSqrt) {
+        for (float& v : x) v = std::fabs(v);
+      }
+      std::vector<float> ref(x.size());
+      for (size_t i = 0; i < x.size(); ++i) ref[i] = static_cast<float>(reference(kind, x[i]));
+      INFO("kind=" << static_cast<int>(kind) << " count=" << count);
+      CHECK(max_rel_err(run_unary(kind, x), ref) <= kTol);
+      cpu::unary(kind, count, x.data(), x.data());
+      CHECK(max_rel_err(x, ref) <= kTol);
+    }
+  }
+}
+
+TEST_CASE("clip: exact bounds and NaN") {
+  const std::vector<float> x = {-2, -1, 0.5f, 1, 2, kNaN, -kInf, kInf};
+  std::vector<float> y(x.size());
+  cpu::clip(static_cast<int64_t>(x.size()), x.data(), -1.f, 1.f, y.data());
+  expect_values(y, {-1, -1, 0.5f, 1, 1, kNaN, -1, 1}, 0.0);
+  // lo == hi collapses everything but NaN; ReLU6 style bounds.
+  cpu::clip(static_cast<int64_t>(x.size()), x.data(), 0.25f, 0.25f, y.data());
+  expect_values(y, {0.25f, 0.25f, 0.25f, 0.25f, 0.25f, kNaN, 0.25f, 0.25f}, 0.0);
+  cpu::clip(static_cast<int64_t>(x.size()), x.data(), 0.f, 6.f, y.data());
+  expect_values(y, {0, 0, 0.5f, 1, 2, kNaN, 0, 6}, 0.0);
+}
+
+TEST_CASE("hard_sigmoid: exact values at -3, 0, 3 and the clamp edges") {
+  const std::vector<float> x = {-3, 0, 3, -2.5f, 2.5f, 1, kNaN};
+  std::vector<float> y(x.size());
+  cpu::hard_sigmoid(static_cast<int64_t>(x.size()), x.data(), 0.2f, 0.5f, y.data());
+  expect_values(y, {0, 0.5f, 1, 0, 1, 0.7f, kNaN});
+  CHECK(y[0] == 0.f);
+  CHECK(y[2] == 1.f);
+  // The HardSwish gate (alpha 1/6) lands exactly on 0 and 1 at -3 and 3.
+  cpu::hard_sigmoid(3, x.data(), 1.f / 6.f, 0.5f, y.data());
+  CHECK(y[0] == 0.f);
+  CHECK(y[1] == 0.5f);
+  CHECK(y[2] == 1.f);
+}
+
+TEST_CASE("hard_swish: exact values at -3, 0, 3, outside and NaN") {
+  const std::vector<float> x = {-3, 0, 3, -4, 4, 1, -1.5f, kNaN};
+  std::vector<float> y(x.size());
+  cpu::hard_swish(static_cast<int64_t>(x.size()), x.data(), y.data());
+  // 1 * (1/6 + 1/2) = 2/3; -1.5 * (-0.25 + 0.5) = -0.375.
+  expect_values(y, {0, 0, 3, 0, 4, 2.f / 3.f, -0.375f, kNaN});
+  CHECK(y[0] == 0.f);
+  CHECK(y[2] == 3.f);
+  CHECK(y[4] == 4.f);
+}
+
+TEST_CASE("clip, hard_sigmoid, hard_swish: naive loop over odd and large counts") {
+  for (int64_t count : {1, 3, 13, 127, 100003}) {
+    const auto x = random_floats(count, static_cast<uint32_t>(count) + 7, -8.f, 8.f);
+    std::vector<float> y(x.size()), ref(x.size());
+    INFO("count=" << count);
+    cpu::clip(count, x.data(), -1.5f, 2.f, y.data());
+    for (size_t i = 0; i < x.size(); ++i) ref[i] = std::min(std::max(x[i], -1.5f), 2.f);
+    CHECK(max_rel_err(y, ref) == 0.0);
+    cpu::hard_sigmoid(count, x.data(), 0.2f, 0.5f, y.data());
+    for (size_t i = 0; i < x.size(); ++i) {
+      ref[i] = static_cast<float>(std::max(0.0, std::min(1.0, 0.2 * x[i] + 0.5)));
+    }
+    CHECK(max_rel_err(y, ref) <= kTol);
+    cpu::hard_swish(count, x.data(), y.data());
+    for (size_t i = 0; i < x.size(); ++i) {
+      ref[i] = static_cast<float>(x[i] * std::max(0.0, std::min(1.0, x[i] / 6.0 + 0.5)));
+    }
+    CHECK(max_rel_err(y, ref) <= kTol);
+  }
+}

@@ -1,0 +1,108 @@
+// Transpose and Concat: hand-computed layouts, then random permutations of odd shapes up to
+// rank 6 and concats with an empty input against naive index loops.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "tests/kernels/kernel_test_util.h"
+
+namespace cpu = fusert::cpu;
+using fusert::test::expect_values;
+using fusert::test::max_rel_err;
+using fusert::test::random_floats;
+using Shape = std::vector<int64_t>;
+
+namespace {
+
+int64_t volume(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+std::vector<float> run_transpose(const Shape& shape, const Shape& perm, const std::vector<float>& x) {
+  std::vector<float> y(x.size(), -777.f);
+  cpu::transpose(shape, perm, x.data(), y.data());
+  return y;
+}
+
+// y[j] for output multi-index j is x at the input index whose coordinate perm[d] is j[d].
+std::vector<float> naive_transpose(const Shape& shape, const Shape& perm, const std::vector<float>& x) {
+  const size_t rank = shape.size();
+  Shape in_stride(rank, 1), out_shape(rank);
+  for (size_t d = rank; d-- > 1;) in_stride[d - 1] = in_stride[d] * shape[d];
+  for (size_t d = 0; d < rank; ++d) out_shape[d] = shape[perm[d]];
+  std::vector<float> y(x.size());
+  for (int64_t i = 0; i < volume(shape); ++i) {
+    int64_t rem = i, src = 0;
+    for (size_t d = rank; d-- > 0;) {
+      src += (rem % out_shape[d]) * in_stride[perm[d]];
+      rem /= out_shape[d];
+    }
+    y[i] = x[src];
+  }
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("transpose: hand-computed 2-D and 3-D permutations") {
+  expect_values(run_transpose({2, 3}, {1, 0}, {1, 2, 3, 4, 5, 6}), {1, 4, 2, 5, 3, 6}, 0.0);
+  // [2,2,2] with perm [2,0,1]: y[k][i][j] = x[i][j][k] = 4i + 2j + k.
+  expect_values(run_transpose({2, 2, 2}, {2, 0, 1}, {0, 1, 2, 3, 4, 5, 6, 7}), {0, 2, 4, 6, 1, 3, 5, 7}, 0.0);
+  expect_values(run_transpose({3}, {0}, {7, 8, 9}), {7, 8, 9}, 0.0);
+  expect_values(run_transpose({}, {}, {42}), {42}, 0.0);
+}
+
+TEST_CASE("transpose: matches naive loop for random permutations up to rank 6") {
+  const Shape shapes[] = {
+      {1},         {127}, {13, 3}, {3, 1, 13, 5}, {2, 3, 4, 5}, {1, 127, 1, 3}, {2, 3, 1, 2, 3, 2}, {3, 2, 5, 1, 2, 7},
+      {64, 49, 32}};
+  std::mt19937 gen(42);
+  uint32_t seed = 1000;
+  for (const Shape& shape : shapes) {
+    Shape perm(shape.size());
+    std::iota(perm.begin(), perm.end(), 0);
+    for (int trial = 0; trial < 6; ++trial) {
+      const auto x = random_floats(volume(shape), seed++);
+      INFO("rank " << shape.size() << " trial " << trial);
+      CHECK(max_rel_err(run_transpose(shape, perm, x), naive_transpose(shape, perm, x)) == 0.0);
+      std::shuffle(perm.begin(), perm.end(), gen);
+    }
+  }
+}
+
+TEST_CASE("concat: hand-computed axis-1 concat") {
+  // [2,1] ++ [2,2] along axis 1 -> [[1,3,4],[2,5,6]].
+  const std::vector<float> a = {1, 2}, b = {3, 4, 5, 6};
+  std::vector<float> y(6);
+  cpu::concat(2, 1, {1, 2}, {a.data(), b.data()}, y.data());
+  expect_values(y, {1, 3, 4, 2, 5, 6}, 0.0);
+}
+
+TEST_CASE("concat: matches naive loop with odd sizes and an empty input") {
+  const int64_t configs[][2] = {{1, 1}, {3, 13}, {13, 1}, {2, 127}, {127, 3}};
+  uint32_t seed = 1100;
+  for (const auto& cfg : configs) {
+    const int64_t outer = cfg[0], inner = cfg[1];
+    const std::vector<int64_t> lens = {3, 0, 1, 13};
+    std::vector<std::vector<float>> inputs;
+    std::vector<const float*> ptrs;
+    for (int64_t len : lens) inputs.push_back(random_floats(outer * len * inner, seed++));
+    for (const auto& in : inputs) ptrs.push_back(in.data());
+    std::vector<float> y(static_cast<size_t>(outer * 17 * inner)), ref;
+    cpu::concat(outer, inner, lens, ptrs, y.data());
+    for (int64_t o = 0; o < outer; ++o) {
+      for (size_t i = 0; i < lens.size(); ++i) {
+        const int64_t n = lens[i] * inner;
+        ref.insert(ref.end(), inputs[i].begin() + o * n, inputs[i].begin() + (o + 1) * n);
+      }
+    }
+    INFO("outer=" << outer << " inner=" << inner);
+    CHECK(max_rel_err(y, ref) == 0.0);
+  }
+}
