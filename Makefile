@@ -14,7 +14,7 @@ help:
 	@echo "make run     install deps, fetch weights, build, run infer on the default model and photo"
 	@echo "make test    same set-up, then run every test through ctest"
 	@echo "make build   configure and build (Release) into $(BUILD)/"
-	@echo "make bench   time every zoo model on the CPU"
+	@echo "make bench   fused vs unfused CPU latency of every zoo model, side by side"
 	@echo "make format  apply .clang-format"
 
 deps:
@@ -45,9 +45,7 @@ test: build weights
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 bench: build weights
-	@for m in resnet18 resnet50 mobilenet_v2 efficientnet_lite0; do \
-	  ./$(BUILD)/infer --model models/$$m.yaml --seeded --runs 10 --warmup 2 --topk 1 | grep -E "^(model|plan|latency)"; \
-	done
+	./$(BUILD)/bench --runs 10
 
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h' '*.cu' '*.cuh')

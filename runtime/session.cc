@@ -39,7 +39,7 @@ Status bind_weights(ModelSpec& m, const SessionOptions& o, std::string* source) 
            << (m.weights_fetch.empty() ? std::string() : "; create it with: " + m.weights_fetch)
            << " (or pass --seeded to run with seeded weights)";
   }
-  FUSERT_RETURN_IF_ERROR(bind_weights_from_file(g, path));
+  FUSERT_RETURN_IF_ERROR(bind_weights_from_file(g, path, m.weights_ignore));
   *source = path;
   return Status();
 }
@@ -71,6 +71,7 @@ Result<std::unique_ptr<Session>> Session::load(const std::string& model_path, co
   if (!fopt.enabled.empty()) {
     FUSERT_ASSIGN_OR_RETURN(s->stats_.pass_log, run_canonicalize(g, false));
   }
+  s->stats_.canonicalize_ms = ms_since(t1);
   FUSERT_ASSIGN_OR_RETURN(s->fusion_, plan_fusion(g, fopt));
   FUSERT_ASSIGN_OR_RETURN(s->plan_.steps, lower_plan_cpu(g, s->fusion_));
   plan_memory(g, s->plan_);
@@ -98,12 +99,7 @@ Result<std::map<std::string, double>> Session::profile_unfused() const {
   plan_memory(g, ep);
   Executor ex(g, ep);
   ex.set_profiling(true);
-  TensorMap inputs;
-  for (ValueId id : g.inputs) {
-    const Value& v = g.value(id);
-    inputs.emplace(v.name, v.dtype == DType::kF32 ? seeded_tensor(v.name, v.shape, InitKind::kInput, 0) : Tensor(v.dtype, v.shape));
-  }
-  FUSERT_ASSIGN_OR_RETURN(auto out, ex.run(inputs));
+  FUSERT_ASSIGN_OR_RETURN(auto out, ex.run(seeded_inputs(0)));
   std::map<std::string, double> ms;
   for (size_t i = 0; i < ep.steps.size(); ++i) ms[ep.steps[i].name] = ex.step_ms()[i];
   return ms;
@@ -115,7 +111,17 @@ TensorMap Session::seeded_inputs(uint64_t seed) const {
   TensorMap m;
   for (ValueId id : graph().inputs) {
     const Value& v = graph().value(id);
-    m.emplace(v.name, seeded_tensor(v.name, v.shape, InitKind::kInput, seed));
+    if (v.dtype == DType::kF32) {
+      m.emplace(v.name, seeded_tensor(v.name, v.shape, InitKind::kInput, seed));
+    } else {  // integer inputs (token ids, masks): all ones, valid for both (models/FORMAT.md)
+      Tensor t(v.dtype, v.shape);
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        if (v.dtype == DType::kI64) t.i64()[i] = 1;
+        else if (v.dtype == DType::kI32) static_cast<int32_t*>(t.raw())[i] = 1;
+        else if (v.dtype == DType::kBool) static_cast<uint8_t*>(t.raw())[i] = 1;
+      }
+      m.emplace(v.name, t);
+    }
   }
   return m;
 }

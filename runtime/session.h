@@ -38,6 +38,7 @@ struct SessionStats {
   double load_ms = 0;
   double plan_ms = 0;                ///< canonicalisation + fusion planning + lowering + memory planning
   double fusion_plan_ms = 0;         ///< the fusion planner alone
+  double canonicalize_ms = 0;        ///< graph passes (constant folding, BN folding, ...)
   std::vector<std::string> pass_log; ///< canonicalisation passes that changed the graph
   std::string weights_source;        ///< file path or "seeded (seed N)"
 };
@@ -52,7 +53,8 @@ class Session {
   /// Runs one inference. Inputs by graph input name with exact dtype and shape.
   Result<TensorMap> run(const TensorMap& inputs);
 
-  /// Seeded values for every graph input (init kind `input`), e.g. for benchmarks and goldens.
+  /// Seeded values for every graph input: f32 inputs with init kind `input`; integer inputs
+  /// (token ids, masks) all ones. For benchmarks, --verify and goldens.
   TensorMap seeded_inputs(uint64_t seed = 0) const;
 
   const ModelSpec& model() const { return model_; }

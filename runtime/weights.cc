@@ -2,6 +2,7 @@
 #include "runtime/weights.h"
 
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -200,7 +201,7 @@ Tensor seeded_tensor(const std::string& name, const Shape& shape, InitKind init,
   return t;
 }
 
-Status bind_weights_from_file(Graph& g, const std::string& path) {
+Status bind_weights_from_file(Graph& g, const std::string& path, const std::vector<std::string>& ignore) {
   FUSERT_ASSIGN_OR_RETURN(auto tensors, read_safetensors(path));
   std::ostringstream problems;
   int count = 0;
@@ -227,6 +228,9 @@ Status bind_weights_from_file(Graph& g, const std::string& path) {
     tensors.erase(it);
   }
   for (const auto& kv : tensors) {
+    bool ignored = false;
+    for (const std::string& pat : ignore) ignored |= fnmatch(pat.c_str(), kv.first.c_str(), 0) == 0;
+    if (ignored) continue;
     if (count >= kMaxListed) { ++count; continue; }
     problems << "\n  extra: '" << kv.first << "' " << shape_str(kv.second.shape()) << " is not used by model '" << g.name << "'";
     ++count;

@@ -23,8 +23,9 @@ Status write_safetensors(const std::string& path, const std::map<std::string, Te
 Tensor seeded_tensor(const std::string& name, const Shape& shape, InitKind init, uint64_t seed);
 
 /// Binds all non-constant initializers of `g` from a safetensors file. Every missing, extra,
-/// mis-shaped or mis-typed tensor is listed in one error naming the file.
-Status bind_weights_from_file(Graph& g, const std::string& path);
+/// mis-shaped or mis-typed tensor is listed in one error naming the file. File tensors whose
+/// names match a glob in `ignore` (fnmatch syntax, e.g. "pooler.*") are not "extra".
+Status bind_weights_from_file(Graph& g, const std::string& path, const std::vector<std::string>& ignore = {});
 /// Binds all non-constant initializers with seeded values.
 void bind_seeded_weights(Graph& g, uint64_t seed);
 

@@ -5,8 +5,11 @@
 #include <fstream>
 #include <iostream>
 
+#include "apps/infer/analysis.h"
 #include "apps/infer/options.h"
+#include "graph/fusion/explain.h"
 #include "apps/infer/report.h"
+#include "apps/infer/text.h"
 #include "graph/printer.h"
 #include "runtime/image.h"
 
@@ -73,8 +76,24 @@ Status run(InferOptions o) {
   std::printf("weights: %s\nplan: %lld nodes -> %lld kernels, peak activations %.2f MiB (%.2f MiB without reuse), plan %.2f ms\n",
               st.weights_source.c_str(), static_cast<long long>(st.nodes), static_cast<long long>(st.kernels),
               st.peak_activation_bytes / 1048576.0, st.naive_activation_bytes / 1048576.0, st.plan_ms);
-  if (!o.dot.empty()) FUSERT_RETURN_IF_ERROR(write_text(o.dot, graph_to_dot(session->graph())));
+  if (o.session.fusion != "none") {
+    std::printf("fusion: %s (family %s), planner %.2f ms\n", o.session.fusion.c_str(), session->fusion_plan().family.c_str(),
+                st.fusion_plan_ms);
+  }
+  if (o.explain) std::fputs(explain_plan(session->graph(), session->fusion_plan()).c_str(), stdout);
+  if (!o.dot.empty()) {
+    const std::string dot = o.session.fusion == "none" ? graph_to_dot(session->graph())
+                                                       : plan_to_dot(session->graph(), session->fusion_plan());
+    FUSERT_RETURN_IF_ERROR(write_text(o.dot, dot));
+  }
+  if (!o.text_file.empty()) {
+    FUSERT_ASSIGN_OR_RETURN(auto lines, read_text_file(o.text_file));
+    o.texts.insert(o.texts.end(), lines.begin(), lines.end());
+  }
+  if (!o.texts.empty()) return run_texts(*session, o.texts, o.runs);
   FUSERT_ASSIGN_OR_RETURN(TensorMap inputs, make_inputs(o, *session));
+  if (o.verify) FUSERT_RETURN_IF_ERROR(print_verify(*session, inputs));
+  if (o.ablation) return print_ablation(o, inputs);
   TensorMap outputs;
   for (int i = 0; i < o.warmup; ++i) { FUSERT_ASSIGN_OR_RETURN(outputs, session->run(inputs)); }
   std::vector<double> times;

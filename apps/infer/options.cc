@@ -20,14 +20,28 @@ bundled photo models/data/coffee.png, printing the top-5 labels and timing.
   --input FILE            image (.png, .jpg, ...: decoded and preprocessed as the model says) or
                           a .npy tensor (default: the bundled photo for the default model,
                           seeded input otherwise)
+  --text "..."            a text for a sentence-embedding model (repeatable; e.g.
+                          models/minilm_l6.yaml): prints each embedding's dimension, norm and
+                          first values, and the cosine-similarity matrix of several texts
+  --text-file F           one text per line (UTF-8)
   --device cpu|cuda       backend (default cpu)
   --threads N             CPU threads (default 0 = all cores)
-  --fusion MODE           fusion mode (only 'none' until the planner lands)
+  --fusion MODE           none | all | comma list of vertical,horizontal,cross,compound
+                          (default all)
+  --profile-guided        run once unfused, time every op, let hot ops drive vertical
+                          fusion first and cold ones horizontal
+  --explain               print every fusion group, every refused candidate with its reason,
+                          and the depth table
+  --verify                run every fused group against the unfused CPU path; print the
+                          max error per group
+  --ablation              run none, each strategy alone, and all; print kernels,
+                          intermediate bytes, peak bytes, latency and max error
   --runs N                timed runs (default 1)
   --warmup N              untimed runs before timing (default 0)
   --topk K                labels to print for a classifier output (default 5)
   --output out.npy        write the first graph output
-  --dot graph.dot         write the graph as Graphviz DOT
+  --dot graph.dot         write the graph as Graphviz DOT (fusion groups as clusters
+                          coloured by strategy)
   --stats-json s.json     write statistics (model, device, fusion, nodes, kernels,
                           intermediate_bytes, peak_activation_bytes, plan_ms, latency_ms)
   --dump                  print the loaded graph and exit
@@ -60,8 +74,12 @@ Result<InferOptions> parse_args(int argc, char** argv) {
     if (a == "--dump") { o.dump = true; continue; }
     if (a == "--list-ops") { o.list_ops = true; continue; }
     if (a == "--seeded") { o.session.seeded = true; continue; }
+    if (a == "--explain") { o.explain = true; continue; }
+    if (a == "--verify") { o.verify = true; continue; }
+    if (a == "--ablation") { o.ablation = true; continue; }
+    if (a == "--profile-guided") { o.session.profile_guided = true; continue; }
     static const char* const kWithValue[] = {"--model", "--weights", "--input", "--device", "--threads", "--fusion",
-        "--runs", "--warmup", "--topk", "--output", "--dot", "--stats-json", "--seed"};
+        "--runs", "--warmup", "--topk", "--output", "--dot", "--stats-json", "--seed", "--text", "--text-file"};
     bool known = false;
     for (const char* k : kWithValue) known |= a == k;
     if (!known) return error(StatusCode::kInvalidArgument) << "unknown option '" << a << "' (see --help)";
@@ -75,6 +93,8 @@ Result<InferOptions> parse_args(int argc, char** argv) {
     else if (a == "--output") o.output = v;
     else if (a == "--dot") o.dot = v;
     else if (a == "--stats-json") o.stats_json = v;
+    else if (a == "--text") o.texts.push_back(v);
+    else if (a == "--text-file") o.text_file = v;
     else if (a == "--threads") { FUSERT_ASSIGN_OR_RETURN(o.session.threads, parse_int(a, v, 0)); }
     else if (a == "--runs") { FUSERT_ASSIGN_OR_RETURN(o.runs, parse_int(a, v, 1)); }
     else if (a == "--warmup") { FUSERT_ASSIGN_OR_RETURN(o.warmup, parse_int(a, v, 0)); }

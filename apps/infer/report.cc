@@ -72,6 +72,13 @@ Status write_stats_json(const std::string& path, const Session& s, const Latency
       {"plan_ms", st.plan_ms},
       {"runs", runs},
       {"latency_ms", {{"median", lat.median}, {"min", lat.min}, {"max", lat.max}}},
+      {"fusion_plan_ms", st.fusion_plan_ms},
+      {"canonicalize_ms", st.canonicalize_ms},
+      {"family", s.fusion_plan().family},
+      {"groups", s.fusion_plan().count_by_strategy()},
+      {"fused_ops", s.fusion_plan().fused_ops()},
+      {"rejected", s.fusion_plan().rejected_by_key()},
+      {"passes", st.pass_log},
   };
   std::ofstream f(path);
   if (!f) return error(StatusCode::kIoError) << path << ": cannot open for writing";

@@ -79,6 +79,16 @@ bool stackable(const Graph& g, const Node& c1, const Node& c2, bool* padded) {
   return p2[0] - p1[0] == dh && p2[2] - p1[2] == dh && p2[1] - p1[1] == dw && p2[3] - p1[3] == dw;
 }
 
+// FLOPs added by zero-padding the smaller of two conv kernels to the larger one's size.
+int64_t padded_extra_flops(const Graph& g, const Node& c1, const Node& c2) {
+  const Shape& w1 = g.value(c1.inputs[1]).shape;
+  const Shape& w2 = g.value(c2.inputs[1]).shape;
+  const Node& small = w1[2] * w1[3] <= w2[2] * w2[3] ? c1 : c2;
+  const Shape& ws = g.value(small.inputs[1]).shape;
+  int64_t kh = std::max(w1[2], w2[2]), kw = std::max(w1[3], w2[3]);
+  return 2 * shape_numel(g.value(small.outputs[0]).shape) * ws[1] * (kh * kw - ws[2] * ws[3]);
+}
+
 // Absorbs the join (+ post chain, + a GAP tail for conv anchors) into `base`'s kernel.
 void fuse_join(PlanState& st, Strategy s, GroupKind kind, std::vector<int> nodes, const std::vector<int>& dissolve,
                int join, std::vector<int> post, const std::string& note, double ratio, bool balanced) {
@@ -119,7 +129,17 @@ void cross_at_join(PlanState& st, int join) {
       char note[200];
       std::snprintf(note, sizeof note, "%s%s branch FLOP ratio %.1f%s", a.linear && b.linear ? "re-parameterised into one conv; " : "two branches on one input; ",
                     padded ? "balanced by zero-padding the smaller kernel;" : "", ratio, padded ? " -> 1.0" : "");
-      if (FusionDecision d = check_imbalance(balanced_ratio, st.opt.max_imbalance, "conv"); d) {
+      FusionDecision d = check_imbalance(ratio, st.opt.max_imbalance, "conv");
+      if (padded) {  // stacking needs equal kernels: the smaller one is zero-padded
+        if (!d) st.reject(Strategy::kCross, {a.anchor, b.anchor, join}, d);
+        // Linear branches are re-parameterised into the larger kernel: no extra work at all.
+        int64_t extra = a.linear && b.linear ? 0 : padded_extra_flops(st.g, st.node(a.anchor), st.node(b.anchor));
+        std::vector<int> all = a.nodes;
+        all.insert(all.end(), b.nodes.begin(), b.nodes.end());
+        all.push_back(join);
+        d = check_balancing_pays(st.opt.backend, extra, bytes_saved(st.g, all, {st.node(join).outputs[0]}), static_cast<int>(all.size()) - 1);
+      }
+      if (d) {
         std::vector<int> nodes = a.nodes;
         nodes.insert(nodes.end(), b.nodes.begin(), b.nodes.end());
         fuse_join(st, Strategy::kCross, GroupKind::kBranchMerge, nodes, {a.group, b.group, join_group}, join, post, note, balanced_ratio, padded);

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "graph/fusion/cost_model.h"
+#include "graph/fusion/legality.h"
 
 namespace fusert {
 
@@ -44,8 +45,10 @@ double traffic_reduction(const Graph& g, const FusionGroup& grp) {
 std::string explain_plan(const Graph& g, const FusionPlan& plan) {
   std::ostringstream os;
   auto kernels = plan.kernel_groups();
+  int views = 0;
+  for (const FusionGroup* k : kernels) views += k->nodes.size() == 1 && is_alias_op(g.nodes[static_cast<size_t>(k->nodes[0])].op) ? 1 : 0;
   os << "fusion plan for '" << g.name << "' (family " << plan.family << "): " << g.nodes.size() << " nodes -> "
-     << kernels.size() << " kernel groups, planned in " << plan.plan_ms << " ms\n";
+     << kernels.size() - views << " kernels (+" << views << " views), planned in " << plan.plan_ms << " ms\n";
   for (const std::string& s : plan.stage_log) os << "  stage " << s << "\n";
   os << "groups:\n";
   for (const FusionGroup& grp : plan.groups) {
@@ -54,11 +57,15 @@ std::string explain_plan(const Graph& g, const FusionPlan& plan) {
     std::snprintf(head, sizeof head, "  #%-3d %-10s %-16s", grp.id, strategy_name(grp.strategy),
                   grp.children.empty() ? group_kind_name(grp.kind) : "region");
     os << head << members(g, grp, grp.children.empty() ? 8 : 3) << "\n";
-    os << "         depth " << grp.depth() << " (" << pressure_class(grp.depth()) << " pressure), saved " << mib(grp.bytes_saved)
-       << " (" << static_cast<int>(traffic_reduction(g, grp) * 100 + 0.5) << "% of its traffic), " << grp.launches_saved
-       << " launch(es), registers ~" << grp.register_estimate;
-    if (grp.imbalance_ratio > 0) os << ", branch FLOP ratio " << grp.imbalance_ratio << (grp.balanced ? " (balanced)" : "");
-    if (!grp.children.empty()) os << ", " << grp.children.size() << " kernel groups";
+    if (grp.children.empty()) {
+      os << "         depth " << grp.depth() << " (" << pressure_class(grp.depth()) << " pressure), saved " << mib(grp.bytes_saved)
+         << " (" << static_cast<int>(traffic_reduction(g, grp) * 100 + 0.5) << "% of its traffic), " << grp.launches_saved
+         << " launch(es), registers ~" << grp.register_estimate;
+      if (grp.imbalance_ratio > 0) os << ", branch FLOP ratio " << grp.imbalance_ratio << (grp.balanced ? " (balanced)" : "");
+    } else {
+      os << "         " << grp.children.size() << " kernel groups over " << grp.depth() << " ops, saved " << mib(grp.bytes_saved)
+         << " and " << grp.launches_saved << " launch(es) in all";
+    }
     os << "\n";
     if (!grp.note.empty()) os << "         " << grp.note << "\n";
   }

@@ -96,7 +96,7 @@ void grow_chain(PlanState& st, int head) {
     phase = next_phase;
     cur = st.node(c).outputs[0];
   }
-  if (chain.size() >= 2) st.add_group(Strategy::kVertical, kind, chain, std::string("pressure ") + pressure_class(static_cast<int>(chain.size())));
+  if (chain.size() >= 2) st.add_group(Strategy::kVertical, kind, chain);
 }
 
 }  // namespace

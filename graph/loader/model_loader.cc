@@ -43,7 +43,7 @@ Status Loader::check_keys(const YAML::Node& n, const std::set<std::string>& allo
 Status Loader::load(const YAML::Node& root, ModelSpec* spec) {
   if (!root.IsMap()) return fail(root) << "a model file must be a YAML mapping";
   FUSERT_RETURN_IF_ERROR(check_keys(root, {"fusert", "name", "description", "inputs", "outputs", "preprocess",
-      "labels", "weights", "weights_fetch", "include", "templates", "initializers", "nodes"}, "the model file"));
+      "labels", "weights", "weights_fetch", "weights_ignore", "tokenizer", "include", "templates", "initializers", "nodes"}, "the model file"));
   Bindings none;
   FUSERT_RETURN_IF_ERROR(require_key(root, "fusert", "'fusert' (format version)"));
   FUSERT_ASSIGN_OR_RETURN(int64_t version, integer(root["fusert"], none, "'fusert' (format version)"));
@@ -57,6 +57,19 @@ Status Loader::load(const YAML::Node& root, ModelSpec* spec) {
   if (root["weights"]) { FUSERT_ASSIGN_OR_RETURN(std::string w, scalar(root["weights"], none, "'weights'")); spec->weights_path = resolve(w); }
   if (root["weights_fetch"]) { FUSERT_ASSIGN_OR_RETURN(spec->weights_fetch, scalar(root["weights_fetch"], none, "'weights_fetch'")); }
   if (root["preprocess"]) FUSERT_RETURN_IF_ERROR(read_preprocess(root["preprocess"], &spec->preprocess));
+  if (const YAML::Node ig = root["weights_ignore"]) {
+    if (!ig.IsSequence()) return fail(ig) << "'weights_ignore' must be a list of tensor-name globs";
+    for (const YAML::Node& e : ig) {
+      FUSERT_ASSIGN_OR_RETURN(std::string pat, scalar(e, none, "'weights_ignore' entry"));
+      spec->weights_ignore.push_back(pat);
+    }
+  }
+  if (const YAML::Node t = root["tokenizer"]) {
+    FUSERT_RETURN_IF_ERROR(check_keys(t, {"vocab", "max_length"}, "'tokenizer'"));
+    FUSERT_ASSIGN_OR_RETURN(std::string vocab, scalar(t["vocab"], none, "'tokenizer' vocab"));
+    spec->tokenizer_vocab = resolve(vocab);
+    if (t["max_length"]) { FUSERT_ASSIGN_OR_RETURN(spec->tokenizer_max_length, integer(t["max_length"], none, "'tokenizer' max_length")); }
+  }
   if (!root["inputs"] || !root["inputs"].IsSequence()) return fail(root) << "'inputs' (a list) is required";
   FUSERT_RETURN_IF_ERROR(read_inputs(root["inputs"], g));
   if (const YAML::Node inc = root["include"]) FUSERT_RETURN_IF_ERROR(read_includes(inc, 0));

@@ -1,0 +1,93 @@
+// bench: fused vs unfused CPU latency of every zoo model, measured side by side in one run
+// (runs interleaved so machine noise hits both alike). Ratios, not absolute times, are the
+// result on a shared development machine.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "runtime/session.h"
+
+using namespace fusert;
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+Result<double> time_once(Session& s, const TensorMap& in) {
+  auto t0 = std::chrono::steady_clock::now();
+  FUSERT_ASSIGN_OR_RETURN(auto out, s.run(in));
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Integer inputs (token ids, masks) get valid values: ids 100.., mask all ones.
+TensorMap bench_inputs(const Session& s) {
+  TensorMap in = s.seeded_inputs(0);
+  for (ValueId id : s.graph().inputs) {
+    const Value& v = s.graph().value(id);
+    if (v.dtype != DType::kI64) continue;
+    Tensor t(DType::kI64, v.shape);
+    bool mask = v.name.find("mask") != std::string::npos;
+    for (int64_t i = 0; i < t.numel(); ++i) t.i64()[i] = mask ? 1 : 100 + i % 1000;
+    in[v.name] = t;
+  }
+  return in;
+}
+
+Status bench_model(const std::string& path, int runs) {
+  SessionOptions none, all;
+  none.fusion = "none";
+  none.seeded = all.seeded = true;
+  FUSERT_ASSIGN_OR_RETURN(auto a, Session::load(path, none));
+  FUSERT_ASSIGN_OR_RETURN(auto b, Session::load(path, all));
+  TensorMap in = bench_inputs(*a);
+  std::vector<double> ta, tb;
+  for (int i = 0; i < runs + 2; ++i) {
+    FUSERT_ASSIGN_OR_RETURN(double x, time_once(*a, in));
+    FUSERT_ASSIGN_OR_RETURN(double y, time_once(*b, in));
+    if (i >= 2) { ta.push_back(x); tb.push_back(y); }  // 2 warm-up rounds
+  }
+  double ma = median(ta), mb = median(tb);
+  std::printf("%-20s %8lld %8lld %12.2f %12.2f %8.2fx %10.2f %8.3f\n", a->graph().name.c_str(),
+              static_cast<long long>(a->stats().kernels), static_cast<long long>(b->stats().kernels), ma, mb, ma / mb,
+              static_cast<double>(b->stats().intermediate_bytes) / static_cast<double>(std::max<int64_t>(a->stats().intermediate_bytes, 1)),
+              b->stats().fusion_plan_ms);
+  return Status();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int runs = 10;
+  std::vector<std::string> models;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) runs = std::max(1, std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--help")) {
+      std::puts("usage: bench [--runs N] [model.yaml ...]  (default: every zoo model, seeded weights)");
+      return 0;
+    } else models.push_back(argv[i]);
+  }
+  if (models.empty()) {
+    for (const char* m : {"resnet18", "resnet50", "mobilenet_v2", "efficientnet_lite0", "branch_merge", "bert_base_layer",
+                          "minilm_l6", "multitask_heads", "transformer_block"}) {
+      models.push_back(std::string(FUSERT_SOURCE_DIR) + "/models/" + m + ".yaml");
+    }
+  }
+  std::printf("CPU latency, median of %d interleaved runs (seeded weights and inputs)\n", runs);
+  std::printf("%-20s %8s %8s %12s %12s %9s %10s %8s\n", "model", "k(none)", "k(all)", "none ms", "all ms", "speedup",
+              "bytes all/none", "plan ms");
+  int failures = 0;
+  for (const std::string& m : models) {
+    Status st = bench_model(m, runs);
+    if (!st.ok()) {
+      std::fprintf(stderr, "bench: %s: %s\n", m.c_str(), st.to_string().c_str());
+      ++failures;
+    }
+  }
+  return failures ? 1 : 0;
+}
