@@ -45,10 +45,14 @@ void plan_memory(const Graph& g, ExecutionPlan& plan) {
       if (st.alias_of == kNoValue) written[static_cast<size_t>(id)] = true;
       b.last_step = std::max(b.last_step, s);
     }
+    std::vector<ValueId> read_here;  // roots this step reads: Add(a, a) reads a once
     for (ValueId id : st.inputs) {
-      if (g.value(root[static_cast<size_t>(id)]).is_initializer) continue;
+      const ValueId r = root[static_cast<size_t>(id)];
+      if (g.value(r).is_initializer) continue;
       slot(id).last_step = std::max(slot(id).last_step, s);
-      if (st.alias_of == kNoValue) ++reads[static_cast<size_t>(root[static_cast<size_t>(id)])];
+      if (st.alias_of != kNoValue || std::find(read_here.begin(), read_here.end(), r) != read_here.end()) continue;
+      read_here.push_back(r);
+      ++reads[static_cast<size_t>(r)];
     }
   }
   for (ValueId id : g.outputs) slot(id).last_step = std::max(last, 0);

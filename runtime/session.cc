@@ -2,8 +2,11 @@
 #include "runtime/session.h"
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
+#include "graph/fusion/explain.h"
 #include "graph/fusion/planner.h"
 #include "graph/passes/pass.h"
 #include "kernels/cpu/cpu_kernels.h"
@@ -44,6 +47,17 @@ Status bind_weights(ModelSpec& m, const SessionOptions& o, std::string* source) 
   return Status();
 }
 
+// FUSERT_LOG=passes,fusion prints the canonicalisation log and the plan with every refusal.
+void log_plan(const Session& s) {
+  const char* env = std::getenv("FUSERT_LOG");
+  if (!env) return;
+  std::string log = env;
+  if (log.find("passes") != std::string::npos) {
+    for (const std::string& line : s.stats().pass_log) std::fprintf(stderr, "[passes] %s\n", line.c_str());
+  }
+  if (log.find("fusion") != std::string::npos) std::fputs(explain_plan(s.graph(), s.fusion_plan()).c_str(), stderr);
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Session>> Session::load(const std::string& model_path, const SessionOptions& options) {
@@ -77,6 +91,7 @@ Result<std::unique_ptr<Session>> Session::load(const std::string& model_path, co
   plan_memory(g, s->plan_);
   s->stats_.plan_ms = ms_since(t1);
   s->stats_.fusion_plan_ms = s->fusion_.plan_ms;
+  log_plan(*s);
   s->stats_.nodes = static_cast<int64_t>(s->model_.graph.nodes.size());
   s->stats_.kernels = 0;
   for (const Step& st : s->plan_.steps) s->stats_.kernels += st.alias_of == kNoValue ? 1 : 0;

@@ -14,6 +14,7 @@ namespace {
 // One side of a join: the anchor-led kernel group (or lone anchor node) producing it.
 struct Branch {
   int group = -1;
+  ValueId out = kNoValue;  // the branch's value read by the join
   std::vector<int> nodes;
   int anchor = -1;
   bool linear = false;  // no op after the anchor: re-parameterisable
@@ -33,6 +34,7 @@ bool branch_of(const PlanState& st, ValueId s, Branch* b) {
     b->nodes = {p};
   }
   b->group = gid;
+  b->out = s;
   b->anchor = b->nodes.front();
   const Node& a = st.node(b->anchor);
   if (a.op != OpKind::kConv && a.op != OpKind::kGemm) return false;
@@ -40,6 +42,18 @@ bool branch_of(const PlanState& st, ValueId s, Branch* b) {
   b->linear = b->nodes.size() == 1;
   for (int n : b->nodes) b->flops += node_flops(g, n);
   return true;
+}
+
+// Why the join operand `s` is not a branch although an anchor-led kernel produces it (it has
+// other readers or is a graph output), or yes when there is nothing to report.
+FusionDecision branch_refusal(const PlanState& st, ValueId s, int* anchor) {
+  int p = st.g.value(s).producer;
+  if (p < 0) return FusionDecision::yes();
+  int gid = st.group_of(p);
+  *anchor = gid >= 0 ? st.groups[static_cast<size_t>(gid)].nodes.front() : p;
+  OpKind op = st.node(*anchor).op;
+  if (op != OpKind::kConv && op != OpKind::kGemm) return FusionDecision::yes();
+  return check_single_use(st.g, s);
 }
 
 // The join's trailing chain: the vertical group it heads, or (vertical off) epilogue ops.
@@ -118,7 +132,13 @@ void cross_at_join(PlanState& st, int join) {
   if (!post.empty() && post[0] == -1) return;
   Branch a, b;
   bool ha = branch_of(st, j.inputs[0], &a), hb = branch_of(st, j.inputs[1], &b);
-  if (!ha && !hb) return;
+  if (!ha && !hb) {
+    for (ValueId in : j.inputs) {  // every "no" carries a reason
+      int anchor = -1;
+      if (FusionDecision d = branch_refusal(st, in, &anchor); !d) st.reject(Strategy::kCross, {anchor, join}, d);
+    }
+    return;
+  }
   int join_group = st.group_of(join);
   if (ha && hb) {
     double ratio = imbalance_ratio(a.flops, b.flops);
@@ -163,7 +183,9 @@ void cross_at_join(PlanState& st, int join) {
   }
   const Branch& br = ha ? a : b;
   if (j.op != OpKind::kAdd && j.op != OpKind::kMul && j.op != OpKind::kSub) return;
-  ValueId other = j.inputs[ha ? 1 : 0];
+  // The shortcut is the join operand that is not the branch (after the swap above the heavier
+  // branch may be either operand).
+  ValueId other = j.inputs[0] == br.out ? j.inputs[1] : j.inputs[0];
   if (st.g.value(other).shape != st.g.value(j.outputs[0]).shape) return;
   fuse_join(st, Strategy::kCross, GroupKind::kAnchorEpilogue, br.nodes, {br.group, join_group}, join, post,
             "residual join into '" + st.node(br.anchor).name + "' epilogue; shortcut '" + st.g.value(other).name + "' read once", 0, false);

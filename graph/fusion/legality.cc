@@ -34,6 +34,14 @@ int PlanState::add_group(Strategy s, GroupKind kind, std::vector<int> nodes, con
   for (int ni : nodes) kernels_before += is_alias_op(node(ni).op) ? 0 : 1;
   grp.launches_saved = std::max(0, kernels_before - 1);
   grp.register_estimate = register_estimate(g, nodes);
+  if (kind == GroupKind::kHorizontalGemm || kind == GroupKind::kGroupedGemm || kind == GroupKind::kGroupedRowNorm) {
+    // Members run one after another per tile: pressure is the largest member's, and a shared
+    // input is read once instead of once per member.
+    int anchors = 0;
+    for (int ni : nodes) anchors += op_info(node(ni).op).pattern == PatternKind::kAnchor || node(ni).op == OpKind::kLayerNormalization ? 1 : 0;
+    grp.register_estimate /= std::max(anchors, 1);
+    if (kind == GroupKind::kHorizontalGemm && anchors > 1) grp.bytes_saved += (anchors - 1) * value_bytes(g, node(nodes.front()).inputs[0]);
+  }
   grp.note = note;
   grp.name = std::string(strategy_name(s)) + ":" + node(nodes.front()).name;
   if (nodes.size() > 1) grp.name += "+" + std::to_string(nodes.size() - 1);
