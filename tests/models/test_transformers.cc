@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/session.h"
+#include "runtime/tokenizer.h"
 #include "runtime/tensor.h"
 
 using namespace fusert;
@@ -114,11 +115,20 @@ TEST_CASE("minilm_l6 (real weights): sentence embeddings match sentence-transfor
   REQUIRE(embeddings.shape() == Shape{n, 384});
 
   auto s = load("minilm_l6", false);  // the model's weights: .cache/minilm/model.safetensors
+  // End to end: our tokenizer must produce the reference's ids for every golden text, so the
+  // embeddings below are what `infer --text` computes.
+  auto tok = WordPieceTokenizer::load(s->model().tokenizer_vocab);
+  REQUIRE_MESSAGE(tok.ok(), tok.status().to_string());
   double worst_cos = 1.0, worst_abs = 0.0;
   for (int64_t k = 0; k < n; ++k) {
     const std::string text = doc["texts"][static_cast<size_t>(k)]["text"].get<std::string>().substr(0, 80);
     CAPTURE(k);
     CAPTURE(text);  // first 80 bytes
+    auto enc = tok->encode(doc["texts"][static_cast<size_t>(k)]["text"].get<std::string>(), s->model().tokenizer_max_length);
+    REQUIRE(enc.ok());
+    std::vector<int64_t> padded(static_cast<size_t>(seq), 0);
+    std::copy(enc->ids.begin(), enc->ids.end(), padded.begin());
+    CHECK(std::equal(padded.begin(), padded.end(), ids.i64() + k * seq));
     TensorMap out = run(*s, {{"input_ids", i64_row(ids, k, seq)}, {"attention_mask", i64_row(masks, k, seq)}});
     const Tensor& y = out.at("sentence_embedding");
     REQUIRE(y.shape() == Shape{1, 384});
