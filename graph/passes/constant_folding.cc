@@ -1,0 +1,327 @@
+// Constant folding: a cheap data-movement or arithmetic node whose inputs are all bound
+// initializers (constants or weights, never graph inputs) is evaluated here, with small direct
+// loops (passes never call a kernel), and its output value becomes a constant initializer with
+// the same name. Results over kMaxFoldElements stay nodes (the file would balloon), as do
+// graph outputs (an output must be produced by a step) and unsupported dtypes.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <optional>
+
+#include "graph/passes/graph_edit.h"
+#include "graph/passes/pass.h"
+
+namespace fusert {
+
+namespace {
+
+constexpr int64_t kMaxFoldElements = int64_t{16} << 20;
+
+using Strides = std::vector<int64_t>;
+
+Strides strides_of(const Shape& s) {
+  Strides st(s.size(), 1);
+  for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
+  return st;
+}
+
+// Input strides for an output of rank `rank`, `in` right-aligned, broadcast dims get stride 0.
+Strides broadcast_strides(const Shape& in, size_t rank) {
+  Strides st(rank, 0), own = strides_of(in);
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != 1) st[rank - in.size() + i] = own[i];
+  }
+  return st;
+}
+
+// Calls f(k, offsets) for output element k in row-major order, where offsets[j] =
+// base[j] + sum_d coord_d * strides[j][d]: one affine map per source (transpose, slice,
+// broadcast are all affine in the output coordinate).
+template <typename F>
+void for_each_affine(const Shape& out, const std::vector<int64_t>& base, const std::vector<Strides>& strides, F f) {
+  const int64_t total = shape_numel(out);
+  std::vector<int64_t> coord(out.size(), 0), off = base;
+  for (int64_t k = 0; k < total; ++k) {
+    f(k, off);
+    for (size_t d = out.size(); d-- > 0;) {  // odometer step, updating offsets incrementally
+      for (size_t j = 0; j < off.size(); ++j) off[j] += strides[j][d];
+      if (++coord[d] < out[d]) break;
+      for (size_t j = 0; j < off.size(); ++j) off[j] -= strides[j][d] * out[d];
+      coord[d] = 0;
+    }
+  }
+}
+
+Tensor affine_copy(const Tensor& in, const Shape& out, int64_t base, const Strides& st) {
+  Tensor y(in.dtype(), out);
+  const size_t es = dtype_size(in.dtype());
+  const auto* src = static_cast<const uint8_t*>(in.raw());
+  auto* dst = static_cast<uint8_t*>(y.raw());
+  for_each_affine(out, {base}, {st}, [&](int64_t k, const std::vector<int64_t>& off) {
+    std::memcpy(dst + static_cast<size_t>(k) * es, src + static_cast<size_t>(off[0]) * es, es);
+  });
+  return y;
+}
+
+int64_t norm_axis(int64_t a, size_t rank) { return a < 0 ? a + static_cast<int64_t>(rank) : a; }
+
+std::vector<int64_t> ints_of(const Tensor* t) {
+  return t ? std::vector<int64_t>(t->i64(), t->i64() + t->numel()) : std::vector<int64_t>{};
+}
+
+// What one fold sees: the node, its inputs' data (nullptr for an omitted optional input),
+// and the already-inferred output shape and dtype.
+struct FoldInput {
+  const Node& node;
+  std::vector<const Tensor*> in;
+  Shape out_shape;
+  DType out_dtype;
+};
+
+Tensor fold_transpose(const FoldInput& f) {
+  const Tensor& x = *f.in[0];
+  const std::vector<int64_t>& perm = f.node.attr_ints("perm");
+  Strides own = strides_of(x.shape()), st(perm.size());
+  for (size_t d = 0; d < perm.size(); ++d) st[d] = own[static_cast<size_t>(perm[d])];  // Y[.., i_d, ..] = X[.., i_perm[d], ..]
+  return affine_copy(x, f.out_shape, 0, st);
+}
+
+// Y = X[starts:ends:steps] per axis, starts clamped as in shape inference; output sizes come
+// from the inferred shape, so only the first index and the step per axis are needed.
+Tensor fold_slice(const FoldInput& f) {
+  const Tensor& x = *f.in[0];
+  std::vector<int64_t> starts = ints_of(f.in[1]), axes = ints_of(f.in.size() > 3 ? f.in[3] : nullptr),
+                       steps = ints_of(f.in.size() > 4 ? f.in[4] : nullptr);
+  if (axes.empty()) for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  Strides own = strides_of(x.shape()), st = own;
+  int64_t base = 0;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    size_t a = static_cast<size_t>(norm_axis(axes[i], x.shape().size()));
+    int64_t d = x.shape()[a], s = starts[i] < 0 ? starts[i] + d : starts[i];
+    int64_t b = steps[i] > 0 ? std::min(std::max<int64_t>(s, 0), d) : std::min(std::max<int64_t>(s, -1), d - 1);
+    if (f.out_shape[a] > 0) base += b * own[a];
+    st[a] = steps[i] * own[a];
+  }
+  return affine_copy(x, f.out_shape, base, st);
+}
+
+// Y = inputs joined along axis: [outer, len_i, inner] blocks copied in turn.
+Tensor fold_concat(const FoldInput& f) {
+  Tensor y(f.out_dtype, f.out_shape);
+  const int64_t axis = f.node.attr_i("axis");
+  const size_t es = dtype_size(f.out_dtype);
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= f.out_shape[static_cast<size_t>(d)];
+  for (size_t d = static_cast<size_t>(axis) + 1; d < f.out_shape.size(); ++d) inner *= f.out_shape[d];
+  const int64_t out_row = f.out_shape[static_cast<size_t>(axis)] * inner;
+  int64_t at = 0;
+  for (const Tensor* t : f.in) {
+    const int64_t row = t->shape()[static_cast<size_t>(axis)] * inner;
+    for (int64_t o = 0; o < outer; ++o) {
+      std::memcpy(static_cast<uint8_t*>(y.raw()) + static_cast<size_t>(o * out_row + at) * es,
+                  static_cast<const uint8_t*>(t->raw()) + static_cast<size_t>(o * row) * es, static_cast<size_t>(row) * es);
+    }
+    at += row;
+  }
+  return y;
+}
+
+// Y[o, i..., n] = X[o, idx[i...], n] along axis; negative indices count from the end.
+std::optional<Tensor> fold_gather(const FoldInput& f) {
+  const Tensor& x = *f.in[0];
+  const Tensor& idx = *f.in[1];
+  const int64_t axis = f.node.attr_i("axis"), len = x.shape()[static_cast<size_t>(axis)];
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= x.shape()[static_cast<size_t>(d)];
+  for (size_t d = static_cast<size_t>(axis) + 1; d < x.shape().size(); ++d) inner *= x.shape()[d];
+  const size_t es = dtype_size(x.dtype());
+  Tensor y(f.out_dtype, f.out_shape);
+  const int64_t count = idx.numel();
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t v = idx.dtype() == DType::kI64 ? idx.i64()[k] : static_cast<const int32_t*>(idx.raw())[k];
+    if (v < -len || v >= len) return std::nullopt;  // the runtime reports it with context
+    if (v < 0) v += len;
+    for (int64_t o = 0; o < outer; ++o) {
+      std::memcpy(static_cast<uint8_t*>(y.raw()) + static_cast<size_t>((o * count + k) * inner) * es,
+                  static_cast<const uint8_t*>(x.raw()) + static_cast<size_t>((o * len + v) * inner) * es,
+                  static_cast<size_t>(inner) * es);
+    }
+  }
+  return y;
+}
+
+double load(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::kF32: return t.f32()[i];
+    case DType::kI32: return static_cast<const int32_t*>(t.raw())[i];
+    case DType::kBool: return static_cast<const uint8_t*>(t.raw())[i];
+    default: return static_cast<double>(t.i64()[i]);
+  }
+}
+
+// Cast between f32, i64, i32 and bool: float to integer truncates toward zero (as the CPU
+// kernel does); a non-finite or out-of-range value stays a node so the runtime decides.
+std::optional<Tensor> fold_cast(const FoldInput& f) {
+  const Tensor& x = *f.in[0];
+  Tensor y(f.out_dtype, f.out_shape);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    if (x.dtype() == DType::kI64 && f.out_dtype == DType::kI64) { y.i64()[i] = x.i64()[i]; continue; }
+    double v = load(x, i);
+    switch (f.out_dtype) {
+      case DType::kF32: y.f32()[i] = x.dtype() == DType::kF32 ? x.f32()[i] : static_cast<float>(v); break;
+      case DType::kI64:
+        if (!std::isfinite(v) || std::fabs(v) >= 9.2e18) return std::nullopt;
+        y.i64()[i] = static_cast<int64_t>(v);
+        break;
+      case DType::kI32:
+        if (!std::isfinite(v) || std::fabs(v) >= 2147483648.0) return std::nullopt;
+        static_cast<int32_t*>(y.raw())[i] = static_cast<int32_t>(v);
+        break;
+      case DType::kBool: static_cast<uint8_t*>(y.raw())[i] = v != 0 ? 1 : 0; break;
+      default: return std::nullopt;
+    }
+  }
+  return y;
+}
+
+// C = A op B with numpy broadcasting. f32 in float arithmetic (bit-identical to the CPU
+// kernel); i64 Add/Sub/Mul exact, Div truncating (integer division by zero stays a node).
+std::optional<Tensor> fold_binary(const FoldInput& f) {
+  const Tensor& a = *f.in[0];
+  const Tensor& b = *f.in[1];
+  if (a.dtype() != b.dtype() || f.out_dtype != a.dtype()) return std::nullopt;
+  const OpKind op = f.node.op;
+  const size_t rank = f.out_shape.size();
+  Tensor y(f.out_dtype, f.out_shape);
+  bool ok = true;
+  auto run = [&](auto fn) {
+    for_each_affine(f.out_shape, {0, 0}, {broadcast_strides(a.shape(), rank), broadcast_strides(b.shape(), rank)},
+                    [&](int64_t k, const std::vector<int64_t>& off) { fn(k, off[0], off[1]); });
+  };
+  if (a.dtype() == DType::kF32) {
+    const float *pa = a.f32(), *pb = b.f32();
+    float* py = y.f32();
+    switch (op) {
+      case OpKind::kAdd: run([&](int64_t k, int64_t i, int64_t j) { py[k] = pa[i] + pb[j]; }); break;
+      case OpKind::kSub: run([&](int64_t k, int64_t i, int64_t j) { py[k] = pa[i] - pb[j]; }); break;
+      case OpKind::kMul: run([&](int64_t k, int64_t i, int64_t j) { py[k] = pa[i] * pb[j]; }); break;
+      case OpKind::kDiv: run([&](int64_t k, int64_t i, int64_t j) { py[k] = pa[i] / pb[j]; }); break;
+      case OpKind::kPow: run([&](int64_t k, int64_t i, int64_t j) { py[k] = std::pow(pa[i], pb[j]); }); break;
+      default: return std::nullopt;
+    }
+    return y;
+  }
+  if (a.dtype() != DType::kI64) return std::nullopt;
+  const int64_t *pa = a.i64(), *pb = b.i64();
+  int64_t* py = y.i64();
+  switch (op) {
+    case OpKind::kAdd: run([&](int64_t k, int64_t i, int64_t j) { py[k] = pa[i] + pb[j]; }); break;
+    case OpKind::kSub: run([&](int64_t k, int64_t i, int64_t j) { py[k] = pa[i] - pb[j]; }); break;
+    case OpKind::kMul: run([&](int64_t k, int64_t i, int64_t j) { py[k] = pa[i] * pb[j]; }); break;
+    case OpKind::kDiv:
+      run([&](int64_t k, int64_t i, int64_t j) {
+        if (pb[j] == 0) ok = false;
+        else py[k] = pa[i] / pb[j];
+      });
+      break;
+    default: return std::nullopt;
+  }
+  if (!ok) return std::nullopt;
+  return y;
+}
+
+std::optional<Tensor> fold_unary(const FoldInput& f) {
+  const Tensor& x = *f.in[0];
+  if (x.dtype() != DType::kF32) return std::nullopt;
+  Tensor y(DType::kF32, f.out_shape);
+  const float* px = x.f32();
+  float* py = y.f32();
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    float v = px[i];
+    switch (f.node.op) {
+      case OpKind::kSqrt: py[i] = std::sqrt(v); break;
+      case OpKind::kErf: py[i] = std::erf(v); break;
+      case OpKind::kTanh: py[i] = std::tanh(v); break;
+      case OpKind::kRelu: py[i] = v > 0.f ? v : 0.f; break;
+      case OpKind::kSigmoid: py[i] = 1.f / (1.f + std::exp(-v)); break;
+      default: return std::nullopt;
+    }
+  }
+  return y;
+}
+
+std::optional<Tensor> fold(const FoldInput& f) {
+  switch (f.node.op) {
+    case OpKind::kReshape: case OpKind::kUnsqueeze: case OpKind::kFlatten: case OpKind::kIdentity:
+      return f.in[0]->clone().reshaped(f.out_shape);  // row-major order is unchanged
+    case OpKind::kTranspose: return fold_transpose(f);
+    case OpKind::kSlice: return fold_slice(f);
+    case OpKind::kConcat: return fold_concat(f);
+    case OpKind::kGather: return fold_gather(f);
+    case OpKind::kCast: return fold_cast(f);
+    case OpKind::kAdd: case OpKind::kSub: case OpKind::kMul: case OpKind::kDiv: case OpKind::kPow:
+      return fold_binary(f);
+    case OpKind::kSqrt: case OpKind::kErf: case OpKind::kTanh: case OpKind::kRelu: case OpKind::kSigmoid:
+      return fold_unary(f);
+    default: return std::nullopt;
+  }
+}
+
+class ConstantFoldingPass : public Pass {
+ public:
+  const char* name() const override { return "constant_folding"; }
+
+  Result<bool> run(Graph& g) override {
+    clear_summary();
+    std::vector<bool> folded(g.nodes.size(), false);
+    std::vector<std::string> names;
+    // One forward sweep folds whole chains: a folded output is bound data for later nodes.
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      const Node& n = g.nodes[i];
+      std::optional<FoldInput> f = foldable(g, n);
+      if (!f) continue;
+      std::optional<Tensor> t = fold(*f);
+      if (!t) continue;
+      Value& v = g.value(n.outputs[0]);
+      v.is_initializer = true;
+      v.is_constant = true;
+      v.data = std::move(*t);
+      v.loc = n.loc;
+      folded[i] = true;
+      names.push_back(n.name);
+    }
+    if (names.empty()) return false;
+    std::string list;
+    for (size_t k = 0; k < names.size() && k < 8; ++k) list += (k ? ", " : "") + names[k];
+    note("folded " + (names.size() > 1 ? std::to_string(names.size()) + " nodes: " : std::string()) + list +
+         (names.size() > 8 ? ", ..." : ""));
+    erase_nodes(g, folded);
+    return true;
+  }
+
+ private:
+  static std::optional<FoldInput> foldable(const Graph& g, const Node& n) {
+    if (n.outputs.size() != 1) return std::nullopt;
+    const Value& out = g.value(n.outputs[0]);
+    if (out.is_graph_output || !out.shape_known || shape_numel(out.shape) > kMaxFoldElements) return std::nullopt;
+    FoldInput f{n, {}, out.shape, out.dtype};
+    for (ValueId in : n.inputs) {
+      if (in == kNoValue) {
+        f.in.push_back(nullptr);
+        continue;
+      }
+      const Tensor* t = bound_data(g, in);  // graph inputs and unbound weights are not constant
+      if (!t) return std::nullopt;
+      f.in.push_back(t);
+    }
+    if (f.in.empty() || !f.in[0]) return std::nullopt;
+    return f;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_constant_folding_pass() { return std::make_unique<ConstantFoldingPass>(); }
+
+}  // namespace fusert

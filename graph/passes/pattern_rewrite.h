@@ -1,0 +1,47 @@
+// Pattern rules (ONNX Runtime's rewrite rules): a cheap, read-only matches() anchored at one
+// node, and an apply() that replaces the matched subgraph by one node. The rewrite pass
+// collects non-overlapping matches over the whole graph, applies them, and repeats until no
+// rule matches. A rule that does not match leaves the graph alone; it never errors.
+#pragma once
+
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "graph/ir.h"
+
+namespace fusert {
+
+/// A matched subgraph: `root` is the node whose output survives (the replacement takes its
+/// slot and writes the same values); `erased` are the other matched nodes. Every value they
+/// produce other than the root's outputs must have no reader outside the match.
+struct RewriteMatch {
+  int root = -1;
+  std::vector<int> erased;
+  Node replacement;
+  /// Initializers to add before rewriting: (input slot of `replacement`, value). E.g. a ones
+  /// scale for a LayerNorm written without the final Mul.
+  std::vector<std::pair<size_t, Value>> new_inputs;
+};
+
+class RewriteRule {
+ public:
+  virtual ~RewriteRule() = default;
+  virtual const char* name() const = 0;
+  /// True, with `m` filled, when the pattern anchored at node `anchor` matches. Reads only.
+  virtual bool matches(const Graph& g, int anchor, RewriteMatch* m) const = 0;
+  /// Rewrites one match: adds `new_inputs`, puts `replacement` in the root's slot. The erased
+  /// nodes are removed by the caller once all matches of a sweep are applied (so indices stay
+  /// valid meanwhile).
+  virtual void apply(Graph& g, RewriteMatch m) const;
+};
+
+std::unique_ptr<RewriteRule> make_layer_norm_rule();
+std::unique_ptr<RewriteRule> make_gelu_rule();
+
+class Pass;
+/// A rewrite pass over `rules`, tried in order at each node (make_pattern_rewrite_pass() in
+/// graph/passes/pass.h is this with the LayerNorm and GELU rules).
+std::unique_ptr<Pass> make_pattern_rewrite_pass(std::vector<std::unique_ptr<RewriteRule>> rules);
+
+}  // namespace fusert
