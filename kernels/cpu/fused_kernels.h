@@ -35,6 +35,8 @@ enum class OperandMode {
   kFull,        ///< same shape as the output, same flat index
   kPerChannel,  ///< conv: index = channel c of [N, C, HW]; gemm: index = column n of [M, N]
   kPerRow,      ///< gemm: index = row m of [M, N]
+                ///< (in general flat / (channels * spatial): the image n for conv, the
+                ///< flattened row b * M + m for matmul_fused)
   kScalar,      ///< operand[0]
   kStrided,     ///< general numpy broadcast: offset = sum_d idx_d * strides[d] over out_shape
 };
@@ -64,6 +66,10 @@ struct Epilogue {
   float ln_epsilon = 1e-5f;
   std::vector<EpilogueStep> post;    ///< steps applied after the tail (e.g. Relu after LayerNorm)
   std::vector<int64_t> out_shape;    ///< logical output shape, for kStrided operands
+                                     ///< `steps` (and `post` without a tail) index this shape; for
+                                     ///< conv it is the pre-pool [N, M, OH, OW]; `post` after
+                                     ///< kGlobalAvgPool indexes the pooled [N, M] instead
+                                     ///< (kStrided post strides over a 4-D shape: first two used)
 };
 
 /// Applies `ep.steps` to a contiguous run of `count` values starting at logical flat output
@@ -76,6 +82,9 @@ void apply_epilogue_steps(const std::vector<EpilogueStep>& steps, const std::vec
 // ---------------------------------------------------------------- Anchors with epilogues
 /// conv2d (as cpu::conv2d) + bias + epilogue per output-channel block while in cache.
 /// y is [N, M, OH, OW], or [N, M] when ep.tail == kGlobalAvgPool.
+/// y must not alias x or w. It may alias an epilogue operand (a residual whose buffer is reused
+/// for the output): tiles are then finished in scratch and copied, so the operand is read
+/// before it is overwritten. The same holds for every conv and gemm kernel below.
 void conv2d_fused(const ConvParams& p, const float* x, const float* w, const float* bias, const Epilogue& ep,
                   float* y);
 
@@ -91,6 +100,9 @@ void conv2d_sum_fused(const ConvParams& p1, const float* x1, const float* w1, co
 /// per tile, branch A = channels [0, M), branch B = [M, 2M); a = ep_a(A), b = ep_b(B);
 /// merge_add ? y = ep_merge(a + b) [N, M, OH, OW] : y = concat(a, b) [N, 2M, OH, OW] (ep_merge
 /// applied to both halves).
+/// ep_a and ep_b index their own branch as [N, M, OH, OW] (channels M) and carry no tail;
+/// ep_merge indexes the output ([N, M, ...] for add, [N, 2M, ...] for concat) and may carry
+/// kGlobalAvgPool. Grouped stacked convs are allowed (blocks never cross a group).
 void conv2d_branch_merge(const ConvParams& p, const float* x, const float* w, const float* bias, const Epilogue& ep_a,
                          const Epilogue& ep_b, bool merge_add, const Epilogue& ep_merge, float* y);
 
@@ -98,6 +110,7 @@ void conv2d_branch_merge(const ConvParams& p, const float* x, const float* w, co
 void gemm_fused(const GemmParams& p, const float* a, const float* b, const float* c, const Epilogue& ep, float* y);
 
 /// Batched MatMul (as cpu::matmul) + epilogue (ep.out_shape = the full output shape).
+/// kPerChannel indexes column n; kPerRow the flattened row b * M + m; kLayerNorm is allowed.
 void matmul_fused(const MatMulParams& p, const float* a, const float* b, const Epilogue& ep, float* y);
 
 /// Horizontal group: one GEMM of A [M, K] with concatenated weights w_cat [sum(n_i), K]
@@ -128,6 +141,8 @@ void gemm_grouped(int64_t m, int64_t n, int64_t k, std::vector<GroupedGemmMember
 /// A straight-line program over the elements of one output shape: register 0 is loaded from
 /// `inputs[0]` (broadcast per its strides), then each instruction updates a register. Values
 /// marked in `stores` are written to their outputs. Runs in one parallel pass, in chunks.
+/// Register 0 is loaded from inputs[0] only when no entry of `loads` targets it. An output may
+/// alias an input only when that input is read with contiguous strides (in-place update).
 struct ElementwiseInstr {
   EpOp op = EpOp::kIdentity;
   int dst = 0;               ///< register written
@@ -151,7 +166,7 @@ void run_elementwise_program(const ElementwiseProgram& prog, const std::vector<c
 // ---------------------------------------------------------------- Row-wise normalisations
 /// Per row of an [outer, inner] view: x' = prologue(x) (epilogue steps with out_shape
 /// {outer, inner}), then LayerNorm (scale/shift [inner], eps) or Softmax, then `post`.
-/// Softmax: max-subtracted; a row of all -inf gives zeros, never NaN.
+/// Softmax: max-subtracted; a row of all -inf gives zeros, never NaN. x may equal y.
 enum class RowNorm { kLayerNorm, kSoftmax };
 void norm_rows_fused(int64_t outer, int64_t inner, const float* x, const std::vector<EpilogueStep>& prologue,
                      RowNorm kind, const float* scale, const float* shift, float eps,
