@@ -43,7 +43,9 @@ class Loader {
   Result<int64_t> integer(const YAML::Node& n, const Bindings& env, const char* what) const;
   Status check_keys(const YAML::Node& n, const std::set<std::string>& allowed, const char* what) const;
   Status read_templates(const YAML::Node& t, const std::string& file);
-  Status read_includes(const YAML::Node& list, int depth);
+  /// `list` is the include list of `file`; its entries are relative to `dir` (the including
+  /// file's directory).
+  Status read_includes(const YAML::Node& list, const std::string& file, const std::string& dir, int depth);
   Status read_inputs(const YAML::Node& list, Graph& g);
   Status read_preprocess(const YAML::Node& n, PreprocessSpec* p);
   Status expand_list(const YAML::Node& list, const Bindings& env, bool initializers, Graph& g, int depth);

@@ -72,7 +72,7 @@ Status Loader::load(const YAML::Node& root, ModelSpec* spec) {
   }
   if (!root["inputs"] || !root["inputs"].IsSequence()) return fail(root) << "'inputs' (a list) is required";
   FUSERT_RETURN_IF_ERROR(read_inputs(root["inputs"], g));
-  if (const YAML::Node inc = root["include"]) FUSERT_RETURN_IF_ERROR(read_includes(inc, 0));
+  if (const YAML::Node inc = root["include"]) FUSERT_RETURN_IF_ERROR(read_includes(inc, file_, base_dir_, 0));
   FUSERT_RETURN_IF_ERROR(read_templates(root["templates"], file_));
   if (const YAML::Node inits = root["initializers"]) FUSERT_RETURN_IF_ERROR(expand_list(inits, none, true, g, 0));
   if (!root["nodes"] || !root["nodes"].IsSequence()) return fail(root) << "'nodes' (a list) is required";
@@ -102,24 +102,37 @@ Status Loader::read_templates(const YAML::Node& t, const std::string& file) {
 
 // `include: [other.yaml]` makes the templates of other files (and of their includes) usable
 // here; nothing else of them is read. Paths are relative to the including file.
-Status Loader::read_includes(const YAML::Node& list, int depth) {
-  if (!list.IsSequence()) return fail(list) << "'include' must be a list of files";
-  if (depth >= kMaxTemplateDepth) return fail(list) << "includes nested deeper than " << kMaxTemplateDepth;
-  for (const YAML::Node& item : list) {
-    std::string path = resolve(item.Scalar());
-    YAML::Node other;
-    try {
-      other = YAML::LoadFile(path);
-    } catch (const YAML::BadFile&) {
-      return fail(item, StatusCode::kNotFound) << "cannot open included file '" << path << "'";
-    } catch (const YAML::Exception& e) {
-      return error(StatusCode::kParseError) << path << ":" << e.mark.line + 1 << ":" << e.mark.column + 1 << ": malformed YAML: " << e.msg;
+Status Loader::read_includes(const YAML::Node& list, const std::string& file, const std::string& dir, int depth) {
+  // Locations of this list's entries are in `file`, which is not cur_file_ for nested includes.
+  const std::string saved_file = cur_file_;
+  cur_file_ = file;
+  Status st = [&]() -> Status {
+    if (!list.IsSequence()) return fail(list) << "'include' must be a list of files";
+    if (depth >= kMaxTemplateDepth) return fail(list) << "includes nested deeper than " << kMaxTemplateDepth;
+    for (const YAML::Node& item : list) {
+      const std::string p = item.Scalar();
+      const std::string path = p.empty() || p[0] == '/' ? p : (std::filesystem::path(dir) / p).lexically_normal().string();
+      YAML::Node other;
+      try {
+        other = YAML::LoadFile(path);
+      } catch (const YAML::BadFile&) {
+        return fail(item, StatusCode::kNotFound) << "cannot open included file '" << path << "'";
+      } catch (const YAML::Exception& e) {
+        return error(StatusCode::kParseError) << path << ":" << e.mark.line + 1 << ":" << e.mark.column + 1 << ": malformed YAML: " << e.msg;
+      }
+      if (!other.IsMap()) return fail(item) << "included file '" << path << "' is not a YAML mapping";
+      const std::string other_dir = std::filesystem::path(path).parent_path().string();
+      if (const YAML::Node inc = other["include"]) {
+        FUSERT_RETURN_IF_ERROR(read_includes(inc, path, other_dir.empty() ? "." : other_dir, depth + 1));
+      }
+      cur_file_ = path;  // a bad 'templates' key is in the included file
+      FUSERT_RETURN_IF_ERROR(read_templates(other["templates"], path));
+      cur_file_ = file;
     }
-    if (!other.IsMap()) return fail(item) << "included file '" << path << "' is not a YAML mapping";
-    if (const YAML::Node inc = other["include"]) FUSERT_RETURN_IF_ERROR(read_includes(inc, depth + 1));
-    FUSERT_RETURN_IF_ERROR(read_templates(other["templates"], path));
-  }
-  return Status();
+    return Status();
+  }();
+  cur_file_ = saved_file;
+  return st;
 }
 
 Status Loader::read_inputs(const YAML::Node& list, Graph& g) {

@@ -123,7 +123,17 @@ Status Loader::add_initializer(const YAML::Node& n, const Bindings& env, Graph& 
   FUSERT_RETURN_IF_ERROR(check_keys(n, {"name", "shape", "init", "dtype", "value"}, "an initializer"));
   FUSERT_RETURN_IF_ERROR(require_key(n, "name", "initializer 'name'"));
   FUSERT_ASSIGN_OR_RETURN(std::string name, scalar(n["name"], env, "initializer 'name'"));
-  if (g.find_value(name) != kNoValue) return fail(n) << "duplicate initializer or value '" << name << "'";
+  // A value that exists only because an earlier node reads it (nodes come in any order, so a
+  // template used later may declare it) is not a duplicate; an input, initializer or node
+  // output of that name is.
+  if (ValueId prev = g.find_value(name); prev != kNoValue) {
+    bool produced = false;
+    for (const Node& node : g.nodes) {
+      for (ValueId out : node.outputs) produced = produced || out == prev;
+    }
+    const Value& pv = g.value(prev);
+    if (pv.is_initializer || pv.is_graph_input || produced) return fail(n) << "duplicate initializer or value '" << name << "'";
+  }
   Value v;
   v.name = name;
   v.is_initializer = true;

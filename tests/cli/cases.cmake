@@ -1,0 +1,135 @@
+# CLI tests: each case runs `infer` through tests/cli/expect.sh, which asserts the exit status
+# and that every given extended regex matches a line of stderr (or of stdout with --stdout):
+#   fusert_cli_test(NAME [--stdout] CODE REGEX... -- ARGS...)
+# Binary fixtures (weights, .npy, broken images) are written at test time by make_fixtures.py
+# into the build tree; text fixtures live in tests/cli/data. Every case has the label `cli`.
+
+set(FUSERT_CLI_DIR ${CMAKE_CURRENT_SOURCE_DIR}/cli)
+set(FUSERT_CLI_DATA ${FUSERT_CLI_DIR}/data)
+set(FUSERT_CLI_FX ${CMAKE_CURRENT_BINARY_DIR}/cli_fixtures)
+find_package(Python3 COMPONENTS Interpreter)
+
+function(fusert_cli_test name)
+  set(args ${ARGN})
+  list(FIND args "--" sep)
+  math(EXPR cmd_start "${sep} + 1")
+  list(SUBLIST args 0 ${sep} expectations)
+  list(SUBLIST args ${cmd_start} -1 infer_args)
+  add_test(NAME cli_${name}
+           COMMAND sh ${FUSERT_CLI_DIR}/expect.sh ${expectations} -- $<TARGET_FILE:infer> ${infer_args})
+  set_tests_properties(cli_${name} PROPERTIES LABELS cli TIMEOUT 120)
+endfunction()
+
+# Marks cases that read the generated fixtures.
+function(fusert_cli_needs_fixtures)
+  foreach(name ${ARGN})
+    set_tests_properties(cli_${name} PROPERTIES FIXTURES_REQUIRED cli_fixtures)
+  endforeach()
+endfunction()
+
+# ---- command line
+fusert_cli_test(help --stdout 0 "^usage: infer" "--weights W\\.safetensors" "--stats-json" "^Exit status: 0 success, 1 error"
+                -- --help)
+fusert_cli_test(list_ops --stdout 0 "^Conv +anchor +inputs 2\\.\\.3" "^Softmax +reduction" "^ +kernel_shape +ints +required"
+                -- --list-ops)
+fusert_cli_test(unknown_flag 2 "^infer: unknown option '--bogus' \\(see --help\\)" -- --bogus)
+fusert_cli_test(threads_not_a_number 2 "^infer: --threads: expected an integer >= 0, got 'abc'" -- --threads abc)
+fusert_cli_test(threads_no_value 2 "^infer: --threads needs a value" -- --threads)
+fusert_cli_test(runs_zero 2 "--runs: expected an integer >= 1, got '0'" -- --runs 0)
+fusert_cli_test(seed_negative 2 "--seed: expected an integer >= 0, got '-1'" -- --seed -1)
+fusert_cli_test(device_unknown 2 "--device: expected cpu or cuda, got 'tpu'" -- --device tpu)
+
+# ---- model files
+fusert_cli_test(model_missing 1 "^infer: error: .*/no_such_model\\.yaml: cannot open model file"
+                -- --model ${FUSERT_CLI_DATA}/no_such_model.yaml)
+fusert_cli_test(malformed_yaml 1 "malformed\\.yaml:5:1: malformed YAML: end of map flow not found"
+                -- --model ${FUSERT_CLI_DATA}/malformed.yaml)
+fusert_cli_test(unknown_op 1
+                "unknown_op\\.yaml:7:21: node 'act': unknown op 'Swish'; known ops: Conv, BatchNormalization, Relu, .*Softmax, Identity"
+                -- --model ${FUSERT_CLI_DATA}/unknown_op.yaml)
+fusert_cli_test(wrong_attribute_type 1
+                "wrong_attr_type\\.yaml:7:99: node 'pool': attribute 'ceil_mode' expects int, got float 0\\.5"
+                -- --model ${FUSERT_CLI_DATA}/wrong_attr_type.yaml)
+fusert_cli_test(shape_mismatch 1
+                "shape_mismatch\\.yaml:9:5: node 'stem' \\(Conv\\): weight 'stem\\.weight' expected \\[16, 3, KH, KW\\] for input \\[1, 3, 8, 8\\] and group 1, got \\[16, 4, 3, 3\\]"
+                -- --model ${FUSERT_CLI_DATA}/shape_mismatch.yaml)
+fusert_cli_test(dump --stdout 0 "^graph tiny \\(4 nodes\\)" "^  weight conv\\.weight\\[2, 3, 3, 3\\] init=kaiming"
+                "^  node   conv = Conv\\(x\\[1, 3, 4, 4\\], conv\\.weight\\[2, 3, 3, 3\\], conv\\.bias\\[2\\]\\) -> c\\[1, 2, 4, 4\\]"
+                "^  output y\\[1, 2\\]"
+                -- --model ${FUSERT_CLI_DATA}/tiny.yaml --dump)
+
+# ---- weights
+fusert_cli_test(weights_file_missing 1
+                "missing\\.safetensors: weights file of model 'tiny_w' not found"
+                "create it with: python3 tools/fetch_weights\\.py tiny_w" "--seeded"
+                -- --model ${FUSERT_CLI_DATA}/tiny_missing_weights.yaml)
+fusert_cli_test(weights_missing_seeded_ok --stdout 0 "^weights: seeded \\(seed 0\\)" "^output 'y' \\[1, 2\\]"
+                -- --model ${FUSERT_CLI_DATA}/tiny_missing_weights.yaml --seeded)
+fusert_cli_test(weights_not_found 1 "no_such\\.safetensors: cannot open weights file"
+                -- --model ${FUSERT_CLI_DATA}/tiny.yaml --weights ${FUSERT_CLI_FX}/no_such.safetensors)
+fusert_cli_test(weights_extra 1 "tiny_extra\\.safetensors: 1 weight problem\\(s\\) for model 'tiny':"
+                "^  extra: 'bogus' \\[3\\] is not used by model 'tiny'"
+                -- --model ${FUSERT_CLI_DATA}/tiny.yaml --weights ${FUSERT_CLI_FX}/tiny_extra.safetensors)
+fusert_cli_test(weights_missing_tensor 1 "tiny_missing\\.safetensors: 1 weight problem" "^  missing: 'conv\\.bias' \\[2\\]"
+                -- --model ${FUSERT_CLI_DATA}/tiny.yaml --weights ${FUSERT_CLI_FX}/tiny_missing.safetensors)
+fusert_cli_test(weights_misshaped 1
+                "^  wrong shape: 'conv\\.weight' expected \\[2, 3, 3, 3\\], got \\[2, 3, 1, 1\\]"
+                -- --model ${FUSERT_CLI_DATA}/tiny.yaml --weights ${FUSERT_CLI_FX}/tiny_misshaped.safetensors)
+fusert_cli_test(weights_truncated 1
+                "tiny_truncated\\.safetensors: tensor 'conv\\.bias': data_offsets outside the data section \\(file truncated\\?\\)"
+                -- --model ${FUSERT_CLI_DATA}/tiny.yaml --weights ${FUSERT_CLI_FX}/tiny_truncated.safetensors)
+fusert_cli_needs_fixtures(weights_not_found weights_extra weights_missing_tensor weights_misshaped weights_truncated)
+
+# ---- inputs
+fusert_cli_test(image_not_an_image 1 "not_an_image\\.png: cannot read image"
+                -- --model ${FUSERT_CLI_DATA}/tiny.yaml --seeded --input ${FUSERT_CLI_FX}/not_an_image.png)
+fusert_cli_test(image_truncated 1 "truncated\\.png: cannot read image"
+                -- --model ${FUSERT_CLI_DATA}/tiny.yaml --seeded --input ${FUSERT_CLI_FX}/truncated.png)
+fusert_cli_test(image_missing 1 "no_such_photo\\.png: cannot read image"
+                -- --model ${FUSERT_CLI_DATA}/tiny.yaml --seeded --input ${FUSERT_CLI_FX}/no_such_photo.png)
+fusert_cli_test(image_ok --stdout 0 "^input: .*coffee\\.png \\(600x400\\)" "^output 'y' \\[1, 2\\]"
+                -- --model ${FUSERT_CLI_DATA}/tiny.yaml --seeded --input ${PROJECT_SOURCE_DIR}/models/data/coffee.png)
+fusert_cli_test(npy_wrong_shape 1 "input 'x': expected shape \\[1, 3, 4, 4\\], got \\[1, 3, 5, 5\\]"
+                -- --model ${FUSERT_CLI_DATA}/tiny.yaml --seeded --input ${FUSERT_CLI_FX}/x_wrong_shape.npy)
+fusert_cli_test(npy_missing 1 "no_such\\.npy: cannot open file"
+                -- --model ${FUSERT_CLI_DATA}/tiny.yaml --seeded --input ${FUSERT_CLI_FX}/no_such.npy)
+fusert_cli_needs_fixtures(image_not_an_image image_truncated npy_wrong_shape)
+
+# ---- devices
+fusert_cli_test(device_cuda_without_gpu 1 "^infer: error: .*--device cuda: .*use --device cpu"
+                -- --model ${FUSERT_CLI_DATA}/tiny.yaml --seeded --device cuda)
+
+# ---- generated fixtures and checks of written files (need python3, stdlib only)
+if(Python3_Interpreter_FOUND)
+  add_test(NAME cli_make_fixtures COMMAND ${Python3_EXECUTABLE} ${FUSERT_CLI_DIR}/make_fixtures.py
+           ${FUSERT_CLI_FX} ${PROJECT_SOURCE_DIR})
+  set_tests_properties(cli_make_fixtures PROPERTIES LABELS cli FIXTURES_SETUP cli_fixtures)
+
+  # --output of the tiny model on a known input and weights against a naive Python loop.
+  add_test(NAME cli_output_matches_reference
+           COMMAND ${Python3_EXECUTABLE} ${FUSERT_CLI_DIR}/check.py npy ${FUSERT_CLI_FX}/y.npy ${FUSERT_CLI_FX}/tiny_expected.json
+                   -- $<TARGET_FILE:infer> --model ${FUSERT_CLI_DATA}/tiny.yaml --weights ${FUSERT_CLI_FX}/tiny.safetensors
+                      --input ${FUSERT_CLI_FX}/x_ok.npy --output ${FUSERT_CLI_FX}/y.npy)
+  set_tests_properties(cli_output_matches_reference PROPERTIES LABELS cli FIXTURES_REQUIRED cli_fixtures TIMEOUT 120)
+
+  add_test(NAME cli_stats_json_resnet18
+           COMMAND ${Python3_EXECUTABLE} ${FUSERT_CLI_DIR}/check.py stats ${FUSERT_CLI_FX}/resnet18.stats.json resnet18
+                   -- $<TARGET_FILE:infer> --model ${PROJECT_SOURCE_DIR}/models/resnet18.yaml --seeded
+                      --stats-json ${FUSERT_CLI_FX}/resnet18.stats.json)
+  set_tests_properties(cli_stats_json_resnet18 PROPERTIES LABELS cli FIXTURES_REQUIRED cli_fixtures TIMEOUT 300)
+
+  add_test(NAME cli_dot_graph
+           COMMAND ${Python3_EXECUTABLE} ${FUSERT_CLI_DIR}/check.py dot ${FUSERT_CLI_FX}/tiny_graph.dot graph
+                   -- $<TARGET_FILE:infer> --model ${FUSERT_CLI_DATA}/tiny.yaml --seeded --fusion none
+                      --dot ${FUSERT_CLI_FX}/tiny_graph.dot)
+  add_test(NAME cli_dot_plan
+           COMMAND ${Python3_EXECUTABLE} ${FUSERT_CLI_DIR}/check.py dot ${FUSERT_CLI_FX}/tiny_plan.dot plan
+                   -- $<TARGET_FILE:infer> --model ${FUSERT_CLI_DATA}/tiny.yaml --seeded --dot ${FUSERT_CLI_FX}/tiny_plan.dot)
+  set_tests_properties(cli_dot_graph cli_dot_plan PROPERTIES LABELS cli FIXTURES_REQUIRED cli_fixtures TIMEOUT 120)
+else()
+  message(STATUS "fusert: python3 not found; CLI cases that need generated fixtures are skipped")
+  foreach(name weights_not_found weights_extra weights_missing_tensor weights_misshaped weights_truncated
+               image_not_an_image image_truncated npy_wrong_shape)
+    set_tests_properties(cli_${name} PROPERTIES DISABLED TRUE)
+  endforeach()
+endif()
