@@ -1,0 +1,215 @@
+// Zoo plans: every model in models/*.yaml, on seeded weights, (a) fused ("all") against unfused
+// ("none") within relative L2 1e-5, (b) its plan dump (graph/fusion/explain.h plan_dump) against
+// tests/golden/<model>.plan.txt, so a refactor that changes a plan shows up as a diff, and
+// (c) the fusion targets: kernel counts, intermediate traffic, and the strategies per family.
+//
+// Updating the goldens after an intended planner change:
+//   FUSERT_UPDATE_GOLDEN=1 build/tests/test_fusion -ts=fusion.zoo
+// writes tests/golden/<model>.plan.txt instead of comparing; review the diff before committing.
+#include "tests/fusion/fusion_test_util.h"
+
+#include <cstdlib>
+#include <set>
+#include <sstream>
+
+using namespace fusert;
+using namespace fusert::ftest;
+
+namespace {
+
+const std::string kModels = std::string(FUSERT_SOURCE_DIR) + "/models/";
+const std::string kGoldenDir = std::string(FUSERT_TEST_DATA_DIR) + "/golden/";
+
+bool update_golden() {
+  const char* v = std::getenv("FUSERT_UPDATE_GOLDEN");
+  return v && std::string(v) == "1";
+}
+
+// Seeded inputs, except integer inputs (token ids, masks), which need valid values, and BERT's
+// f32 0/1 attention mask (100 real tokens, then padding, as tests/models/test_transformers.cc).
+TensorMap model_inputs(const Session& s) {
+  TensorMap in = s.seeded_inputs(0);
+  for (ValueId id : s.graph().inputs) {
+    const Value& v = s.graph().value(id);
+    if (v.dtype == DType::kI64) {
+      Tensor t(DType::kI64, v.shape);
+      for (int64_t i = 0; i < t.numel(); ++i) t.i64()[i] = v.name == "attention_mask" ? 1 : (i * 37 + 11) % 1000;
+      in[v.name] = t;
+    } else if (v.name == "attention_mask") {
+      Tensor t(DType::kF32, v.shape);
+      int64_t seq = v.shape.back();
+      for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = i % seq < seq * 25 / 32 ? 1.0f : 0.0f;
+      in[v.name] = t;
+    }
+  }
+  return in;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  if (!f.good()) return "";
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// First differing line of two dumps, for a readable failure.
+std::string first_difference(const std::string& want, const std::string& got) {
+  std::stringstream a(want), b(got);
+  std::string la, lb;
+  for (int line = 1;; ++line) {
+    bool ha = static_cast<bool>(std::getline(a, la)), hb = static_cast<bool>(std::getline(b, lb));
+    if (!ha && !hb) return "identical";
+    if (!ha || !hb || la != lb) {
+      return "line " + std::to_string(line) + ":\n  golden: " + (ha ? la : "<end>") + "\n  got:    " + (hb ? lb : "<end>");
+    }
+  }
+}
+
+int strategy_groups(const FusionPlan& p, Strategy s) {
+  int n = 0;
+  for (const FusionGroup& grp : p.groups) n += grp.strategy == s && !grp.nodes.empty() ? 1 : 0;
+  return n;
+}
+
+int kind_groups(const FusionPlan& p, GroupKind k) {
+  int n = 0;
+  for (const FusionGroup* grp : p.kernel_groups()) n += grp->kind == k ? 1 : 0;
+  return n;
+}
+
+struct ZooRun {
+  std::unique_ptr<Session> fused, unfused;
+};
+
+// Loads the model both ways (nullptr sessions when the file is absent), checks (a) and (b).
+ZooRun check_model(const std::string& model) {
+  ZooRun r;
+  const std::string path = kModels + model + ".yaml";
+  if (!std::filesystem::exists(path)) {
+    MESSAGE("models/" << model << ".yaml absent: skipped");
+    return r;
+  }
+  r.fused = open_session(path, "all");
+  r.unfused = open_session(path, "none");
+  const Graph& g = r.fused->graph();
+  const FusionPlan& p = r.fused->fusion_plan();
+  MESSAGE(model << ": family " << p.family << ", " << r.unfused->stats().kernels << " -> " << r.fused->stats().kernels
+                << " kernels, intermediate bytes " << r.unfused->stats().intermediate_bytes << " -> "
+                << r.fused->stats().intermediate_bytes);
+
+  // (a) fused == unfused on the same inputs.
+  TensorMap in = model_inputs(*r.unfused);
+  check_outputs_close(run_session(*r.unfused, in), run_session(*r.fused, in), 1e-5);
+
+  // (b) the plan dump against its golden.
+  std::string dump = plan_dump(g, p);
+  std::string golden_path = kGoldenDir + model + ".plan.txt";
+  if (update_golden()) {
+    std::ofstream f(golden_path);
+    f << dump;
+    REQUIRE_MESSAGE(f.good(), "cannot write " << golden_path);
+    MESSAGE("wrote " << golden_path);
+  } else {
+    std::string golden = read_text(golden_path);
+    INFO(golden_path << " (regenerate with FUSERT_UPDATE_GOLDEN=1 after an intended planner change)");
+    REQUIRE_MESSAGE(!golden.empty(), "missing golden " << golden_path);
+    INFO(first_difference(golden, dump));
+    CHECK(dump == golden);
+  }
+  // Every plan agrees with itself: the session's kernel count is the plan's minus its views.
+  CHECK(r.fused->stats().kernels == kernel_count(g, p));
+  return r;
+}
+
+// (c) traffic target for the CNNs: fusion removes at least 60% of the intermediate bytes.
+void check_cnn_traffic(const ZooRun& r) {
+  if (!r.fused) return;
+  CHECK(static_cast<double>(r.fused->stats().intermediate_bytes) <=
+        0.4 * static_cast<double>(r.unfused->stats().intermediate_bytes));
+}
+
+}  // namespace
+
+TEST_SUITE("fusion.zoo") {
+
+TEST_CASE("zoo: resnet18") {
+  ZooRun r = check_model("resnet18");
+  if (!r.fused) return;
+  check_cnn_traffic(r);
+  CHECK(strategy_groups(r.fused->fusion_plan(), Strategy::kCross) > 0);
+}
+
+TEST_CASE("zoo: resnet50 (<= 55 kernels, cross fusion for the residual joins)") {
+  ZooRun r = check_model("resnet50");
+  if (!r.fused) return;
+  CHECK(r.fused->stats().kernels <= 55);
+  check_cnn_traffic(r);
+  CHECK(r.fused->fusion_plan().family == "cnn-residual");
+  CHECK(strategy_groups(r.fused->fusion_plan(), Strategy::kVertical) > 0);
+  CHECK(strategy_groups(r.fused->fusion_plan(), Strategy::kCross) > 0);
+}
+
+TEST_CASE("zoo: mobilenet_v2 (<= 53 kernels, vertical fusion first)") {
+  ZooRun r = check_model("mobilenet_v2");
+  if (!r.fused) return;
+  CHECK(r.fused->stats().kernels <= 53);
+  check_cnn_traffic(r);
+  CHECK(r.fused->fusion_plan().family == "cnn-mobile");
+  CHECK(strategy_groups(r.fused->fusion_plan(), Strategy::kVertical) > 0);
+}
+
+TEST_CASE("zoo: efficientnet_lite0") {
+  ZooRun r = check_model("efficientnet_lite0");
+  if (!r.fused) return;
+  check_cnn_traffic(r);
+  CHECK(strategy_groups(r.fused->fusion_plan(), Strategy::kVertical) > 0);
+}
+
+TEST_CASE("zoo: branch_merge") {
+  ZooRun r = check_model("branch_merge");
+  if (!r.fused) return;
+  CHECK(r.fused->stats().kernels == 2);  // on cpu the 1:3 rule holds; see test_cross.cc
+}
+
+TEST_CASE("zoo: bert_base_layer (<= 6 kernels, horizontal Q/K/V + compound attention)") {
+  ZooRun r = check_model("bert_base_layer");
+  if (!r.fused) return;
+  const FusionPlan& p = r.fused->fusion_plan();
+  CHECK(r.fused->stats().kernels <= 6);
+  CHECK(p.family == "transformer");
+  CHECK(kind_groups(p, GroupKind::kHorizontalGemm) >= 1);
+  CHECK(strategy_groups(p, Strategy::kHorizontal) >= 1);
+  CHECK(kind_groups(p, GroupKind::kAttention) == 1);
+}
+
+TEST_CASE("zoo: transformer_block") {
+  ZooRun r = check_model("transformer_block");
+  if (!r.fused) return;
+  CHECK(kind_groups(r.fused->fusion_plan(), GroupKind::kAttention) == 1);
+}
+
+TEST_CASE("zoo: minilm_l6 (seeded weights, token ids in [0, 1000))") {
+  ZooRun r = check_model("minilm_l6");
+  if (!r.fused) return;
+  CHECK(kind_groups(r.fused->fusion_plan(), GroupKind::kAttention) == 6);
+}
+
+TEST_CASE("zoo: multitask_heads (2 kernels)") {
+  ZooRun r = check_model("multitask_heads");
+  if (!r.fused) return;
+  CHECK(r.fused->stats().kernels == 2);
+}
+
+TEST_CASE("zoo: every model in models/ has a test case above") {
+  const std::set<std::string> covered = {"resnet18", "resnet50", "mobilenet_v2", "efficientnet_lite0", "branch_merge",
+                                         "bert_base_layer", "transformer_block", "minilm_l6", "multitask_heads"};
+  for (const auto& e : std::filesystem::directory_iterator(kModels)) {
+    if (e.path().extension() != ".yaml") continue;
+    std::string stem = e.path().stem().string();
+    INFO("models/" << stem << ".yaml has no zoo plan test (add a TEST_CASE and its golden)");
+    CHECK(covered.count(stem) == 1u);
+  }
+}
+
+}  // TEST_SUITE
