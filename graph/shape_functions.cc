@@ -28,6 +28,11 @@ Status shape_Clip(ShapeContext& c) {
 }
 
 static Status broadcast_binary(ShapeContext& c) {
+  // Integer arithmetic only on constants (folded by graph/passes); kernels are f32.
+  if ((c.in_dtype(0) != DType::kF32 || c.in_dtype(1) != DType::kF32) && !(c.constant_derived(0) && c.constant_derived(1))) {
+    return c.fail() << "inputs must be f32 (got " << dtype_name(c.in_dtype(0)) << " and " << dtype_name(c.in_dtype(1))
+                    << "); integer arithmetic is only supported on constants; Cast to: 1 first";
+  }
   Shape out;
   if (!broadcast_shapes(c.in(0), c.in(1), &out)) {
     return c.fail() << "cannot broadcast " << shape_str(c.in(0)) << " with " << shape_str(c.in(1));

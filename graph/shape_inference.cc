@@ -22,6 +22,20 @@ const Tensor* ShapeContext::constant(size_t i) const {
   return v.is_initializer && !v.data.empty() ? &v.data : nullptr;
 }
 
+static bool value_constant_derived(const Graph& g, ValueId v, int depth) {
+  const Value& val = g.value(v);
+  if (val.is_initializer) return !val.data.empty();
+  if (val.producer < 0 || depth > 64) return false;
+  for (ValueId in : g.nodes[static_cast<size_t>(val.producer)].inputs) {
+    if (in != kNoValue && !value_constant_derived(g, in, depth + 1)) return false;
+  }
+  return true;
+}
+
+bool ShapeContext::constant_derived(size_t i) const {
+  return has_input(i) && value_constant_derived(graph, node.inputs[i], 0);
+}
+
 void ShapeContext::set_out(size_t i, Shape s, DType t) {
   Value& v = graph.value(node.outputs[i]);
   v.shape = std::move(s);

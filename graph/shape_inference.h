@@ -17,6 +17,8 @@ struct ShapeContext {
   DType in_dtype(size_t i) const { return graph.value(node.inputs[i]).dtype; }
   /// Constant contents of input i (an initializer with data), or nullptr.
   const Tensor* constant(size_t i) const;
+  /// True if input i is computed from constants only (constant folding will fold it).
+  bool constant_derived(size_t i) const;
   void set_out(size_t i, Shape s, DType t = DType::kF32);
   /// Error naming the node, its source location and the problem.
   ErrorBuilder fail() const;

@@ -4,6 +4,7 @@
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "runtime/execution_plan.h"
+#include "runtime/lower_fused.h"
 
 namespace fusert {
 
@@ -34,18 +35,7 @@ const Shape& shape_of(const Graph& g, ValueId id) { return g.value(id).shape; }
 
 LOWER(Conv) {
   const Node& n = NODE;
-  const Shape& x = shape_of(g, n.inputs[0]);
-  const Shape& w = shape_of(g, n.inputs[1]);
-  const Shape& y = shape_of(g, n.outputs[0]);
-  cpu::ConvParams p;
-  p.n = x[0]; p.c = x[1]; p.h = x[2]; p.w = x[3];
-  p.m = w[0]; p.kh = w[2]; p.kw = w[3]; p.oh = y[2]; p.ow = y[3];
-  const auto& st = n.attr_ints("strides");
-  const auto& dl = n.attr_ints("dilations");
-  const auto& pd = n.attr_ints("pads");
-  p.stride_h = st[0]; p.stride_w = st[1]; p.dil_h = dl[0]; p.dil_w = dl[1];
-  p.pad_top = pd[0]; p.pad_left = pd[1]; p.pad_bottom = pd[2]; p.pad_right = pd[3];
-  p.group = n.attr_i("group");
+  cpu::ConvParams p = lowering::conv_params(g, n);
   ValueId xi = n.inputs[0], wi = n.inputs[1], yi = n.outputs[0];
   ValueId bi = n.inputs.size() > 2 ? n.inputs[2] : kNoValue;
   s.kernel = p.group == p.c && p.group == p.m && p.group > 1 ? "depthwise_conv2d" : "conv2d";
@@ -214,22 +204,9 @@ LOWER(Concat) {
 
 LOWER(Gemm) {
   const Node& n = NODE;
-  cpu::GemmParams p;
-  const Shape& a = shape_of(g, n.inputs[0]);
-  const Shape& y = shape_of(g, n.outputs[0]);
-  p.trans_a = n.attr_i("transA") != 0;
-  p.trans_b = n.attr_i("transB") != 0;
-  p.m = y[0]; p.n = y[1]; p.k = p.trans_a ? a[0] : a[1];
-  p.alpha = static_cast<float>(n.attr_f("alpha"));
-  p.beta = static_cast<float>(n.attr_f("beta"));
+  cpu::GemmParams p = lowering::gemm_params(g, n);
   ValueId ai = n.inputs[0], bi = n.inputs[1], yi = n.outputs[0];
   ValueId ci = n.inputs.size() > 2 ? n.inputs[2] : kNoValue;
-  if (ci != kNoValue) {
-    Shape c = shape_of(g, ci);
-    c.insert(c.begin(), 2 - c.size(), 1);
-    p.c_rows = c[0];
-    p.c_cols = c[1];
-  }
   s.kernel = "gemm";
   s.run = [=](const BufferTable& b) { cpu::gemm(p, b.f32(ai), b.f32(bi), ci == kNoValue ? nullptr : b.f32(ci), b.f32(yi)); };
   return Status();
@@ -237,31 +214,7 @@ LOWER(Gemm) {
 
 LOWER(MatMul) {
   const Node& n = NODE;
-  Shape a = shape_of(g, n.inputs[0]), bsh = shape_of(g, n.inputs[1]);
-  if (a.size() == 1) a.insert(a.begin(), 1);
-  if (bsh.size() == 1) bsh.push_back(1);
-  cpu::MatMulParams p;
-  p.m = a[a.size() - 2]; p.k = a.back(); p.n = bsh.back();
-  Shape ab(a.begin(), a.end() - 2), bb(bsh.begin(), bsh.end() - 2);
-  size_t r = std::max(ab.size(), bb.size());
-  ab.insert(ab.begin(), r - ab.size(), 1);
-  bb.insert(bb.begin(), r - bb.size(), 1);
-  Shape ob(r);
-  for (size_t i = 0; i < r; ++i) ob[i] = std::max(ab[i], bb[i]);
-  p.batch = shape_numel(ob);
-  for (int64_t o = 0; o < p.batch; ++o) {  // map each output batch index to its sources
-    int64_t rem = o, ia = 0, ib = 0, sa = 1, sb = 1;
-    for (size_t d = r; d-- > 0;) {
-      int64_t idx = rem % ob[d];
-      rem /= ob[d];
-      ia += (ab[d] == 1 ? 0 : idx) * sa;
-      ib += (bb[d] == 1 ? 0 : idx) * sb;
-      sa *= ab[d];
-      sb *= bb[d];
-    }
-    p.a_batch_index.push_back(ia);
-    p.b_batch_index.push_back(ib);
-  }
+  cpu::MatMulParams p = lowering::matmul_params(g, n);
   ValueId ai = n.inputs[0], bi = n.inputs[1], yi = n.outputs[0];
   s.kernel = "matmul";
   s.run = [=](const BufferTable& b) { cpu::matmul(p, b.f32(ai), b.f32(bi), b.f32(yi)); };

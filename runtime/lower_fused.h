@@ -46,6 +46,7 @@ Status lower_attention(const Graph& g, const FusionGroup& grp, Step& s);
 
 cpu::ConvParams conv_params(const Graph& g, const Node& n);
 cpu::GemmParams gemm_params(const Graph& g, const Node& n);
+cpu::MatMulParams matmul_params(const Graph& g, const Node& n);
 
 }  // namespace lowering
 }  // namespace fusert

@@ -1,5 +1,6 @@
 // Lowering of anchor-led groups (conv/gemm/matmul + epilogue, conv-sum, branch-merge) and of
 // elementwise and row-norm chains.
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -41,6 +42,35 @@ cpu::GemmParams gemm_params(const Graph& g, const Node& n) {
   return p;
 }
 
+cpu::MatMulParams matmul_params(const Graph& g, const Node& n) {
+  Shape a = g.value(n.inputs[0]).shape, bsh = g.value(n.inputs[1]).shape;
+  if (a.size() == 1) a.insert(a.begin(), 1);
+  if (bsh.size() == 1) bsh.push_back(1);
+  cpu::MatMulParams p;
+  p.m = a[a.size() - 2]; p.k = a.back(); p.n = bsh.back();
+  Shape ab(a.begin(), a.end() - 2), bb(bsh.begin(), bsh.end() - 2);
+  size_t r = std::max(ab.size(), bb.size());
+  ab.insert(ab.begin(), r - ab.size(), 1);
+  bb.insert(bb.begin(), r - bb.size(), 1);
+  Shape ob(r);
+  for (size_t i = 0; i < r; ++i) ob[i] = std::max(ab[i], bb[i]);
+  p.batch = shape_numel(ob);
+  for (int64_t o = 0; o < p.batch; ++o) {  // numpy broadcasting: each output batch's sources
+    int64_t rem = o, ia = 0, ib = 0, sa = 1, sb = 1;
+    for (size_t d = r; d-- > 0;) {
+      int64_t idx = rem % ob[d];
+      rem /= ob[d];
+      ia += (ab[d] == 1 ? 0 : idx) * sa;
+      ib += (bb[d] == 1 ? 0 : idx) * sb;
+      sa *= ab[d];
+      sb *= bb[d];
+    }
+    p.a_batch_index.push_back(ia);
+    p.b_batch_index.push_back(ib);
+  }
+  return p;
+}
+
 namespace {
 
 ValueId opt_input(const Node& n, size_t i) { return i < n.inputs.size() ? n.inputs[i] : kNoValue; }
@@ -69,8 +99,12 @@ Status lower_anchor_epilogue(const Graph& g, const FusionGroup& grp, Step& s) {
     s = group_step(g, grp, "gemm_fused");
     cpu::GemmParams p = gemm_params(g, a);
     s.run = [=](const BufferTable& b) { cpu::gemm_fused(p, b.f32(x), b.f32(w), ptr_or_null(b, bias), t.bind(b), b.f32(y)); };
+  } else if (a.op == OpKind::kMatMul && t.ep.tail == cpu::EpTail::kNone) {
+    s = group_step(g, grp, "matmul_fused");
+    cpu::MatMulParams p = matmul_params(g, a);
+    s.run = [=](const BufferTable& b) { cpu::matmul_fused(p, b.f32(x), b.f32(w), t.bind(b), b.f32(y)); };
   } else {
-    return error(StatusCode::kUnsupported) << "anchor " << op_name(a.op) << " with an epilogue";
+    return error(StatusCode::kUnsupported) << "anchor " << op_name(a.op) << " with this epilogue";
   }
   return Status();
 }

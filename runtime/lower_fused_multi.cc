@@ -72,12 +72,63 @@ Status check_const(const Graph& g, const Node& n, size_t i) {
   return Status();
 }
 
+// Sibling 1x1 convs of one input: one conv on the stacked weights [sum M_i, C, 1, 1] into a
+// scratch tile, then each member's rows are copied out through its own epilogue.
+Status lower_horizontal_conv(const Graph& g, const FusionGroup& grp, const std::vector<std::vector<int>>& chains, Step& s) {
+  s = group_step(g, grp, "conv2d_horizontal");
+  const Node& first = node_at(g, chains[0][0]);
+  cpu::ConvParams p = conv_params(g, first);
+  const int64_t hw = p.oh * p.ow;
+  auto w = std::make_shared<std::vector<float>>(), bias = std::make_shared<std::vector<float>>();
+  std::vector<EpilogueTemplate> eps;
+  std::vector<ValueId> ys;
+  std::vector<int64_t> widths;
+  for (const auto& chain : chains) {
+    const Node& n = node_at(g, chain[0]);
+    FUSERT_RETURN_IF_ERROR(check_const(g, n, 1));
+    FUSERT_RETURN_IF_ERROR(check_const(g, n, 2));
+    const Tensor& wt = g.value(n.inputs[1]).data;
+    w->insert(w->end(), wt.f32(), wt.f32() + wt.numel());
+    int64_t m = wt.shape()[0];
+    for (int64_t i = 0; i < m; ++i) bias->push_back(n.inputs.size() > 2 && n.inputs[2] != kNoValue ? g.value(n.inputs[2]).data.f32()[i] : 0.f);
+    EpilogueTemplate t;
+    std::string why;
+    std::vector<int> tail(chain.begin() + 1, chain.end());
+    if (!build_epilogue(g, tail, n.outputs[0], g.value(n.outputs[0]).shape, true, &t, &why) || t.ep.tail != cpu::EpTail::kNone) {
+      return error(StatusCode::kUnsupported) << "horizontal conv member '" << n.name << "': " << (why.empty() ? "reducing tail" : why);
+    }
+    eps.push_back(t);
+    ys.push_back(node_at(g, chain.back()).outputs[0]);
+    widths.push_back(m);
+  }
+  p.m = static_cast<int64_t>(bias->size());
+  auto scratch = std::make_shared<std::vector<float>>(static_cast<size_t>(p.n * p.m * hw));
+  ValueId x = first.inputs[0];
+  s.run = [=](const BufferTable& b) {
+    cpu::Epilogue none;
+    cpu::conv2d_fused(p, b.f32(x), w->data(), bias->data(), none, scratch->data());
+    int64_t off = 0;
+    for (size_t i = 0; i < ys.size(); ++i) {
+      cpu::Epilogue ep = eps[i].bind(b);
+      float* y = b.f32(ys[i]);
+      for (int64_t n = 0; n < p.n; ++n) {
+        float* dst = y + n * widths[i] * hw;
+        std::copy_n(scratch->data() + (n * p.m + off) * hw, widths[i] * hw, dst);
+        cpu::apply_epilogue_steps(ep.steps, ep.out_shape, n * widths[i] * hw, widths[i] * hw, widths[i], hw, dst);
+      }
+      off += widths[i];
+    }
+  };
+  return Status();
+}
+
 }  // namespace
 
 Status lower_horizontal(const Graph& g, const FusionGroup& grp, Step& s) {
   auto chains = member_chains(g, grp);
   const Node& first = node_at(g, chains[0][0]);
-  if (first.op != OpKind::kGemm) return error(StatusCode::kUnsupported) << "horizontal group of " << op_name(first.op) << " (only Gemm members are lowered on the CPU)";
+  if (first.op == OpKind::kConv) return lower_horizontal_conv(g, grp, chains, s);
+  if (first.op != OpKind::kGemm) return error(StatusCode::kUnsupported) << "horizontal group of " << op_name(first.op);
   s = group_step(g, grp, "gemm_horizontal");
   const int64_t m = g.value(first.outputs[0]).shape[0], k = g.value(first.inputs[0]).shape[1];
   auto w_cat = std::make_shared<std::vector<float>>();

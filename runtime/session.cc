@@ -84,6 +84,11 @@ Result<std::unique_ptr<Session>> Session::load(const std::string& model_path, co
   Graph& g = s->model_.graph;
   if (!fopt.enabled.empty()) {
     FUSERT_ASSIGN_OR_RETURN(s->stats_.pass_log, run_canonicalize(g, false));
+  } else {  // unfused still folds constant subgraphs (e.g. integer shape arithmetic)
+    PassManager pm(false);
+    pm.add(make_constant_folding_pass()).add(make_dead_code_pass());
+    FUSERT_RETURN_IF_ERROR(pm.run(g).status());
+    s->stats_.pass_log = pm.log_lines();
   }
   s->stats_.canonicalize_ms = ms_since(t1);
   FUSERT_ASSIGN_OR_RETURN(s->fusion_, plan_fusion(g, fopt));

@@ -120,7 +120,8 @@ class CheckFailure {
   auto tmp = (expr);                                 \
   if (!tmp.ok()) return tmp.status();                \
   lhs = std::move(tmp).value()
-/// `FUSERT_ASSIGN_OR_RETURN(auto x, f());` unwraps a Result or returns its error.
+/// `FUSERT_ASSIGN_OR_RETURN(auto x, f());` unwraps a Result or returns its error. It expands to
+/// several statements: inside an `if`, use braces.
 #define FUSERT_ASSIGN_OR_RETURN(lhs, expr) \
   FUSERT_ASSIGN_OR_RETURN_IMPL(FUSERT_CONCAT(_fusert_r, __LINE__), lhs, expr)
 
