@@ -52,7 +52,9 @@ struct ExecutionPlan {
   size_t intermediate_bytes = 0;       ///< bytes written + read of values passed between steps
 };
 
-/// Lowers every node of `g` to one CPU step (unfused). Errors name the node.
+/// Lowers node `ni` of `g` to one CPU step (its own kernel). Errors name the node.
+Result<Step> lower_node_cpu(const Graph& g, int ni);
+/// Lowers every node of `g` to one CPU step (unfused, no views). Errors name the node.
 Result<std::vector<Step>> lower_graph_cpu(const Graph& g);
 
 }  // namespace fusert

@@ -235,24 +235,24 @@ LOWER(Softmax) {
 #undef LOWER
 #undef NODE
 
-Result<std::vector<Step>> lower_graph_cpu(const Graph& g) {
+Result<Step> lower_node_cpu(const Graph& g, int ni) {
   using LowerFn = Status (*)(const Graph&, int, Step&);
   static const LowerFn kLower[] = {
 #define FUSERT_OP(name, pattern, min_in, max_in, max_out, schema, doc) &lower_##name,
 #include "graph/ops.def"
 #undef FUSERT_OP
   };
-  static const char* const kKernelNames[] = {
-#define FUSERT_OP(name, pattern, min_in, max_in, max_out, schema, doc) #name,
-#include "graph/ops.def"
-#undef FUSERT_OP
-  };
+  const Node& n = g.nodes[static_cast<size_t>(ni)];
+  Step s = make_step(g, ni, op_name(n.op));
+  Status st = kLower[static_cast<size_t>(n.op)](g, ni, s);
+  if (!st.ok()) return error(st.code()) << "lowering node '" << n.name << "': " << st.message();
+  return s;
+}
+
+Result<std::vector<Step>> lower_graph_cpu(const Graph& g) {
   std::vector<Step> steps;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const Node& n = g.nodes[i];
-    Step s = make_step(g, static_cast<int>(i), kKernelNames[static_cast<size_t>(n.op)]);
-    Status st = kLower[static_cast<size_t>(n.op)](g, static_cast<int>(i), s);
-    if (!st.ok()) return error(st.code()) << "lowering node '" << n.name << "': " << st.message();
+    FUSERT_ASSIGN_OR_RETURN(Step s, lower_node_cpu(g, static_cast<int>(i)));
     steps.push_back(std::move(s));
   }
   return steps;

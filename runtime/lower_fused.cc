@@ -7,10 +7,6 @@
 
 namespace fusert {
 
-#define FUSERT_OP(name, pattern, min_in, max_in, max_out, schema, doc) Status lower_##name(const Graph&, int, Step&);
-#include "graph/ops.def"
-#undef FUSERT_OP
-
 namespace lowering {
 
 namespace {
@@ -145,27 +141,18 @@ Step group_step(const Graph& g, const FusionGroup& grp, const char* kernel) {
 namespace {
 
 Result<Step> lower_single(const Graph& g, int ni) {
-  using LowerFn = Status (*)(const Graph&, int, Step&);
-  static const LowerFn kLower[] = {
-#define FUSERT_OP(name, pattern, min_in, max_in, max_out, schema, doc) &lower_##name,
-#include "graph/ops.def"
-#undef FUSERT_OP
-  };
   const Node& n = g.nodes[static_cast<size_t>(ni)];
-  Step s;
-  s.name = n.name;
-  s.kernel = op_name(n.op);
-  s.nodes = {ni};
-  for (ValueId in : n.inputs) if (in != kNoValue) s.inputs.push_back(in);
-  s.outputs = n.outputs;
   if (is_alias_op(n.op) && g.value(n.inputs[0]).dtype == g.value(n.outputs[0]).dtype) {
+    Step s;  // a view: no kernel, the output shares the input's buffer
+    s.name = n.name;
     s.kernel = "alias";
+    s.nodes = {ni};
     s.alias_of = n.inputs[0];
     s.inputs = {n.inputs[0]};
+    s.outputs = n.outputs;
     return s;
   }
-  FUSERT_RETURN_IF_ERROR(kLower[static_cast<size_t>(n.op)](g, ni, s));
-  return s;
+  return lower_node_cpu(g, ni);
 }
 
 }  // namespace
@@ -178,7 +165,7 @@ Result<std::vector<Step>> lower_plan_cpu(const Graph& g, const FusionPlan& plan)
     Step s;
     if (grp->kind == GroupKind::kSingle) {
       auto r = lower_single(g, grp->nodes[0]);
-      if (!r.ok()) return error(r.status().code()) << "lowering node '" << g.nodes[static_cast<size_t>(grp->nodes[0])].name << "': " << r.status().message();
+      if (!r.ok()) return r.status();
       steps.push_back(std::move(r).value());
       continue;
     }

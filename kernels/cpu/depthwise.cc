@@ -7,7 +7,6 @@
 #include "kernels/cpu/parallel.h"
 
 namespace fusert::cpu::detail {
-namespace {
 
 // One output plane: each (ky, kx) tap adds weight * shifted input row to the output row, over
 // the output columns whose tap lands inside the input (the rest read padding, i.e. zero).
@@ -33,8 +32,6 @@ void depthwise_plane(const ConvParams& p, const float* x, const float* w, float 
     }
   }
 }
-
-}  // namespace
 
 void depthwise_conv2d(const ConvParams& p, const float* x, const float* w, const float* bias, float* y) {
   const int64_t planes = p.n * p.c;

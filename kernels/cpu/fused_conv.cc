@@ -16,32 +16,6 @@ using detail::ConvSink;
 using detail::ConvSource;
 using detail::ConvTiling;
 
-// One depthwise output plane (as depthwise.cc computes it; that kernel threads over all planes
-// itself, which would nest inside this launch's per-plane loop). Each tap adds weight * the
-// shifted input row over the output columns whose tap lands inside the input.
-void depthwise_plane(const ConvParams& p, const float* x, const float* w, float bias, float* y) {
-  std::fill(y, y + p.oh * p.ow, bias);
-  for (int64_t oy = 0; oy < p.oh; ++oy) {
-    float* y_row = y + oy * p.ow;
-    for (int64_t ky = 0; ky < p.kh; ++ky) {
-      const int64_t iy = oy * p.stride_h - p.pad_top + ky * p.dil_h;
-      if (iy < 0 || iy >= p.h) continue;
-      const float* x_row = x + iy * p.w;
-      for (int64_t kx = 0; kx < p.kw; ++kx) {
-        const float wv = w[ky * p.kw + kx];
-        const int64_t x_off = kx * p.dil_w - p.pad_left;
-        int64_t lo = 0, hi = 0;
-        detail::valid_outputs(x_off, p.stride_w, p.w, p.ow, &lo, &hi);
-        if (p.stride_w == 1) {
-          for (int64_t ox = lo; ox < hi; ++ox) y_row[ox] += wv * x_row[ox + x_off];
-        } else {
-          for (int64_t ox = lo; ox < hi; ++ox) y_row[ox] += wv * x_row[ox * p.stride_w + x_off];
-        }
-      }
-    }
-  }
-}
-
 // Depthwise: one unit per (image, channel) plane; the epilogue runs on the plane right after it
 // is accumulated (a 112x112 plane is 49 KiB, so it is still in L2).
 void depthwise_fused(const ConvParams& p, const float* x, const float* w, const float* bias, const Epilogue& ep,
@@ -57,7 +31,7 @@ void depthwise_fused(const ConvParams& p, const float* x, const float* w, const 
       const int64_t img = i / p.c, ch = i % p.c;
       float* v = sink.destination(img, ch, 0);
       if (v == nullptr) v = scratch.data();
-      depthwise_plane(p, x + i * p.h * p.w, w + ch * p.kh * p.kw, bias ? bias[ch] : 0.f, v);
+      detail::depthwise_plane(p, x + i * p.h * p.w, w + ch * p.kh * p.kw, bias ? bias[ch] : 0.f, v);
       sink.finish_row(img, ch, 0, 0, plane, v);
     }
   }
