@@ -60,6 +60,7 @@ void attention(const AttentionParams& p, const float* q, const float* k, const f
   const int64_t units = p.batch * p.heads * blocks;
   const int64_t macs = 2 * p.batch * p.heads * p.seq * p.seq * p.head_dim;
   const int team = static_cast<int>(std::min<int64_t>(units, detail::team_size(macs)));
+  const detail::SerialEigen serial_eigen(team == 1);
 #pragma omp parallel num_threads(team) if (team > 1)
   {
     std::vector<float> scores(static_cast<size_t>(qb * p.seq));

@@ -114,6 +114,7 @@ void conv2d(const ConvParams& p, const float* x, const float* w, const float* bi
   // Many small per-group GEMMs thread poorly inside Eigen, so whole groups go to threads.
   const int64_t macs = p.n * p.m * p.oh * p.ow * (p.c / p.group) * p.kh * p.kw;
   const int team = static_cast<int>(std::min<int64_t>(units, detail::team_size(macs)));
+  const detail::SerialEigen serial_eigen(team == 1);
 #pragma omp parallel for num_threads(team) if (team > 1) schedule(static)
   for (int64_t u = 0; u < units; ++u) {
     conv_unit(p, u / p.group, u % p.group, x, w, bias, y, 1);

@@ -3,27 +3,15 @@
 // Tiles are sized so the columns and the output block stay in L2 between GEMM and epilogue.
 #include "kernels/cpu/fused_conv_tiles.h"
 
+#include <omp.h>
+
+#include <Eigen/Core>
 #include <algorithm>
 #include <cassert>
 
 #include "kernels/cpu/parallel.h"
 
-#include <Eigen/Core>
-#include <omp.h>
-
 namespace fusert::cpu::detail {
-
-namespace {
-// Sets Eigen to one thread for its lifetime when called outside a parallel region (inside
-// one, Eigen already runs serially).
-class SerialEigen {
- public:
-  SerialEigen() : prev_(omp_in_parallel() ? 0 : Eigen::nbThreads()) { if (prev_) Eigen::setNbThreads(1); }
-  ~SerialEigen() { if (prev_) Eigen::setNbThreads(prev_); }
- private:
-  int prev_;
-};
-}  // namespace
 
 namespace {
 
@@ -102,7 +90,7 @@ void conv_tile_gemm(const ConvSource& s, ColumnCache& cache, int64_t img, int64_
   // Tiles are the unit of parallelism (an OpenMP loop over tiles, or one thread for small
   // convs): Eigen must not fork its own team per tile, which oversubscribes the cores and, on a
   // loaded machine, turns thousands of tiny fork/joins into minutes.
-  const SerialEigen serial;
+  const SerialEigen serial(true);
   const ConvParams& p = *s.p;
   const int64_t mg = p.m / p.group, g = ch0 / mg, kdim = p.c / p.group * p.kh * p.kw;
   assert((ch0 + rows - 1) / mg == g && "a channel block crosses a group boundary");
@@ -124,22 +112,15 @@ void fill_bias_rows(const float* bias, int64_t ch0, int64_t rows, int64_t cols, 
   for (int64_t r = 0; r < rows; ++r) std::fill(tile + r * ld, tile + r * ld + cols, bias ? bias[ch0 + r] : 0.f);
 }
 
-// Pixel tiles bound the im2col columns, channel blocks bound the output block (see the cache
-// bounds above); blocks shrink (not below 16 rows) only while there are too few units to give
-// every thread two. Blocks never cross a cut (a group boundary of a source).
-ConvTiling make_conv_tiling(int64_t n, int64_t plane, int64_t kdim, int64_t channels,
-                            const std::vector<std::pair<int64_t, int64_t>>& cuts) {
-  ConvTiling t;
-  t.n = n, t.plane = plane;
-  const int64_t px = std::max(kMinTilePixels, l2_floats() / 2 / std::max<int64_t>(kdim, 1) / kAlign * kAlign);
-  t.tiles = (plane + px - 1) / px;
-  t.tile_px = (plane + t.tiles - 1) / t.tiles;  // equal tiles: no ragged last one
-  int64_t rows = std::max(kAlign, l2_floats() / 4 / t.tile_px / kAlign * kAlign);
-  const int64_t threads = num_threads(), want = threads > 1 ? 2 * threads : 1;
-  while (rows > kAlign && n * t.tiles * ((channels + rows - 1) / rows) < want)
-    rows = std::max(kAlign, rows / 2 / kAlign * kAlign);
+// Channel blocks of at most `rows`, made equal (multiples of 16) so no block is a thin
+// remainder, and never crossing a cut (a group boundary of a source).
+std::vector<int64_t> block_starts(int64_t channels, int64_t rows,
+                                  const std::vector<std::pair<int64_t, int64_t>>& cuts) {
+  const int64_t blocks = (channels + rows - 1) / rows;
+  rows = ((channels + blocks - 1) / blocks + kAlign - 1) / kAlign * kAlign;
+  std::vector<int64_t> starts;
   for (int64_t c = 0; c < channels;) {
-    t.block_starts.push_back(c);
+    starts.push_back(c);
     int64_t next = std::min(c + rows, channels);
     for (const auto& [period, offset] : cuts) {
       const int64_t boundary = ((c + offset) / period + 1) * period - offset;
@@ -147,7 +128,37 @@ ConvTiling make_conv_tiling(int64_t n, int64_t plane, int64_t kdim, int64_t chan
     }
     c = next;
   }
-  t.block_starts.push_back(channels);
+  starts.push_back(channels);
+  return starts;
+}
+
+// Each extra pixel tile repacks a weight block (rows x kdim), each extra channel block repacks
+// the columns (kdim x pixels): Eigen packs both operands per GEMM. Measured: splitting a 64-row
+// 1x1 conv into two 32-row blocks costs 20%. So blocks take every channel the output budget
+// allows, tiles take the rest, and when the team needs more units the cheaper side is split.
+ConvTiling make_conv_tiling(int64_t n, int64_t plane, int64_t kdim, int64_t channels,
+                            const std::vector<std::pair<int64_t, int64_t>>& cuts) {
+  ConvTiling t;
+  t.n = n, t.plane = plane;
+  const int64_t out_budget = l2_floats() / 4;
+  const int64_t col_px = std::max(kMinTilePixels, l2_floats() / 2 / std::max<int64_t>(kdim, 1) / kAlign * kAlign);
+  int64_t px = std::min(plane, col_px);
+  int64_t rows = std::min(channels, std::max(kAlign, out_budget / px / kAlign * kAlign));
+  px = std::min(px, std::max(kMinTilePixels, out_budget / rows));
+  t.tiles = (plane + px - 1) / px;
+  const int64_t threads = num_threads(), want = threads > 1 ? 2 * threads : 1;
+  for (;;) {
+    t.tile_px = (plane + t.tiles - 1) / t.tiles;  // equal tiles: no ragged last one
+    if (n * t.tiles * ((channels + rows - 1) / rows) >= want) break;
+    if (t.tile_px >= 2 * kAlign && (t.tile_px >= rows || rows < 2 * kAlign)) {
+      t.tiles = std::min(plane, t.tiles * 2);
+    } else if (rows >= 2 * kAlign) {
+      rows = rows / 2 / kAlign * kAlign;
+    } else {
+      break;
+    }
+  }
+  t.block_starts = block_starts(channels, rows, cuts);
   return t;
 }
 

@@ -117,6 +117,7 @@ void gemm_fused(const GemmParams& p, const float* a, const float* b, const float
   const int64_t rb = detail::gemm_row_block(p.m, p.n, p.k), blocks = (p.m + rb - 1) / rb;
   const int team = block_team(p.m * p.n * std::max<int64_t>(p.k, 1), blocks);
   const bool aliased = detail::epilogue_reads(ep, y, p.m * p.n);
+  const detail::SerialEigen serial_eigen(team == 1);
 #pragma omp parallel num_threads(team) if (team > 1)
   {
     BlockTarget target(aliased);
@@ -142,6 +143,7 @@ void matmul_fused(const MatMulParams& p, const float* a, const float* b, const E
   const int64_t units = p.batch * blocks;
   const int team = block_team(p.batch * p.m * p.n * std::max<int64_t>(p.k, 1), units);
   const bool aliased = detail::epilogue_reads(ep, y, p.batch * p.m * p.n);
+  const detail::SerialEigen serial_eigen(team == 1);
 #pragma omp parallel num_threads(team) if (team > 1)
   {
     BlockTarget target(aliased);
@@ -179,6 +181,7 @@ void gemm_horizontal(int64_t m, int64_t k, const float* a, const float* w_cat, c
   if (m <= 0 || total <= 0) return;
   const int64_t rb = detail::gemm_row_block(m, total, k), blocks = (m + rb - 1) / rb;
   const int team = block_team(m * total * std::max<int64_t>(k, 1), blocks);
+  const detail::SerialEigen serial_eigen(team == 1);
 #pragma omp parallel num_threads(team) if (team > 1)
   {
     std::vector<float> tile;
@@ -212,6 +215,7 @@ void gemm_grouped(int64_t m, int64_t n, int64_t k, std::vector<GroupedGemmMember
   const int team = block_team(count * m * n * std::max<int64_t>(k, 1), count * blocks);
   std::vector<char> aliased;
   for (const GroupedGemmMember& mem : members) aliased.push_back(detail::epilogue_reads(mem.ep, mem.y, m * n));
+  const detail::SerialEigen serial_eigen(team == 1);
 #pragma omp parallel num_threads(team) if (team > 1)
   {
     BlockTarget direct(false), scratch(true);

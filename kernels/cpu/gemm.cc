@@ -104,6 +104,7 @@ void matmul(const MatMulParams& p, const float* a, const float* b, float* y) {
     return;
   }
   const int team = batch_team(p);
+  const detail::SerialEigen serial_eigen(team == 1);
 #pragma omp parallel for num_threads(team) if (team > 1) schedule(static)
   for (int64_t i = 0; i < p.batch; ++i) {
     const int64_t ai = p.a_batch_index.empty() ? i : p.a_batch_index[i];

@@ -2,7 +2,9 @@
 // A team is only forked when each thread gets enough work to pay for the fork/join.
 #pragma once
 
+#include <Eigen/Core>
 #include <cstdint>
+#include <omp.h>
 
 namespace fusert::cpu::detail {
 
@@ -12,6 +14,24 @@ constexpr int64_t kMinWorkPerThread = 1 << 14;
 /// Threads to use for a loop doing `work` units: 1 for small loops, at most num_threads().
 /// Use as `#pragma omp parallel for num_threads(team) if (team > 1)`.
 int team_size(int64_t work);
+
+/// While alive (and `active`), Eigen's GEMM runs on the calling thread. Kernels that thread
+/// over their own tiles use it when their team is 1: an Eigen team forked inside an inactive
+/// `omp parallel if (false)` region is a nested team whose threads are created on every call.
+class SerialEigen {
+ public:
+  explicit SerialEigen(bool active) : prev_(active && !omp_in_parallel() ? Eigen::nbThreads() : 0) {
+    if (prev_ > 1) Eigen::setNbThreads(1);
+  }
+  ~SerialEigen() {
+    if (prev_ > 1) Eigen::setNbThreads(prev_);
+  }
+  SerialEigen(const SerialEigen&) = delete;
+  SerialEigen& operator=(const SerialEigen&) = delete;
+
+ private:
+  int prev_;
+};
 
 /// Ceiling division for a possibly negative numerator and a positive denominator.
 inline int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
