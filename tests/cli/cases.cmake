@@ -133,3 +133,13 @@ else()
     set_tests_properties(cli_${name} PROPERTIES DISABLED TRUE)
   endforeach()
 endif()
+
+# ---- text inputs (sentence-embedding models; seeded weights, so no weights file is needed)
+fusert_cli_test(text_file_not_utf8 1 "not_utf8\\.txt:2: not UTF-8: invalid UTF-8 at byte offset 0"
+                -- --model ${CMAKE_SOURCE_DIR}/models/minilm_l6.yaml --seeded --text-file ${FUSERT_CLI_DATA}/not_utf8.txt)
+fusert_cli_test(text_file_missing 1 "nope\\.txt: cannot open text file"
+                -- --model ${CMAKE_SOURCE_DIR}/models/minilm_l6.yaml --seeded --text-file nope.txt)
+fusert_cli_test(text_on_image_model 1 "--text: model 'resnet18' has no i64 \\[1, S\\] inputs 'input_ids' and 'attention_mask'"
+                -- --model ${CMAKE_SOURCE_DIR}/models/resnet18.yaml --text hello)
+fusert_cli_test(fusion_bad_strategy 1 "--fusion: unknown fusion strategy 'diagonal'"
+                -- --model ${CMAKE_SOURCE_DIR}/models/resnet18.yaml --fusion vertical,diagonal)
