@@ -108,7 +108,10 @@ Status shape_Split(ShapeContext& c) {
   if (c.has_input(1)) {
     FUSERT_RETURN_IF_ERROR(const_ints(c, 1, "split", &split));
     int64_t total = 0;
-    for (int64_t v : split) total += v;
+    for (int64_t v : split) {
+      if (v < 0) return c.fail() << "split sizes must be >= 0, got " << shape_str(split);
+      total += v;
+    }
     if (static_cast<int64_t>(split.size()) != n || total != len) {
       return c.fail() << "split " << shape_str(split) << " must have " << n << " entries summing to " << len;
     }

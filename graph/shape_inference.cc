@@ -62,6 +62,35 @@ bool broadcast_shapes(const Shape& a, const Shape& b, Shape* out) {
   return true;
 }
 
+// Kernels compute in f32; data-movement ops move raw elements of any dtype. An input index
+// listed here may hold another dtype (integer shapes, axes, indices, conditions).
+static bool dtype_free_input(OpKind op, size_t i) {
+  switch (op) {
+    case OpKind::kCast: case OpKind::kIdentity: case OpKind::kFlatten: case OpKind::kReshape:
+    case OpKind::kUnsqueeze: case OpKind::kSlice: case OpKind::kSplit: case OpKind::kGather: case OpKind::kWhere:
+      return true;
+    case OpKind::kReduceSum: return i == 1;
+    default: return false;
+  }
+}
+
+static Status check_dtypes(ShapeContext& c) {
+  const OpKind op = c.node.op;
+  // Concat/Transpose kernels are f32; on integer constants they are folded before running.
+  if ((op == OpKind::kConcat || op == OpKind::kTranspose)) {
+    bool all_const = true;
+    for (size_t i = 0; i < c.num_inputs(); ++i) all_const &= c.constant_derived(i);
+    if (all_const) return Status();
+  }
+  if (op == OpKind::kAdd || op == OpKind::kSub || op == OpKind::kMul || op == OpKind::kDiv) return Status();  // own rule
+  for (size_t i = 0; i < c.num_inputs(); ++i) {
+    if (!c.has_input(i) || dtype_free_input(op, i) || c.in_dtype(i) == DType::kF32) continue;
+    return c.fail() << "input " << i << " ('" << c.graph.value(c.node.inputs[i]).name << "') is "
+                    << dtype_name(c.in_dtype(i)) << "; " << op_name(op) << " computes in f32 (use Cast to: 1)";
+  }
+  return Status();
+}
+
 Status infer_shapes(Graph& g) {
   for (Node& n : g.nodes) {
     for (size_t i = 0; i < n.inputs.size(); ++i) {
@@ -77,7 +106,15 @@ Status infer_shapes(Graph& g) {
       }
     }
     ShapeContext c{g, n};
+    FUSERT_RETURN_IF_ERROR(check_dtypes(c));
     FUSERT_RETURN_IF_ERROR(kShapeFns[static_cast<size_t>(n.op)](c));
+    for (ValueId out : n.outputs) {
+      int64_t count = 0;
+      if (!checked_numel(g.value(out).shape, &count)) {
+        return c.fail() << "output '" << g.value(out).name << "' " << shape_str(g.value(out).shape)
+                        << " exceeds the largest tensor fusert allocates (" << kMaxTensorElements << " elements)";
+      }
+    }
   }
   return Status();
 }

@@ -65,6 +65,10 @@ Result<Tensor> preprocess_image(const Tensor& hwc, const PreprocessSpec& spec) {
   if (spec.resize > 0) {
     int64_t oh = h <= w ? spec.resize : h * spec.resize / w;
     int64_t ow = h <= w ? w * spec.resize / h : spec.resize;
+    if (spec.resize > 16384 || oh > 65536 || ow > 65536) {
+      return error(StatusCode::kInvalidArgument) << "resizing a " << w << "x" << h << " image to short side " << spec.resize
+             << " gives " << ow << "x" << oh << ", larger than 65536 pixels a side";
+    }
     img = resize_bilinear(img, oh, ow);
     h = oh;
     w = ow;

@@ -162,12 +162,26 @@ Status lower_row_norm(const Graph& g, const FusionGroup& grp, Step& s) {
   const Shape& shape = g.value(norm.inputs[0]).shape;
   int64_t inner = shape.back(), outer = shape_numel(shape) / inner;
   const Node& head = g.nodes[static_cast<size_t>(grp.nodes[0])];
-  ValueId x = norm_at == 0 ? norm.inputs[0] : head.inputs[0];
+  ValueId x = norm.inputs[0];
+  if (norm_at > 0) {  // the prologue's running input is the head operand with the norm's shape
+    x = kNoValue;
+    for (ValueId in : head.inputs) if (x == kNoValue && in != kNoValue && g.value(in).shape == shape) x = in;
+    if (x == kNoValue) return error(StatusCode::kInternal) << "row-norm prologue head '" << head.name << "' has no input of shape " << shape_str(shape);
+  }
   EpilogueTemplate pro, post;
   std::string why;
   std::vector<int> pro_nodes(grp.nodes.begin(), grp.nodes.begin() + static_cast<long>(norm_at));
-  if (!build_epilogue(g, pro_nodes, x, {outer, inner}, false, &pro, &why)) return error(StatusCode::kInternal) << why;
-  if (!build_epilogue(g, tail_of(grp, norm_at + 1), norm.outputs[0], {outer, inner}, false, &post, &why)) return error(StatusCode::kInternal) << why;
+  // Operands are full-shape or scalars (the planner guarantees it), so flat indexing is exact.
+  if (!build_epilogue(g, pro_nodes, x, shape, false, &pro, &why)) return error(StatusCode::kInternal) << why;
+  if (!build_epilogue(g, tail_of(grp, norm_at + 1), norm.outputs[0], shape, false, &post, &why)) return error(StatusCode::kInternal) << why;
+  for (const auto* steps : {&pro.ep.steps, &post.ep.steps}) {
+    for (const cpu::EpilogueStep& e : *steps) {
+      if (e.mode != cpu::OperandMode::kFull && e.mode != cpu::OperandMode::kScalar &&
+          e.op >= cpu::EpOp::kAddTensor && e.op <= cpu::EpOp::kPowTensor) {
+        return error(StatusCode::kInternal) << "row-norm group operand is neither full-shape nor scalar";
+      }
+    }
+  }
   bool ln = norm.op == OpKind::kLayerNormalization;
   ValueId scale = ln ? norm.inputs[1] : kNoValue, shift = ln ? opt_input(norm, 2) : kNoValue;
   float eps = ln ? static_cast<float>(norm.attr_f("epsilon")) : 0.f;

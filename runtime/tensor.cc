@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -46,6 +47,16 @@ int64_t shape_numel(const Shape& s) {
   int64_t n = 1;
   for (int64_t d : s) n *= d;
   return n;
+}
+
+bool checked_numel(const Shape& s, int64_t* out) {
+  int64_t n = 1;
+  for (int64_t d : s) {
+    if (d < 0 || (d > 0 && n > kMaxTensorElements / d)) return false;
+    n *= d;
+  }
+  *out = n;
+  return n <= kMaxTensorElements;
 }
 
 std::string shape_str(const Shape& s) {
@@ -109,7 +120,17 @@ static std::string npy_header_field(const std::string& h, const std::string& key
   return h.substr(start, end - start);
 }
 
+Status check_regular_file(const std::string& path, const char* what) {
+  std::error_code ec;
+  auto st = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(st)) return error(StatusCode::kNotFound) << path << ": cannot open " << what;
+  if (std::filesystem::is_directory(st)) return error(StatusCode::kInvalidArgument) << path << ": is a directory, not a file (" << what << ")";
+  if (!std::filesystem::is_regular_file(st)) return error(StatusCode::kInvalidArgument) << path << ": is not a regular file (" << what << ")";
+  return Status();
+}
+
 Result<Tensor> read_npy(const std::string& path) {
+  FUSERT_RETURN_IF_ERROR(check_regular_file(path, "file"));
   std::ifstream f(path, std::ios::binary);
   if (!f) return error(StatusCode::kNotFound) << path << ": cannot open file";
   std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
@@ -185,7 +206,8 @@ Status write_npy(const std::string& path, const Tensor& t) {
   f.write(hb, 2);
   f.write(header.data(), header.size());
   f.write(static_cast<const char*>(t.raw()), t.nbytes());
-  if (!f) return error(StatusCode::kIoError) << path << ": write failed";
+  f.close();  // a full disk surfaces at flush: check after closing
+  if (!f) return error(StatusCode::kIoError) << path << ": write failed (disk full or not writable?)";
   return Status();
 }
 

@@ -20,6 +20,11 @@ const char* dtype_name(DType t);          ///< "f32", "f16", "bf16", "i64", "i32
 bool parse_dtype(const std::string& s, DType* out);
 size_t dtype_size(DType t);               ///< bytes per element
 int64_t shape_numel(const Shape& s);      ///< product of dims (1 for a scalar)
+/// Largest tensor fusert allocates: 2^31 elements (8 GiB of f32).
+constexpr int64_t kMaxTensorElements = int64_t{1} << 31;
+/// Product of dims into *out; false if a dim is negative or the product exceeds
+/// kMaxTensorElements (or overflows).
+bool checked_numel(const Shape& s, int64_t* out);
 std::string shape_str(const Shape& s);    ///< "[1, 3, 224, 224]"
 
 /// A dense row-major tensor. Copies share the buffer (cheap); use clone() for a deep copy.
@@ -51,6 +56,10 @@ class Tensor {
   Shape shape_;
   std::shared_ptr<uint8_t> buf_;
 };
+
+/// OK if `path` names a regular file (not a directory, device or pipe); else an error
+/// naming it and saying what it is. `what` is e.g. "model file".
+Status check_regular_file(const std::string& path, const char* what);
 
 /// Reads a NumPy .npy file (v1/v2/v3, little-endian '<f4', '<f8' converted to f32, '<i8', '<i4',
 /// C order). Errors name the file and the problem (truncated, fortran order, dtype).

@@ -57,7 +57,11 @@ Result<TensorMap> make_inputs(const InferOptions& o, const Session& s) {
 
 Status write_text(const std::string& path, const std::string& text) {
   std::ofstream f(path);
-  if (!f || !(f << text)) return error(StatusCode::kIoError) << path << ": cannot write";
+  if (!f) return error(StatusCode::kIoError) << path << ": cannot open for writing";
+  f << text;
+  f.close();
+  if (!f) return error(StatusCode::kIoError) << path << ": write failed (disk full or not writable?)";
+  std::printf("wrote %s\n", path.c_str());
   return Status();
 }
 

@@ -25,7 +25,7 @@ bundled photo models/data/coffee.png, printing the top-5 labels and timing.
                           first values, and the cosine-similarity matrix of several texts
   --text-file F           one text per line (UTF-8)
   --device cpu|cuda       backend (default cpu)
-  --threads N             CPU threads (default 0 = all cores)
+  --threads N             CPU threads (default 0: OMP_NUM_THREADS if set, else all cores)
   --fusion MODE           none | all | comma list of vertical,horizontal,cross,compound
                           (default all)
   --profile-guided        run once unfused, time every op, let hot ops drive vertical
@@ -54,11 +54,11 @@ Exit status: 0 success, 1 error (message on stderr), 2 bad command line.
 
 namespace {
 
-Result<int> parse_int(const std::string& flag, const char* v, int lo) {
+Result<int> parse_int(const std::string& flag, const char* v, int lo, int hi = 1000000) {
   char* end = nullptr;
   long x = std::strtol(v, &end, 10);
-  if (*v == '\0' || *end != '\0' || x < lo || x > 1000000) {
-    return error(StatusCode::kInvalidArgument) << flag << ": expected an integer >= " << lo << ", got '" << v << "'";
+  if (*v == '\0' || *end != '\0' || x < lo || x > hi) {
+    return error(StatusCode::kInvalidArgument) << flag << ": expected an integer in " << lo << ".." << hi << ", got '" << v << "'";
   }
   return static_cast<int>(x);
 }
@@ -95,11 +95,18 @@ Result<InferOptions> parse_args(int argc, char** argv) {
     else if (a == "--stats-json") o.stats_json = v;
     else if (a == "--text") o.texts.push_back(v);
     else if (a == "--text-file") o.text_file = v;
-    else if (a == "--threads") { FUSERT_ASSIGN_OR_RETURN(o.session.threads, parse_int(a, v, 0)); }
+    else if (a == "--threads") { FUSERT_ASSIGN_OR_RETURN(o.session.threads, parse_int(a, v, 0, 1024)); }
     else if (a == "--runs") { FUSERT_ASSIGN_OR_RETURN(o.runs, parse_int(a, v, 1)); }
     else if (a == "--warmup") { FUSERT_ASSIGN_OR_RETURN(o.warmup, parse_int(a, v, 0)); }
     else if (a == "--topk") { FUSERT_ASSIGN_OR_RETURN(o.topk, parse_int(a, v, 1)); }
     else if (a == "--seed") { FUSERT_ASSIGN_OR_RETURN(int s, parse_int(a, v, 0)); o.session.seed = static_cast<uint64_t>(s); }
+  }
+  FusionOptions fusion;
+  std::string why;
+  if (!parse_fusion_mode(o.session.fusion, &fusion, &why)) return error(StatusCode::kInvalidArgument) << "--fusion: " << why;
+  if ((!o.texts.empty() || !o.text_file.empty()) &&
+      (!o.input.empty() || !o.output.empty() || !o.stats_json.empty() || o.verify || o.ablation)) {
+    return error(StatusCode::kInvalidArgument) << "--text/--text-file cannot be combined with --input, --output, --stats-json, --verify or --ablation";
   }
   if (o.session.device != "cpu" && o.session.device != "cuda") {
     return error(StatusCode::kInvalidArgument) << "--device: expected cpu or cuda, got '" << o.session.device << "'";

@@ -83,7 +83,8 @@ Status write_stats_json(const std::string& path, const Session& s, const Latency
   std::ofstream f(path);
   if (!f) return error(StatusCode::kIoError) << path << ": cannot open for writing";
   f << j.dump(2) << "\n";
-  if (!f) return error(StatusCode::kIoError) << path << ": write failed";
+  f.close();
+  if (!f) return error(StatusCode::kIoError) << path << ": write failed (disk full or not writable?)";
   return Status();
 }
 

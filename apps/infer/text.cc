@@ -11,8 +11,10 @@
 namespace fusert::app {
 
 Result<std::vector<std::string>> read_text_file(const std::string& path) {
+  FUSERT_RETURN_IF_ERROR(check_regular_file(path, "text file"));
   std::ifstream f(path, std::ios::binary);
   if (!f) return error(StatusCode::kNotFound) << path << ": cannot open text file";
+
   std::vector<std::string> texts;
   std::string line;
   for (int n = 1; std::getline(f, line); ++n) {

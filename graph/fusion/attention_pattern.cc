@@ -63,6 +63,7 @@ bool match_attention(const Graph& g, int softmax, AttentionMatch* m) {
   ValueId x = sm.inputs[0];
   if (int add = producer_if(g, x, OpKind::kAdd); add >= 0) {
     const Node& a = g.nodes[static_cast<size_t>(add)];
+    if (g.value(a.outputs[0]).shape != ss) return false;  // the mask must not broadcast the scores up
     int scores_side = g.value(a.inputs[0]).shape == ss ? 0 : 1;
     r.mask = a.inputs[1 - scores_side];
     Shape ms = g.value(r.mask).shape;

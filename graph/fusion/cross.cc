@@ -69,7 +69,7 @@ std::vector<int> post_chain(PlanState& st, int join) {
   ValueId cur = st.node(join).outputs[0];
   while (check_single_use(st.g, cur)) {
     int c = st.g.value(cur).consumers[0];
-    if (!is_epilogue_op(st.g, c) || is_join(st.g, c) || st.group_of(c) >= 0 || st.node(c).fuse_never) break;
+    if (!is_epilogue_op(st.g, c, cur) || is_join(st.g, c) || st.group_of(c) >= 0 || st.node(c).fuse_never) break;
     post.push_back(c);
     cur = st.node(c).outputs[0];
   }

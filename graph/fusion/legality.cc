@@ -114,16 +114,18 @@ bool is_alias_op(OpKind op) {
   return op == OpKind::kReshape || op == OpKind::kFlatten || op == OpKind::kUnsqueeze || op == OpKind::kIdentity;
 }
 
-bool is_epilogue_op(const Graph& g, int ni) {
+bool is_epilogue_op(const Graph& g, int ni, ValueId running) {
   const Node& n = g.nodes[static_cast<size_t>(ni)];
   PatternKind p = op_info(n.op).pattern;
   if (p != PatternKind::kElementwise && p != PatternKind::kBroadcast) return false;
   if (n.op == OpKind::kBatchNormalization || n.op == OpKind::kCast || n.op == OpKind::kWhere || is_alias_op(n.op)) return false;
   const Value& out = g.value(n.outputs[0]);
   if (out.dtype != DType::kF32) return false;
-  // The running value must keep the output's shape: the first input has the output shape.
-  return g.value(n.inputs[0]).shape == out.shape ||
-         (n.inputs.size() > 1 && g.value(n.inputs[1]).shape == out.shape);
+  // The running value keeps its shape through the chain: an operand that broadcasts the result
+  // up to a larger shape is not an epilogue (the kernel writes one value per running element).
+  if (running != kNoValue) return g.value(running).shape == out.shape && g.value(running).dtype == DType::kF32;
+  for (ValueId in : n.inputs) if (in != kNoValue && g.value(in).shape == out.shape) return true;
+  return false;
 }
 
 FusionDecision backend_supports(const std::string& backend, GroupKind kind) {

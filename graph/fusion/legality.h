@@ -49,7 +49,8 @@ FusionDecision check_fusible(const PlanState& st, int node);
 /// Ops that can run as a per-element epilogue step (pattern kind elementwise/broadcast, no
 /// shape change, f32). A binary op qualifies when its other operand is available before the
 /// anchor starts (a weight, a constant, or an earlier value).
-bool is_epilogue_op(const Graph& g, int node);
+/// `running` is the chain's value entering the op (kNoValue: any input may be).
+bool is_epilogue_op(const Graph& g, int node, ValueId running = kNoValue);
 bool is_alias_op(OpKind op);  ///< Reshape/Flatten/Unsqueeze/Identity: views, no kernel
 
 /// Backends declare which group kinds they can run (ggml's supports_op, ORT's GetCapability).

@@ -29,11 +29,11 @@ bool head_kind(const Graph& g, int ni, GroupKind* kind) {
 }
 
 // Can `c` extend a chain of `kind` in `phase`? Updates kind/phase when it does.
-bool accepts(const Graph& g, int c, int anchor_op_conv, GroupKind* kind, Phase* phase) {
+bool accepts(const Graph& g, int c, ValueId cur, int anchor_op_conv, GroupKind* kind, Phase* phase) {
   const Node& n = g.nodes[static_cast<size_t>(c)];
   if (*phase == Phase::kDone) return false;
   if (is_join(g, c)) return false;
-  if (is_epilogue_op(g, c)) return true;
+  if (is_epilogue_op(g, c, cur)) return true;
   if (*phase != Phase::kEpilogue) return false;
   if (n.op == OpKind::kGlobalAveragePool && *kind == GroupKind::kAnchorEpilogue && anchor_op_conv) {
     *phase = Phase::kDone;
@@ -53,6 +53,30 @@ bool accepts(const Graph& g, int c, int anchor_op_conv, GroupKind* kind, Phase* 
   return false;
 }
 
+// A row-norm kernel indexes its prologue/post operands per element of the normalised tensor:
+// each must have the running value's shape or be a scalar (a broadcast operand is left out by
+// cutting the chain before the norm).
+void cut_row_norm_chain(PlanState& st, std::vector<int>* chain, GroupKind* kind) {
+  const Graph& g = st.g;
+  size_t norm = 0;
+  while (norm < chain->size() && st.node((*chain)[norm]).op != OpKind::kLayerNormalization &&
+         st.node((*chain)[norm]).op != OpKind::kSoftmax) ++norm;
+  for (size_t i = 0; i < chain->size(); ++i) {
+    const Node& n = st.node((*chain)[i]);
+    if (op_info(n.op).pattern == PatternKind::kAnchor || n.op == OpKind::kLayerNormalization || n.op == OpKind::kSoftmax) continue;
+    if (op_info(n.op).pattern != PatternKind::kBroadcast) continue;
+    const Shape& out = g.value(n.outputs[0]).shape;
+    for (ValueId in : n.inputs) {
+      if (in == kNoValue || g.value(in).shape == out || shape_numel(g.value(in).shape) == 1) continue;
+      st.reject(Strategy::kVertical, *chain, refuse("broadcast_operand") << "'" << n.name << "' broadcasts '" << g.value(in).name
+                << "' " << shape_str(g.value(in).shape) << " inside a row-norm kernel; chain cut before '" << st.node((*chain)[norm]).name << "'");
+      chain->resize(norm);
+      *kind = op_info(st.node(chain->front()).op).pattern == PatternKind::kAnchor ? GroupKind::kAnchorEpilogue : GroupKind::kElementwise;
+      return;
+    }
+  }
+}
+
 void grow_chain(PlanState& st, int head) {
   const Graph& g = st.g;
   GroupKind kind;
@@ -68,14 +92,14 @@ void grow_chain(PlanState& st, int head) {
     int c = v.consumers[0];
     GroupKind next_kind = kind;
     Phase next_phase = phase;
-    bool candidate = v.consumers.size() == 1 && accepts(g, c, conv, &next_kind, &next_phase);
+    bool candidate = v.consumers.size() == 1 && accepts(g, c, cur, conv, &next_kind, &next_phase);
     FusionDecision d = check_single_use(g, cur);
     if (!d) {
       // Only a refusal worth reporting when the consumer would otherwise have been fused.
       for (int other : v.consumers) {
         GroupKind k2 = kind;
         Phase p2 = phase;
-        if (accepts(g, other, conv, &k2, &p2) && st.group_of(other) < 0) { st.reject(Strategy::kVertical, {chain.back(), other}, d); break; }
+        if (accepts(g, other, cur, conv, &k2, &p2) && st.group_of(other) < 0) { st.reject(Strategy::kVertical, {chain.back(), other}, d); break; }
       }
       break;
     }
@@ -96,6 +120,7 @@ void grow_chain(PlanState& st, int head) {
     phase = next_phase;
     cur = st.node(c).outputs[0];
   }
+  if (kind == GroupKind::kRowNorm || kind == GroupKind::kGemmLayerNorm) cut_row_norm_chain(st, &chain, &kind);
   if (chain.size() >= 2) st.add_group(Strategy::kVertical, kind, chain);
 }
 

@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "graph/loader/model_loader.h"
 #include "graph/loader/substitute.h"
@@ -60,7 +61,9 @@ class Loader {
   }
 
   std::string file_, base_dir_, via_;
-  std::string cur_file_;  // file whose YAML is being read (differs inside included templates)
+  std::string cur_file_;
+  std::vector<std::string> include_stack_;  // files being included, outermost first
+  std::set<std::string> included_;          // files already read  // file whose YAML is being read (differs inside included templates)
   std::map<std::string, YAML::Node> templates_;
   std::map<std::string, std::string> template_files_;  // template name -> file defining it
   std::set<std::string> node_names_;

@@ -2,6 +2,7 @@
 // conversion with typed attributes. yaml-cpp exceptions are caught here and never escape.
 #include "graph/loader/model_loader.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -72,6 +73,7 @@ Status Loader::load(const YAML::Node& root, ModelSpec* spec) {
   }
   if (!root["inputs"] || !root["inputs"].IsSequence()) return fail(root) << "'inputs' (a list) is required";
   FUSERT_RETURN_IF_ERROR(read_inputs(root["inputs"], g));
+  include_stack_ = {std::filesystem::path(file_).lexically_normal().string()};
   if (const YAML::Node inc = root["include"]) FUSERT_RETURN_IF_ERROR(read_includes(inc, file_, base_dir_, 0));
   FUSERT_RETURN_IF_ERROR(read_templates(root["templates"], file_));
   if (const YAML::Node inits = root["initializers"]) FUSERT_RETURN_IF_ERROR(expand_list(inits, none, true, g, 0));
@@ -112,6 +114,15 @@ Status Loader::read_includes(const YAML::Node& list, const std::string& file, co
     for (const YAML::Node& item : list) {
       const std::string p = item.Scalar();
       const std::string path = p.empty() || p[0] == '/' ? p : (std::filesystem::path(dir) / p).lexically_normal().string();
+      if (Status chk = check_regular_file(path, "included model file"); !chk.ok() && chk.code() != StatusCode::kNotFound) {
+        return fail(item, chk.code()) << chk.message();
+      }
+      if (std::find(include_stack_.begin(), include_stack_.end(), path) != include_stack_.end()) {
+        std::string cycle;
+        for (const std::string& f : include_stack_) cycle += f + " -> ";
+        return fail(item) << "include cycle: " << cycle << path;
+      }
+      if (!included_.insert(path).second) continue;  // already read (a diamond of includes)
       YAML::Node other;
       try {
         other = YAML::LoadFile(path);
@@ -123,7 +134,10 @@ Status Loader::read_includes(const YAML::Node& list, const std::string& file, co
       if (!other.IsMap()) return fail(item) << "included file '" << path << "' is not a YAML mapping";
       const std::string other_dir = std::filesystem::path(path).parent_path().string();
       if (const YAML::Node inc = other["include"]) {
-        FUSERT_RETURN_IF_ERROR(read_includes(inc, path, other_dir.empty() ? "." : other_dir, depth + 1));
+        include_stack_.push_back(path);
+        Status nested = read_includes(inc, path, other_dir.empty() ? "." : other_dir, depth + 1);
+        include_stack_.pop_back();
+        FUSERT_RETURN_IF_ERROR(nested);
       }
       cur_file_ = path;  // a bad 'templates' key is in the included file
       FUSERT_RETURN_IF_ERROR(read_templates(other["templates"], path));
@@ -153,6 +167,9 @@ Status Loader::read_inputs(const YAML::Node& list, Graph& g) {
       v.shape.push_back(dim);
     }
     v.shape_known = true;
+    if (int64_t count = 0; !checked_numel(v.shape, &count)) {
+      return fail(in["shape"]) << "input '" << name << "' " << shape_str(v.shape) << " exceeds " << kMaxTensorElements << " elements";
+    }
     std::string dt = in["dtype"] ? in["dtype"].Scalar() : "f32";
     if (!parse_dtype(dt, &v.dtype)) return fail(in["dtype"]) << "unknown dtype '" << dt << "' (f32, f16, bf16, i64, i32)";
     g.inputs.push_back(g.find_value(name));
@@ -176,6 +193,8 @@ Status Loader::read_preprocess(const YAML::Node& n, PreprocessSpec* p) {
   } catch (const YAML::Exception& e) {
     return fail(n) << "bad 'preprocess' value: " << e.msg;
   }
+  if (p->resize < 0 || p->resize > 16384) return fail(n["resize"]) << "'preprocess' resize must be in 0..16384, got " << p->resize;
+  if (p->crop < 0 || p->crop > 16384) return fail(n["crop"]) << "'preprocess' crop must be in 0..16384, got " << p->crop;
   if (p->mean.size() != 3 || p->std.size() != 3) return fail(n) << "'preprocess' mean and std need 3 values";
   for (double s : p->std) if (s == 0) return fail(n) << "'preprocess' std must be non-zero";
   if (p->divisor == 0) return fail(n) << "'preprocess' divisor must be non-zero";
@@ -222,6 +241,7 @@ static Result<ModelSpec> load_root(const std::string& text, bool is_file, const 
 }
 
 Result<ModelSpec> load_model(const std::string& path) {
+  FUSERT_RETURN_IF_ERROR(check_regular_file(path, "model file"));
   std::ifstream probe(path);
   if (!probe) return error(StatusCode::kNotFound) << path << ": cannot open model file";
   size_t slash = path.find_last_of('/');

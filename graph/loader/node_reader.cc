@@ -145,6 +145,9 @@ Status Loader::add_initializer(const YAML::Node& n, const Bindings& env, Graph& 
     v.shape.push_back(dim);
   }
   v.shape_known = true;
+  if (int64_t count = 0; !checked_numel(v.shape, &count)) {
+    return fail(n["shape"]) << "initializer '" << name << "' " << shape_str(v.shape) << " exceeds " << kMaxTensorElements << " elements";
+  }
   v.init = v.shape.size() >= 2 ? InitKind::kKaiming : InitKind::kUniform;
   if (n["init"]) {
     FUSERT_ASSIGN_OR_RETURN(std::string k, scalar(n["init"], env, "'init'"));
@@ -156,13 +159,13 @@ Status Loader::add_initializer(const YAML::Node& n, const Bindings& env, Graph& 
   }
   if (const YAML::Node val = n["value"]) {
     v.is_constant = true;
-    v.data = Tensor(v.dtype, v.shape);
     std::vector<YAML::Node> items;
     if (val.IsSequence()) for (const YAML::Node& e : val) items.push_back(e);
     else items.push_back(val);
-    if (static_cast<int64_t>(items.size()) != v.data.numel()) {
+    if (static_cast<int64_t>(items.size()) != shape_numel(v.shape)) {
       return fail(val, StatusCode::kShapeMismatch) << "constant '" << name << "' has " << items.size() << " values for shape " << shape_str(v.shape);
     }
+    v.data = Tensor(v.dtype, v.shape);
     for (size_t i = 0; i < items.size(); ++i) {
       FUSERT_ASSIGN_OR_RETURN(std::string s, scalar(items[i], env, "constant value"));
       AttrValue a = classify(s);
@@ -193,7 +196,8 @@ Status Loader::expand_use(const YAML::Node& use, const Bindings& env, Graph& g, 
   int64_t repeat = 1, start = 0;
   if (use["repeat"]) { FUSERT_ASSIGN_OR_RETURN(repeat, integer(use["repeat"], env, "'repeat'")); }
   if (use["start"]) { FUSERT_ASSIGN_OR_RETURN(start, integer(use["start"], env, "'start'")); }
-  if (repeat < 1) return fail(use) << "'repeat' must be >= 1";
+  if (repeat < 1 || repeat > 100000) return fail(use) << "'repeat' must be in 1..100000, got " << repeat;
+  if (start < -1000000000 || start > 1000000000) return fail(use) << "'start' must be within +-1e9, got " << start;
   std::string chain_in, chain_out;
   if (const YAML::Node c = use["chain"]) {
     if (!c.IsSequence() || c.size() != 2) return fail(c) << "'chain' must be [input_param, output_param]";

@@ -2,6 +2,8 @@
 #include "graph/loader/substitute.h"
 
 #include <cctype>
+#include <cerrno>
+#include <climits>
 #include <cstdlib>
 
 namespace fusert {
@@ -31,9 +33,15 @@ class ExprParser {
     FUSERT_RETURN_IF_ERROR(product(v));
     for (;;) {
       int64_t r = 0;
-      if (eat('+')) { FUSERT_RETURN_IF_ERROR(product(&r)); *v += r; }
-      else if (eat('-')) { FUSERT_RETURN_IF_ERROR(product(&r)); *v -= r; }
-      else return Status();
+      if (eat('+')) {
+        FUSERT_RETURN_IF_ERROR(product(&r));
+        if (__builtin_add_overflow(*v, r, v)) return overflow();
+      } else if (eat('-')) {
+        FUSERT_RETURN_IF_ERROR(product(&r));
+        if (__builtin_sub_overflow(*v, r, v)) return overflow();
+      } else {
+        return Status();
+      }
     }
   }
   Status product(int64_t* v) {
@@ -47,10 +55,18 @@ class ExprParser {
       else return Status();
       FUSERT_RETURN_IF_ERROR(atom(&r));
       if (op != '*' && r == 0) return error(StatusCode::kParseError) << "division by zero";
-      *v = op == '*' ? *v * r : op == '/' ? *v / r : *v % r;
+      if (op != '*' && r == -1 && *v == INT64_MIN) return overflow();
+      if (op == '*') {
+        if (__builtin_mul_overflow(*v, r, v)) return overflow();
+      } else {
+        *v = op == '/' ? *v / r : *v % r;
+      }
     }
   }
+  Status overflow() const { return error(StatusCode::kParseError) << "integer overflow"; }
   Status atom(int64_t* v) {
+    if (++depth_ > 200) return error(StatusCode::kParseError) << "expression nested deeper than 200";
+    struct Leave { int& d; ~Leave() { --d; } } leave{depth_};
     skip();
     if (eat('(')) {
       FUSERT_RETURN_IF_ERROR(sum(v));
@@ -59,13 +75,16 @@ class ExprParser {
     }
     if (eat('-')) {
       FUSERT_RETURN_IF_ERROR(atom(v));
+      if (*v == INT64_MIN) return overflow();
       *v = -*v;
       return Status();
     }
     size_t start = pos_;
     if (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) {
       while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+      errno = 0;
       *v = std::strtoll(s_.substr(start, pos_ - start).c_str(), nullptr, 10);
+      if (errno == ERANGE) return overflow();
       return Status();
     }
     while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_')) ++pos_;
@@ -84,6 +103,7 @@ class ExprParser {
   const std::string& s_;
   const Bindings& env_;
   size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 bool is_identifier(const std::string& s) {

@@ -7,7 +7,8 @@
 
 namespace fusert::cpu {
 
-/// Number of worker threads used by all CPU kernels (OpenMP and Eigen). 0 = all cores.
+/// Number of worker threads used by all CPU kernels (OpenMP and Eigen). 0 = OMP_NUM_THREADS
+/// when set, else all cores.
 void set_num_threads(int n);
 int num_threads();
 

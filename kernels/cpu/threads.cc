@@ -8,6 +8,8 @@
 #include <omp.h>
 #endif
 
+#include <cstdlib>
+
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/parallel.h"
 
@@ -17,8 +19,10 @@ namespace {
 // 0 means "never set": follow OpenMP's default (OMP_NUM_THREADS or all cores).
 std::atomic<int> g_num_threads{0};
 
+// The default team: OMP_NUM_THREADS when set, else every core.
 int all_cores() {
 #ifdef _OPENMP
+  if (const char* env = std::getenv("OMP_NUM_THREADS"); env && std::atoi(env) > 0) return std::atoi(env);
   return omp_get_num_procs();
 #else
   return 1;

@@ -266,7 +266,7 @@ TEST_CASE("template errors: unknown template, missing argument, unknown paramete
                     {"t.yaml:11:5: ", "template 'act': missing argument 'y'"});
   expect_load_error(tpl + "  - {use: act, args: {x: x, y: y, z: 1}}\n",
                     {"t.yaml:11:35: ", "template 'act' has no parameter 'z'"});
-  expect_load_error(tpl + "  - {use: act, args: {x: x, y: y}, repeat: 0}\n", {"t.yaml:11:5: ", "'repeat' must be >= 1"});
+  expect_load_error(tpl + "  - {use: act, args: {x: x, y: y}, repeat: 0}\n", {"t.yaml:11:5: ", "'repeat' must be in 1..100000, got 0"});
   expect_load_error(tpl + "  - {use: act, args: {x: x, y: y}, chain: [x, q]}\n",
                     {"t.yaml:11:43: ", "'chain' names must be parameters of 'act'"});
   expect_load_error(tpl + "  - {use: act, args: {x: x, y: y}, times: 2}\n",
