@@ -110,6 +110,7 @@ Result<std::unique_ptr<Session>> Session::load(const std::string& model_path, co
 // Runs the canonicalised graph unfused once and returns each node's time in ms.
 Result<std::map<std::string, double>> Session::profile_unfused() const {
   Graph g = model_.graph;
+  for (Value& v : g.values) if (!v.data.empty()) v.data = v.data.clone();  // passes may fold in place
   FUSERT_ASSIGN_OR_RETURN(auto log, run_canonicalize(g, false));
   FusionOptions none;
   none.enabled.clear();
