@@ -16,6 +16,7 @@ help:
 	@echo "make build   configure and build (Release) into $(BUILD)/"
 	@echo "make bench   fused vs unfused CPU latency of every zoo model, side by side"
 	@echo "make format  apply .clang-format"
+	@echo "make deps | weights | configure | clean   the individual steps"
 
 deps:
 	@bash tools/setup_deps.sh
@@ -36,15 +37,17 @@ build: configure
 	@echo "[build] compiling with $(JOBS) jobs"
 	cmake --build $(BUILD) -j $(JOBS)
 
-run: build weights
+run: weights configure
+	@echo "[build] compiling infer with $(JOBS) jobs"
+	cmake --build $(BUILD) -j $(JOBS) --target infer
 	@echo "[run] $(BUILD)/infer (EfficientNet-Lite0, real weights, models/data/coffee.png)"
 	./$(BUILD)/infer
 
-test: build weights
+test: weights build
 	@echo "[test] ctest"
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-bench: build weights
+bench: weights build
 	./$(BUILD)/bench --runs 10
 
 format:
