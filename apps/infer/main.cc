@@ -42,6 +42,12 @@ Result<TensorMap> make_inputs(const InferOptions& o, const Session& s) {
   const Value& in = s.graph().value(s.graph().inputs[0]);
   if (ends_with(o.input, ".npy")) {
     FUSERT_ASSIGN_OR_RETURN(Tensor t, read_npy(o.input));
+    if (t.shape() != in.shape || t.dtype() != in.dtype) {
+      return error(StatusCode::kShapeMismatch) << o.input << ": input '" << in.name << "' of model '" << s.graph().name
+             << "' expects " << dtype_name(in.dtype) << " " << shape_str(in.shape) << ", the file holds "
+             << dtype_name(t.dtype()) << " " << shape_str(t.shape())
+             << (s.graph().inputs.size() > 1 ? " (--input feeds the first graph input only)" : "");
+    }
     std::printf("input: %s %s\n", o.input.c_str(), shape_str(t.shape()).c_str());
     return TensorMap{{in.name, t}};
   }
@@ -51,8 +57,9 @@ Result<TensorMap> make_inputs(const InferOptions& o, const Session& s) {
   }
   FUSERT_ASSIGN_OR_RETURN(Tensor img, decode_image(o.input));
   std::printf("input: %s (%lldx%lld)\n", o.input.c_str(), static_cast<long long>(img.shape()[1]), static_cast<long long>(img.shape()[0]));
-  FUSERT_ASSIGN_OR_RETURN(Tensor x, preprocess_image(img, s.model().preprocess));
-  return TensorMap{{in.name, x}};
+  auto x = preprocess_image(img, s.model().preprocess);
+  if (!x.ok()) return error(x.status().code()) << o.input << ": " << x.status().message() << " (preprocess of " << s.model().path << ")";
+  return TensorMap{{in.name, *x}};
 }
 
 Status write_text(const std::string& path, const std::string& text) {

@@ -41,7 +41,9 @@ Status run_texts(Session& s, const std::vector<std::string>& texts, int runs) {
   const int64_t max_len = s.model().tokenizer_max_length > 0 ? std::min(s.model().tokenizer_max_length, seq) : seq;
   std::vector<std::vector<float>> emb;
   for (size_t t = 0; t < texts.size(); ++t) {
-    FUSERT_ASSIGN_OR_RETURN(Encoding e, tok.encode(texts[t], max_len));
+    auto enc = tok.encode(texts[t], max_len);
+    if (!enc.ok()) return error(enc.status().code()) << "text " << t + 1 << ": " << enc.status().message();
+    const Encoding& e = *enc;
     Tensor id_t(DType::kI64, {1, seq}), mask_t(DType::kI64, {1, seq});
     for (size_t i = 0; i < e.ids.size(); ++i) {
       id_t.i64()[i] = e.ids[i];

@@ -89,7 +89,7 @@ fusert_cli_test(image_missing 1 "no_such_photo\\.png: cannot read image"
                 -- --model ${FUSERT_CLI_DATA}/tiny.yaml --seeded --input ${FUSERT_CLI_FX}/no_such_photo.png)
 fusert_cli_test(image_ok --stdout 0 "^input: .*coffee\\.png \\(600x400\\)" "^output 'y' \\[1, 2\\]"
                 -- --model ${FUSERT_CLI_DATA}/tiny.yaml --seeded --input ${PROJECT_SOURCE_DIR}/models/data/coffee.png)
-fusert_cli_test(npy_wrong_shape 1 "input 'x': expected shape \\[1, 3, 4, 4\\], got \\[1, 3, 5, 5\\]"
+fusert_cli_test(npy_wrong_shape 1 "x_wrong_shape\\.npy: input 'x' of model 'tiny' expects f32 \\[1, 3, 4, 4\\], the file holds f32 \\[1, 3, 5, 5\\]"
                 -- --model ${FUSERT_CLI_DATA}/tiny.yaml --seeded --input ${FUSERT_CLI_FX}/x_wrong_shape.npy)
 fusert_cli_test(npy_missing 1 "no_such\\.npy: cannot open file"
                 -- --model ${FUSERT_CLI_DATA}/tiny.yaml --seeded --input ${FUSERT_CLI_FX}/no_such.npy)
