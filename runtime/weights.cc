@@ -25,6 +25,7 @@ class MappedFile {
     if (fd_ >= 0) close(fd_);
   }
   Status open(const std::string& path) {
+    if (Status st = check_regular_file(path, "weights file"); !st.ok() && st.code() != StatusCode::kNotFound) return st;
     fd_ = ::open(path.c_str(), O_RDONLY);
     if (fd_ < 0) return error(StatusCode::kNotFound) << path << ": cannot open weights file: " << std::strerror(errno);
     struct stat st {};
