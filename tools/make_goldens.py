@@ -9,7 +9,6 @@ the C++ preprocessing test. --check recomputes and compares with the stored file
 """
 import argparse
 import hashlib
-import json
 import os
 import subprocess
 import sys
@@ -22,6 +21,7 @@ import torchvision
 TOOLS = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(TOOLS)
 sys.path.insert(0, TOOLS)
+from golden_util import read_safetensors, seed_module, write_json  # noqa: E402
 from seeded_init import seeded_tensor  # noqa: E402
 import fetch_weights  # noqa: E402
 
@@ -59,45 +59,6 @@ def versions():
 # ------------------------------------------------------------------------------------------
 # Weights
 # ------------------------------------------------------------------------------------------
-
-def init_for(name, rank):
-    if rank >= 2:
-        return "kaiming"
-    if name.endswith(".running_var"):
-        return "bn_var"
-    if name.endswith(".weight"):
-        return "bn_scale"
-    if name.endswith(".bias") or name.endswith(".running_mean"):
-        return "uniform"
-    raise ValueError(f"no seeded init rule for {name}")
-
-
-def seed_model(model):
-    sd = model.state_dict()
-    for name, t in sd.items():
-        if name.endswith("num_batches_tracked"):
-            continue
-        sd[name] = torch.from_numpy(seeded_tensor(name, list(t.shape), init_for(name, t.dim())))
-    model.load_state_dict(sd, strict=True)
-    return model
-
-
-def read_safetensors(path):
-    """{name: float32 ndarray} of a safetensors file (F32 only), read with numpy."""
-    with open(path, "rb") as f:
-        blob = f.read()
-    hlen = int.from_bytes(blob[:8], "little")
-    header = json.loads(blob[8:8 + hlen])
-    out = {}
-    for name, e in header.items():
-        if name == "__metadata__":
-            continue
-        assert e["dtype"] == "F32", f"{name}: {e['dtype']}"
-        begin, end = e["data_offsets"]
-        out[name] = np.frombuffer(blob, "<f4", (end - begin) // 4, 8 + hlen + begin) \
-            .reshape(e["shape"]).copy()
-    return out
-
 
 def check_against_pth(tensors):
     """Bit-for-bit comparison of the converted weights with torch.load of the original .pth."""
@@ -223,7 +184,7 @@ def cases(only):
     for name, ctor in tv.items():
         if only in (None, name):
             def tv_case(name=name, ctor=ctor):
-                model = seed_model(ctor(weights=None))
+                model = seed_module(ctor(weights=None))
                 ref = dict(versions(), architecture=f"torchvision.models.{name}(weights=None), "
                                                     "eval mode")
                 return run_model(model, seeded_input()), {
@@ -236,7 +197,7 @@ def cases(only):
             "eval mode (ReLU6, BN eps 1e-3, static TF-SAME padding for 224x224)")
 
     def eff_seeded():
-        model = seed_model(efficientnet_lite0())
+        model = seed_module(efficientnet_lite0())
         return run_model(model, seeded_input()), {
             "reference": dict(versions(), architecture=arch),
             "weights": {"seeded": SEEDED_RULE}, "input": {"seeded": INPUT_DESC}}
@@ -251,12 +212,6 @@ def cases(only):
                 "reference": dict(versions(), architecture=arch), "weights": weights,
                 "input": desc, "_stats": (photo, stats)}
         yield "efficientnet_lite0", photo, eff_photo
-
-
-def write_json(path, obj):
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=1)
-        f.write("\n")
 
 
 def check_plausible(case, top5):

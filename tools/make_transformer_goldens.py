@@ -22,7 +22,6 @@ minilm_l6 needs .cache/minilm/ (python3 tools/fetch_minilm.py).
 """
 import argparse
 import hashlib
-import json
 import math
 import os
 import subprocess
@@ -36,6 +35,8 @@ from torch import nn
 TOOLS = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(TOOLS)
 sys.path.insert(0, TOOLS)
+from golden_util import read_safetensors, seed_module  # noqa: E402
+from golden_util import write_json as _write_json  # noqa: E402
 from seeded_init import seeded_tensor  # noqa: E402
 
 GOLDEN = os.path.join(REPO, "models", "golden")
@@ -77,24 +78,6 @@ def need_transformers():
     import transformers
     assert transformers.__version__ == "4.40.2", transformers.__version__
     return transformers
-
-
-def init_for(name, rank):
-    if rank >= 2:
-        return "kaiming"
-    if name.endswith(".weight"):
-        return "bn_scale"
-    if name.endswith(".bias"):
-        return "uniform"
-    raise ValueError(f"no seeded init rule for {name}")
-
-
-def seed_module(module):
-    sd = module.state_dict()
-    for name, t in sd.items():
-        sd[name] = torch.from_numpy(seeded_tensor(name, list(t.shape), init_for(name, t.dim())))
-    module.load_state_dict(sd, strict=True)
-    return module.eval()
 
 
 def seeded_input(name, shape):
@@ -302,23 +285,6 @@ TEXTS = [
 ]
 
 
-def read_safetensors(path):
-    """{name: ndarray} of a safetensors file (F32 / I64), read with numpy."""
-    with open(path, "rb") as f:
-        blob = f.read()
-    hlen = int.from_bytes(blob[:8], "little")
-    header = json.loads(blob[8:8 + hlen])
-    out = {}
-    for name, e in header.items():
-        if name == "__metadata__":
-            continue
-        dt = {"F32": "<f4", "I64": "<i8"}[e["dtype"]]
-        begin, end = e["data_offsets"]
-        count = (end - begin) // np.dtype(dt).itemsize
-        out[name] = np.frombuffer(blob, dt, count, 8 + hlen + begin).reshape(e["shape"]).copy()
-    return out
-
-
 def minilm_l6():
     transformers = need_transformers()
     weights_path = os.path.join(MINILM, "model.safetensors")
@@ -407,9 +373,7 @@ MODELS = {"transformer_block": transformer_block, "bert_base_layer": bert_base_l
 
 
 def write_json(path, obj):
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=1, ensure_ascii=False)
-        f.write("\n")
+    _write_json(path, obj, ensure_ascii=False)
 
 
 def main(argv=None):
