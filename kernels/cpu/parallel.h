@@ -18,6 +18,8 @@ int team_size(int64_t work);
 /// While alive (and `active`), Eigen's GEMM runs on the calling thread. Kernels that thread
 /// over their own tiles use it when their team is 1: an Eigen team forked inside an inactive
 /// `omp parallel if (false)` region is a nested team whose threads are created on every call.
+/// It changes Eigen's global thread count, so it assumes one inference runs at a time (as a
+/// Session does); kernels called concurrently from several non-OpenMP threads would race here.
 class SerialEigen {
  public:
   explicit SerialEigen(bool active) : prev_(active && !omp_in_parallel() ? Eigen::nbThreads() : 0) {
