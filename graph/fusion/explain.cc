@@ -61,6 +61,9 @@ std::string explain_plan(const Graph& g, const FusionPlan& plan) {
       os << "         depth " << grp.depth() << " (" << pressure_class(grp.depth()) << " pressure), saved " << mib(grp.bytes_saved)
          << " (" << static_cast<int>(traffic_reduction(g, grp) * 100 + 0.5) << "% of its traffic), " << grp.launches_saved
          << " launch(es), registers ~" << grp.register_estimate;
+      if (grp.registers_measured >= 0) {
+        os << " (estimate); measured sm_90: " << grp.registers_measured << " registers, " << grp.spill_bytes << " spill bytes";
+      }
       if (grp.imbalance_ratio > 0) os << ", branch FLOP ratio " << grp.imbalance_ratio << (grp.balanced ? " (balanced)" : "");
     } else {
       os << "         " << grp.children.size() << " kernel groups over " << grp.depth() << " ops, saved " << mib(grp.bytes_saved)

@@ -2,6 +2,7 @@
 // the rejected candidates with their reasons, and the options that steer planning.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -45,6 +46,8 @@ struct FusionGroup {
   int64_t bytes_saved = 0;          ///< intermediate bytes not written + not read again
   int64_t launches_saved = 0;
   int register_estimate = 0;        ///< registers per thread (estimate or measured)
+  int registers_measured = -1;      ///< CUDA: nvJitLink's count for the group's generated kernel
+  int spill_bytes = -1;             ///< CUDA: spill stores + loads of that kernel
   double imbalance_ratio = 0;       ///< cross groups: max/min branch FLOPs (after balancing)
   bool balanced = false;            ///< cross groups: cheaper branch zero-padded
   std::string note;                 ///< planner remark shown by --explain
@@ -67,6 +70,15 @@ struct FusionOptions {
   double max_peak_growth = 0.25;     ///< refuse a merge raising peak activation bytes by more
   std::map<std::string, double> profile_ms;  ///< profile-guided: measured ms per node name
   std::string backend = "cpu";       ///< "cpu" or "cuda": capability set and launch cost
+  /// Measured register pressure (CUDA): compiles the kernel a candidate group would get and
+  /// reports registers per thread and spill bytes; false when it has no generated kernel.
+  /// Set by the runtime (runtime/cuda); the planner never compiles anything itself.
+  using RegisterProbe = std::function<bool(const Graph&, GroupKind, const std::vector<int>&, int* registers,
+                                           int* spill_bytes, std::string* kernel)>;
+  RegisterProbe measure_registers;
+  /// Budget for measured registers (CUDA): 65536 registers per SM / 2048 resident threads = 32
+  /// gives full occupancy on sm_90. A candidate above it, or one that spills, is split.
+  int measured_register_budget = 32;
 };
 
 /// Parses "none", "all" or a comma list of strategy names; errors name the bad entry.

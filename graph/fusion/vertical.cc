@@ -77,6 +77,22 @@ void cut_row_norm_chain(PlanState& st, std::vector<int>* chain, GroupKind* kind)
   }
 }
 
+// CUDA: the real register count and spills of the kernel the grown chain would compile to
+// (nvJitLink's report, through the runtime's probe) against the full-occupancy budget.
+FusionDecision check_measured_registers(PlanState& st, const std::vector<int>& grown, GroupKind kind, int next) {
+  if (!st.opt.measure_registers) return FusionDecision::yes();
+  int regs = 0, spill = 0;
+  std::string kernel;
+  if (!st.opt.measure_registers(st.g, kind, grown, &regs, &spill, &kernel)) return FusionDecision::yes();
+  if (spill > 0 || regs > st.opt.measured_register_budget) {
+    return refuse("register_pressure") << "register pressure (measured, nvJitLink sm_90): depth " << grown.size() << " kernel "
+                                       << kernel << " uses " << regs << " registers, " << spill << " spill bytes > budget "
+                                       << st.opt.measured_register_budget << " registers, 0 spills; chain split before '"
+                                       << st.node(next).name << "'";
+  }
+  return FusionDecision::yes();
+}
+
 void grow_chain(PlanState& st, int head) {
   const Graph& g = st.g;
   GroupKind kind;
@@ -115,6 +131,7 @@ void grow_chain(PlanState& st, int head) {
     }
     if (FusionDecision f = check_no_cycle(g, grown); !f) { st.reject(Strategy::kVertical, grown, f); break; }
     if (FusionDecision f = backend_supports(st.opt.backend, next_kind); !f) { st.reject(Strategy::kVertical, grown, f); break; }
+    if (FusionDecision f = check_measured_registers(st, grown, next_kind, c); !f) { st.reject(Strategy::kVertical, grown, f); break; }
     chain = grown;
     kind = next_kind;
     phase = next_phase;
