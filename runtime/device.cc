@@ -1,4 +1,4 @@
-// CUDA device probing: the only CUDA runtime call the CPU build path needs.
+// CUDA device probing: a clear error when no device can be used.
 #include "runtime/session.h"
 
 #ifdef FUSERT_HAVE_CUDA
@@ -16,7 +16,7 @@ Status check_cuda_device() {
                                            << cudaGetErrorString(err) << "); use --device cpu";
   }
   if (count == 0) return error(StatusCode::kDeviceError) << "--device cuda: no CUDA device found; use --device cpu";
-  return error(StatusCode::kUnsupported) << "--device cuda: a CUDA device is present, but the CUDA backend is not built yet; use --device cpu";
+  return Status();
 #else
   return error(StatusCode::kDeviceError) << "--device cuda: this build has no CUDA backend (nvcc was not found at configure time); use --device cpu";
 #endif

@@ -157,30 +157,30 @@ Result<Step> lower_single(const Graph& g, int ni) {
 
 }  // namespace
 
-Result<std::vector<Step>> lower_plan_cpu(const Graph& g, const FusionPlan& plan) {
+Result<Step> lower_group_cpu(const Graph& g, const FusionGroup& grp) {
   using namespace lowering;
+  if (grp.kind == GroupKind::kSingle) return lower_single(g, grp.nodes[0]);
+  Status st;
+  Step s;
+  switch (grp.kind) {
+    case GroupKind::kAnchorEpilogue: case GroupKind::kGemmLayerNorm: st = lower_anchor_epilogue(g, grp, s); break;
+    case GroupKind::kElementwise: st = lower_elementwise(g, grp, s); break;
+    case GroupKind::kRowNorm: st = lower_row_norm(g, grp, s); break;
+    case GroupKind::kHorizontalGemm: st = lower_horizontal(g, grp, s); break;
+    case GroupKind::kGroupedGemm: case GroupKind::kGroupedRowNorm: st = lower_grouped(g, grp, s); break;
+    case GroupKind::kConvSum: st = lower_conv_sum(g, grp, s); break;
+    case GroupKind::kBranchMerge: st = lower_branch_merge(g, grp, s); break;
+    case GroupKind::kAttention: st = lower_attention(g, grp, s); break;
+    case GroupKind::kSingle: break;
+  }
+  if (!st.ok()) return error(st.code()) << "lowering group " << grp.name << ": " << st.message();
+  return s;
+}
+
+Result<std::vector<Step>> lower_plan_cpu(const Graph& g, const FusionPlan& plan) {
   std::vector<Step> steps;
   for (const FusionGroup* grp : plan.kernel_groups()) {
-    Status st;
-    Step s;
-    if (grp->kind == GroupKind::kSingle) {
-      auto r = lower_single(g, grp->nodes[0]);
-      if (!r.ok()) return r.status();
-      steps.push_back(std::move(r).value());
-      continue;
-    }
-    switch (grp->kind) {
-      case GroupKind::kAnchorEpilogue: case GroupKind::kGemmLayerNorm: st = lower_anchor_epilogue(g, *grp, s); break;
-      case GroupKind::kElementwise: st = lower_elementwise(g, *grp, s); break;
-      case GroupKind::kRowNorm: st = lower_row_norm(g, *grp, s); break;
-      case GroupKind::kHorizontalGemm: st = lower_horizontal(g, *grp, s); break;
-      case GroupKind::kGroupedGemm: case GroupKind::kGroupedRowNorm: st = lower_grouped(g, *grp, s); break;
-      case GroupKind::kConvSum: st = lower_conv_sum(g, *grp, s); break;
-      case GroupKind::kBranchMerge: st = lower_branch_merge(g, *grp, s); break;
-      case GroupKind::kAttention: st = lower_attention(g, *grp, s); break;
-      case GroupKind::kSingle: break;
-    }
-    if (!st.ok()) return error(st.code()) << "lowering group " << grp->name << ": " << st.message();
+    FUSERT_ASSIGN_OR_RETURN(Step s, lower_group_cpu(g, *grp));
     steps.push_back(std::move(s));
   }
   return steps;

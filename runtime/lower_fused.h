@@ -13,6 +13,8 @@ namespace fusert {
 /// One step per kernel group of `plan`, in the plan's order. Single-op groups use the
 /// unfused lowering; Reshape/Flatten/Unsqueeze/Identity become alias steps (no kernel).
 Result<std::vector<Step>> lower_plan_cpu(const Graph& g, const FusionPlan& plan);
+/// The CPU step of one kernel group (also the CUDA backend's host fallback). Errors name the group.
+Result<Step> lower_group_cpu(const Graph& g, const FusionGroup& grp);
 
 namespace lowering {
 
@@ -43,6 +45,18 @@ Status lower_grouped(const Graph& g, const FusionGroup& grp, Step& s);
 Status lower_conv_sum(const Graph& g, const FusionGroup& grp, Step& s);
 Status lower_branch_merge(const Graph& g, const FusionGroup& grp, Step& s);
 Status lower_attention(const Graph& g, const FusionGroup& grp, Step& s);
+
+/// Horizontal/grouped groups split into anchor-led chains (anchor, then its epilogue members).
+std::vector<std::vector<int>> member_chains(const Graph& g, const FusionGroup& grp);
+/// A Gemm's B operand as [N, K] (PyTorch Linear layout) with alpha folded in.
+std::vector<float> weight_nk(const Graph& g, const Node& n);
+/// A Gemm's C operand as a per-column bias [count] with beta folded in (zeros when absent).
+std::vector<float> bias_n(const Graph& g, const Node& n, int64_t count);
+
+/// Copies w [M, C, kh, kw] centred into a zeroed [M, C, KH, KW] buffer at `dst` (branch balancing).
+void pad_kernel(const Tensor& w, int64_t KH, int64_t KW, float* dst);
+/// The members of `grp` between conv `anchor` and the `join` node, in order.
+std::vector<int> chain_from(const Graph& g, const FusionGroup& grp, int anchor, int join);
 
 cpu::ConvParams conv_params(const Graph& g, const Node& n);
 cpu::GemmParams gemm_params(const Graph& g, const Node& n);

@@ -7,8 +7,6 @@
 
 namespace fusert::lowering {
 
-namespace {
-
 // Copies w [M, C, kh, kw] centred into a zeroed [M, C, KH, KW] buffer at `dst`.
 // Zero-padding a kernel by d each side with the conv's pads d smaller leaves every output
 // unchanged: the extra taps multiply the padding that the larger pads add.
@@ -33,8 +31,6 @@ std::vector<int> chain_from(const Graph& g, const FusionGroup& grp, int anchor, 
   }
   return chain;
 }
-
-}  // namespace
 
 Status lower_branch_merge(const Graph& g, const FusionGroup& grp, Step& s) {
   std::vector<int> convs;

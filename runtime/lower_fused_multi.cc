@@ -16,6 +16,8 @@ using FloatBuf = std::shared_ptr<std::vector<float>>;
 
 const Node& node_at(const Graph& g, int ni) { return g.nodes[static_cast<size_t>(ni)]; }
 
+}  // namespace
+
 // Splits a group into anchor-led chains: each anchor followed by the members that consume
 // its running value, in order.
 std::vector<std::vector<int>> member_chains(const Graph& g, const FusionGroup& grp) {
@@ -64,6 +66,8 @@ std::vector<float> bias_n(const Graph& g, const Node& n, int64_t count) {
   for (int64_t i = 0; i < count; ++i) out[static_cast<size_t>(i)] = beta * c.f32()[c.numel() == 1 ? 0 : i];
   return out;
 }
+
+namespace {
 
 Status check_const(const Graph& g, const Node& n, size_t i) {
   if (i < n.inputs.size() && n.inputs[i] != kNoValue && g.value(n.inputs[i]).data.empty()) {

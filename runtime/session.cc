@@ -13,6 +13,9 @@
 #include "runtime/lower_fused.h"
 #include "runtime/memory_planner.h"
 #include "runtime/weights.h"
+#ifdef FUSERT_HAVE_CUDA
+#include "runtime/cuda/cuda_backend.h"
+#endif
 
 namespace fusert {
 
@@ -69,7 +72,9 @@ Result<std::unique_ptr<Session>> Session::load(const std::string& model_path, co
   if (!parse_fusion_mode(options.fusion, &fopt, &why)) return error(StatusCode::kInvalidArgument) << "--fusion: " << why;
   fopt.backend = options.device;
   if (options.threads < 0) return error(StatusCode::kInvalidArgument) << "threads must be >= 0, got " << options.threads;
+#ifndef FUSERT_HAVE_CUDA
   if (options.device == "cuda") FUSERT_RETURN_IF_ERROR(check_cuda_device());
+#endif
   auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<Session> s(new Session());
   s->options_ = options;
@@ -91,8 +96,20 @@ Result<std::unique_ptr<Session>> Session::load(const std::string& model_path, co
     s->stats_.pass_log = pm.log_lines();
   }
   s->stats_.canonicalize_ms = ms_since(t1);
+#ifdef FUSERT_HAVE_CUDA
+  if (options.device == "cuda") {
+    fopt.measure_registers = cuda::probe_registers;
+    if (options.register_budget > 0) fopt.measured_register_budget = options.register_budget;
+  }
+#endif
   FUSERT_ASSIGN_OR_RETURN(s->fusion_, plan_fusion(g, fopt));
-  FUSERT_ASSIGN_OR_RETURN(s->plan_.steps, lower_plan_cpu(g, s->fusion_));
+  if (options.device == "cuda") {
+#ifdef FUSERT_HAVE_CUDA
+    FUSERT_ASSIGN_OR_RETURN(s->cuda_, cuda::lower_backend(g, s->fusion_, options, &s->plan_.steps));
+#endif
+  } else {
+    FUSERT_ASSIGN_OR_RETURN(s->plan_.steps, lower_plan_cpu(g, s->fusion_));
+  }
   plan_memory(g, s->plan_);
   s->stats_.plan_ms = ms_since(t1);
   s->stats_.fusion_plan_ms = s->fusion_.plan_ms;
@@ -103,8 +120,35 @@ Result<std::unique_ptr<Session>> Session::load(const std::string& model_path, co
   s->stats_.intermediate_bytes = static_cast<int64_t>(s->plan_.intermediate_bytes);
   s->stats_.peak_activation_bytes = static_cast<int64_t>(s->plan_.arena_bytes);
   s->stats_.naive_activation_bytes = static_cast<int64_t>(s->plan_.naive_activation_bytes);
+  for (const Value& v : g.values) s->stats_.weight_bytes += v.is_initializer ? static_cast<int64_t>(v.data.nbytes()) : 0;
+  if (options.device == "cuda") {
+#ifdef FUSERT_HAVE_CUDA
+    cuda::fill_stats(*s->cuda_, &s->stats_);
+#endif
+    if (!options.plan_only) FUSERT_RETURN_IF_ERROR(s->init_device());
+    return s;
+  }
   s->executor_ = std::make_unique<Executor>(s->model_.graph, s->plan_);
   return s;
+}
+
+Status Session::init_device() {
+  if (options_.device != "cuda") return Status();
+#ifdef FUSERT_HAVE_CUDA
+  FUSERT_RETURN_IF_ERROR(check_cuda_device());
+  FUSERT_RETURN_IF_ERROR(cuda::attach_device(*cuda_, model_.graph, plan_, options_));
+  stats_.device_name = cuda::device_name(*cuda_);
+  return Status();
+#else
+  return check_cuda_device();
+#endif
+}
+
+std::string Session::backend_report() const {
+#ifdef FUSERT_HAVE_CUDA
+  if (cuda_) return cuda::report(*cuda_, model_.graph);
+#endif
+  return std::string();
 }
 
 // Runs the canonicalised graph unfused once and returns each node's time in ms.
@@ -126,7 +170,21 @@ Result<std::map<std::string, double>> Session::profile_unfused() const {
   return ms;
 }
 
-Result<TensorMap> Session::run(const TensorMap& inputs) { return executor_->run(inputs); }
+Result<TensorMap> Session::run(const TensorMap& inputs) {
+  if (options_.device == "cuda") {
+#ifdef FUSERT_HAVE_CUDA
+    if (!cuda::has_device(*cuda_)) return error(StatusCode::kDeviceError) << "--device cuda: the session has no device (plan only)";
+    FUSERT_ASSIGN_OR_RETURN(TensorMap out, cuda::run(*cuda_, inputs, &stats_));
+    return out;
+#else
+    return check_cuda_device();
+#endif
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  FUSERT_ASSIGN_OR_RETURN(TensorMap out, executor_->run(inputs));
+  stats_.last_run_device_ms = ms_since(t0);
+  return out;
+}
 
 TensorMap Session::seeded_inputs(uint64_t seed) const {
   TensorMap m;

@@ -16,6 +16,10 @@
 
 namespace fusert {
 
+namespace cuda {
+struct Backend;  // runtime/cuda: the CUDA plan and executor of a session
+}
+
 using TensorMap = std::map<std::string, Tensor>;
 
 struct SessionOptions {
@@ -26,6 +30,14 @@ struct SessionOptions {
   std::string weights;         ///< safetensors path; empty = the model's own weights file if it declares one
   bool seeded = false;         ///< ignore weights files and use seeded weights (models/FORMAT.md)
   uint64_t seed = 0;           ///< seed for seeded weights
+  // CUDA backend (device "cuda")
+  bool cuda_graph = true;      ///< capture the plan once per input shape and replay it (CUDA Graphs)
+  bool tf32 = false;           ///< TF32 tensor-core math in cuBLASLt/cuDNN (off: exact fp32)
+  std::string dump_kernels;    ///< directory to write every generated kernel's .cu source (empty: none)
+  int register_budget = 0;     ///< CUDA: registers per thread a fused kernel may use (0: 32, full
+                               ///< occupancy on sm_90: 65536 registers / 2048 threads per SM)
+  bool plan_only = false;      ///< load, plan, generate and compile kernels, but do not touch a
+                               ///< device (run() then fails); for --explain without a GPU
 };
 
 /// What loading and planning produced; sizes in bytes, times in ms.
@@ -41,6 +53,16 @@ struct SessionStats {
   double canonicalize_ms = 0;        ///< graph passes (constant folding, BN folding, ...)
   std::vector<std::string> pass_log; ///< canonicalisation passes that changed the graph
   std::string weights_source;        ///< file path or "seeded (seed N)"
+  int64_t weight_bytes = 0;          ///< bytes of weights and constants the plan reads
+  // CUDA backend
+  std::string device_name;           ///< e.g. "NVIDIA H200 (sm_90)"; empty on the CPU
+  int64_t generated_kernels = 0;     ///< distinct NVRTC-compiled kernels of the plan
+  int64_t library_calls = 0;         ///< cuDNN / cuBLASLt launches per inference
+  int64_t host_fallback_steps = 0;   ///< steps run on the CPU inside a CUDA plan (copies around them)
+  double compile_ms = 0;             ///< NVRTC + nvJitLink time at load (0 when all cached)
+  bool cuda_graph = false;           ///< runs replay a captured CUDA Graph
+  double last_run_device_ms = 0;     ///< CUDA: the last run's plan time by CUDA events, excluding
+                                     ///< input/output copies; CPU: the last run's wall time
 };
 
 class Session {
@@ -52,6 +74,15 @@ class Session {
 
   /// Runs one inference. Inputs by graph input name with exact dtype and shape.
   Result<TensorMap> run(const TensorMap& inputs);
+
+  /// CUDA: creates the device context and executor for a session loaded with plan_only
+  /// (load() does this itself otherwise). Errors: no device, driver, library, memory.
+  Status init_device();
+
+  /// CUDA: the backend's view of the plan, one line per step: library calls, generated
+  /// kernels with nvJitLink register and spill counts, host fallbacks with the reason.
+  /// Empty for the CPU.
+  std::string backend_report() const;
 
   /// Seeded values for every graph input: f32 inputs with init kind `input`; integer inputs
   /// (token ids, masks) all ones. For benchmarks, --verify and goldens.
@@ -74,6 +105,7 @@ class Session {
   FusionPlan fusion_;
   SessionStats stats_;
   std::unique_ptr<Executor> executor_;
+  std::shared_ptr<cuda::Backend> cuda_;
 };
 
 /// OK when a CUDA device can be used; otherwise an error saying why (no CUDA in this build,

@@ -1,6 +1,7 @@
 // infer: the fusert demo. Loads a YAML model, runs it on an image, a .npy or a seeded input,
 // prints top-k labels and timing; see --help.
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -72,6 +73,34 @@ Status write_text(const std::string& path, const std::string& text) {
   return Status();
 }
 
+// --compare-cpu: the same model, weights, fusion mode and input on the CPU backend; relative
+// L2 error ||cuda - cpu|| / ||cpu|| of every output against the bound (fp32 1e-5, TF32 1e-3).
+Status compare_with_cpu(const InferOptions& o, const TensorMap& inputs, const TensorMap& outputs) {
+  SessionOptions co = o.session;
+  co.device = "cpu";
+  FUSERT_ASSIGN_OR_RETURN(auto cpu, Session::load(o.model, co));
+  FUSERT_ASSIGN_OR_RETURN(TensorMap ref, cpu->run(inputs));
+  const double bound = o.session.tf32 ? 1e-3 : 1e-5;
+  bool ok = true;
+  for (const auto& [name, t] : ref) {
+    const Tensor& got = outputs.at(name);
+    if (t.dtype() != DType::kF32) continue;
+    double num = 0, den = 0, max_abs = 0;
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      double d = static_cast<double>(got.f32()[i]) - t.f32()[i];
+      num += d * d;
+      den += static_cast<double>(t.f32()[i]) * t.f32()[i];
+      max_abs = std::max(max_abs, std::fabs(d));
+    }
+    double rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+    bool pass = rel <= bound && std::isfinite(rel);
+    ok &= pass;
+    std::printf("cuda vs cpu: %s: rel L2 %.3g, max abs %.3g (bound %.0e) %s\n", name.c_str(), rel, max_abs, bound, pass ? "ok" : "FAIL");
+  }
+  if (!ok) return error(StatusCode::kInternal) << "CUDA output differs from the CPU backend beyond the bound " << bound;
+  return Status();
+}
+
 Status run(InferOptions o) {
   bool default_model = o.model.empty();
   if (default_model) o.model = kDefaultModel;
@@ -82,7 +111,12 @@ Status run(InferOptions o) {
     return Status();
   }
   std::printf("model: %s\n", o.model.c_str());
-  FUSERT_ASSIGN_OR_RETURN(auto session, Session::load(o.model, o.session));
+  // CUDA: plan and compile first (no device needed), so --explain shows the CUDA plan with its
+  // register counts even on a machine without a GPU; then attach the device.
+  const bool cuda = o.session.device == "cuda";
+  SessionOptions so = o.session;
+  so.plan_only = cuda;
+  FUSERT_ASSIGN_OR_RETURN(auto session, Session::load(o.model, so));
   const SessionStats& st = session->stats();
   std::printf("weights: %s\nplan: %lld nodes -> %lld kernels, peak activations %.2f MiB (%.2f MiB without reuse), plan %.2f ms\n",
               st.weights_source.c_str(), static_cast<long long>(st.nodes), static_cast<long long>(st.kernels),
@@ -92,6 +126,15 @@ Status run(InferOptions o) {
                 st.fusion_plan_ms);
   }
   if (o.explain) std::fputs(explain_plan(session->graph(), session->fusion_plan()).c_str(), stdout);
+  if (cuda) {
+    if (o.explain) std::fputs(session->backend_report().c_str(), stdout);
+    std::printf("cuda: %lld generated kernels (NVRTC %.0f ms), %lld cuDNN/cuBLASLt calls, %lld host-fallback steps\n",
+                static_cast<long long>(st.generated_kernels), st.compile_ms, static_cast<long long>(st.library_calls),
+                static_cast<long long>(st.host_fallback_steps));
+    std::fflush(stdout);
+    FUSERT_RETURN_IF_ERROR(session->init_device());
+    std::printf("device: %s\n", session->stats().device_name.c_str());
+  }
   if (!o.dot.empty()) {
     const std::string dot = o.session.fusion == "none" ? graph_to_dot(session->graph())
                                                        : plan_to_dot(session->graph(), session->fusion_plan());
@@ -111,8 +154,10 @@ Status run(InferOptions o) {
   for (int i = 0; i < o.runs; ++i) {
     auto t0 = std::chrono::steady_clock::now();
     FUSERT_ASSIGN_OR_RETURN(outputs, session->run(inputs));
-    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    times.push_back(cuda ? session->stats().last_run_device_ms
+                         : std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
+  if (o.compare_cpu) FUSERT_RETURN_IF_ERROR(compare_with_cpu(o, inputs, outputs));
   print_outputs(outputs, read_labels(session->model().labels_path), o.topk);
   Latency lat = summarize(times);
   std::printf("latency (%s, %d run%s): median %.2f ms, min %.2f ms, max %.2f ms\n", o.session.device.c_str(), o.runs,

@@ -24,7 +24,7 @@ bundled photo models/data/coffee.png, printing the top-5 labels and timing.
                           models/minilm_l6.yaml): prints each embedding's dimension, norm and
                           first values, and the cosine-similarity matrix of several texts
   --text-file F           one text per line (UTF-8)
-  --device cpu|cuda       backend (default cpu)
+  --device cpu|cuda       backend (default cpu); cuda needs an NVIDIA GPU (sm_90 kernels)
   --threads N             CPU threads (default 0: OMP_NUM_THREADS if set, else all cores)
   --fusion MODE           none | all | comma list of vertical,horizontal,cross,compound
                           (default all)
@@ -46,6 +46,16 @@ bundled photo models/data/coffee.png, printing the top-5 labels and timing.
                           intermediate_bytes, peak_activation_bytes, plan_ms, latency_ms)
   --dump                  print the loaded graph and exit
   --list-ops              print the op table (formula, pattern kind, attributes) and exit
+
+CUDA backend (--device cuda):
+  --no-cuda-graph         enqueue every step each run instead of replaying a CUDA Graph
+  --tf32                  allow TF32 tensor-core math in cuBLASLt/cuDNN (default: exact fp32)
+  --dump-kernels DIR      write every generated (NVRTC) kernel's CUDA source to DIR
+  --register-budget N     registers per thread a fused generated kernel may use before the
+                          vertical strategy splits it (default 32: full occupancy on sm_90)
+  --compare-cpu           also run the input on the CPU backend and print the relative L2
+                          error (bound 1e-5, with --tf32 1e-3); exit 1 beyond it
+  FUSERT_CACHE_DIR        compiled-kernel cache (default ~/.cache/fusert/kernels)
   --help                  this text
 
 Exit status: 0 success, 1 error (message on stderr), 2 bad command line.
@@ -78,8 +88,12 @@ Result<InferOptions> parse_args(int argc, char** argv) {
     if (a == "--verify") { o.verify = true; continue; }
     if (a == "--ablation") { o.ablation = true; continue; }
     if (a == "--profile-guided") { o.session.profile_guided = true; continue; }
+    if (a == "--no-cuda-graph") { o.session.cuda_graph = false; continue; }
+    if (a == "--tf32") { o.session.tf32 = true; continue; }
+    if (a == "--compare-cpu") { o.compare_cpu = true; continue; }
     static const char* const kWithValue[] = {"--model", "--weights", "--input", "--device", "--threads", "--fusion",
-        "--runs", "--warmup", "--topk", "--output", "--dot", "--stats-json", "--seed", "--text", "--text-file"};
+        "--runs", "--warmup", "--topk", "--output", "--dot", "--stats-json", "--seed", "--text", "--text-file",
+        "--dump-kernels", "--register-budget"};
     bool known = false;
     for (const char* k : kWithValue) known |= a == k;
     if (!known) return error(StatusCode::kInvalidArgument) << "unknown option '" << a << "' (see --help)";
@@ -95,6 +109,8 @@ Result<InferOptions> parse_args(int argc, char** argv) {
     else if (a == "--stats-json") o.stats_json = v;
     else if (a == "--text") o.texts.push_back(v);
     else if (a == "--text-file") o.text_file = v;
+    else if (a == "--dump-kernels") o.session.dump_kernels = v;
+    else if (a == "--register-budget") { FUSERT_ASSIGN_OR_RETURN(o.session.register_budget, parse_int(a, v, 1, 255)); }
     else if (a == "--threads") { FUSERT_ASSIGN_OR_RETURN(o.session.threads, parse_int(a, v, 0, 1024)); }
     else if (a == "--runs") { FUSERT_ASSIGN_OR_RETURN(o.runs, parse_int(a, v, 1)); }
     else if (a == "--warmup") { FUSERT_ASSIGN_OR_RETURN(o.warmup, parse_int(a, v, 0)); }
@@ -110,6 +126,15 @@ Result<InferOptions> parse_args(int argc, char** argv) {
   }
   if (o.session.device != "cpu" && o.session.device != "cuda") {
     return error(StatusCode::kInvalidArgument) << "--device: expected cpu or cuda, got '" << o.session.device << "'";
+  }
+  if (o.session.device == "cuda" && (o.verify || o.ablation || o.session.profile_guided)) {
+    return error(StatusCode::kInvalidArgument) << "--verify, --ablation and --profile-guided run on the CPU backend only; "
+                                                  "use --compare-cpu to check --device cuda against the CPU";
+  }
+  if (o.session.device != "cuda" && (!o.session.cuda_graph || o.session.tf32 || o.compare_cpu ||
+                                     !o.session.dump_kernels.empty() || o.session.register_budget > 0)) {
+    return error(StatusCode::kInvalidArgument)
+           << "--no-cuda-graph, --tf32, --compare-cpu, --dump-kernels and --register-budget need --device cuda";
   }
   return o;
 }

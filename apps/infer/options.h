@@ -17,6 +17,7 @@ struct InferOptions {
   int runs = 1, warmup = 0, topk = 5;
   bool dump = false, list_ops = false, help = false;
   bool explain = false, verify = false, ablation = false;
+  bool compare_cpu = false;    // --compare-cpu: run the same input on the CPU and compare
   SessionOptions session;
 };
 

@@ -79,7 +79,18 @@ Status write_stats_json(const std::string& path, const Session& s, const Latency
       {"fused_ops", s.fusion_plan().fused_ops()},
       {"rejected", s.fusion_plan().rejected_by_key()},
       {"passes", st.pass_log},
+      {"weight_bytes", st.weight_bytes},
   };
+  if (s.options().device == "cuda") {
+    j["device_name"] = st.device_name;
+    j["generated_kernels"] = st.generated_kernels;
+    j["library_calls"] = st.library_calls;
+    j["host_fallback_steps"] = st.host_fallback_steps;
+    j["cuda_graph"] = st.cuda_graph;
+    j["tf32"] = s.options().tf32;
+    j["compile_ms"] = st.compile_ms;
+    j["latency_clock"] = "cuda events (plan only, host<->device copies excluded)";
+  }
   std::ofstream f(path);
   if (!f) return error(StatusCode::kIoError) << path << ": cannot open for writing";
   f << j.dump(2) << "\n";

@@ -98,6 +98,7 @@ fusert_cli_needs_fixtures(image_not_an_image image_truncated npy_wrong_shape)
 # ---- devices
 fusert_cli_test(device_cuda_without_gpu 1 "^infer: error: .*--device cuda: .*use --device cpu"
                 -- --model ${FUSERT_CLI_DATA}/tiny.yaml --seeded --device cuda)
+set_tests_properties(cli_device_cuda_without_gpu PROPERTIES ENVIRONMENT "CUDA_VISIBLE_DEVICES=")
 
 # ---- generated fixtures and checks of written files (need python3, stdlib only)
 if(Python3_Interpreter_FOUND)
@@ -143,3 +144,18 @@ fusert_cli_test(text_on_image_model 1 "--text: model 'resnet18' has no i64 \\[1,
                 -- --model ${CMAKE_SOURCE_DIR}/models/resnet18.yaml --text hello)
 fusert_cli_test(fusion_bad_strategy 2 "--fusion: unknown fusion strategy 'diagonal'"
                 -- --model ${CMAKE_SOURCE_DIR}/models/resnet18.yaml --fusion vertical,diagonal)
+
+# ---- CUDA backend without a GPU (CUDA_VISIBLE_DEVICES="" hides any device): the CUDA plan with
+# measured register counts is printed, then the run fails with the no-device error.
+if(FUSERT_HAVE_CUDA)
+  fusert_cli_test(cuda_explain_without_gpu --stdout 1 "^cuda plan \\(sm_90\\): [0-9]+ launches"
+                  "measured sm_90: [0-9]+ registers, 0 spill bytes" "\\[[0-9]+ regs, 0 spill bytes\\]"
+                  -- --model ${CMAKE_SOURCE_DIR}/models/resnet18.yaml --seeded --device cuda --explain)
+  fusert_cli_test(cuda_error_without_gpu 1 "^infer: error: .*--device cuda: .*use --device cpu"
+                  -- --model ${CMAKE_SOURCE_DIR}/models/resnet18.yaml --seeded --device cuda --explain)
+  fusert_cli_test(cuda_flags_need_cuda 2 "need --device cuda" -- --tf32)
+  fusert_cli_test(cuda_dump_kernels_unwritable 1 "--dump-kernels directory"
+                  -- --model ${FUSERT_CLI_DATA}/tiny.yaml --seeded --device cuda --dump-kernels /proc/fusert-no)
+  set_tests_properties(cli_cuda_explain_without_gpu cli_cuda_error_without_gpu cli_cuda_dump_kernels_unwritable
+                       PROPERTIES ENVIRONMENT "CUDA_VISIBLE_DEVICES=" LABELS "cli;cuda-codegen")
+endif()

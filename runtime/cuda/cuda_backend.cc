@@ -1,0 +1,119 @@
+// The session's CUDA backend glue: lowering + kernel dump + stats + executor.
+#include "runtime/cuda/cuda_backend.h"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace fusert::cuda {
+
+namespace {
+
+Status dump_kernels(const CudaPlan& plan, const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return error(StatusCode::kIoError) << dir << ": cannot create the --dump-kernels directory";
+  }
+  for (const GeneratedKernel& k : plan.kernels) {
+    const std::string path = dir + "/" + k.src.entry + ".cu";
+    std::ofstream f(path);
+    f << "// fusert generated kernel " << k.src.entry << " (sm_90: " << k.bin.registers << " registers, "
+      << k.bin.spill_bytes() << " spill bytes)\n// used by:";
+    for (const std::string& grp : k.groups) f << " " << grp;
+    f << "\n" << k.src.source;
+    f.close();
+    if (!f) return error(StatusCode::kIoError) << path << ": write failed";
+  }
+  return Status();
+}
+
+}  // namespace
+
+Result<std::shared_ptr<Backend>> lower_backend(const Graph& g, FusionPlan& fusion, const SessionOptions& options,
+                                               std::vector<Step>* steps) {
+  auto b = std::make_shared<Backend>();
+  FUSERT_ASSIGN_OR_RETURN(b->plan, lower_plan_cuda(g, fusion));
+  for (FusionGroup& grp : fusion.groups) {
+    auto it = b->plan.group_registers.find(grp.id);
+    if (it == b->plan.group_registers.end()) continue;
+    grp.registers_measured = it->second.first;
+    grp.spill_bytes = it->second.second;
+  }
+  if (!options.dump_kernels.empty()) FUSERT_RETURN_IF_ERROR(dump_kernels(b->plan, options.dump_kernels));
+  *steps = b->plan.steps;
+  return b;
+}
+
+void fill_stats(const Backend& b, SessionStats* stats) {
+  stats->generated_kernels = static_cast<int64_t>(b.plan.kernels.size());
+  stats->library_calls = 0;
+  stats->host_fallback_steps = 0;
+  for (const DeviceStep& d : b.plan.dsteps) {
+    stats->library_calls += d.library_calls;
+    stats->host_fallback_steps += d.host ? 1 : 0;
+  }
+  stats->compile_ms = b.plan.compile_ms;
+}
+
+Status attach_device(Backend& b, const Graph& g, const ExecutionPlan& memory, const SessionOptions& options) {
+  if (b.executor) return Status();
+  ExecutorOptions eo;
+  eo.cuda_graph = options.cuda_graph;
+  eo.tf32 = options.tf32;
+  FUSERT_ASSIGN_OR_RETURN(b.executor, CudaExecutor::create(g, b.plan, memory, eo));
+  return Status();
+}
+
+bool has_device(const Backend& b) { return b.executor != nullptr; }
+
+std::string device_name(const Backend& b) { return b.executor ? b.executor->device_name() : std::string(); }
+
+Result<TensorMap> run(Backend& b, const TensorMap& inputs, SessionStats* stats) {
+  FUSERT_ASSIGN_OR_RETURN(TensorMap out, b.executor->run(inputs));
+  stats->last_run_device_ms = b.executor->last_ms();
+  stats->cuda_graph = b.executor->graph_used();
+  return out;
+}
+
+std::string report(const Backend& b, const Graph& g) {
+  (void)g;
+  std::ostringstream os;
+  const CudaPlan& p = b.plan;
+  int launches = 0, host = 0, lib = 0;
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    const DeviceStep& d = p.dsteps[i];
+    if (p.steps[i].alias_of != kNoValue) continue;
+    launches += d.host ? 0 : static_cast<int>(d.kernels.size()) + d.library_calls;
+    host += d.host ? 1 : 0;
+    lib += d.library_calls;
+  }
+  os << "cuda plan (" << kTargetArch << "): " << launches << " launches per inference (" << lib << " cuDNN/cuBLASLt, "
+     << launches - lib << " generated), " << p.kernels.size() << " distinct generated kernels, " << host
+     << " host-fallback steps; NVRTC+nvJitLink " << p.compile_ms << " ms (0 = all from the cache " << kernel_cache_dir() << ")\n";
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    const Step& s = p.steps[i];
+    const DeviceStep& d = p.dsteps[i];
+    if (s.alias_of != kNoValue) continue;
+    os << "  " << s.name << ": ";
+    if (d.host) {
+      os << "host fallback (" << d.host_reason << ")\n";
+      continue;
+    }
+    bool first = true;
+    if (d.library_calls) {
+      os << d.library_calls << " library call" << (d.library_calls > 1 ? "s" : "");
+      first = false;
+    }
+    for (int k : d.kernels) {
+      const GeneratedKernel& gk = p.kernels[static_cast<size_t>(k)];
+      os << (first ? "" : " + ") << gk.src.entry << " [" << gk.bin.registers << " regs, " << gk.bin.spill_bytes() << " spill bytes]";
+      first = false;
+    }
+    if (first) os << "copy kernels";
+    os << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace fusert::cuda

@@ -1,0 +1,45 @@
+// Internal interface between the CUDA lowering files: the per-kind lowering functions and the
+// helpers they share (device constants, row-program strides).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/cublaslt_gemm.h"
+#include "kernels/cuda/cudnn_conv.h"
+#include "runtime/cuda/cuda_programs.h"
+
+namespace fusert::cuda {
+
+/// Lowering context of one group: the graph, the kernel table, the step being built.
+struct GroupLowering {
+  const Graph& g;
+  const FusionGroup& grp;
+  KernelTable& table;
+  DeviceStep& ds;
+  int max_registers = 0, max_spill = 0;
+  /// Compiles `src` and records it on the step; returns the kernel index.
+  Result<int> kernel(const KernelSource& src);
+};
+
+/// Row strides [row, col] of value `v` broadcast to `shape` viewed as [outer, inner = last dim];
+/// false when the operand is not full, per-column, per-row or scalar.
+bool row_strides(const Shape& v, const Shape& shape, std::vector<int64_t>* strides);
+
+/// FzRowArgs for a row program whose inputs are `bp.inputs` with 2-D strides in
+/// bp.prog.input_strides.
+FzRowArgs row_args(const BoundProgram& bp, int64_t outer, int64_t inner, const RunEnv& env, float* out);
+
+// Per-kind lowerings. Each fills gl.ds (prepare/run/kernels) or returns kUnsupported, which
+// makes the group a host-fallback step.
+Status lower_elementwise_cuda(GroupLowering& gl);
+Status lower_row_norm_cuda(GroupLowering& gl);
+Status lower_attention_cuda(GroupLowering& gl);
+Status lower_single_cuda(GroupLowering& gl);
+Status lower_anchor_cuda(GroupLowering& gl);
+Status lower_conv_sum_cuda(GroupLowering& gl);
+Status lower_horizontal_cuda(GroupLowering& gl);
+Status lower_branch_merge_cuda(GroupLowering& gl);
+
+}  // namespace fusert::cuda

@@ -1,0 +1,592 @@
+// CUDA lowering of single-op groups (pooling, layout ops, Gather, elementwise and row-norm ops
+// alone, lone anchors) and of horizontal GEMM groups on concatenated weights.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/cuda/layout.cuh"
+#include "runtime/cuda/cuda_lower_internal.h"
+
+namespace fusert::cuda {
+
+namespace {
+
+const Node& node_at(const Graph& g, int ni) { return g.nodes[static_cast<size_t>(ni)]; }
+
+bool elementwise_op(OpKind op) {
+  switch (op) {
+    case OpKind::kRelu: case OpKind::kClip: case OpKind::kSigmoid: case OpKind::kHardSigmoid: case OpKind::kHardSwish:
+    case OpKind::kAdd: case OpKind::kSub: case OpKind::kMul: case OpKind::kDiv: case OpKind::kPow: case OpKind::kGelu:
+    case OpKind::kTanh: case OpKind::kErf: case OpKind::kSqrt: case OpKind::kIdentity:
+      return true;
+    default: return false;
+  }
+}
+
+Status lower_pool(GroupLowering& gl, const Node& n) {
+  const Graph& g = gl.g;
+  const Shape& xs = g.value(n.inputs[0]).shape;
+  const Shape& ys = g.value(n.outputs[0]).shape;
+  if (xs.size() != 4 || g.value(n.inputs[0]).dtype != DType::kF32) return error(StatusCode::kUnsupported) << "pooling of a non-4-D f32 tensor";
+  PoolSpec spec;
+  if (n.op == OpKind::kGlobalAveragePool) {
+    spec.kind = PoolSpec::kGlobalAverage;
+  } else {
+    spec.kind = n.op == OpKind::kMaxPool ? PoolSpec::kMax : PoolSpec::kAverage;
+    const auto& k = n.attr_ints("kernel_shape");
+    const auto& st = n.attr_ints("strides");
+    const auto& pd = n.attr_ints("pads");
+    spec.kh = k[0];
+    spec.kw = k[1];
+    spec.stride_h = st[0];
+    spec.stride_w = st[1];
+    spec.pad_top = pd[0];
+    spec.pad_left = pd[1];
+    spec.pad_bottom = pd[2];
+    spec.pad_right = pd[3];
+    if (n.op == OpKind::kMaxPool) {
+      const auto& dl = n.attr_ints("dilations");
+      spec.dil_h = dl[0];
+      spec.dil_w = dl[1];
+    } else {
+      spec.count_include_pad = n.attr_i("count_include_pad") != 0;
+    }
+  }
+  auto bp = std::make_shared<BoundProgram>();
+  bp->prog.out_shape = xs;
+  spec.pre.loads.push_back({0, bp->add_value(g, n.inputs[0])});
+  spec.pre.stores.push_back({0, 0});
+  spec.post.stores.push_back({0, 0});
+  KernelSource src = gen_pool(spec);
+  FUSERT_ASSIGN_OR_RETURN(int k, gl.kernel(src));
+  const ValueId y = n.outputs[0];
+  const bool global = spec.kind == PoolSpec::kGlobalAverage;
+  const int block = src.block;
+  const std::string what = gl.grp.name;
+  gl.ds.run = [=](const RunEnv& env) {
+    FzPoolArgs a;
+    std::memset(&a, 0, sizeof a);
+    a.n = xs[0]; a.c = xs[1]; a.h = xs[2]; a.w = xs[3];
+    a.oh = global ? 1 : ys[2];
+    a.ow = global ? 1 : ys[3];
+    for (int d = 0; d < 4; ++d) a.in_strides[0][d] = bp->prog.input_strides[0][static_cast<size_t>(d)];
+    a.in[0] = bind_in(bp->inputs[0], env);
+    a.out = env.dev.f32(y);
+    unsigned blocks = global ? static_cast<unsigned>((a.n * a.c + block / 32 - 1) / (block / 32)) : grid_1d(a.n * a.c * a.oh * a.ow, block);
+    return env.ctx.launch(env.kernels[static_cast<size_t>(k)], dim3(blocks), dim3(block), 0, &a, what);
+  };
+  return Status();
+}
+
+Status lower_transpose(GroupLowering& gl, const Node& n) {
+  const Graph& g = gl.g;
+  const Value& x = g.value(n.inputs[0]);
+  const size_t esize = dtype_size(x.dtype);
+  if (x.shape.size() > kMaxCopyRank || (esize != 1 && esize != 4 && esize != 8)) return error(StatusCode::kUnsupported) << "transpose rank/dtype";
+  const auto perm = n.attr_ints("perm");
+  const Shape out = g.value(n.outputs[0]).shape;
+  std::vector<int64_t> xs = contiguous_strides(x.shape), in_strides(out.size()), out_strides = contiguous_strides(out);
+  for (size_t d = 0; d < out.size(); ++d) in_strides[d] = xs[static_cast<size_t>(perm[d])];
+  const ValueId xi = n.inputs[0], y = n.outputs[0];
+  const int rank = static_cast<int>(out.size());
+  const std::string what = gl.grp.name;
+  gl.ds.run = [=](const RunEnv& env) {
+    return cuda_status(strided_copy(rank, out.data(), env.dev.raw(xi), 0, in_strides.data(), env.dev.raw(y), 0, out_strides.data(),
+                                    static_cast<int>(esize), env.ctx.stream()), "strided_copy", what);
+  };
+  return Status();
+}
+
+Status lower_concat(GroupLowering& gl, const Node& n) {
+  const Graph& g = gl.g;
+  const Shape out = g.value(n.outputs[0]).shape;
+  const size_t esize = dtype_size(g.value(n.outputs[0]).dtype);
+  if (out.size() > kMaxCopyRank) return error(StatusCode::kUnsupported) << "concat rank";
+  int64_t axis = n.attr_i("axis");
+  if (axis < 0) axis += static_cast<int64_t>(out.size());
+  const std::vector<int64_t> out_strides = contiguous_strides(out);
+  struct Piece { ValueId v; Shape shape; std::vector<int64_t> strides; int64_t offset; };
+  std::vector<Piece> pieces;
+  int64_t at = 0;
+  for (ValueId v : n.inputs) {
+    const Shape s = g.value(v).shape;
+    pieces.push_back({v, s, contiguous_strides(s), at * out_strides[static_cast<size_t>(axis)]});
+    at += s[static_cast<size_t>(axis)];
+  }
+  const ValueId y = n.outputs[0];
+  const std::string what = gl.grp.name;
+  gl.ds.run = [=](const RunEnv& env) -> Status {
+    for (const Piece& p : pieces) {
+      if (shape_numel(p.shape) == 0) continue;
+      FUSERT_RETURN_IF_ERROR(cuda_status(strided_copy(static_cast<int>(p.shape.size()), p.shape.data(), env.dev.raw(p.v), 0,
+                                                      p.strides.data(), env.dev.raw(y), p.offset, out_strides.data(),
+                                                      static_cast<int>(esize), env.ctx.stream()), "strided_copy", what));
+    }
+    return Status();
+  };
+  return Status();
+}
+
+// Gather with a device-side index check: a bad index is reported after the run.
+struct GatherFlag {
+  int* dev = nullptr;
+  int* host = nullptr;  ///< pinned, so the copy can be captured into a CUDA Graph
+  ~GatherFlag() {
+    if (dev) cudaFree(dev);
+    if (host) cudaFreeHost(host);
+  }
+};
+
+Status lower_gather(GroupLowering& gl, const Node& n) {
+  const Graph& g = gl.g;
+  const Value& x = g.value(n.inputs[0]);
+  const Value& idx = g.value(n.inputs[1]);
+  const size_t esize = dtype_size(x.dtype);
+  if ((esize != 4 && esize != 8) || (idx.dtype != DType::kI64 && idx.dtype != DType::kI32)) return error(StatusCode::kUnsupported) << "gather dtypes";
+  int64_t axis = n.attr_i("axis");
+  if (axis < 0) axis += static_cast<int64_t>(x.shape.size());
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= x.shape[static_cast<size_t>(d)];
+  for (size_t d = static_cast<size_t>(axis) + 1; d < x.shape.size(); ++d) inner *= x.shape[d];
+  const int64_t axis_len = x.shape[static_cast<size_t>(axis)], count = shape_numel(idx.shape);
+  const bool i64 = idx.dtype == DType::kI64;
+  auto flag = std::make_shared<GatherFlag>();
+  const ValueId xv = n.inputs[0], iv = n.inputs[1], y = n.outputs[0];
+  const std::string what = gl.grp.name, node = n.name, tensor = idx.name;
+  gl.ds.prepare = [=](Context&) -> Status {
+    if (!flag->dev) CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&flag->dev), sizeof(int)), what);
+    if (!flag->host) CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&flag->host), sizeof(int)), what);
+    *flag->host = 0;
+    CUDA_CHECK(cudaMemset(flag->dev, 0, sizeof(int)), what);
+    return Status();
+  };
+  gl.ds.run = [=](const RunEnv& env) -> Status {
+    FUSERT_RETURN_IF_ERROR(cuda_status(gather(outer, axis_len, inner, env.dev.raw(xv), static_cast<int>(esize), env.dev.raw(iv), i64,
+                                              count, env.dev.raw(y), flag->dev, env.ctx.stream()), "gather", what));
+    return cuda_status(cudaMemcpyAsync(flag->host, flag->dev, sizeof(int), cudaMemcpyDeviceToHost, env.ctx.stream()),
+                       "cudaMemcpyAsync", what);
+  };
+  gl.ds.after = [=]() -> Status {
+    if (*flag->host == 0) return Status();
+    *flag->host = 0;
+    cudaMemset(flag->dev, 0, sizeof(int));
+    return error(StatusCode::kInvalidArgument) << "node '" << node << "' (Gather): an index of '" << tensor << "' is outside [-"
+                                               << axis_len << ", " << axis_len << ")";
+  };
+  return Status();
+}
+
+
+// Inference BatchNormalization as one generated kernel: y = x * a[c] + b[c] with
+// a = scale / sqrt(var + eps), b = B - mean * a folded on the host (ONNX BatchNormalization).
+Status lower_batch_norm(GroupLowering& gl, const Node& n) {
+  const Graph& g = gl.g;
+  const Shape xs = g.value(n.inputs[0]).shape;
+  for (size_t i = 1; i < 5; ++i) {
+    if (g.value(n.inputs[i]).data.empty()) return error(StatusCode::kUnsupported) << "BatchNormalization statistics are not weights";
+  }
+  if (xs.size() < 2 || g.value(n.inputs[0]).dtype != DType::kF32) return error(StatusCode::kUnsupported) << "BatchNormalization input";
+  const int64_t c = xs[1];
+  const float eps = static_cast<float>(n.attr_f("epsilon"));
+  const float* scale = g.value(n.inputs[1]).data.f32();
+  const float* bias = g.value(n.inputs[2]).data.f32();
+  const float* mean = g.value(n.inputs[3]).data.f32();
+  const float* var = g.value(n.inputs[4]).data.f32();
+  std::vector<float> a(static_cast<size_t>(c)), b(static_cast<size_t>(c));
+  for (int64_t i = 0; i < c; ++i) {
+    a[static_cast<size_t>(i)] = scale[i] / std::sqrt(var[i] + eps);
+    b[static_cast<size_t>(i)] = bias[i] - mean[i] * a[static_cast<size_t>(i)];
+  }
+  auto bp = std::make_shared<BoundProgram>();
+  bp->prog.out_shape = xs;
+  bp->prog.loads.push_back({0, bp->add_value(g, n.inputs[0])});
+  Shape per_channel(xs.size(), 1);
+  per_channel[1] = c;
+  ConstPtr ca = make_const(std::move(a)), cb = make_const(std::move(b));
+  for (const ConstPtr& k : {ca, cb}) {
+    Binding bind;
+    bind.kind = Binding::kConstant;
+    bind.constant = k;
+    cpu::ElementwiseInstr in;
+    in.op = k == ca ? cpu::EpOp::kMulTensor : cpu::EpOp::kAddTensor;
+    in.input = bp->add_binding(bind, broadcast_strides(per_channel, xs));
+    bp->prog.code.push_back(in);
+  }
+  bp->prog.stores.push_back({0, 0});
+  Binding y;
+  y.value = n.outputs[0];
+  bp->outputs.push_back(y);
+  FUSERT_ASSIGN_OR_RETURN(int k, gl.kernel(gen_elementwise(bp->prog)));
+  const std::string what = gl.grp.name;
+  gl.ds.prepare = [=](Context&) -> Status {
+    FUSERT_RETURN_IF_ERROR(ca->upload(what));
+    return cb->upload(what);
+  };
+  gl.ds.run = [=](const RunEnv& env) { return launch_program(env, k, *bp, what); };
+  return Status();
+}
+
+bool cast_type(DType t, CastType* out) {
+  switch (t) {
+    case DType::kF32: *out = CastType::kF32; return true;
+    case DType::kI64: *out = CastType::kI64; return true;
+    case DType::kI32: *out = CastType::kI32; return true;
+    case DType::kBool: *out = CastType::kBool; return true;
+    default: return false;
+  }
+}
+
+Status lower_cast(GroupLowering& gl, const Node& n) {
+  CastType from, to;
+  if (!cast_type(gl.g.value(n.inputs[0]).dtype, &from) || !cast_type(gl.g.value(n.outputs[0]).dtype, &to)) {
+    return error(StatusCode::kUnsupported) << "Cast between these dtypes";
+  }
+  const int64_t count = shape_numel(gl.g.value(n.inputs[0]).shape);
+  const ValueId x = n.inputs[0], y = n.outputs[0];
+  const std::string what = gl.grp.name;
+  gl.ds.run = [=](const RunEnv& env) {
+    return cuda_status(cast(count, env.dev.raw(x), from, env.dev.raw(y), to, env.ctx.stream()), "cast", what);
+  };
+  return Status();
+}
+
+// ReduceSum / ReduceMean over one contiguous run of axes as a GEMM with a ones vector:
+// x viewed as [outer, len, inner]; y[o, :] = (1/len if mean) * ones[1, len] x[o] ([len, inner]),
+// batched over outer (or x [outer, len] * ones [len, 1] when inner == 1).
+Status lower_reduce(GroupLowering& gl, const Node& n) {
+  const Graph& g = gl.g;
+  const Shape xs = g.value(n.inputs[0]).shape;
+  std::vector<int64_t> axes = n.attr_ints("axes");
+  if (axes.empty() || g.value(n.inputs[0]).dtype != DType::kF32) return error(StatusCode::kUnsupported) << "reduction without axes";
+  for (int64_t& a : axes) if (a < 0) a += static_cast<int64_t>(xs.size());
+  std::sort(axes.begin(), axes.end());
+  for (size_t i = 1; i < axes.size(); ++i) {
+    if (axes[i] != axes[i - 1] + 1) return error(StatusCode::kUnsupported) << "reduction over non-adjacent axes";
+  }
+  int64_t outer = 1, len = 1, inner = 1;
+  for (size_t d = 0; d < xs.size(); ++d) {
+    const int64_t ax = static_cast<int64_t>(d);
+    if (ax < axes.front()) outer *= xs[d];
+    else if (ax > axes.back()) inner *= xs[d];
+    else len *= xs[d];
+  }
+  GemmDesc d;
+  d.alpha = n.op == OpKind::kReduceMean ? 1.f / static_cast<float>(len) : 1.f;
+  const bool rows = inner == 1;
+  if (rows) {  // [outer, len] x ones[len, 1]
+    d.m = outer;
+    d.k = len;
+    d.n = 1;
+  } else {     // ones[1, len] x [len, inner], per outer
+    d.m = 1;
+    d.k = len;
+    d.n = inner;
+    d.batch = outer;
+    d.stride_a = 0;
+    d.stride_b = len * inner;
+    d.stride_c = d.stride_d = inner;
+  }
+  struct State { std::unique_ptr<LtGemm> gemm; ConstPtr ones; };
+  auto state = std::make_shared<State>();
+  state->ones = make_const(std::vector<float>(static_cast<size_t>(len), 1.f));
+  const ValueId x = n.inputs[0], y = n.outputs[0];
+  const std::string what = gl.grp.name;
+  gl.ds.library_calls = 1;
+  gl.ds.prepare = [=](Context& ctx) -> Status {
+    FUSERT_RETURN_IF_ERROR(state->ones->upload(what));
+    FUSERT_ASSIGN_OR_RETURN(state->gemm, LtGemm::create(ctx, d, what));
+    return Status();
+  };
+  gl.ds.run = [=](const RunEnv& env) {
+    const float* a = rows ? env.dev.f32(x) : state->ones->get();
+    const float* b = rows ? state->ones->get() : env.dev.f32(x);
+    return state->gemm->run(env.ctx, a, b, nullptr, nullptr, env.dev.f32(y));
+  };
+  return Status();
+}
+
+}  // namespace
+
+Status lower_single_cuda(GroupLowering& gl) {
+  const Node& n = node_at(gl.g, gl.grp.nodes[0]);
+  if (op_info(n.op).pattern == PatternKind::kAnchor) return lower_anchor_cuda(gl);
+  if (elementwise_op(n.op)) return lower_elementwise_cuda(gl);
+  switch (n.op) {
+    case OpKind::kLayerNormalization: case OpKind::kSoftmax: return lower_row_norm_cuda(gl);
+    case OpKind::kMaxPool: case OpKind::kAveragePool: case OpKind::kGlobalAveragePool: return lower_pool(gl, n);
+    case OpKind::kTranspose: return lower_transpose(gl, n);
+    case OpKind::kConcat: return lower_concat(gl, n);
+    case OpKind::kGather: return lower_gather(gl, n);
+    case OpKind::kBatchNormalization: return lower_batch_norm(gl, n);
+    case OpKind::kCast: return lower_cast(gl, n);
+    case OpKind::kReduceSum: case OpKind::kReduceMean: return lower_reduce(gl, n);
+    default: break;
+  }
+  return error(StatusCode::kUnsupported) << op_name(n.op) << " has no CUDA kernel";
+}
+
+// Gemms sharing one input: one cuBLASLt GEMM on the concatenated weights into scratch
+// [M, sum N_i], then one generated multi-tensor kernel applies each member's epilogue while
+// scattering its columns to the member's output (up to FZ_MAX_MEMBERS members per launch).
+Status lower_horizontal_cuda(GroupLowering& gl) {
+  const Graph& g = gl.g;
+  auto chains = lowering::member_chains(g, gl.grp);
+  const Node& first = node_at(g, chains[0][0]);
+  if (first.op != OpKind::kGemm) return error(StatusCode::kUnsupported) << "horizontal group of " << op_name(first.op) << " on CUDA";
+  const int64_t m = g.value(first.outputs[0]).shape[0], k = g.value(first.inputs[0]).shape[1];
+  std::vector<float> w_cat, b_cat;
+  int64_t total = 0;
+  std::vector<std::pair<int64_t, int64_t>> cols;  // (offset, width) per member
+  for (const auto& chain : chains) {
+    const Node& n = node_at(g, chain[0]);
+    if (n.attr_i("transA") != 0 || g.value(n.inputs[1]).data.empty() ||
+        (n.inputs.size() > 2 && n.inputs[2] != kNoValue && g.value(n.inputs[2]).data.empty())) {
+      return error(StatusCode::kUnsupported) << "horizontal member '" << n.name << "' needs weight initializers";
+    }
+    const int64_t width = g.value(n.outputs[0]).shape[1];
+    std::vector<float> w = lowering::weight_nk(g, n), b = lowering::bias_n(g, n, width);
+    w_cat.insert(w_cat.end(), w.begin(), w.end());
+    b_cat.insert(b_cat.end(), b.begin(), b.end());
+    cols.push_back({total, width});
+    total += width;
+  }
+  // Member epilogues as programs over [M, width] reading the scratch columns; members with a
+  // LayerNorm tail get a row-norm kernel each.
+  std::vector<std::shared_ptr<BoundProgram>> progs;
+  struct RowMember { std::shared_ptr<BoundProgram> bp; int kernel; int block; size_t shared; int64_t width; ValueId y; };
+  std::vector<RowMember> row_members;
+  for (size_t i = 0; i < chains.size(); ++i) {
+    const auto& chain = chains[i];
+    const Node& n = node_at(g, chain[0]);
+    lowering::EpilogueTemplate t;
+    std::string why;
+    std::vector<int> tail(chain.begin() + 1, chain.end());
+    const Shape shape = {m, cols[i].second};
+    if (!lowering::build_epilogue(g, tail, n.outputs[0], shape, false, &t, &why)) return error(StatusCode::kUnsupported) << why;
+    if (t.ep.tail == cpu::EpTail::kLayerNorm) {
+      RowMember rm;
+      rm.bp = std::make_shared<BoundProgram>();
+      rm.width = cols[i].second;
+      rm.y = node_at(g, chain.back()).outputs[0];
+      RowNormSpec spec;
+      spec.eps = t.ep.ln_epsilon;
+      Binding sc;
+      sc.kind = Binding::kScratch;
+      sc.offset = cols[i].first;
+      spec.pre.loads.push_back({0, rm.bp->add_binding(sc, {total, 1})});
+      auto add_row = [&](ValueId v, int* idx) {
+        std::vector<int64_t> st;
+        if (!row_strides(g.value(v).shape, shape, &st)) return false;
+        Binding b;
+        b.value = v;
+        *idx = rm.bp->add_binding(b, st);
+        return true;
+      };
+      auto append = [&](const std::vector<cpu::EpilogueStep>& ss, const std::vector<ValueId>& os, cpu::ElementwiseProgram* prog) {
+        for (size_t j = 0; j < ss.size(); ++j) {
+          cpu::ElementwiseInstr in;
+          in.op = ss[j].op;
+          in.a = ss[j].a;
+          in.b = ss[j].b;
+          in.operand_first = ss[j].operand_first;
+          if (os[j] != kNoValue && !add_row(os[j], &in.input)) return false;
+          prog->code.push_back(in);
+        }
+        return true;
+      };
+      if (!append(t.ep.steps, t.step_operands, &spec.pre) || !append(t.ep.post, t.post_operands, &spec.post) ||
+          !add_row(t.ln_scale, &spec.scale_input) || (t.ln_shift != kNoValue && !add_row(t.ln_shift, &spec.shift_input))) {
+        return error(StatusCode::kUnsupported) << "horizontal member LayerNorm operand is not row-indexable";
+      }
+      spec.pre.stores.push_back({0, 0});
+      spec.post.stores.push_back({0, 0});
+      if (rm.bp->inputs.size() > FZ_MAX_INPUTS) return error(StatusCode::kUnsupported) << "too many epilogue operands";
+      KernelSource src = gen_row_norm(spec);
+      FUSERT_ASSIGN_OR_RETURN(rm.kernel, gl.kernel(src));
+      rm.block = src.block;
+      rm.shared = row_norm_shared_bytes(rm.width);
+      row_members.push_back(rm);
+      continue;
+    }
+    if (t.ep.tail != cpu::EpTail::kNone) return error(StatusCode::kUnsupported) << "horizontal member tail";
+    auto bp = std::make_shared<BoundProgram>();
+    bp->prog.out_shape = shape;
+    Binding s;
+    s.kind = Binding::kScratch;
+    s.offset = cols[i].first;
+    bp->prog.loads.push_back({0, bp->add_binding(s, {total, 1})});
+    bp->append_steps(g, t.ep.steps, t.step_operands, 0);
+    bp->prog.stores.push_back({0, 0});
+    Binding y;
+    y.value = node_at(g, chain.back()).outputs[0];
+    bp->outputs.push_back(y);
+    if (bp->inputs.size() > FZ_MAX_INPUTS) return error(StatusCode::kUnsupported) << "too many epilogue operands";
+    progs.push_back(bp);
+  }
+  std::vector<int> launches;  // kernel per batch of FZ_MAX_MEMBERS members
+  std::vector<int> block;
+  for (size_t i = 0; i < progs.size(); i += FZ_MAX_MEMBERS) {
+    std::vector<cpu::ElementwiseProgram> batch;
+    for (size_t j = i; j < progs.size() && j < i + FZ_MAX_MEMBERS; ++j) batch.push_back(progs[j]->prog);
+    KernelSource src = gen_elementwise_multi(batch);
+    FUSERT_ASSIGN_OR_RETURN(int kid, gl.kernel(src));
+    launches.push_back(kid);
+    block.push_back(src.block);
+  }
+  GemmDesc d;
+  d.m = m;
+  d.n = total;
+  d.k = k;
+  d.trans_b = true;
+  d.bias = true;
+  gl.ds.scratch_bytes = static_cast<size_t>(m * total) * sizeof(float);
+  gl.ds.library_calls = 1;
+  struct State { std::unique_ptr<LtGemm> gemm; ConstPtr w, b; };
+  auto state = std::make_shared<State>();
+  state->w = make_const(std::move(w_cat));
+  state->b = make_const(std::move(b_cat));
+  const ValueId a = first.inputs[0];
+  const std::string what = gl.grp.name;
+  gl.ds.prepare = [=](Context& ctx) -> Status {
+    FUSERT_RETURN_IF_ERROR(state->w->upload(what));
+    FUSERT_RETURN_IF_ERROR(state->b->upload(what));
+    FUSERT_ASSIGN_OR_RETURN(state->gemm, LtGemm::create(ctx, d, what));
+    return Status();
+  };
+  gl.ds.run = [=](const RunEnv& env) -> Status {
+    FUSERT_RETURN_IF_ERROR(state->gemm->run(env.ctx, env.dev.f32(a), state->w->get(), state->b->get(), nullptr, env.scratch));
+    for (size_t l = 0; l < launches.size(); ++l) {
+      FzMultiEwArgs args;
+      std::memset(&args, 0, sizeof args);
+      int64_t most = 0;
+      size_t members = 0;
+      for (size_t j = l * FZ_MAX_MEMBERS; j < progs.size() && j < (l + 1) * FZ_MAX_MEMBERS; ++j, ++members) {
+        args.m[members] = ew_args(*progs[j], env);
+        most = std::max<int64_t>(most, args.m[members].numel);
+      }
+      dim3 grid(grid_1d(most, block[l]), static_cast<unsigned>(members));
+      FUSERT_RETURN_IF_ERROR(env.ctx.launch(env.kernels[static_cast<size_t>(launches[l])], grid, dim3(block[l]), 0, &args, what));
+    }
+    for (const RowMember& rm : row_members) {
+      FzRowArgs ra = row_args(*rm.bp, m, rm.width, env, env.dev.f32(rm.y));
+      FUSERT_RETURN_IF_ERROR(env.ctx.launch(env.kernels[static_cast<size_t>(rm.kernel)], dim3(static_cast<unsigned>(m)),
+                                            dim3(rm.block), rm.shared, &ra, what));
+    }
+    return Status();
+  };
+  return Status();
+}
+
+// Cross group with two conv branches on one input (balanced by zero-padding the cheaper
+// kernel): one cuDNN conv on the stacked weights [Ma + Mb, C, KH, KW] into scratch, then one
+// generated kernel that applies each branch's chain to its half, adds them and applies the
+// merge chain. When neither branch has a chain the two convs are one linear conv
+// (re-parameterised weights Wa + Wb) and only the merge chain remains.
+Status lower_branch_merge_cuda(GroupLowering& gl) {
+  const Graph& g = gl.g;
+  const FusionGroup& grp = gl.grp;
+  std::vector<int> convs;
+  int join = -1;
+  for (int ni : grp.nodes) {
+    const Node& n = node_at(g, ni);
+    if (n.op == OpKind::kConv && convs.size() < 2) convs.push_back(ni);
+    else if (n.op == OpKind::kAdd && join < 0 && convs.size() == 2) join = ni;
+  }
+  if (convs.size() != 2 || join < 0) return error(StatusCode::kInternal) << "branch-merge group shape";
+  const Node& ca = node_at(g, convs[0]);
+  const Node& cb = node_at(g, convs[1]);
+  const Tensor& wa = g.value(ca.inputs[1]).data;
+  const Tensor& wb = g.value(cb.inputs[1]).data;
+  if (wa.empty() || wb.empty()) return error(StatusCode::kUnsupported) << "branch-merge needs weight initializers";
+  const Node& big = wa.shape()[2] >= wb.shape()[2] ? ca : cb;
+  const int64_t KH = std::max(wa.shape()[2], wb.shape()[2]), KW = std::max(wa.shape()[3], wb.shape()[3]);
+  const int64_t ma = wa.shape()[0], mb = wb.shape()[0], c = wa.shape()[1];
+  if (ma != mb) return error(StatusCode::kUnsupported) << "branches of different widths";
+  std::vector<int> chain_a = lowering::chain_from(g, grp, convs[0], join), chain_b = lowering::chain_from(g, grp, convs[1], join);
+  std::vector<int> post;
+  for (int ni : grp.nodes) if (ni > join) post.push_back(ni);
+  const Node& jn = node_at(g, join);
+  const Shape out = g.value(jn.outputs[0]).shape;
+  cpu::ConvParams p = lowering::conv_params(g, big);
+  if (p.pad_top != p.pad_bottom || p.pad_left != p.pad_right) return error(StatusCode::kUnsupported) << "asymmetric pads";
+  auto bias_of = [&](const Node& n, int64_t count, float* dst) {
+    for (int64_t i = 0; i < count; ++i) dst[i] += n.inputs.size() > 2 && n.inputs[2] != kNoValue ? g.value(n.inputs[2]).data.f32()[i] : 0.f;
+  };
+  const bool linear = chain_a.empty() && chain_b.empty();
+  std::vector<float> w(static_cast<size_t>((linear ? ma : ma + mb) * c * KH * KW), 0.f), bias(static_cast<size_t>(linear ? ma : ma + mb), 0.f);
+  lowering::pad_kernel(wa, KH, KW, w.data());
+  if (linear) {
+    std::vector<float> tmp(w.size(), 0.f);
+    lowering::pad_kernel(wb, KH, KW, tmp.data());
+    for (size_t i = 0; i < w.size(); ++i) w[i] += tmp[i];
+    bias_of(ca, ma, bias.data());
+    bias_of(cb, mb, bias.data());
+  } else {
+    lowering::pad_kernel(wb, KH, KW, w.data() + ma * c * KH * KW);
+    bias_of(ca, ma, bias.data());
+    bias_of(cb, mb, bias.data() + ma);
+    p.m = ma + mb;
+  }
+  lowering::EpilogueTemplate ep_merge, ep_a, ep_b;
+  std::string why;
+  if (!lowering::build_epilogue(g, post, jn.outputs[0], out, true, &ep_merge, &why) ||
+      !lowering::build_epilogue(g, chain_a, ca.outputs[0], out, true, &ep_a, &why) ||
+      !lowering::build_epilogue(g, chain_b, cb.outputs[0], out, true, &ep_b, &why)) {
+    return error(StatusCode::kUnsupported) << why;
+  }
+  if (ep_merge.ep.tail != cpu::EpTail::kNone || ep_a.ep.tail != cpu::EpTail::kNone || ep_b.ep.tail != cpu::EpTail::kNone) {
+    return error(StatusCode::kUnsupported) << "branch-merge with a pooling tail";
+  }
+  const int64_t hw = out[2] * out[3];
+  auto bp = std::make_shared<BoundProgram>();
+  bp->prog.out_shape = out;
+  Binding half_a;
+  half_a.kind = Binding::kScratch;
+  const std::vector<int64_t> half_strides = {p.m * hw, hw, out[3], 1};
+  if (linear) {
+    bp->prog.loads.push_back({0, bp->add_binding(half_a, contiguous_strides(out))});
+  } else {
+    Binding half_b = half_a;
+    half_b.offset = ma * hw;
+    bp->prog.num_registers = 2;
+    bp->prog.loads.push_back({0, bp->add_binding(half_a, half_strides)});
+    bp->prog.loads.push_back({1, bp->add_binding(half_b, half_strides)});
+    bp->append_steps(g, ep_a.ep.steps, ep_a.step_operands, 0);
+    bp->append_steps(g, ep_b.ep.steps, ep_b.step_operands, 1);
+    cpu::ElementwiseInstr add;
+    add.op = cpu::EpOp::kAddTensor;
+    add.dst = add.src = 0;
+    add.src2 = 1;
+    bp->prog.code.push_back(add);
+  }
+  bp->append_steps(g, ep_merge.ep.steps, ep_merge.step_operands, 0);
+  bp->prog.stores.push_back({0, 0});
+  Binding yb;
+  yb.value = grp.outputs.at(0);
+  bp->outputs.push_back(yb);
+  if (bp->inputs.size() > FZ_MAX_INPUTS) return error(StatusCode::kUnsupported) << "too many epilogue operands";
+  FUSERT_ASSIGN_OR_RETURN(int k, gl.kernel(gen_elementwise(bp->prog)));
+  gl.ds.scratch_bytes = static_cast<size_t>(out[0] * p.m * hw) * sizeof(float);
+  gl.ds.library_calls = 1;
+  struct State { std::unique_ptr<CudnnConv> conv; ConstPtr w, b; };
+  auto state = std::make_shared<State>();
+  state->w = make_const(std::move(w));
+  state->b = make_const(std::move(bias));
+  ConvEpilogue cep;
+  cep.bias = true;
+  const ValueId x = ca.inputs[0];
+  const std::string what = grp.name;
+  gl.ds.prepare = [=](Context& ctx) -> Status {
+    FUSERT_RETURN_IF_ERROR(state->w->upload(what));
+    FUSERT_RETURN_IF_ERROR(state->b->upload(what));
+    FUSERT_ASSIGN_OR_RETURN(state->conv, CudnnConv::create(ctx, p, cep, what));
+    return ctx.reserve_workspace(state->conv->workspace_bytes());
+  };
+  gl.ds.run = [=](const RunEnv& env) -> Status {
+    FUSERT_RETURN_IF_ERROR(state->conv->run(env.ctx, env.dev.f32(x), state->w->get(), state->b->get(), nullptr, env.scratch));
+    return launch_program(env, k, *bp, what);
+  };
+  return Status();
+}
+
+}  // namespace fusert::cuda
