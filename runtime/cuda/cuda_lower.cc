@@ -236,9 +236,9 @@ Status lower_group(GroupLowering& gl) {
     case GroupKind::kConvSum: return lower_conv_sum_cuda(gl);
     case GroupKind::kHorizontalGemm: return lower_horizontal_cuda(gl);
     case GroupKind::kBranchMerge: return lower_branch_merge_cuda(gl);
-    case GroupKind::kGroupedGemm: case GroupKind::kGroupedRowNorm: break;
+    case GroupKind::kGroupedGemm: case GroupKind::kGroupedRowNorm: return lower_grouped_cuda(gl);
   }
-  return error(StatusCode::kUnsupported) << group_kind_name(gl.grp.kind) << " groups have no CUDA lowering yet";
+  return error(StatusCode::kInternal) << "unknown group kind";
 }
 
 }  // namespace

@@ -41,5 +41,7 @@ Status lower_anchor_cuda(GroupLowering& gl);
 Status lower_conv_sum_cuda(GroupLowering& gl);
 Status lower_horizontal_cuda(GroupLowering& gl);
 Status lower_branch_merge_cuda(GroupLowering& gl);
+Status lower_horizontal_conv_cuda(GroupLowering& gl);
+Status lower_grouped_cuda(GroupLowering& gl);
 
 }  // namespace fusert::cuda

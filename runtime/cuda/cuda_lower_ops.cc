@@ -332,6 +332,7 @@ Status lower_horizontal_cuda(GroupLowering& gl) {
   const Graph& g = gl.g;
   auto chains = lowering::member_chains(g, gl.grp);
   const Node& first = node_at(g, chains[0][0]);
+  if (first.op == OpKind::kConv) return lower_horizontal_conv_cuda(gl);
   if (first.op != OpKind::kGemm) return error(StatusCode::kUnsupported) << "horizontal group of " << op_name(first.op) << " on CUDA";
   const int64_t m = g.value(first.outputs[0]).shape[0], k = g.value(first.inputs[0]).shape[1];
   std::vector<float> w_cat, b_cat;

@@ -1,0 +1,206 @@
+// CUDA lowering of multi-anchor groups besides horizontal GEMMs: horizontal 1x1 convs (one
+// cuDNN conv on stacked weights, then one multi-tensor epilogue kernel scattering each
+// member's channels), grouped GEMMs (same-shape Gemms on different inputs: one cuBLASLt call
+// per member over one concatenated weight buffer) and grouped LayerNorms (one generated
+// row-norm kernel, launched per member).
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/cuda/cuda_lower_internal.h"
+
+namespace fusert::cuda {
+
+namespace {
+
+const Node& node_at(const Graph& g, int ni) { return g.nodes[static_cast<size_t>(ni)]; }
+
+bool weights_present(const Graph& g, const Node& n) {
+  if (g.value(n.inputs[1]).data.empty()) return false;
+  return n.inputs.size() < 3 || n.inputs[2] == kNoValue || !g.value(n.inputs[2]).data.empty();
+}
+
+}  // namespace
+
+Status lower_horizontal_conv_cuda(GroupLowering& gl) {
+  const Graph& g = gl.g;
+  auto chains = lowering::member_chains(g, gl.grp);
+  const Node& first = node_at(g, chains[0][0]);
+  cpu::ConvParams p = lowering::conv_params(g, first);
+  if (p.pad_top != p.pad_bottom || p.pad_left != p.pad_right) return error(StatusCode::kUnsupported) << "asymmetric pads";
+  const int64_t hw = p.oh * p.ow;
+  std::vector<float> w, bias;
+  std::vector<int64_t> offsets;
+  int64_t total = 0;
+  for (const auto& chain : chains) {
+    const Node& n = node_at(g, chain[0]);
+    if (!weights_present(g, n)) return error(StatusCode::kUnsupported) << "horizontal member '" << n.name << "' needs weight initializers";
+    const Tensor& wt = g.value(n.inputs[1]).data;
+    w.insert(w.end(), wt.f32(), wt.f32() + wt.numel());
+    const int64_t m = wt.shape()[0];
+    for (int64_t i = 0; i < m; ++i) bias.push_back(n.inputs.size() > 2 && n.inputs[2] != kNoValue ? g.value(n.inputs[2]).data.f32()[i] : 0.f);
+    offsets.push_back(total);
+    total += m;
+  }
+  std::vector<std::shared_ptr<BoundProgram>> progs;
+  for (size_t i = 0; i < chains.size(); ++i) {
+    const Node& n = node_at(g, chains[i][0]);
+    const Shape shape = g.value(n.outputs[0]).shape;
+    lowering::EpilogueTemplate t;
+    std::string why;
+    std::vector<int> tail(chains[i].begin() + 1, chains[i].end());
+    if (!lowering::build_epilogue(g, tail, n.outputs[0], shape, true, &t, &why) || t.ep.tail != cpu::EpTail::kNone) {
+      return error(StatusCode::kUnsupported) << "horizontal conv member '" << n.name << "': " << (why.empty() ? "reducing tail" : why);
+    }
+    auto bp = std::make_shared<BoundProgram>();
+    bp->prog.out_shape = shape;
+    Binding sc;
+    sc.kind = Binding::kScratch;
+    sc.offset = offsets[i] * hw;
+    bp->prog.loads.push_back({0, bp->add_binding(sc, {total * hw, hw, p.ow, 1})});
+    bp->append_steps(g, t.ep.steps, t.step_operands, 0);
+    bp->prog.stores.push_back({0, 0});
+    Binding y;
+    y.value = node_at(g, chains[i].back()).outputs[0];
+    bp->outputs.push_back(y);
+    if (bp->inputs.size() > FZ_MAX_INPUTS) return error(StatusCode::kUnsupported) << "too many epilogue operands";
+    progs.push_back(bp);
+  }
+  std::vector<int> launches, blocks;
+  for (size_t i = 0; i < progs.size(); i += FZ_MAX_MEMBERS) {
+    std::vector<cpu::ElementwiseProgram> batch;
+    for (size_t j = i; j < progs.size() && j < i + FZ_MAX_MEMBERS; ++j) batch.push_back(progs[j]->prog);
+    KernelSource src = gen_elementwise_multi(batch);
+    FUSERT_ASSIGN_OR_RETURN(int kid, gl.kernel(src));
+    launches.push_back(kid);
+    blocks.push_back(src.block);
+  }
+  p.m = total;
+  gl.ds.scratch_bytes = static_cast<size_t>(p.n * total * hw) * sizeof(float);
+  gl.ds.library_calls = 1;
+  struct State { std::unique_ptr<CudnnConv> conv; ConstPtr w, b; };
+  auto state = std::make_shared<State>();
+  state->w = make_const(std::move(w));
+  state->b = make_const(std::move(bias));
+  ConvEpilogue cep;
+  cep.bias = true;
+  const ValueId x = first.inputs[0];
+  const std::string what = gl.grp.name;
+  gl.ds.prepare = [=](Context& ctx) -> Status {
+    FUSERT_RETURN_IF_ERROR(state->w->upload(what));
+    FUSERT_RETURN_IF_ERROR(state->b->upload(what));
+    FUSERT_ASSIGN_OR_RETURN(state->conv, CudnnConv::create(ctx, p, cep, what));
+    return ctx.reserve_workspace(state->conv->workspace_bytes());
+  };
+  gl.ds.run = [=](const RunEnv& env) -> Status {
+    FUSERT_RETURN_IF_ERROR(state->conv->run(env.ctx, env.dev.f32(x), state->w->get(), state->b->get(), nullptr, env.scratch));
+    for (size_t l = 0; l < launches.size(); ++l) {
+      FzMultiEwArgs args;
+      std::memset(&args, 0, sizeof args);
+      int64_t most = 0;
+      size_t members = 0;
+      for (size_t j = l * FZ_MAX_MEMBERS; j < progs.size() && j < (l + 1) * FZ_MAX_MEMBERS; ++j, ++members) {
+        args.m[members] = ew_args(*progs[j], env);
+        most = std::max<int64_t>(most, args.m[members].numel);
+      }
+      dim3 grid(grid_1d(most, blocks[l]), static_cast<unsigned>(members));
+      FUSERT_RETURN_IF_ERROR(env.ctx.launch(env.kernels[static_cast<size_t>(launches[l])], grid, dim3(blocks[l]), 0, &args, what));
+    }
+    return Status();
+  };
+  return Status();
+}
+
+Status lower_grouped_cuda(GroupLowering& gl) {
+  const Graph& g = gl.g;
+  auto chains = lowering::member_chains(g, gl.grp);
+  const Node& first = node_at(g, chains[0][0]);
+  const std::string what = gl.grp.name;
+  if (first.op == OpKind::kLayerNormalization) {  // same-shape LayerNorms: one kernel, a launch each
+    const Shape shape = g.value(first.inputs[0]).shape;
+    const int64_t inner = shape.back(), outer = shape_numel(shape) / inner;
+    RowNormSpec spec;
+    spec.eps = static_cast<float>(first.attr_f("epsilon"));
+    spec.scale_input = 1;
+    const bool shift = first.inputs.size() > 2 && first.inputs[2] != kNoValue;
+    if (shift) spec.shift_input = 2;
+    spec.pre.stores.push_back({0, 0});
+    spec.post.stores.push_back({0, 0});
+    std::vector<std::shared_ptr<BoundProgram>> members;
+    std::vector<ValueId> ys;
+    for (int ni : gl.grp.nodes) {
+      const Node& n = node_at(g, ni);
+      const bool has_shift = n.inputs.size() > 2 && n.inputs[2] != kNoValue;
+      if (n.op != OpKind::kLayerNormalization || g.value(n.inputs[0]).shape != shape || has_shift != shift ||
+          static_cast<float>(n.attr_f("epsilon")) != spec.eps) {
+        return error(StatusCode::kUnsupported) << "grouped LayerNorm members differ";
+      }
+      auto bp = std::make_shared<BoundProgram>();
+      Binding b;
+      b.value = n.inputs[0];
+      bp->add_binding(b, {inner, 1});
+      b.value = n.inputs[1];
+      bp->add_binding(b, {0, 1});
+      if (shift) {
+        b.value = n.inputs[2];
+        bp->add_binding(b, {0, 1});
+      }
+      members.push_back(bp);
+      ys.push_back(n.outputs[0]);
+    }
+    KernelSource src = gen_row_norm(spec);
+    FUSERT_ASSIGN_OR_RETURN(int k, gl.kernel(src));
+    const int block = src.block;
+    const size_t shared = row_norm_shared_bytes(inner);
+    gl.ds.run = [=](const RunEnv& env) -> Status {
+      for (size_t i = 0; i < members.size(); ++i) {
+        FzRowArgs a = row_args(*members[i], outer, inner, env, env.dev.f32(ys[i]));
+        FUSERT_RETURN_IF_ERROR(env.ctx.launch(env.kernels[static_cast<size_t>(k)], dim3(static_cast<unsigned>(outer)), dim3(block),
+                                              shared, &a, what));
+      }
+      return Status();
+    };
+    return Status();
+  }
+  if (first.op != OpKind::kGemm) return error(StatusCode::kUnsupported) << "grouped " << op_name(first.op);
+  const int64_t m = g.value(first.outputs[0]).shape[0], n = g.value(first.outputs[0]).shape[1], k = g.value(first.inputs[0]).shape[1];
+  std::vector<float> w_cat, b_cat;
+  std::vector<ValueId> as, ys;
+  for (const auto& chain : chains) {
+    const Node& nd = node_at(g, chain[0]);
+    if (chain.size() != 1 || !weights_present(g, nd) || nd.attr_i("transA") != 0) {
+      return error(StatusCode::kUnsupported) << "grouped member '" << nd.name << "'";
+    }
+    std::vector<float> w = lowering::weight_nk(g, nd), b = lowering::bias_n(g, nd, n);
+    w_cat.insert(w_cat.end(), w.begin(), w.end());
+    b_cat.insert(b_cat.end(), b.begin(), b.end());
+    as.push_back(nd.inputs[0]);
+    ys.push_back(nd.outputs[0]);
+  }
+  GemmDesc d;
+  d.m = m;
+  d.n = n;
+  d.k = k;
+  d.trans_b = true;
+  d.bias = true;
+  gl.ds.library_calls = static_cast<int>(as.size());
+  struct State { std::unique_ptr<LtGemm> gemm; ConstPtr w, b; };
+  auto state = std::make_shared<State>();
+  state->w = make_const(std::move(w_cat));
+  state->b = make_const(std::move(b_cat));
+  gl.ds.prepare = [=](Context& ctx) -> Status {
+    FUSERT_RETURN_IF_ERROR(state->w->upload(what));
+    FUSERT_RETURN_IF_ERROR(state->b->upload(what));
+    FUSERT_ASSIGN_OR_RETURN(state->gemm, LtGemm::create(ctx, d, what));
+    return Status();
+  };
+  gl.ds.run = [=](const RunEnv& env) -> Status {
+    for (size_t i = 0; i < as.size(); ++i) {
+      FUSERT_RETURN_IF_ERROR(state->gemm->run(env.ctx, env.dev.f32(as[i]), state->w->get() + static_cast<int64_t>(i) * n * k,
+                                              state->b->get() + static_cast<int64_t>(i) * n, nullptr, env.dev.f32(ys[i])));
+    }
+    return Status();
+  };
+  return Status();
+}
+
+}  // namespace fusert::cuda
