@@ -71,7 +71,8 @@ struct FusionOptions {
   std::map<std::string, double> profile_ms;  ///< profile-guided: measured ms per node name
   std::string backend = "cpu";       ///< "cpu" or "cuda": capability set and launch cost
   /// Measured register pressure (CUDA): compiles the kernel a candidate group would get and
-  /// reports registers per thread and spill bytes; false when it has no generated kernel.
+  /// reports registers per thread and spill bytes; false when it has no generated kernel;
+  /// registers -1 when the candidate cannot be generated (the reason in the string).
   /// Set by the runtime (runtime/cuda); the planner never compiles anything itself.
   using RegisterProbe = std::function<bool(const Graph&, GroupKind, const std::vector<int>&, int* registers,
                                            int* spill_bytes, std::string* kernel)>;

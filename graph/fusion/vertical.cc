@@ -84,6 +84,7 @@ FusionDecision check_measured_registers(PlanState& st, const std::vector<int>& g
   int regs = 0, spill = 0;
   std::string kernel;
   if (!st.opt.measure_registers(st.g, kind, grown, &regs, &spill, &kernel)) return FusionDecision::yes();
+  if (regs < 0) return refuse("backend") << "no " << st.opt.backend << " kernel for depth " << grown.size() << ": " << kernel;
   if (spill > 0 || regs > st.opt.measured_register_budget) {
     return refuse("register_pressure") << "register pressure (measured, nvJitLink sm_90): depth " << grown.size() << " kernel "
                                        << kernel << " uses " << regs << " registers, " << spill << " spill bytes > budget "

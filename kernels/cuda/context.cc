@@ -19,9 +19,6 @@ Status device_error(const std::string& what, const char* call, const std::string
   return Status(StatusCode::kDeviceError, std::move(msg));
 }
 
-// Kernels using more than 48 KiB of dynamic shared memory must opt in per kernel.
-constexpr size_t kDefaultSharedLimit = 48u << 10;
-
 }  // namespace
 
 Status cuda_status(cudaError_t err, const char* call, const std::string& what) {
@@ -120,6 +117,18 @@ Result<LoadedKernel> Context::load(const CompiledKernel& k, const std::string& w
     cudaLibraryUnload(out.library);
     return cuda_status(err, "cudaLibraryGetKernel", what + " (entry '" + k.entry + "')");
   }
+  // Opt in once to the largest dynamic shared memory the device allows beside the kernel's
+  // static shared memory (the default limit is 48 KiB for static + dynamic together), so no
+  // attribute call happens on the launch path or inside a CUDA Graph capture.
+  const void* func = reinterpret_cast<const void*>(out.kernel);
+  cudaFuncAttributes attr{};
+  int optin = 0;
+  CUDA_CHECK(cudaFuncGetAttributes(&attr, func), what);
+  CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device_), what);
+  const int dynamic_max = optin - static_cast<int>(attr.sharedSizeBytes);
+  if (dynamic_max > 0) {
+    CUDA_CHECK(cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic_max), what);
+  }
   loaded_.push_back(out);
   return out;
 }
@@ -129,10 +138,6 @@ Status Context::launch(const LoadedKernel& k, dim3 grid, dim3 block, size_t shar
   // A cudaKernel_t cast to const void* is accepted by the runtime's launch and attribute calls
   // (CUDA Runtime API, Execution Control: "can also be used with a kernel cudaKernel_t").
   const void* func = reinterpret_cast<const void*>(k.kernel);
-  if (shared_bytes > kDefaultSharedLimit) {
-    CUDA_CHECK(cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes)),
-               what);
-  }
   // Every generated kernel takes exactly one by-value struct (kernel_abi.h).
   void* params[] = {const_cast<void*>(args)};
   cudaError_t err = cudaLaunchKernel(func, grid, block, params, shared_bytes, stream_);

@@ -84,12 +84,14 @@ std::string report(const Backend& b, const Graph& g) {
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const DeviceStep& d = p.dsteps[i];
     if (p.steps[i].alias_of != kNoValue) continue;
-    launches += d.host ? 0 : static_cast<int>(d.kernels.size()) + d.library_calls;
+    launches += d.host ? 0 : static_cast<int>(d.kernels.size()) + d.library_calls + d.copy_launches;
     host += d.host ? 1 : 0;
     lib += d.library_calls;
   }
+  int copies = 0;
+  for (const DeviceStep& d : p.dsteps) copies += d.host ? 0 : d.copy_launches;
   os << "cuda plan (" << kTargetArch << "): " << launches << " launches per inference (" << lib << " cuDNN/cuBLASLt, "
-     << launches - lib << " generated), " << p.kernels.size() << " distinct generated kernels, " << host
+     << launches - lib - copies << " generated, " << copies << " copies), " << p.kernels.size() << " distinct generated kernels, " << host
      << " host-fallback steps; NVRTC+nvJitLink " << p.compile_ms << " ms (0 = all from the cache " << kernel_cache_dir() << ")\n";
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const Step& s = p.steps[i];
@@ -110,7 +112,7 @@ std::string report(const Backend& b, const Graph& g) {
       os << (first ? "" : " + ") << gk.src.entry << " [" << gk.bin.registers << " regs, " << gk.bin.spill_bytes() << " spill bytes]";
       first = false;
     }
-    if (first) os << "copy kernels";
+    if (d.copy_launches) os << (first ? "" : " + ") << d.copy_launches << " copy launch" << (d.copy_launches > 1 ? "es" : "");
     os << "\n";
   }
   return os.str();

@@ -3,6 +3,7 @@
 #include "runtime/cuda/cuda_executor.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <set>
 
@@ -63,7 +64,9 @@ Result<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Graph& g, const
   std::set<ValueId> weights;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     if (plan.dsteps[i].host) continue;
+    const std::vector<ValueId>& skip = plan.dsteps[i].skip_weights;
     for (ValueId v : plan.steps[i].inputs) {
+      if (std::find(skip.begin(), skip.end(), v) != skip.end()) continue;
       ValueId r = root_of(memory, v);
       if (g.value(r).is_initializer && !g.value(r).data.empty()) weights.insert(r);
     }
@@ -163,19 +166,28 @@ Result<std::map<std::string, Tensor>> CudaExecutor::run(const std::map<std::stri
                "input '" + v.name + "'");
   }
   Table dev(g_, mem_, arena_, weights_, &weight_offset_);
-  RunEnv env{*ctx_, plan_, kernels_, dev, scratch_, alias_scratch_};
-  const bool graph = opt_.cuda_graph && !has_host_steps_;
-  if (graph && !graph_exec_) {
+  RunEnv env{*ctx_, plan_, kernels_, dev, scratch_, alias_scratch_, 2 * plan_.alias_scratch_bytes / sizeof(float)};
+  // The first run is eager (libraries load their kernels lazily, and real errors surface with
+  // their step's name); the second captures the plan once and every later run replays it.
+  // A capture that fails turns CUDA Graphs off for this executor, with a warning.
+  if (opt_.cuda_graph && !has_host_steps_ && runs_ > 0 && !graph_exec_) {
     cudaGraph_t captured = nullptr;
-    CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "CUDA Graph capture");
-    Status st = enqueue_steps(env, true);
-    cudaError_t end = cudaStreamEndCapture(s, &captured);
-    FUSERT_RETURN_IF_ERROR(st);
-    CUDA_CHECK(end, "CUDA Graph capture");
-    cudaError_t inst = cudaGraphInstantiate(&graph_exec_, captured, 0);
-    cudaGraphDestroy(captured);
-    CUDA_CHECK(inst, "CUDA Graph instantiate");
+    Status st = cuda_status(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture", "CUDA Graph");
+    if (st.ok()) {
+      st = enqueue_steps(env, true);
+      cudaError_t end = cudaStreamEndCapture(s, &captured);
+      if (st.ok()) st = cuda_status(end, "cudaStreamEndCapture", "CUDA Graph");
+    }
+    if (st.ok()) st = cuda_status(cudaGraphInstantiate(&graph_exec_, captured, 0), "cudaGraphInstantiate", "CUDA Graph");
+    if (captured) cudaGraphDestroy(captured);
+    if (!st.ok()) {
+      cudaGetLastError();
+      graph_exec_ = nullptr;
+      opt_.cuda_graph = false;
+      std::fprintf(stderr, "fusert: CUDA Graph capture failed, running eagerly: %s\n", st.message().c_str());
+    }
   }
+  const bool graph = graph_exec_ != nullptr;
   CUDA_CHECK(cudaEventRecord(start_, s), "timing");
   if (graph) {
     CUDA_CHECK(cudaGraphLaunch(graph_exec_, s), "CUDA Graph launch");
@@ -184,6 +196,7 @@ Result<std::map<std::string, Tensor>> CudaExecutor::run(const std::map<std::stri
   }
   CUDA_CHECK(cudaEventRecord(stop_, s), "timing");
   graph_ok_ = graph;
+  ++runs_;
   for (ValueId id : g_.outputs) {
     const BufferSlot& sl = mem_.slots[static_cast<size_t>(id)];
     if (g_.value(root_of(mem_, id)).is_initializer) continue;

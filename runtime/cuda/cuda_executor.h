@@ -50,6 +50,7 @@ class CudaExecutor {
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   cudaGraphExec_t graph_exec_ = nullptr;
   bool graph_ok_ = false, has_host_steps_ = false;
+  int64_t runs_ = 0;
   double last_ms_ = 0;
 };
 

@@ -118,6 +118,10 @@ Status lower_elementwise_cuda(GroupLowering& gl) {
   Binding y;
   y.value = gl.grp.outputs.at(0);
   bp->outputs.push_back(y);
+  if (bp->inputs.size() > FZ_MAX_INPUTS || out.size() > FZ_MAX_RANK) {
+    return error(StatusCode::kUnsupported) << bp->inputs.size() << " operands of rank " << out.size() << " (limits "
+                                           << FZ_MAX_INPUTS << ", " << FZ_MAX_RANK << ")";
+  }
   FUSERT_ASSIGN_OR_RETURN(int k, gl.kernel(gen_elementwise(bp->prog)));
   std::string what = gl.grp.name;
   gl.ds.run = [=](const RunEnv& env) { return launch_program(env, k, *bp, what); };
@@ -175,6 +179,7 @@ Status lower_row_norm_cuda(GroupLowering& gl) {
     if (shift != kNoValue && !add_row_input(g, *bp, shift, shape, &spec.shift_input)) return error(StatusCode::kUnsupported) << "LayerNorm shift";
   }
   if (bp->inputs.size() > FZ_MAX_INPUTS) return error(StatusCode::kUnsupported) << "too many operands";
+  if (row_norm_shared_bytes(inner) > kMaxDynamicShared) return error(StatusCode::kUnsupported) << "row of " << inner << " values exceeds shared memory";
   KernelSource src = gen_row_norm(spec);
   FUSERT_ASSIGN_OR_RETURN(int k, gl.kernel(src));
   ValueId y = grp.outputs.at(0);
@@ -195,6 +200,7 @@ Status lower_attention_cuda(GroupLowering& gl) {
   for (int ni : gl.grp.nodes) if (node_at(g, ni).op == OpKind::kSoftmax) softmax = ni;
   AttentionMatch m;
   if (softmax < 0 || !match_attention(g, softmax, &m)) return error(StatusCode::kInternal) << "attention pattern no longer matches";
+  if (attention_shared_bytes(m.seq, m.head_dim) > kMaxDynamicShared) return error(StatusCode::kUnsupported) << "sequence too long for shared memory";
   AttentionSpec spec;
   spec.head_dim = m.head_dim;
   spec.has_mask = m.mask != kNoValue;
@@ -293,7 +299,13 @@ bool probe_registers(const Graph& g, GroupKind kind, const std::vector<int>& nod
   DeviceStep ds;
   GroupLowering gl{g, grp, table, ds};
   Status st = lower_group(gl);
-  if (!st.ok() || ds.kernels.empty()) return false;
+  if (!st.ok()) {  // the grown candidate cannot be generated: report it, so the chain stops here
+    *registers = -1;
+    *spill_bytes = 0;
+    *kernel = st.message();
+    return true;
+  }
+  if (ds.kernels.empty()) return false;
   *registers = 0;
   *spill_bytes = 0;
   for (int k : ds.kernels) {

@@ -58,7 +58,7 @@ Status build_remainder(GroupLowering& gl, const lowering::EpilogueTemplate& t, s
     bp.append_steps(g, steps, ops, 0);
     bp.prog.stores.push_back({0, 0});
     bp.outputs.push_back(y);
-    if (bp.inputs.size() > FZ_MAX_INPUTS) return error(StatusCode::kUnsupported) << "too many epilogue operands";
+    if (bp.inputs.size() > FZ_MAX_INPUTS || shape.size() > FZ_MAX_RANK) return error(StatusCode::kUnsupported) << "too many epilogue operands";
     KernelSource src = gen_elementwise(bp.prog);
     r->block = src.block;
     FUSERT_ASSIGN_OR_RETURN(r->kernel, gl.kernel(src));
@@ -143,6 +143,7 @@ Status build_remainder(GroupLowering& gl, const lowering::EpilogueTemplate& t, s
   if (!add_row(t.ln_scale, &spec.scale_input)) return error(StatusCode::kUnsupported) << "LayerNorm scale";
   if (t.ln_shift != kNoValue && !add_row(t.ln_shift, &spec.shift_input)) return error(StatusCode::kUnsupported) << "LayerNorm shift";
   if (bp.inputs.size() > FZ_MAX_INPUTS) return error(StatusCode::kUnsupported) << "too many epilogue operands";
+  if (row_norm_shared_bytes(r->inner) > kMaxDynamicShared) return error(StatusCode::kUnsupported) << "LayerNorm row exceeds shared memory";
   KernelSource src = gen_row_norm(spec);
   r->block = src.block;
   r->shared = row_norm_shared_bytes(r->inner);
@@ -254,6 +255,7 @@ Status lower_anchor_cuda(GroupLowering& gl) {
     }
     gl.ds.scratch_bytes = static_cast<size_t>(pad_elems + (direct ? 0 : shape_numel(shape))) * sizeof(float);
     gl.ds.library_calls = 1;
+    gl.ds.copy_launches = pad_copy ? 2 : 0;
     ValueId x = a.inputs[0], w = a.inputs[1], b = opt_input(a, 2);
     gl.ds.prepare = [=](Context& ctx) -> Status {
       FUSERT_ASSIGN_OR_RETURN(state->conv, CudnnConv::create(ctx, pc, ep, what));
@@ -340,7 +342,10 @@ Status lower_anchor_cuda(GroupLowering& gl) {
   const bool direct = rem->kind == Remainder::kNone;
   if (!direct) gl.ds.scratch_bytes = static_cast<size_t>(shape_numel(shape)) * sizeof(float);
   gl.ds.library_calls = 1;
-  if (!bias.empty()) state->bias = make_const(bias);
+  if (!bias.empty()) {
+    state->bias = make_const(bias);
+    gl.ds.skip_weights.push_back(a.inputs[2]);
+  }
   gl.ds.prepare = [=](Context& ctx) -> Status {
     if (state->bias) FUSERT_RETURN_IF_ERROR(state->bias->upload(what));
     FUSERT_ASSIGN_OR_RETURN(state->gemm, LtGemm::create(ctx, d, what));
@@ -378,6 +383,7 @@ Status lower_conv_sum_cuda(GroupLowering& gl) {
     ValueId bv = opt_input(*c, 2);
     if (bv == kNoValue) continue;
     if (g.value(bv).data.empty()) return error(StatusCode::kUnsupported) << "conv bias is not a weight";
+    gl.ds.skip_weights.push_back(bv);
     for (size_t i = 0; i < bias.size(); ++i) bias[i] += g.value(bv).data.f32()[i];
   }
   ConvEpilogue ep1, ep2;
@@ -391,7 +397,7 @@ Status lower_conv_sum_cuda(GroupLowering& gl) {
   auto rem = std::make_shared<Remainder>();
   FUSERT_RETURN_IF_ERROR(build_remainder(gl, t, used, shape, &p1, rem.get()));
   const bool direct = rem->kind == Remainder::kNone;
-  const size_t plane = static_cast<size_t>(shape_numel(shape));
+  const size_t plane = (static_cast<size_t>(shape_numel(shape)) + 63) / 64 * 64;  // 256-byte aligned halves
   // scratch: [0, plane) conv2's result; [plane, 2 plane) conv1's when a remainder follows
   gl.ds.scratch_bytes = (direct ? 1 : 2) * plane * sizeof(float);
   if (!direct) {

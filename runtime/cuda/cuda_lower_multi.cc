@@ -35,6 +35,7 @@ Status lower_horizontal_conv_cuda(GroupLowering& gl) {
     const Node& n = node_at(g, chain[0]);
     if (!weights_present(g, n)) return error(StatusCode::kUnsupported) << "horizontal member '" << n.name << "' needs weight initializers";
     const Tensor& wt = g.value(n.inputs[1]).data;
+    gl.ds.skip_weights.insert(gl.ds.skip_weights.end(), n.inputs.begin() + 1, n.inputs.end());
     w.insert(w.end(), wt.f32(), wt.f32() + wt.numel());
     const int64_t m = wt.shape()[0];
     for (int64_t i = 0; i < m; ++i) bias.push_back(n.inputs.size() > 2 && n.inputs[2] != kNoValue ? g.value(n.inputs[2]).data.f32()[i] : 0.f);
@@ -147,6 +148,7 @@ Status lower_grouped_cuda(GroupLowering& gl) {
       members.push_back(bp);
       ys.push_back(n.outputs[0]);
     }
+    if (row_norm_shared_bytes(inner) > kMaxDynamicShared) return error(StatusCode::kUnsupported) << "LayerNorm row exceeds shared memory";
     KernelSource src = gen_row_norm(spec);
     FUSERT_ASSIGN_OR_RETURN(int k, gl.kernel(src));
     const int block = src.block;
@@ -170,6 +172,7 @@ Status lower_grouped_cuda(GroupLowering& gl) {
     if (chain.size() != 1 || !weights_present(g, nd) || nd.attr_i("transA") != 0) {
       return error(StatusCode::kUnsupported) << "grouped member '" << nd.name << "'";
     }
+    gl.ds.skip_weights.insert(gl.ds.skip_weights.end(), nd.inputs.begin() + 1, nd.inputs.end());
     std::vector<float> w = lowering::weight_nk(g, nd), b = lowering::bias_n(g, nd, n);
     w_cat.insert(w_cat.end(), w.begin(), w.end());
     b_cat.insert(b_cat.end(), b.begin(), b.end());

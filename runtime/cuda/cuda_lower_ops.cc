@@ -90,6 +90,7 @@ Status lower_transpose(GroupLowering& gl, const Node& n) {
   const ValueId xi = n.inputs[0], y = n.outputs[0];
   const int rank = static_cast<int>(out.size());
   const std::string what = gl.grp.name;
+  gl.ds.copy_launches = 1;
   gl.ds.run = [=](const RunEnv& env) {
     return cuda_status(strided_copy(rank, out.data(), env.dev.raw(xi), 0, in_strides.data(), env.dev.raw(y), 0, out_strides.data(),
                                     static_cast<int>(esize), env.ctx.stream()), "strided_copy", what);
@@ -101,7 +102,7 @@ Status lower_concat(GroupLowering& gl, const Node& n) {
   const Graph& g = gl.g;
   const Shape out = g.value(n.outputs[0]).shape;
   const size_t esize = dtype_size(g.value(n.outputs[0]).dtype);
-  if (out.size() > kMaxCopyRank) return error(StatusCode::kUnsupported) << "concat rank";
+  if (out.size() > kMaxCopyRank || (esize != 1 && esize != 4 && esize != 8)) return error(StatusCode::kUnsupported) << "concat rank/dtype";
   int64_t axis = n.attr_i("axis");
   if (axis < 0) axis += static_cast<int64_t>(out.size());
   const std::vector<int64_t> out_strides = contiguous_strides(out);
@@ -115,6 +116,7 @@ Status lower_concat(GroupLowering& gl, const Node& n) {
   }
   const ValueId y = n.outputs[0];
   const std::string what = gl.grp.name;
+  gl.ds.copy_launches = static_cast<int>(pieces.size());
   gl.ds.run = [=](const RunEnv& env) -> Status {
     for (const Piece& p : pieces) {
       if (shape_numel(p.shape) == 0) continue;
@@ -153,6 +155,7 @@ Status lower_gather(GroupLowering& gl, const Node& n) {
   auto flag = std::make_shared<GatherFlag>();
   const ValueId xv = n.inputs[0], iv = n.inputs[1], y = n.outputs[0];
   const std::string what = gl.grp.name, node = n.name, tensor = idx.name;
+  gl.ds.copy_launches = 3;  // flag reset, gather, flag copy
   gl.ds.prepare = [=](Context&) -> Status {
     if (!flag->dev) CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&flag->dev), sizeof(int)), what);
     if (!flag->host) CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&flag->host), sizeof(int)), what);
@@ -161,6 +164,7 @@ Status lower_gather(GroupLowering& gl, const Node& n) {
     return Status();
   };
   gl.ds.run = [=](const RunEnv& env) -> Status {
+    CUDA_CHECK(cudaMemsetAsync(flag->dev, 0, sizeof(int), env.ctx.stream()), what);
     FUSERT_RETURN_IF_ERROR(cuda_status(gather(outer, axis_len, inner, env.dev.raw(xv), static_cast<int>(esize), env.dev.raw(iv), i64,
                                               count, env.dev.raw(y), flag->dev, env.ctx.stream()), "gather", what));
     return cuda_status(cudaMemcpyAsync(flag->host, flag->dev, sizeof(int), cudaMemcpyDeviceToHost, env.ctx.stream()),
@@ -169,7 +173,6 @@ Status lower_gather(GroupLowering& gl, const Node& n) {
   gl.ds.after = [=]() -> Status {
     if (*flag->host == 0) return Status();
     *flag->host = 0;
-    cudaMemset(flag->dev, 0, sizeof(int));
     return error(StatusCode::kInvalidArgument) << "node '" << node << "' (Gather): an index of '" << tensor << "' is outside [-"
                                                << axis_len << ", " << axis_len << ")";
   };
@@ -185,7 +188,9 @@ Status lower_batch_norm(GroupLowering& gl, const Node& n) {
   for (size_t i = 1; i < 5; ++i) {
     if (g.value(n.inputs[i]).data.empty()) return error(StatusCode::kUnsupported) << "BatchNormalization statistics are not weights";
   }
-  if (xs.size() < 2 || g.value(n.inputs[0]).dtype != DType::kF32) return error(StatusCode::kUnsupported) << "BatchNormalization input";
+  if (xs.size() < 2 || xs.size() > FZ_MAX_RANK || g.value(n.inputs[0]).dtype != DType::kF32) {
+    return error(StatusCode::kUnsupported) << "BatchNormalization input";
+  }
   const int64_t c = xs[1];
   const float eps = static_cast<float>(n.attr_f("epsilon"));
   const float* scale = g.value(n.inputs[1]).data.f32();
@@ -218,6 +223,7 @@ Status lower_batch_norm(GroupLowering& gl, const Node& n) {
   bp->outputs.push_back(y);
   FUSERT_ASSIGN_OR_RETURN(int k, gl.kernel(gen_elementwise(bp->prog)));
   const std::string what = gl.grp.name;
+  gl.ds.skip_weights.assign(n.inputs.begin() + 1, n.inputs.end());
   gl.ds.prepare = [=](Context&) -> Status {
     FUSERT_RETURN_IF_ERROR(ca->upload(what));
     return cb->upload(what);
@@ -244,6 +250,7 @@ Status lower_cast(GroupLowering& gl, const Node& n) {
   const int64_t count = shape_numel(gl.g.value(n.inputs[0]).shape);
   const ValueId x = n.inputs[0], y = n.outputs[0];
   const std::string what = gl.grp.name;
+  gl.ds.copy_launches = 1;
   gl.ds.run = [=](const RunEnv& env) {
     return cuda_status(cast(count, env.dev.raw(x), from, env.dev.raw(y), to, env.ctx.stream()), "cast", what);
   };
@@ -345,6 +352,7 @@ Status lower_horizontal_cuda(GroupLowering& gl) {
       return error(StatusCode::kUnsupported) << "horizontal member '" << n.name << "' needs weight initializers";
     }
     const int64_t width = g.value(n.outputs[0]).shape[1];
+    gl.ds.skip_weights.insert(gl.ds.skip_weights.end(), n.inputs.begin() + 1, n.inputs.end());
     std::vector<float> w = lowering::weight_nk(g, n), b = lowering::bias_n(g, n, width);
     w_cat.insert(w_cat.end(), w.begin(), w.end());
     b_cat.insert(b_cat.end(), b.begin(), b.end());
@@ -402,6 +410,7 @@ Status lower_horizontal_cuda(GroupLowering& gl) {
       spec.pre.stores.push_back({0, 0});
       spec.post.stores.push_back({0, 0});
       if (rm.bp->inputs.size() > FZ_MAX_INPUTS) return error(StatusCode::kUnsupported) << "too many epilogue operands";
+      if (row_norm_shared_bytes(rm.width) > kMaxDynamicShared) return error(StatusCode::kUnsupported) << "LayerNorm row exceeds shared memory";
       KernelSource src = gen_row_norm(spec);
       FUSERT_ASSIGN_OR_RETURN(rm.kernel, gl.kernel(src));
       rm.block = src.block;
@@ -514,6 +523,8 @@ Status lower_branch_merge_cuda(GroupLowering& gl) {
     for (int64_t i = 0; i < count; ++i) dst[i] += n.inputs.size() > 2 && n.inputs[2] != kNoValue ? g.value(n.inputs[2]).data.f32()[i] : 0.f;
   };
   const bool linear = chain_a.empty() && chain_b.empty();
+  gl.ds.skip_weights.insert(gl.ds.skip_weights.end(), ca.inputs.begin() + 1, ca.inputs.end());
+  gl.ds.skip_weights.insert(gl.ds.skip_weights.end(), cb.inputs.begin() + 1, cb.inputs.end());
   std::vector<float> w(static_cast<size_t>((linear ? ma : ma + mb) * c * KH * KW), 0.f), bias(static_cast<size_t>(linear ? ma : ma + mb), 0.f);
   lowering::pad_kernel(wa, KH, KW, w.data());
   if (linear) {

@@ -28,13 +28,18 @@ struct RunEnv {
   const std::vector<LoadedKernel>& kernels;  ///< by CudaPlan::kernels index
   const BufferTable& dev;
   float* scratch = nullptr;   ///< at least DeviceStep::scratch_bytes
-  float* alias_scratch = nullptr;  ///< 2 * CudaPlan::alias_scratch_bytes: operand copies
+  float* alias_scratch = nullptr;  ///< operand copies (launch_program's aliasing guard)
+  size_t alias_scratch_elems = 0;
 };
 
 struct DeviceStep {
   std::string what;                ///< group name, for errors
   std::vector<int> kernels;        ///< generated kernels launched (CudaPlan::kernels indices)
   int library_calls = 0;           ///< cuDNN / cuBLASLt calls per run
+  int copy_launches = 0;           ///< layout.cu kernels and memsets/copies per run
+  /// Graph weights this step does not read on the device (replaced by its own uploaded
+  /// constants: concatenated, stacked or folded), so the executor does not upload them for it.
+  std::vector<ValueId> skip_weights;
   size_t scratch_bytes = 0;        ///< private scratch (anchor results before a generated tail)
   bool host = false;               ///< host fallback: Step::run on host copies of its buffers
   std::string host_reason;
@@ -69,7 +74,8 @@ Result<CudaPlan> lower_plan_cuda(const Graph& g, const FusionPlan& plan);
 /// Register probe for the planner's vertical strategy on CUDA: generates and compiles the
 /// kernel(s) the candidate group `nodes` (of `kind`) would get and reports the maximum
 /// registers per thread and the spill bytes nvJitLink reports. Returns false when the
-/// candidate has no generated kernel (the library fuses it all) or cannot be generated.
+/// candidate has no generated kernel (the library fuses it all); when it cannot be generated,
+/// returns true with *registers = -1 and the reason in *kernel.
 bool probe_registers(const Graph& g, GroupKind kind, const std::vector<int>& nodes, int* registers, int* spill_bytes,
                      std::string* kernel);
 

@@ -140,6 +140,9 @@ Status launch_program(const RunEnv& env, int k, const BoundProgram& bp, const st
       if (overlap && !(in == out && contiguous(a, i))) hazard = true;
     }
     if (!hazard) continue;
+    if (copied + static_cast<size_t>(n) > env.alias_scratch_elems) {
+      return error(StatusCode::kInternal) << what << ": operands aliasing the output exceed the alias scratch";
+    }
     float* copy = env.alias_scratch + copied;
     CUDA_CHECK(cudaMemcpyAsync(copy, in, static_cast<size_t>(n) * sizeof(float), cudaMemcpyDeviceToDevice, env.ctx.stream()),
                what);

@@ -80,6 +80,10 @@ class KernelTable {
 /// env.alias_scratch, so a buffer the memory planner reused is never read after it is written.
 Status launch_program(const RunEnv& env, int k, const BoundProgram& bp, const std::string& what);
 
+/// Dynamic shared memory a generated kernel may ask for: sm_90's 227 KiB opt-in per block
+/// minus 1 KiB for the kernels' static reduction buffers. Larger rows fall back to the host.
+constexpr size_t kMaxDynamicShared = 227u * 1024 - 1024;
+
 /// Grid size for a 1-D grid-stride launch of `numel` elements.
 unsigned grid_1d(int64_t numel, int block);
 

@@ -224,3 +224,25 @@ TEST_CASE("codegen.multi_anchor: horizontal convs, grouped GEMMs and grouped Lay
   }
   std::remove(path.c_str());
 }
+
+TEST_CASE("codegen.operand_limit: a chain needing more than 8 operands is split, never a failed plan") {
+  std::string yaml = "fusert: 1\nname: long_chain\ninputs: [{name: x, shape: [8, 64]}]\noutputs: [v10]\ninitializers:\n";
+  for (int i = 1; i <= 10; ++i) yaml += "  - {name: w" + std::to_string(i) + ", shape: [8, 64]}\n";
+  yaml += "nodes:\n";
+  for (int i = 1; i <= 10; ++i) {
+    const std::string in = i == 1 ? "x" : "v" + std::to_string(i - 1);
+    yaml += "  - {name: n" + std::to_string(i) + ", op: " + (i % 2 ? "Add" : "Mul") + ", inputs: [" + in + ", w" +
+            std::to_string(i) + "], outputs: [v" + std::to_string(i) + "]}\n";
+  }
+  const std::string path = write_yaml("long_chain", yaml);
+  auto opt = cuda_options("all", true);
+  opt.register_budget = 255;
+  auto s = Session::load(path, opt);
+  REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+  CHECK((*s)->stats().host_fallback_steps == 0);
+  CHECK((*s)->stats().kernels == 2);  // 7 + 3 ops: the 8-operand kernel limit splits the chain once
+  bool refused = false;
+  for (const Rejection& r : (*s)->fusion_plan().rejected) refused |= r.key == "backend" && r.reason.find("no cuda kernel") != std::string::npos;
+  CHECK(refused);
+  std::remove(path.c_str());
+}
