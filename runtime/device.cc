@@ -12,8 +12,13 @@ Status check_cuda_device() {
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {
-    return error(StatusCode::kDeviceError) << "--device cuda: no usable CUDA device (cudaGetDeviceCount: "
-                                           << cudaGetErrorString(err) << "); use --device cpu";
+    cudaGetLastError();  // clear the sticky error for a later attempt
+    const char* why = err == cudaErrorInsufficientDriver ? "no NVIDIA driver, or one older than this CUDA runtime needs"
+                      : err == cudaErrorNoDevice        ? "no CUDA device"
+                                                        : "the CUDA runtime cannot initialise";
+    return error(StatusCode::kDeviceError) << "--device cuda: no usable CUDA device: " << why << " (cudaGetDeviceCount: "
+                                           << cudaGetErrorName(err) << ": " << cudaGetErrorString(err)
+                                           << "); use --device cpu";
   }
   if (count == 0) return error(StatusCode::kDeviceError) << "--device cuda: no CUDA device found; use --device cpu";
   return Status();
