@@ -1,6 +1,8 @@
-// bench: fused vs unfused CPU latency of every zoo model, measured side by side in one run
+// bench: fused vs unfused latency of every zoo model, measured side by side in one run
 // (runs interleaved so machine noise hits both alike). Ratios, not absolute times, are the
-// result on a shared development machine.
+// result on a shared development machine. On the CPU each run is timed by the wall clock; with
+// --device cuda by the session's CUDA events around the plan (stats().last_run_device_ms,
+// excluding input/output copies), with or without CUDA Graphs.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -22,6 +24,7 @@ double median(std::vector<double> v) {
 Result<double> time_once(Session& s, const TensorMap& in) {
   auto t0 = std::chrono::steady_clock::now();
   FUSERT_ASSIGN_OR_RETURN(auto out, s.run(in));
+  if (s.options().device == "cuda") return s.stats().last_run_device_ms;
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
@@ -39,9 +42,10 @@ TensorMap bench_inputs(const Session& s) {
   return in;
 }
 
-Status bench_model(const std::string& path, int runs) {
-  SessionOptions none, all;
+Status bench_model(const std::string& path, int runs, const SessionOptions& base) {
+  SessionOptions none = base, all = base;
   none.fusion = "none";
+  all.fusion = "all";
   none.seeded = all.seeded = true;
   FUSERT_ASSIGN_OR_RETURN(auto a, Session::load(path, none));
   FUSERT_ASSIGN_OR_RETURN(auto b, Session::load(path, all));
@@ -64,26 +68,44 @@ Status bench_model(const std::string& path, int runs) {
 
 int main(int argc, char** argv) {
   int runs = 10;
+  SessionOptions base;
   std::vector<std::string> models;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) runs = std::max(1, std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--device") && i + 1 < argc) base.device = argv[++i];
+    else if (!std::strcmp(argv[i], "--no-cuda-graph")) base.cuda_graph = false;
+    else if (!std::strcmp(argv[i], "--tf32")) base.tf32 = true;
     else if (!std::strcmp(argv[i], "--help")) {
-      std::puts("usage: bench [--runs N] [model.yaml ...]  (default: every zoo model, seeded weights)");
+      std::puts("usage: bench [--runs N] [--device cpu|cuda] [--no-cuda-graph] [--tf32] [model.yaml ...]\n"
+                "  (default: every zoo model, seeded weights, CPU)");
       return 0;
+    } else if (argv[i][0] == '-') {
+      std::fprintf(stderr, "bench: unknown option '%s' (see --help)\n", argv[i]);
+      return 2;
     } else models.push_back(argv[i]);
   }
+  if (base.device != "cpu" && base.device != "cuda") {
+    std::fprintf(stderr, "bench: --device: expected cpu or cuda, got '%s'\n", base.device.c_str());
+    return 2;
+  }
+  const bool cuda = base.device == "cuda";
   if (models.empty()) {
     for (const char* m : {"resnet18", "resnet50", "mobilenet_v2", "efficientnet_lite0", "branch_merge", "bert_base_layer",
                           "minilm_l6", "multitask_heads", "transformer_block"}) {
       models.push_back(std::string(FUSERT_SOURCE_DIR) + "/models/" + m + ".yaml");
     }
   }
-  std::printf("CPU latency, median of %d interleaved runs (seeded weights and inputs)\n", runs);
+  if (cuda) {
+    std::printf("CUDA latency (CUDA events around the plan, %s%s), median of %d interleaved runs (seeded weights and inputs)\n",
+                base.cuda_graph ? "CUDA Graphs" : "no CUDA Graphs", base.tf32 ? ", TF32" : "", runs);
+  } else {
+    std::printf("CPU latency, median of %d interleaved runs (seeded weights and inputs)\n", runs);
+  }
   std::printf("%-20s %8s %8s %12s %12s %9s %10s %8s\n", "model", "k(none)", "k(all)", "none ms", "all ms", "speedup",
               "bytes all/none", "plan ms");
   int failures = 0;
   for (const std::string& m : models) {
-    Status st = bench_model(m, runs);
+    Status st = bench_model(m, runs, base);
     if (!st.ok()) {
       std::fprintf(stderr, "bench: %s: %s\n", m.c_str(), st.to_string().c_str());
       ++failures;
