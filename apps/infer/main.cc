@@ -95,7 +95,8 @@ Status compare_with_cpu(const InferOptions& o, const TensorMap& inputs, const Te
     double rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
     bool pass = rel <= bound && std::isfinite(rel);
     ok &= pass;
-    std::printf("cuda vs cpu: %s: rel L2 %.3g, max abs %.3g (bound %.0e) %s\n", name.c_str(), rel, max_abs, bound, pass ? "ok" : "FAIL");
+    std::printf("cuda vs cpu: rel L2 %.3g, max abs %.3g (bound %.0e) for output '%s': %s\n", rel, max_abs, bound, name.c_str(),
+                pass ? "ok" : "FAIL");
   }
   if (!ok) return error(StatusCode::kInternal) << "CUDA output differs from the CPU backend beyond the bound " << bound;
   return Status();
