@@ -4,6 +4,7 @@
 // byte-identical sources and share one compiled kernel. Register values of an elementwise
 // program become scalar locals `rK`; ops mirror kernels/cpu/fused_epilogue.cc exactly (NaN
 // handling included), with libdevice's IEEE functions (expf, erff, tanhf), never intrinsics.
+// Each generator also registers the entry's host reference (kernel_reference.h).
 #include "kernels/cuda/codegen.h"
 
 #include <cmath>
@@ -13,6 +14,7 @@
 #include <sstream>
 
 #include "kernels/cuda/kernel_abi.h"
+#include "kernels/cuda/kernel_reference_internal.h"
 
 namespace fusert::cuda {
 namespace {
@@ -307,7 +309,9 @@ KernelSource gen_elementwise(const ElementwiseProgram& prog) {
   os << "extern \"C\" __global__ void __launch_bounds__(" << kEwBlock << ") " << kEntryToken
      << "(const FzEwArgs args) {\n"
      << ew_loop("args", 0, kEwBlock, "  ") << "}\n";
-  return finish("ew", os.str(), kEwBlock);
+  KernelSource ks = finish("ew", os.str(), kEwBlock);
+  register_kernel_reference(ks.entry, detail::elementwise_reference(prog));
+  return ks;
 }
 
 // Members are selected by constant indices in a switch: a dynamic args.m[blockIdx.y] would
@@ -326,7 +330,9 @@ KernelSource gen_elementwise_multi(const std::vector<ElementwiseProgram>& progs)
     os << "    case " << m << ":\n" << ew_loop(args, static_cast<int>(m), kEwBlock, "      ") << "      break;\n";
   }
   os << "  }\n}\n";
-  return finish("ewmulti", os.str(), kEwBlock);
+  KernelSource ks = finish("ewmulti", os.str(), kEwBlock);
+  register_kernel_reference(ks.entry, detail::elementwise_multi_reference(progs));
+  return ks;
 }
 
 namespace {
@@ -412,7 +418,9 @@ KernelSource gen_row_norm(const RowNormSpec& spec) {
   else
     emit_softmax(os);
   os << "}\n";
-  return finish(ln ? "layernorm" : "softmax", os.str(), kRowBlock);
+  KernelSource ks = finish(ln ? "layernorm" : "softmax", os.str(), kRowBlock);
+  register_kernel_reference(ks.entry, detail::row_norm_reference(spec));
+  return ks;
 }
 
 size_t row_norm_shared_bytes(int64_t inner) { return static_cast<size_t>(inner > 0 ? inner : 0) * sizeof(float); }
@@ -496,7 +504,9 @@ KernelSource gen_pool(const PoolSpec& spec) {
     emit_window_pool(os, spec);
   os << "}\n";
   const char* kind = spec.kind == PoolSpec::kMax ? "maxpool" : spec.kind == PoolSpec::kAverage ? "avgpool" : "gavgpool";
-  return finish(kind, os.str(), kPoolBlock);
+  KernelSource ks = finish(kind, os.str(), kPoolBlock);
+  register_kernel_reference(ks.entry, detail::pool_reference(spec));
+  return ks;
 }
 
 // ---------------------------------------------------------------- attention
@@ -561,7 +571,9 @@ KernelSource gen_attention(const AttentionSpec& spec) {
        << "    y[c] = acc;\n  }\n";
   }
   os << "}\n";
-  return finish("attention", os.str(), kAttnBlock);
+  KernelSource ks = finish("attention", os.str(), kAttnBlock);
+  register_kernel_reference(ks.entry, detail::attention_reference(spec));
+  return ks;
 }
 
 size_t attention_shared_bytes(int64_t seq, int64_t head_dim) {
