@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 
@@ -84,7 +85,12 @@ Status compare_with_cpu(const InferOptions& o, const TensorMap& inputs, const Te
   bool ok = true;
   for (const auto& [name, t] : ref) {
     const Tensor& got = outputs.at(name);
-    if (t.dtype() != DType::kF32) continue;
+    if (t.dtype() != DType::kF32) {  // integer/bool outputs must match exactly
+      const bool same = t.nbytes() == got.nbytes() && std::memcmp(t.raw(), got.raw(), t.nbytes()) == 0;
+      ok &= same;
+      std::printf("cuda vs cpu: exact match %s for output '%s' (%s)\n", same ? "yes" : "NO", name.c_str(), dtype_name(t.dtype()));
+      continue;
+    }
     double num = 0, den = 0, max_abs = 0;
     for (int64_t i = 0; i < t.numel(); ++i) {
       double d = static_cast<double>(got.f32()[i]) - t.f32()[i];

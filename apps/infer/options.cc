@@ -109,7 +109,10 @@ Result<InferOptions> parse_args(int argc, char** argv) {
     else if (a == "--stats-json") o.stats_json = v;
     else if (a == "--text") o.texts.push_back(v);
     else if (a == "--text-file") o.text_file = v;
-    else if (a == "--dump-kernels") o.session.dump_kernels = v;
+    else if (a == "--dump-kernels") {
+      if (*v == '\0') return error(StatusCode::kInvalidArgument) << "--dump-kernels needs a directory";
+      o.session.dump_kernels = v;
+    }
     else if (a == "--register-budget") { FUSERT_ASSIGN_OR_RETURN(o.session.register_budget, parse_int(a, v, 1, 255)); }
     else if (a == "--threads") { FUSERT_ASSIGN_OR_RETURN(o.session.threads, parse_int(a, v, 0, 1024)); }
     else if (a == "--runs") { FUSERT_ASSIGN_OR_RETURN(o.runs, parse_int(a, v, 1)); }
@@ -131,10 +134,14 @@ Result<InferOptions> parse_args(int argc, char** argv) {
     return error(StatusCode::kInvalidArgument) << "--verify, --ablation and --profile-guided run on the CPU backend only; "
                                                   "use --compare-cpu to check --device cuda against the CPU";
   }
-  if (o.session.device != "cuda" && (!o.session.cuda_graph || o.session.tf32 || o.compare_cpu ||
-                                     !o.session.dump_kernels.empty() || o.session.register_budget > 0)) {
-    return error(StatusCode::kInvalidArgument)
-           << "--no-cuda-graph, --tf32, --compare-cpu, --dump-kernels and --register-budget need --device cuda";
+  if (o.session.device != "cuda") {
+    const char* flag = !o.session.cuda_graph ? "--no-cuda-graph" : o.session.tf32 ? "--tf32" : o.compare_cpu ? "--compare-cpu"
+                       : !o.session.dump_kernels.empty() ? "--dump-kernels" : o.session.register_budget > 0 ? "--register-budget"
+                                                                                                          : nullptr;
+    if (flag) return error(StatusCode::kInvalidArgument) << flag << " needs --device cuda";
+  }
+  if (o.compare_cpu && (!o.texts.empty() || !o.text_file.empty())) {
+    return error(StatusCode::kInvalidArgument) << "--compare-cpu cannot be combined with --text/--text-file (compare on a tensor input)";
   }
   return o;
 }

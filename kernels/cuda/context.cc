@@ -69,6 +69,11 @@ Result<std::unique_ptr<Context>> Context::create(int device, size_t workspace_by
   std::ostringstream name;
   name << prop.name << " (sm_" << prop.major << prop.minor << ")";
   ctx->name_ = name.str();
+  // Generated kernels are sm_90 cubins (no PTX): they load on compute capability 9.0 only.
+  if (prop.major != 9 || prop.minor != 0) {
+    return error(StatusCode::kDeviceError) << "--device cuda: " << ctx->name_ << " is not supported: fusert's generated kernels target "
+                                           << kTargetArch << " (H100/H200); use --device cpu";
+  }
 
   CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->stream_, cudaStreamNonBlocking), what);
   CUBLAS_CHECK(cublasLtCreate(&ctx->lt_), what);

@@ -205,27 +205,41 @@ Result<CompiledKernel> link_cubin(const std::vector<char>& ir, const std::string
 // ---------------------------------------------------------------- disk cache
 // <hash>.meta is written after <hash>.cubin and names the cubin's size, so a reader never
 // trusts a cubin whose meta is missing, unparsable or disagrees with the file.
+// Checksum of a cubin recorded in its .meta, so a damaged cubin of the right size is a miss.
+std::string cubin_checksum(const char* data, size_t size) {
+  Fnv1a f;
+  f.add(std::string(data, size));
+  return hex16(f.h);
+}
+
 std::string meta_text(const CompiledKernel& k) {
   std::ostringstream os;
-  os << "fusert-kernel-meta 1\n"
+  os << "fusert-kernel-meta 2\n"
      << "entry " << k.entry << "\n"
      << "registers " << k.registers << "\n"
      << "spill_stores " << k.spill_store_bytes << "\n"
      << "spill_loads " << k.spill_load_bytes << "\n"
      << "stack " << k.stack_bytes << "\n"
      << "cubin_bytes " << k.cubin.size() << "\n"
+     << "cubin_fnv1a " << cubin_checksum(k.cubin.data(), k.cubin.size()) << "\n"
      << "end\n";
   return os.str();
 }
 
-bool parse_meta(const std::string& text, CompiledKernel* k, size_t* cubin_bytes) {
+bool parse_meta(const std::string& text, CompiledKernel* k, size_t* cubin_bytes, std::string* checksum) {
   std::istringstream in(text);
   std::string magic, key;
   int version = 0;
-  if (!(in >> magic >> version) || magic != "fusert-kernel-meta" || version != 1) return false;
+  if (!(in >> magic >> version) || magic != "fusert-kernel-meta" || version != 2) return false;
   int seen = 0;
   while (in >> key) {
-    if (key == "end") return seen == 6;
+    if (key == "end") {
+      // Numbers from a file: a hand-edited or damaged .meta is a miss, never a plan input.
+      const bool sane = k->registers > 0 && k->registers <= 255 && k->spill_store_bytes >= 0 && k->spill_load_bytes >= 0 &&
+                        k->stack_bytes >= 0 && k->spill_store_bytes < (1 << 24) && k->spill_load_bytes < (1 << 24) &&
+                        k->stack_bytes < (1 << 24);
+      return seen == 7 && sane;
+    }
     bool ok = true;
     if (key == "entry")
       ok = static_cast<bool>(in >> k->entry);
@@ -239,6 +253,8 @@ bool parse_meta(const std::string& text, CompiledKernel* k, size_t* cubin_bytes)
       ok = static_cast<bool>(in >> k->stack_bytes);
     else if (key == "cubin_bytes")
       ok = static_cast<bool>(in >> *cubin_bytes);
+    else if (key == "cubin_fnv1a")
+      ok = static_cast<bool>(in >> *checksum);
     else
       return false;
     if (!ok) return false;
@@ -247,7 +263,13 @@ bool parse_meta(const std::string& text, CompiledKernel* k, size_t* cubin_bytes)
   return false;  // truncated before "end"
 }
 
+// Reads a cache file: regular files of at most 64 MiB only (a FIFO, device or huge file in
+// the cache directory is a miss, never a hang or an unbounded read).
 bool read_file(const std::filesystem::path& path, std::string* out) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec || size > (64u << 20)) return false;
   std::ifstream f(path, std::ios::binary);
   if (!f) return false;
   std::ostringstream ss;
@@ -285,9 +307,10 @@ bool load_from_disk(const std::string& dir, const std::string& hash, const std::
   std::string meta, cubin;
   size_t cubin_bytes = 0;
   CompiledKernel loaded;
-  if (!read_file(base.string() + ".meta", &meta) || !parse_meta(meta, &loaded, &cubin_bytes)) return false;
+  std::string checksum;
+  if (!read_file(base.string() + ".meta", &meta) || !parse_meta(meta, &loaded, &cubin_bytes, &checksum)) return false;
   if (loaded.entry != entry || !read_file(base.string() + ".cubin", &cubin) || cubin.size() != cubin_bytes ||
-      cubin.empty()) {
+      cubin.empty() || cubin_checksum(cubin.data(), cubin.size()) != checksum) {
     return false;
   }
   loaded.cubin.assign(cubin.begin(), cubin.end());

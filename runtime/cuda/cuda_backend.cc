@@ -3,7 +3,9 @@
 
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -13,7 +15,11 @@ namespace {
 
 Status dump_kernels(const CudaPlan& plan, const std::string& dir) {
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return error(StatusCode::kIoError) << dir << ": cannot create the --dump-kernels directory";
+    return error(StatusCode::kIoError) << dir << ": cannot create the --dump-kernels directory (" << std::strerror(errno) << ")";
+  }
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return error(StatusCode::kIoError) << dir << ": --dump-kernels needs a directory, and this is not one";
   }
   for (const GeneratedKernel& k : plan.kernels) {
     const std::string path = dir + "/" + k.src.entry + ".cu";
@@ -90,9 +96,12 @@ std::string report(const Backend& b, const Graph& g) {
   }
   int copies = 0;
   for (const DeviceStep& d : p.dsteps) copies += d.host ? 0 : d.copy_launches;
-  os << "cuda plan (" << kTargetArch << "): " << launches << " launches per inference (" << lib << " cuDNN/cuBLASLt, "
-     << launches - lib - copies << " generated, " << copies << " copies), " << p.kernels.size() << " distinct generated kernels, " << host
-     << " host-fallback steps; NVRTC+nvJitLink " << p.compile_ms << " ms (0 = all from the cache " << kernel_cache_dir() << ")\n";
+  const std::string cache = kernel_cache_dir();
+  os << "cuda plan (" << kTargetArch << "): " << launches << " launch" << (launches == 1 ? "" : "es") << " per inference (" << lib
+     << " cuDNN/cuBLASLt, " << launches - lib - copies << " generated, " << copies << " copies), " << p.kernels.size()
+     << " distinct generated kernel" << (p.kernels.size() == 1 ? "" : "s") << ", " << host << " host-fallback step"
+     << (host == 1 ? "" : "s") << "; compiled in " << p.compile_ms << " ms (kernel cache: "
+     << (cache.empty() ? std::string("none") : cache) << ")\n";
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const Step& s = p.steps[i];
     const DeviceStep& d = p.dsteps[i];

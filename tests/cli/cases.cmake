@@ -153,7 +153,9 @@ if(FUSERT_HAVE_CUDA)
                   -- --model ${CMAKE_SOURCE_DIR}/models/resnet18.yaml --seeded --device cuda --explain)
   fusert_cli_test(cuda_error_without_gpu 1 "^infer: error: .*--device cuda: .*use --device cpu"
                   -- --model ${CMAKE_SOURCE_DIR}/models/resnet18.yaml --seeded --device cuda --explain)
-  fusert_cli_test(cuda_flags_need_cuda 2 "need --device cuda" -- --tf32)
+  fusert_cli_test(cuda_flags_need_cuda 2 "^infer: --tf32 needs --device cuda" -- --tf32)
+  fusert_cli_test(cuda_compare_cpu_with_text 2 "--compare-cpu cannot be combined with --text"
+                  -- --model ${CMAKE_SOURCE_DIR}/models/minilm_l6.yaml --device cuda --compare-cpu --text hi)
   fusert_cli_test(cuda_dump_kernels_unwritable 1 "--dump-kernels directory"
                   -- --model ${FUSERT_CLI_DATA}/tiny.yaml --seeded --device cuda --dump-kernels /proc/fusert-no)
   set_tests_properties(cli_cuda_explain_without_gpu cli_cuda_error_without_gpu cli_cuda_dump_kernels_unwritable
