@@ -93,6 +93,7 @@ Context::~Context() {
     if (k.library) cudaLibraryUnload(k.library);
   }
   if (workspace_) cudaFree(workspace_);
+  if (zeros_) cudaFree(zeros_);
   if (dnn_) cudnnDestroy(dnn_);
   if (lt_) cublasLtDestroy(lt_);
   if (stream_) cudaStreamDestroy(stream_);
@@ -109,6 +110,26 @@ Status Context::reserve_workspace(size_t bytes) {
   if (workspace_) cudaFree(workspace_);
   workspace_ = fresh;
   workspace_bytes_ = bytes;
+  return Status::ok_status();
+}
+
+Status Context::reserve_zeros(size_t bytes) {
+  if (bytes <= zeros_bytes_) return Status::ok_status();
+  const std::string what = "zero buffer of " + std::to_string(bytes) + " bytes";
+  CUDA_CHECK(cudaStreamSynchronize(stream_), what);
+  void* fresh = nullptr;
+  CUDA_CHECK(cudaMalloc(&fresh, bytes), what);
+  // On this context's stream and waited for: cudaMemset runs on the legacy stream, which a
+  // non-blocking stream does not wait for.
+  cudaError_t st = cudaMemsetAsync(fresh, 0, bytes, stream_);
+  if (st == cudaSuccess) st = cudaStreamSynchronize(stream_);
+  if (st != cudaSuccess) {
+    cudaFree(fresh);
+    return cuda_status(st, "cudaMemset", what);
+  }
+  if (zeros_) cudaFree(zeros_);
+  zeros_ = fresh;
+  zeros_bytes_ = bytes;
   return Status::ok_status();
 }
 

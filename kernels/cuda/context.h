@@ -52,6 +52,12 @@ class Context {
   size_t workspace_bytes() const { return workspace_bytes_; }
   /// Grows the workspace to at least `bytes` (call before graph capture, never during a run).
   Status reserve_workspace(size_t bytes);
+  /// A zero-filled, never-written device buffer of at least `bytes` (grown like the
+  /// workspace): the `z` of fused convolutions without a residual, so cuDNN never blends
+  /// stale memory, whatever it does with alpha2 = 0.
+  Status reserve_zeros(size_t bytes);
+  const float* zeros() const { return static_cast<const float*>(zeros_); }
+  size_t zeros_bytes() const { return zeros_bytes_; }
 
   /// TF32 tensor-core math for fp32 GEMMs and convolutions (off by default: exact fp32).
   bool tf32 = false;
@@ -74,6 +80,8 @@ class Context {
   cudnnHandle_t dnn_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
+  void* zeros_ = nullptr;
+  size_t zeros_bytes_ = 0;
   std::vector<LoadedKernel> loaded_;
   std::string name_;
 };

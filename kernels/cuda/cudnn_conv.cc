@@ -76,6 +76,8 @@ Result<std::unique_ptr<CudnnConv>> CudnnConv::create(Context& ctx, const cpu::Co
   CUDNN_CHECK(cudnnSetTensor4dDescriptor(cv->y_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, m, oh, ow), what);
 
   const bool fused = ep.bias || ep.z || ep.relu;
+  cv->y_bytes_ = static_cast<size_t>(n) * m * oh * ow * sizeof(float);
+  if (fused && !ep.z) FUSERT_RETURN_IF_ERROR(ctx.reserve_zeros(cv->y_bytes_));
   if (fused) {
     CUDNN_CHECK(cudnnCreateTensorDescriptor(&cv->b_), what);
     CUDNN_CHECK(cudnnSetTensor4dDescriptor(cv->b_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, m, 1, 1), what);
@@ -149,10 +151,14 @@ Status CudnnConv::run(Context& ctx, const float* x, const float* w, const float*
         what_);
     return Status::ok_status();
   }
-  // y = act(1 * conv(x, w) + alpha2 * z + bias). Without z, alpha2 = 0 and z aliases y, the usual
-  // way to satisfy the non-null z argument (z is then not meaningfully read).
+  // y = act(1 * conv(x, w) + alpha2 * z + bias). Without a residual, alpha2 = 0 and z is the
+  // context's zero buffer (cuDNN does not document that z goes unread when alpha2 = 0, and
+  // y may hold stale NaN/inf from an earlier use of its memory: 0 * NaN = NaN).
   const float alpha2 = ep_.z ? 1.f : 0.f;
-  const float* zp = ep_.z ? z : y;
+  if (!ep_.z && ctx.zeros_bytes() < y_bytes_) {
+    return error(StatusCode::kInternal) << what_ << ": the zero buffer is smaller than the output";
+  }
+  const float* zp = ep_.z ? z : ctx.zeros();
   const float* bp = ep_.bias ? bias : zero_bias_;
   CUDNN_CHECK(cudnnConvolutionBiasActivationForward(ctx.dnn(), &one, x_, x, w_, w, conv_, algo_, ws, workspace_bytes_,
                                                     &alpha2, y_, zp, b_, bp, act_, y_, y),

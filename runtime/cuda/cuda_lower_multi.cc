@@ -151,6 +151,7 @@ Status lower_grouped_cuda(GroupLowering& gl) {
     if (row_norm_shared_bytes(inner) > kMaxDynamicShared) return error(StatusCode::kUnsupported) << "LayerNorm row exceeds shared memory";
     KernelSource src = gen_row_norm(spec);
     FUSERT_ASSIGN_OR_RETURN(int k, gl.kernel(src));
+    for (size_t extra = 1; extra < members.size(); ++extra) gl.ds.kernels.push_back(k);  // one launch per member
     const int block = src.block;
     const size_t shared = row_norm_shared_bytes(inner);
     gl.ds.run = [=](const RunEnv& env) -> Status {
