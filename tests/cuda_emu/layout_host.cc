@@ -1,0 +1,217 @@
+// Host implementations of kernels/cuda/layout.cuh for fusert_emu (in place of layout.cu): the
+// same functions and argument checks, written from the header's contract. Each call checks its
+// whole read and write ranges against the device allocations, then enqueues the work on the
+// stream (or records it while the stream is captured), as the real kernel launches do.
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/layout.cuh"
+#include "tests/cuda_emu/emu.h"
+
+namespace fusert::cuda {
+
+namespace {
+
+namespace emu = fusert::emu;
+
+int64_t volume(int rank, const int64_t* shape) {
+  int64_t n = 1;
+  for (int d = 0; d < rank; ++d) n *= shape[d];
+  return n;
+}
+
+// Byte range [lo, hi) an index space of `shape` touches at `offset` + sum i_d * strides[d].
+bool range_ok(const void* base, int rank, const int64_t* shape, int64_t offset, const int64_t* strides, int elem,
+              emu::Access acc, const std::string& what) {
+  int64_t lo = offset, hi = offset;
+  for (int d = 0; d < rank; ++d) {
+    const int64_t span = (shape[d] - 1) * strides[d];
+    (span < 0 ? lo : hi) += span;
+  }
+  if (lo < 0) {
+    emu::record_violation(what + ": index " + std::to_string(lo) + " before the start of the buffer");
+    return false;
+  }
+  return emu::check_device_range(static_cast<const char*>(base) + lo * elem, static_cast<size_t>(hi - lo + 1) * elem,
+                                 acc, what);
+}
+
+size_t cast_size(CastType t) {
+  switch (t) {
+    case CastType::kF32:
+      return 4;
+    case CastType::kI64:
+      return 8;
+    case CastType::kI32:
+      return 4;
+    case CastType::kBool:
+      return 1;
+  }
+  return 0;
+}
+
+double load_as_double(const void* p, CastType t, int64_t i) {
+  switch (t) {
+    case CastType::kF32:
+      return static_cast<const float*>(p)[i];
+    case CastType::kI64:
+      return static_cast<double>(static_cast<const int64_t*>(p)[i]);
+    case CastType::kI32:
+      return static_cast<const int32_t*>(p)[i];
+    case CastType::kBool:
+      return static_cast<const uint8_t*>(p)[i];
+  }
+  return 0;
+}
+
+bool is_zero(const void* p, CastType t, int64_t i) {
+  switch (t) {
+    case CastType::kF32:
+      return static_cast<const float*>(p)[i] == 0.f;
+    case CastType::kI64:
+      return static_cast<const int64_t*>(p)[i] == 0;
+    case CastType::kI32:
+      return static_cast<const int32_t*>(p)[i] == 0;
+    case CastType::kBool:
+      return static_cast<const uint8_t*>(p)[i] == 0;
+  }
+  return true;
+}
+
+}  // namespace
+
+cudaError_t strided_copy(int rank, const int64_t* shape, const void* x, int64_t in_offset, const int64_t* in_strides,
+                         void* y, int64_t out_offset, const int64_t* out_strides, int elem_bytes, cudaStream_t stream) {
+  if (rank < 0 || rank > kMaxCopyRank) return cudaErrorInvalidValue;
+  if (elem_bytes != 1 && elem_bytes != 4 && elem_bytes != 8) return cudaErrorInvalidValue;
+  const int64_t numel = volume(rank, shape);
+  if (numel == 0) return cudaSuccess;
+  // The argument struct is filled at the call, as the kernel's by-value parameters are.
+  std::vector<int64_t> sh(shape, shape + rank), is(in_strides, in_strides + rank), os(out_strides, out_strides + rank);
+  if (!range_ok(x, rank, shape, in_offset, in_strides, elem_bytes, emu::Access::kRead, "strided_copy source") ||
+      !range_ok(y, rank, shape, out_offset, out_strides, elem_bytes, emu::Access::kWrite, "strided_copy destination")) {
+    return cudaErrorIllegalAddress;
+  }
+  emu::emu_enqueue(stream, [=] {
+    const char* src = static_cast<const char*>(x);
+    char* dst = static_cast<char*>(y);
+    for (int64_t i = 0; i < numel; ++i) {
+      int64_t rem = i, s = in_offset, o = out_offset;
+      for (int d = rank - 1; d >= 0; --d) {
+        const int64_t idx = rem % sh[static_cast<size_t>(d)];
+        rem /= sh[static_cast<size_t>(d)];
+        s += idx * is[static_cast<size_t>(d)];
+        o += idx * os[static_cast<size_t>(d)];
+      }
+      std::memcpy(dst + o * elem_bytes, src + s * elem_bytes, static_cast<size_t>(elem_bytes));
+    }
+    emu::count_op(emu::OpKind::kCopy);
+  });
+  return cudaSuccess;
+}
+
+cudaError_t gather(int64_t outer, int64_t axis_len, int64_t inner, const void* x, int elem_bytes, const void* idx,
+                   bool idx_i64, int64_t count, void* y, int* bad_index, cudaStream_t stream) {
+  if (outer * count * inner == 0) return cudaSuccess;
+  if (elem_bytes != 4 && elem_bytes != 8) return cudaErrorInvalidValue;
+  const size_t eb = static_cast<size_t>(elem_bytes);
+  bool ok =
+      emu::check_device_range(x, eb * static_cast<size_t>(outer * axis_len * inner), emu::Access::kRead, "gather x");
+  ok &= emu::check_device_range(idx, (idx_i64 ? 8 : 4) * static_cast<size_t>(count), emu::Access::kRead,
+                                "gather indices");
+  ok &= emu::check_device_range(y, eb * static_cast<size_t>(outer * count * inner), emu::Access::kWrite, "gather y");
+  if (bad_index) ok &= emu::check_device_range(bad_index, sizeof(int), emu::Access::kWrite, "gather bad-index flag");
+  if (!ok) return cudaErrorIllegalAddress;
+  emu::emu_enqueue(stream, [=] {
+    const char* src = static_cast<const char*>(x);
+    char* dst = static_cast<char*>(y);
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t j = 0; j < count; ++j) {
+        int64_t k = idx_i64 ? static_cast<const int64_t*>(idx)[j] : static_cast<const int32_t*>(idx)[j];
+        if (k < 0) k += axis_len;
+        char* row = dst + ((o * count + j) * inner) * elem_bytes;
+        if (k < 0 || k >= axis_len) {
+          if (bad_index) *bad_index = 1;
+          std::memset(row, 0, eb * static_cast<size_t>(inner));
+        } else {
+          std::memcpy(row, src + ((o * axis_len + k) * inner) * elem_bytes, eb * static_cast<size_t>(inner));
+        }
+      }
+    }
+    emu::count_op(emu::OpKind::kCopy);
+  });
+  return cudaSuccess;
+}
+
+cudaError_t cast(int64_t count, const void* x, CastType from, void* y, CastType to, cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  const size_t fs = cast_size(from), ts = cast_size(to);
+  if (!fs || !ts) return cudaErrorInvalidValue;
+  bool ok = emu::check_device_range(x, fs * static_cast<size_t>(count), emu::Access::kRead, "cast x");
+  ok &= emu::check_device_range(y, ts * static_cast<size_t>(count), emu::Access::kWrite, "cast y");
+  if (!ok) return cudaErrorIllegalAddress;
+  emu::emu_enqueue(stream, [=] {
+    for (int64_t i = 0; i < count; ++i) {
+      if (to == CastType::kBool) {
+        static_cast<uint8_t*>(y)[i] = is_zero(x, from, i) ? 0 : 1;
+        continue;
+      }
+      const double v = load_as_double(x, from, i);  // through double, as the CPU oracle converts
+      switch (to) {
+        case CastType::kF32:
+          static_cast<float*>(y)[i] = static_cast<float>(v);
+          break;
+        case CastType::kI64:
+          static_cast<int64_t*>(y)[i] = static_cast<int64_t>(v);
+          break;
+        case CastType::kI32:
+          static_cast<int32_t*>(y)[i] = static_cast<int32_t>(v);
+          break;
+        case CastType::kBool:
+          break;
+      }
+    }
+    emu::count_op(emu::OpKind::kCopy);
+  });
+  return cudaSuccess;
+}
+
+cudaError_t where(int rank, const int64_t* out_shape, const uint8_t* cond, const int64_t* c_strides, const float* a,
+                  const int64_t* a_strides, const float* b, const int64_t* b_strides, float* y, cudaStream_t stream) {
+  if (rank < 0 || rank > kMaxCopyRank) return cudaErrorInvalidValue;
+  const int64_t numel = volume(rank, out_shape);
+  if (numel == 0) return cudaSuccess;
+  std::vector<int64_t> sh(out_shape, out_shape + rank), cs(c_strides, c_strides + rank),
+      as(a_strides, a_strides + rank), bs(b_strides, b_strides + rank);
+  std::vector<int64_t> contiguous(static_cast<size_t>(rank));
+  int64_t stride = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    contiguous[static_cast<size_t>(d)] = stride;
+    stride *= out_shape[d];
+  }
+  bool ok = range_ok(cond, rank, out_shape, 0, c_strides, 1, emu::Access::kRead, "where cond");
+  ok &= range_ok(a, rank, out_shape, 0, a_strides, 4, emu::Access::kRead, "where a");
+  ok &= range_ok(b, rank, out_shape, 0, b_strides, 4, emu::Access::kRead, "where b");
+  ok &= range_ok(y, rank, out_shape, 0, contiguous.data(), 4, emu::Access::kWrite, "where y");
+  if (!ok) return cudaErrorIllegalAddress;
+  emu::emu_enqueue(stream, [=] {
+    for (int64_t i = 0; i < numel; ++i) {
+      int64_t rem = i, ci = 0, ai = 0, bi = 0;
+      for (int d = rank - 1; d >= 0; --d) {
+        const size_t u = static_cast<size_t>(d);
+        const int64_t idx = rem % sh[u];
+        rem /= sh[u];
+        ci += idx * cs[u];
+        ai += idx * as[u];
+        bi += idx * bs[u];
+      }
+      y[i] = cond[ci] ? a[ai] : b[bi];
+    }
+    emu::count_op(emu::OpKind::kCopy);
+  });
+  return cudaSuccess;
+}
+
+}  // namespace fusert::cuda

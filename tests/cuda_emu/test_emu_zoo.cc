@@ -1,0 +1,308 @@
+// The CUDA backend end to end on the CPU: every zoo model (and the multi-anchor and long-chain
+// graphs of tests/cuda/test_cuda_plan.cc), fusion none and all, through the real lowering,
+// executor, kernel ABI and cuDNN/cuBLASLt/CUDA-runtime calls, linked against the emulation in
+// tests/cuda_emu (generated kernels run as their host references). Compared with the CPU
+// backend: rel L2 <= 1e-5 on every f32 output (other dtypes exactly) on three runs: eager,
+// the run that captures the CUDA Graph, and a replay; the three must also agree bit for bit.
+// The emulation's own checks (allocation bounds, guard bytes, capture rules, argument structs,
+// alignment) must report nothing. Exact fp32 only (tf32 off): TF32 rounding is not emulated.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "runtime/session.h"
+#include "tests/cuda_emu/emu.h"
+
+using namespace fusert;
+
+namespace {
+
+const std::string kModels = std::string(FUSERT_SOURCE_DIR) + "/models/";
+
+double rel_l2(const Tensor& got, const Tensor& want, bool* finite) {
+  double num = 0, den = 0;
+  *finite = true;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const double g = got.f32()[i], w = want.f32()[i];
+    if (!std::isfinite(g)) *finite = false;
+    num += (g - w) * (g - w);
+    den += w * w;
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.nbytes() == b.nbytes() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+}
+
+// Loads `path` on the emulated CUDA device and on the CPU with the same fusion and seeded
+// weights, runs both on the same seeded inputs and compares three CUDA runs with the CPU.
+void compare_with_cpu(const std::string& path, const std::string& fusion, const std::string& label) {
+  CAPTURE(label);
+  CAPTURE(fusion);
+  SessionOptions co;
+  co.fusion = fusion;
+  co.seeded = true;
+  auto cpu = Session::load(path, co);
+  REQUIRE_MESSAGE(cpu.ok(), cpu.status().to_string());
+  const TensorMap in = (*cpu)->seeded_inputs(7);
+  auto want = (*cpu)->run(in);
+  REQUIRE_MESSAGE(want.ok(), want.status().to_string());
+
+  emu::clear_violations();
+  emu::reset_counters();
+  SessionOptions go = co;
+  go.device = "cuda";
+  go.tf32 = false;
+  go.cuda_graph = true;
+  auto gpu = Session::load(path, go);
+  REQUIRE_MESSAGE(gpu.ok(), gpu.status().to_string());
+  const SessionStats& st = (*gpu)->stats();
+  CHECK(st.device_name.find("fusert CUDA emulator") != std::string::npos);
+  const bool graphs = st.host_fallback_steps == 0;
+
+  std::vector<TensorMap> runs;
+  double worst = 0;
+  int64_t kernels_per_run = 0, library_per_run = 0, copies_per_run = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    CAPTURE(rep);
+    const emu::Counters before = emu::counters();
+    auto got = (*gpu)->run(in);
+    REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+    const emu::Counters after = emu::counters();
+    // Run 1 is eager; run 2 captures the CUDA Graph and launches it; run 3 replays it.
+    CHECK(st.cuda_graph == (graphs && rep > 0));
+    kernels_per_run = after.kernel_launches - before.kernel_launches;
+    library_per_run = after.library_calls - before.library_calls;
+    copies_per_run = after.copy_ops - before.copy_ops;
+    CHECK_MESSAGE(library_per_run == st.library_calls,
+                  "cuDNN/cuBLASLt calls run: " << library_per_run << ", the plan counts " << st.library_calls);
+    for (const auto& [name, t] : *want) {
+      CAPTURE(name);
+      auto it = got->find(name);
+      REQUIRE(it != got->end());
+      REQUIRE(it->second.dtype() == t.dtype());
+      REQUIRE(it->second.shape() == t.shape());
+      if (t.dtype() != DType::kF32) {
+        CHECK(same_bits(it->second, t));
+        continue;
+      }
+      bool finite = true;
+      const double rel = rel_l2(it->second, t, &finite);
+      worst = std::max(worst, rel);
+      CHECK(finite);
+      CHECK_MESSAGE(rel <= 1e-5, "rel L2 " << rel);
+    }
+    runs.push_back(std::move(*got));
+  }
+  for (const auto& [name, t] : runs[0]) {
+    CAPTURE(name);
+    CHECK_MESSAGE(same_bits(runs[1].at(name), t), "the captured run differs from the eager run");
+    CHECK_MESSAGE(same_bits(runs[2].at(name), t), "the graph replay differs from the eager run");
+  }
+  const emu::Counters total = emu::counters();
+  CHECK(total.graph_launches == (graphs ? 2 : 0));
+  if (graphs) CHECK(total.captured_ops > 0);
+  const std::vector<std::string> v = emu::violations();
+  std::ostringstream vs;
+  for (size_t i = 0; i < v.size() && i < 20; ++i) vs << "\n  " << v[i];
+  CHECK_MESSAGE(v.empty(), v.size() << " emulation violations:" << vs.str());
+  const std::string report = (*gpu)->backend_report();
+  MESSAGE(label << " [fusion " << fusion << "]: " << report.substr(0, report.find('\n')));
+  MESSAGE(label << " [fusion " << fusion << "]: " << st.kernels << " kernels, " << st.generated_kernels
+                << " generated kernels, " << st.library_calls << " library calls, " << st.host_fallback_steps
+                << " host fallbacks; per run: " << kernels_per_run << " generated launches, " << library_per_run
+                << " library calls, " << copies_per_run << " copies; CUDA Graph " << std::string(graphs ? "yes" : "no")
+                << "; worst rel L2 " << worst);
+}
+
+void zoo_model(const std::string& model) {
+  for (const char* fusion : {"none", "all"}) compare_with_cpu(kModels + model + ".yaml", fusion, model);
+}
+
+std::string write_yaml(const std::string& stem, const std::string& text) {
+  const std::string path = (std::filesystem::temp_directory_path() / ("fusert-emu-" + stem + ".yaml")).string();
+  FILE* f = std::fopen(path.c_str(), "w");
+  REQUIRE(f != nullptr);
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+  return path;
+}
+
+// As in tests/cuda/test_cuda_plan.cc: sibling 1x1 convs (horizontal conv), two same-shape Gemms
+// on different inputs (grouped GEMM) and two same-shape LayerNorms (grouped row norm).
+const char* kMultiAnchor = R"(fusert: 1
+name: multi_anchor
+inputs: [{name: x, shape: [2, 8, 6, 6]}, {name: a, shape: [4, 16]}, {name: b, shape: [4, 16]}]
+outputs: [ya, yb, ga_out, gb_out, na_out, nb_out]
+initializers:
+  - {name: wa, shape: [4, 8, 1, 1]}
+  - {name: ba, shape: [4]}
+  - {name: wb, shape: [6, 8, 1, 1]}
+  - {name: bb, shape: [6]}
+  - {name: wga, shape: [8, 16]}
+  - {name: bga, shape: [8]}
+  - {name: wgb, shape: [8, 16]}
+  - {name: bgb, shape: [8]}
+  - {name: sa, shape: [16]}
+  - {name: sb, shape: [16]}
+nodes:
+  - {name: conv_a, op: Conv, inputs: [x, wa, ba], outputs: [ya], attrs: {kernel_shape: [1, 1]}}
+  - {name: conv_b, op: Conv, inputs: [x, wb, bb], outputs: [yb], attrs: {kernel_shape: [1, 1]}}
+  - {name: ga, op: Gemm, inputs: [a, wga, bga], outputs: [ga_out], attrs: {transB: 1}}
+  - {name: gb, op: Gemm, inputs: [b, wgb, bgb], outputs: [gb_out], attrs: {transB: 1}}
+  - {name: na, op: LayerNormalization, inputs: [a, sa], outputs: [na_out], attrs: {axis: -1}}
+  - {name: nb, op: LayerNormalization, inputs: [b, sb], outputs: [nb_out], attrs: {axis: -1}}
+)";
+
+// Slice and Split have no CUDA kernel: host-fallback steps between device steps (no CUDA
+// Graph then), reading a device result and a Reshape alias of it.
+const char* kHostFallback = R"(fusert: 1
+name: host_fallback
+inputs: [{name: x, shape: [2, 8, 6]}]
+outputs: [y, z, v]
+initializers:
+  - {name: w, shape: [8, 6]}
+  - {name: w2, shape: [2, 4, 6]}
+  - {name: starts, shape: [1], dtype: i64, value: [1]}
+  - {name: ends, shape: [1], dtype: i64, value: [5]}
+  - {name: axes, shape: [1], dtype: i64, value: [1]}
+  - {name: flat, shape: [2], dtype: i64, value: [16, 6]}
+nodes:
+  - {name: a, op: Add, inputs: [x, w], outputs: [xa]}
+  - {name: r, op: Relu, inputs: [xa], outputs: [xr]}
+  - {name: s, op: Slice, inputs: [xr, starts, ends, axes], outputs: [xs]}
+  - {name: m, op: Mul, inputs: [xs, w2], outputs: [y]}
+  - {name: sp, op: Split, inputs: [xr], outputs: [p, q], attrs: {axis: 1}}
+  - {name: d, op: Sub, inputs: [p, q], outputs: [pq]}
+  - {name: t, op: Tanh, inputs: [pq], outputs: [z]}
+  - {name: rs, op: Reshape, inputs: [xr, flat], outputs: [xf]}
+  - {name: sg, op: Sigmoid, inputs: [xf], outputs: [v]}
+)";
+
+}  // namespace
+
+TEST_CASE("emu.device: the emulated device is what the backend sees") {
+  int n = 0;
+  REQUIRE(cudaGetDeviceCount(&n) == cudaSuccess);
+  CHECK(n == 1);
+  cudaDeviceProp prop{};
+  REQUIRE(cudaGetDeviceProperties(&prop, 0) == cudaSuccess);
+  CHECK(std::string(prop.name) == "fusert CUDA emulator");
+  CHECK(prop.major == 9);
+  CHECK(prop.minor == 0);
+  CHECK(prop.sharedMemPerBlockOptin == 232448);
+  CHECK(check_cuda_device().ok());
+}
+
+TEST_CASE("emu.capture: synchronous calls inside a capture fail and invalidate it; the graph replays") {
+  cudaStream_t s = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+  float* d = nullptr;
+  REQUIRE(cudaMalloc(reinterpret_cast<void**>(&d), 4 * sizeof(float)) == cudaSuccess);
+  // A failed capture: cudaMalloc is not permitted while capturing.
+  REQUIRE(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+  void* p = nullptr;
+  CHECK(cudaMalloc(&p, 16) == cudaErrorStreamCaptureUnsupported);
+  cudaGraph_t g = nullptr;
+  CHECK(cudaStreamEndCapture(s, &g) == cudaErrorStreamCaptureInvalidated);
+  CHECK(g == nullptr);
+  cudaGetLastError();
+  // A good capture: the memset is recorded, not run, until the graph is launched.
+  REQUIRE(cudaMemsetAsync(d, 0, 4 * sizeof(float), s) == cudaSuccess);
+  REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+  REQUIRE(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+  cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+  CHECK(cudaStreamIsCapturing(s, &cs) == cudaSuccess);
+  CHECK(cs == cudaStreamCaptureStatusActive);
+  CHECK(cudaStreamSynchronize(s) == cudaErrorStreamCaptureUnsupported);
+  CHECK(cudaMemsetAsync(d, 0x3f, 4 * sizeof(float), s) == cudaSuccess);
+  CHECK(cudaStreamEndCapture(s, &g) == cudaErrorStreamCaptureInvalidated);  // the sync above invalidated it
+  REQUIRE(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+  CHECK(cudaMemsetAsync(d, 0x3f, 4 * sizeof(float), s) == cudaSuccess);
+  REQUIRE(cudaStreamEndCapture(s, &g) == cudaSuccess);
+  float host[4] = {1, 1, 1, 1};
+  REQUIRE(cudaMemcpy(host, d, sizeof host, cudaMemcpyDeviceToHost) == cudaSuccess);
+  CHECK(host[0] == 0.f);  // recorded, not run
+  cudaGraphExec_t exec = nullptr;
+  REQUIRE(cudaGraphInstantiate(&exec, g, 0) == cudaSuccess);
+  REQUIRE(cudaGraphDestroy(g) == cudaSuccess);
+  REQUIRE(cudaGraphLaunch(exec, s) == cudaSuccess);
+  REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+  REQUIRE(cudaMemcpy(host, d, sizeof host, cudaMemcpyDeviceToHost) == cudaSuccess);
+  CHECK(host[3] != 0.f);
+  CHECK(cudaGraphExecDestroy(exec) == cudaSuccess);
+  CHECK(cudaFree(d) == cudaSuccess);
+  CHECK(cudaStreamDestroy(s) == cudaSuccess);
+  cudaGetLastError();
+}
+
+TEST_CASE("emu.checks: out-of-bounds accesses and overwritten guards are reported") {
+  emu::clear_violations();
+  float* d = nullptr;
+  REQUIRE(cudaMalloc(reinterpret_cast<void**>(&d), 10 * sizeof(float)) == cudaSuccess);
+  float host[16] = {};
+  CHECK(cudaMemcpy(d, host, 16 * sizeof(float), cudaMemcpyHostToDevice) == cudaErrorInvalidValue);
+  CHECK(emu::violations().size() == 1);
+  d[10] = 0.f;  // a write past the end lands in the guard bytes
+  CHECK(cudaFree(d) == cudaSuccess);
+  CHECK(emu::violations().size() == 2);
+  CHECK(cudaFree(d) == cudaErrorInvalidValue);  // double free
+  CHECK(emu::violations().size() == 3);
+  emu::clear_violations();
+  cudaGetLastError();
+}
+
+#define FUSERT_EMU_ZOO(model) \
+  TEST_CASE("emu.zoo." model ": CUDA under emulation matches the CPU backend") { zoo_model(model); }
+
+FUSERT_EMU_ZOO("resnet18")
+FUSERT_EMU_ZOO("resnet50")
+FUSERT_EMU_ZOO("mobilenet_v2")
+FUSERT_EMU_ZOO("efficientnet_lite0")
+FUSERT_EMU_ZOO("bert_base_layer")
+FUSERT_EMU_ZOO("minilm_l6")
+FUSERT_EMU_ZOO("transformer_block")
+FUSERT_EMU_ZOO("multitask_heads")
+FUSERT_EMU_ZOO("branch_merge")
+
+TEST_CASE("emu.multi_anchor: horizontal convs, grouped GEMMs and grouped LayerNorms under emulation") {
+  const std::string path = write_yaml("multi_anchor", kMultiAnchor);
+  for (const char* fusion : {"none", "all"}) compare_with_cpu(path, fusion, "multi_anchor");
+  std::remove(path.c_str());
+}
+
+TEST_CASE("emu.long_chain: a chain split by the 8-operand limit under emulation") {
+  std::string yaml =
+      "fusert: 1\nname: long_chain\ninputs: [{name: x, shape: [8, 64]}]\noutputs: [v10]\ninitializers:\n";
+  for (int i = 1; i <= 10; ++i) yaml += "  - {name: w" + std::to_string(i) + ", shape: [8, 64]}\n";
+  yaml += "nodes:\n";
+  for (int i = 1; i <= 10; ++i) {
+    const std::string in = i == 1 ? "x" : "v" + std::to_string(i - 1);
+    yaml += "  - {name: n" + std::to_string(i) + ", op: " + (i % 2 ? "Add" : "Mul") + ", inputs: [" + in + ", w" +
+            std::to_string(i) + "], outputs: [v" + std::to_string(i) + "]}\n";
+  }
+  const std::string path = write_yaml("long_chain", yaml);
+  for (const char* fusion : {"none", "all"}) compare_with_cpu(path, fusion, "long_chain");
+  std::remove(path.c_str());
+}
+
+TEST_CASE("emu.host_fallback: host steps between device steps (copies around them, no CUDA Graph)") {
+  const std::string path = write_yaml("host_fallback", kHostFallback);
+  SessionOptions o;
+  o.device = "cuda";
+  o.seeded = true;
+  o.fusion = "none";
+  o.plan_only = true;
+  auto plan = Session::load(path, o);
+  REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
+  CHECK((*plan)->stats().host_fallback_steps > 0);
+  for (const char* fusion : {"none", "all"}) compare_with_cpu(path, fusion, "host_fallback");
+  std::remove(path.c_str());
+}
