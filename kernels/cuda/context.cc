@@ -77,6 +77,8 @@ Result<std::unique_ptr<Context>> Context::create(int device, size_t workspace_by
 
   CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->stream_, cudaStreamNonBlocking), what);
   CUBLAS_CHECK(cublasLtCreate(&ctx->lt_), what);
+  CUBLAS_CHECK(cublasCreate(&ctx->blas_), what);
+  CUBLAS_CHECK(cublasSetStream(ctx->blas_, ctx->stream_), what);
   CUDNN_CHECK(cudnnCreate(&ctx->dnn_), what);
   CUDNN_CHECK(cudnnSetStream(ctx->dnn_, ctx->stream_), what);
   if (workspace_bytes > 0) {
@@ -96,6 +98,7 @@ Context::~Context() {
   if (zeros_) cudaFree(zeros_);
   if (dnn_) cudnnDestroy(dnn_);
   if (lt_) cublasLtDestroy(lt_);
+  if (blas_) cublasDestroy(blas_);
   if (stream_) cudaStreamDestroy(stream_);
 }
 

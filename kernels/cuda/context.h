@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cublasLt.h>
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
@@ -47,6 +48,7 @@ class Context {
 
   cudaStream_t stream() const { return stream_; }
   cublasLtHandle_t lt() const { return lt_; }
+  cublasHandle_t blas() const { return blas_; }  ///< cuBLAS (pointer-array batched GEMM)
   cudnnHandle_t dnn() const { return dnn_; }
   void* workspace() const { return workspace_; }
   size_t workspace_bytes() const { return workspace_bytes_; }
@@ -77,6 +79,7 @@ class Context {
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
   cudnnHandle_t dnn_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;

@@ -1,11 +1,12 @@
 // CUDA lowering of multi-anchor groups besides horizontal GEMMs: horizontal 1x1 convs (one
 // cuDNN conv on stacked weights, then one multi-tensor epilogue kernel scattering each
-// member's channels), grouped GEMMs (same-shape Gemms on different inputs: one cuBLASLt call
-// per member over one concatenated weight buffer) and grouped LayerNorms (one generated
+// member's channels), grouped GEMMs (same-shape Gemms on different inputs: one pointer-array
+// batched cuBLAS GEMM plus one bias kernel) and grouped LayerNorms (one generated
 // row-norm kernel, launched per member).
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/cuda/cublas_batched.h"
 #include "runtime/cuda/cuda_lower_internal.h"
 
 namespace fusert::cuda {
@@ -165,6 +166,8 @@ Status lower_grouped_cuda(GroupLowering& gl) {
     return Status();
   }
   if (first.op != OpKind::kGemm) return error(StatusCode::kUnsupported) << "grouped " << op_name(first.op);
+  // Same-shape Gemms on different inputs: one pointer-array batched cuBLAS GEMM, then one
+  // multi-tensor kernel adding each member's bias in place (up to FZ_MAX_MEMBERS per launch).
   const int64_t m = g.value(first.outputs[0]).shape[0], n = g.value(first.outputs[0]).shape[1], k = g.value(first.inputs[0]).shape[1];
   std::vector<float> w_cat, b_cat;
   std::vector<ValueId> as, ys;
@@ -180,27 +183,76 @@ Status lower_grouped_cuda(GroupLowering& gl) {
     as.push_back(nd.inputs[0]);
     ys.push_back(nd.outputs[0]);
   }
-  GemmDesc d;
-  d.m = m;
-  d.n = n;
-  d.k = k;
-  d.trans_b = true;
-  d.bias = true;
-  gl.ds.library_calls = static_cast<int>(as.size());
-  struct State { std::unique_ptr<LtGemm> gemm; ConstPtr w, b; };
+  struct State {
+    ConstPtr w, b;
+    const float** ptrs = nullptr;         ///< device: a[batch], w[batch], y[batch]
+    std::vector<const float*> host_ptrs;  ///< what `ptrs` holds (uploaded when it changes)
+    ~State() { if (ptrs) cudaFree(ptrs); }
+  };
   auto state = std::make_shared<State>();
   state->w = make_const(std::move(w_cat));
   state->b = make_const(std::move(b_cat));
-  gl.ds.prepare = [=](Context& ctx) -> Status {
+  const int batch = static_cast<int>(as.size());
+  // Bias programs: y = y + b_i[col], in place over [M, N].
+  std::vector<std::shared_ptr<BoundProgram>> progs;
+  for (int i = 0; i < batch; ++i) {
+    auto bp = std::make_shared<BoundProgram>();
+    bp->prog.out_shape = {m, n};
+    Binding y;
+    y.value = ys[static_cast<size_t>(i)];
+    bp->prog.loads.push_back({0, bp->add_binding(y, {n, 1})});
+    Binding bias;
+    bias.kind = Binding::kConstant;
+    bias.constant = state->b;
+    bias.offset = i * n;
+    cpu::ElementwiseInstr add;
+    add.op = cpu::EpOp::kAddTensor;
+    add.input = bp->add_binding(bias, {0, 1});
+    bp->prog.code.push_back(add);
+    bp->prog.stores.push_back({0, 0});
+    bp->outputs.push_back(y);
+    progs.push_back(bp);
+  }
+  std::vector<int> launches, blocks;
+  for (size_t i = 0; i < progs.size(); i += FZ_MAX_MEMBERS) {
+    std::vector<cpu::ElementwiseProgram> part;
+    for (size_t j = i; j < progs.size() && j < i + FZ_MAX_MEMBERS; ++j) part.push_back(progs[j]->prog);
+    KernelSource src = gen_elementwise_multi(part);
+    FUSERT_ASSIGN_OR_RETURN(int kid, gl.kernel(src));
+    launches.push_back(kid);
+    blocks.push_back(src.block);
+  }
+  gl.ds.library_calls = 1;
+  gl.ds.prepare = [=](Context&) -> Status {
     FUSERT_RETURN_IF_ERROR(state->w->upload(what));
     FUSERT_RETURN_IF_ERROR(state->b->upload(what));
-    FUSERT_ASSIGN_OR_RETURN(state->gemm, LtGemm::create(ctx, d, what));
+    if (!state->ptrs) CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&state->ptrs), 3 * static_cast<size_t>(batch) * sizeof(float*)), what);
     return Status();
   };
   gl.ds.run = [=](const RunEnv& env) -> Status {
-    for (size_t i = 0; i < as.size(); ++i) {
-      FUSERT_RETURN_IF_ERROR(state->gemm->run(env.ctx, env.dev.f32(as[i]), state->w->get() + static_cast<int64_t>(i) * n * k,
-                                              state->b->get() + static_cast<int64_t>(i) * n, nullptr, env.dev.f32(ys[i])));
+    // The arena does not move during an executor's life: the pointer arrays are uploaded on the
+    // first (eager) run and only again if a buffer moved, never inside a CUDA Graph capture.
+    std::vector<const float*> ptrs;
+    for (int i = 0; i < batch; ++i) ptrs.push_back(env.dev.f32(as[static_cast<size_t>(i)]));
+    for (int i = 0; i < batch; ++i) ptrs.push_back(state->w->get() + static_cast<int64_t>(i) * n * k);
+    for (int i = 0; i < batch; ++i) ptrs.push_back(env.dev.f32(ys[static_cast<size_t>(i)]));
+    if (ptrs != state->host_ptrs) {  // stream-ordered (a legacy-stream cudaMemcpy would not be)
+      state->host_ptrs = ptrs;
+      CUDA_CHECK(cudaMemcpyAsync(state->ptrs, state->host_ptrs.data(), ptrs.size() * sizeof(float*), cudaMemcpyHostToDevice,
+                                 env.ctx.stream()),
+                 what);
+    }
+    FUSERT_RETURN_IF_ERROR(gemm_batched_nt(env.ctx, m, n, k, state->ptrs, state->ptrs + batch,
+                                           const_cast<float* const*>(state->ptrs + 2 * batch), batch, what));
+    for (size_t l = 0; l < launches.size(); ++l) {
+      FzMultiEwArgs args;
+      std::memset(&args, 0, sizeof args);
+      size_t members = 0;
+      for (size_t j = l * FZ_MAX_MEMBERS; j < progs.size() && j < (l + 1) * FZ_MAX_MEMBERS; ++j, ++members) {
+        args.m[members] = ew_args(*progs[j], env);
+      }
+      dim3 grid(grid_1d(m * n, blocks[l]), static_cast<unsigned>(members));
+      FUSERT_RETURN_IF_ERROR(env.ctx.launch(env.kernels[static_cast<size_t>(launches[l])], grid, dim3(blocks[l]), 0, &args, what));
     }
     return Status();
   };

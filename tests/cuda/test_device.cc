@@ -14,6 +14,7 @@
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cuda/context.h"
+#include "kernels/cuda/cublas_batched.h"
 #include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/cudnn_conv.h"
 #include "kernels/cuda/layout.cuh"
@@ -330,4 +331,44 @@ TEST_CASE("device.layout_where") {
   const int64_t shape[] = {2, 3}, cs[] = {1, 0}, as[] = {3, 1}, bs[] = {0, 0};
   REQUIRE(cu::where(2, shape, dc.get(), cs, da.get(), as, db.get(), bs, dy.get(), ctx->stream()) == cudaSuccess);
   CHECK(dy.host() == std::vector<float>{1, 2, 3, -1, -1, -1});
+}
+
+TEST_CASE("device.gemm_batched_nt: pointer-array batched GEMM against a naive loop") {
+  FUSERT_REQUIRE_DEVICE();
+  auto ctx = make_context();
+  const int64_t m = 5, n = 7, k = 13;
+  const int batch = 3;
+  std::vector<std::unique_ptr<DevBuf<float>>> as, ws, ys;
+  std::vector<std::vector<float>> ha, hw;
+  std::vector<const float*> pa, pw;
+  std::vector<float*> py;
+  for (int i = 0; i < batch; ++i) {
+    ha.push_back(random_floats(m * k, 100 + i));
+    hw.push_back(random_floats(n * k, 200 + i));
+    as.push_back(std::make_unique<DevBuf<float>>(*ctx, ha.back()));
+    ws.push_back(std::make_unique<DevBuf<float>>(*ctx, hw.back()));
+    ys.push_back(std::make_unique<DevBuf<float>>(*ctx, static_cast<size_t>(m * n)));
+    pa.push_back(as.back()->get());
+    pw.push_back(ws.back()->get());
+    py.push_back(ys.back()->get());
+  }
+  std::vector<const float*> ptrs(pa);
+  ptrs.insert(ptrs.end(), pw.begin(), pw.end());
+  ptrs.insert(ptrs.end(), py.begin(), py.end());
+  const float** dptrs = nullptr;
+  REQUIRE(cudaMalloc(reinterpret_cast<void**>(&dptrs), ptrs.size() * sizeof(float*)) == cudaSuccess);
+  REQUIRE(cudaMemcpyAsync(dptrs, ptrs.data(), ptrs.size() * sizeof(float*), cudaMemcpyHostToDevice, ctx->stream()) == cudaSuccess);
+  const auto st = cu::gemm_batched_nt(*ctx, m, n, k, dptrs, dptrs + batch, const_cast<float* const*>(dptrs + 2 * batch), batch, "test");
+  REQUIRE_MESSAGE(st.ok(), st.message());
+  for (int i = 0; i < batch; ++i) {
+    std::vector<float> ref(static_cast<size_t>(m * n));
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t c = 0; c < n; ++c) {
+        double acc = 0;
+        for (int64_t p = 0; p < k; ++p) acc += static_cast<double>(ha[i][r * k + p]) * hw[i][c * k + p];
+        ref[static_cast<size_t>(r * n + c)] = static_cast<float>(acc);
+      }
+    CHECK(max_rel_err(ys[static_cast<size_t>(i)]->host(), ref) <= 1e-5);
+  }
+  cudaFree(dptrs);
 }
