@@ -72,9 +72,9 @@ Result<std::unique_ptr<Session>> Session::load(const std::string& model_path, co
   if (!parse_fusion_mode(options.fusion, &fopt, &why)) return error(StatusCode::kInvalidArgument) << "--fusion: " << why;
   fopt.backend = options.device;
   if (options.threads < 0) return error(StatusCode::kInvalidArgument) << "threads must be >= 0, got " << options.threads;
-#ifndef FUSERT_HAVE_CUDA
-  if (options.device == "cuda") FUSERT_RETURN_IF_ERROR(check_cuda_device());
-#endif
+  // Without a device, fail before planning unless only the plan is wanted (plan_only: the CUDA
+  // plan with register counts can be shown on a machine without a GPU).
+  if (options.device == "cuda" && !options.plan_only) FUSERT_RETURN_IF_ERROR(check_cuda_device());
   auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<Session> s(new Session());
   s->options_ = options;
@@ -97,6 +97,7 @@ Result<std::unique_ptr<Session>> Session::load(const std::string& model_path, co
   }
   s->stats_.canonicalize_ms = ms_since(t1);
 #ifdef FUSERT_HAVE_CUDA
+  const cuda::CompileCounters compiled_before = cuda::compile_counters();
   if (options.device == "cuda") {
     fopt.measure_registers = cuda::probe_registers;
     if (options.register_budget > 0) fopt.measured_register_budget = options.register_budget;
@@ -106,6 +107,8 @@ Result<std::unique_ptr<Session>> Session::load(const std::string& model_path, co
   if (options.device == "cuda") {
 #ifdef FUSERT_HAVE_CUDA
     FUSERT_ASSIGN_OR_RETURN(s->cuda_, cuda::lower_backend(g, s->fusion_, options, &s->plan_.steps));
+    // Every compile of this load, the planner's register probes included.
+    s->cuda_->plan.compile_ms = cuda::compile_counters().compile_ms - compiled_before.compile_ms;
 #endif
   } else {
     FUSERT_ASSIGN_OR_RETURN(s->plan_.steps, lower_plan_cpu(g, s->fusion_));

@@ -122,7 +122,9 @@ Status run(InferOptions o) {
   // register counts even on a machine without a GPU; then attach the device.
   const bool cuda = o.session.device == "cuda";
   SessionOptions so = o.session;
-  so.plan_only = cuda;
+  // Without --explain or --dump-kernels (both useful without a GPU), a missing device fails
+  // before any planning.
+  so.plan_only = cuda && (o.explain || !o.session.dump_kernels.empty());
   FUSERT_ASSIGN_OR_RETURN(auto session, Session::load(o.model, so));
   const SessionStats& st = session->stats();
   std::printf("weights: %s\nplan: %lld nodes -> %lld kernels, peak activations %.2f MiB (%.2f MiB without reuse), plan %.2f ms\n",

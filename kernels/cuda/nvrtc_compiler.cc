@@ -375,6 +375,7 @@ Result<CompiledKernel> compile_kernel(const std::string& source, const std::stri
   store_to_disk(dir, k);
   std::lock_guard<std::mutex> lock(c.mu);
   ++c.counters.compiled;
+  c.counters.compile_ms += k.compile_ms;
   c.kernels[hash] = k;
   return k;
 }

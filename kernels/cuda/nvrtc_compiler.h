@@ -37,7 +37,10 @@ Result<CompiledKernel> compile_kernel(const std::string& source, const std::stri
 std::string kernel_cache_dir();
 
 /// Counts for tests and --explain: kernels compiled, and served from the memory/disk caches.
-struct CompileCounters { int compiled = 0, memory_hits = 0, disk_hits = 0; };
+struct CompileCounters {
+  int compiled = 0, memory_hits = 0, disk_hits = 0;
+  double compile_ms = 0;  ///< NVRTC + nvJitLink wall time of all compiles in this process
+};
 CompileCounters compile_counters();
 
 }  // namespace fusert::cuda

@@ -2,6 +2,7 @@
 #include "runtime/cuda/cuda_backend.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -32,6 +33,16 @@ Status dump_kernels(const CudaPlan& plan, const std::string& dir) {
     if (!f) return error(StatusCode::kIoError) << path << ": write failed";
   }
   return Status();
+}
+
+// The cache directory as the report shows it, saying when compiled kernels cannot be kept.
+std::string cache_state(const std::string& dir) {
+  if (dir.empty()) return "none: no FUSERT_CACHE_DIR, XDG_CACHE_HOME or HOME";
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) == 0 && (!S_ISDIR(st.st_mode) || ::access(dir.c_str(), W_OK) != 0)) {
+    return dir + ", not a writable directory: kernels are compiled on every load";
+  }
+  return dir;
 }
 
 }  // namespace
@@ -100,8 +111,8 @@ std::string report(const Backend& b, const Graph& g) {
   os << "cuda plan (" << kTargetArch << "): " << launches << " launch" << (launches == 1 ? "" : "es") << " per inference (" << lib
      << " cuDNN/cuBLASLt, " << launches - lib - copies << " generated, " << copies << " copies), " << p.kernels.size()
      << " distinct generated kernel" << (p.kernels.size() == 1 ? "" : "s") << ", " << host << " host-fallback step"
-     << (host == 1 ? "" : "s") << "; compiled in " << p.compile_ms << " ms (kernel cache: "
-     << (cache.empty() ? std::string("none") : cache) << ")\n";
+     << (host == 1 ? "" : "s") << "; NVRTC+nvJitLink " << p.compile_ms << " ms this load (kernel cache: " << cache_state(cache)
+     << ")\n";
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const Step& s = p.steps[i];
     const DeviceStep& d = p.dsteps[i];
