@@ -43,9 +43,12 @@ bundled photo models/data/coffee.png, printing the top-5 labels and timing.
   --dot graph.dot         write the graph as Graphviz DOT (fusion groups as clusters
                           coloured by strategy)
   --stats-json s.json     write statistics (model, device, fusion, nodes, kernels,
-                          intermediate_bytes, peak_activation_bytes, plan_ms, latency_ms)
+                          intermediate_bytes, peak_activation_bytes, weight_bytes, plan_ms,
+                          latency_ms; with cuda also generated_kernels, library_calls,
+                          host_fallback_steps, cuda_graph, device_name)
   --dump                  print the loaded graph and exit
   --list-ops              print the op table (formula, pattern kind, attributes) and exit
+  --help                  this text
 
 CUDA backend (--device cuda):
   --no-cuda-graph         enqueue every step each run instead of replaying a CUDA Graph
@@ -56,7 +59,6 @@ CUDA backend (--device cuda):
   --compare-cpu           also run the input on the CPU backend and print the relative L2
                           error (bound 1e-5, with --tf32 1e-3); exit 1 beyond it
   FUSERT_CACHE_DIR        compiled-kernel cache (default ~/.cache/fusert/kernels)
-  --help                  this text
 
 Exit status: 0 success, 1 error (message on stderr), 2 bad command line.
 )";
