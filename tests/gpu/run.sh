@@ -316,6 +316,7 @@ PY
 
 
 if [[ -n $SUMMARY_ONLY ]]; then
+  if [[ ! -d $SUMMARY_ONLY ]]; then echo "run.sh: --summary-only: no folder '$SUMMARY_ONLY'" >&2; exit 2; fi
   summarise "$SUMMARY_ONLY"
   exit 0
 fi
