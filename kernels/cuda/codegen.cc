@@ -82,6 +82,18 @@ __device__ __forceinline__ float fz_block_sum(float v, float* red) {
   __syncthreads();
   return fz_warp_sum((threadIdx.x & 31) < BLOCK / 32 ? red[threadIdx.x & 31] : 0.0f);
 }
+__device__ __forceinline__ double fz_warp_sum_d(double v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+template <int BLOCK>
+__device__ __forceinline__ double fz_block_sum_d(double v, double* red) {
+  v = fz_warp_sum_d(v);
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
+  __syncthreads();
+  return fz_warp_sum_d((threadIdx.x & 31) < BLOCK / 32 ? red[threadIdx.x & 31] : 0.0);
+}
 template <int BLOCK>
 __device__ __forceinline__ float fz_block_max(float v, float* red) {
   v = fz_warp_max(v);
@@ -360,17 +372,20 @@ std::string row_read(int k) {
          std::to_string(k) + "][1]]";
 }
 
-// Two-pass statistics over the row held in shared memory: the mean first, then the mean of
-// squared deviations, which stays accurate when the row has a large common offset.
+// Two-pass statistics over the row held in shared memory, accumulated in double as the CPU
+// kernel does (kernels/cpu/fused_norm.cc): the mean first, then the mean of squared deviations
+// from it, so a row with a large common offset keeps its precision; then the float formula.
 void emit_layer_norm(std::ostringstream& os, const RowNormSpec& spec) {
   const std::string loop = "  for (fz_i64 col = threadIdx.x; col < inner; col += " + std::to_string(kRowBlock) + ")";
-  os << "  float s = 0.0f;\n"
-     << loop << " s += fz_row[col];\n"
-     << "  const float mean = fz_block_sum<" << kRowBlock << ">(s, fz_red) / (float)inner;\n"
-     << "  float q = 0.0f;\n"
-     << loop << " {\n    const float d = fz_row[col] - mean;\n    q += d * d;\n  }\n"
-     << "  const float var = fz_block_sum<" << kRowBlock << ">(q, fz_red) / (float)inner;\n"
-     << "  const float inv = 1.0f / sqrtf(var + " << hex_float(spec.eps) << ");\n"
+  os << "  __shared__ double fz_red_d[32];\n"
+     << "  double s = 0.0;\n"
+     << loop << " s += (double)fz_row[col];\n"
+     << "  const double mean_d = fz_block_sum_d<" << kRowBlock << ">(s, fz_red_d) / (double)inner;\n"
+     << "  double q = 0.0;\n"
+     << loop << " {\n    const double d = (double)fz_row[col] - mean_d;\n    q += d * d;\n  }\n"
+     << "  const double var = fz_block_sum_d<" << kRowBlock << ">(q, fz_red_d) / (double)inner;\n"
+     << "  const float mean = (float)mean_d;\n"
+     << "  const float inv = (float)(1.0 / sqrt(var + (double)" << hex_float(spec.eps) << "));\n"
      << loop << " {\n    float y = (fz_row[col] - mean) * inv;\n";
   if (spec.scale_input >= 0) os << "    y = y * a.in[" << spec.scale_input << "][col];\n";
   if (spec.shift_input >= 0) os << "    y = y + a.in[" << spec.shift_input << "][col];\n";

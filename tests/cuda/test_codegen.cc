@@ -190,7 +190,7 @@ TEST_CASE("codegen.row_pool_attention_golden_lines") {
   const cu::KernelSource ln = cu::gen_row_norm(layer_norm_spec());
   check_common(ln, "layernorm");
   CHECK(contains(ln.source, "r0 = r0 + a.in[1][row * a.in_strides[1][0] + col * a.in_strides[1][1]];"));
-  CHECK(contains(ln.source, "const float inv = 1.0f / sqrtf(var + 0x1.4f8b58p-17f);"));
+  CHECK(contains(ln.source, "const float inv = (float)(1.0 / sqrt(var + (double)0x1.4f8b58p-17f));"));
   CHECK(contains(ln.source, "y = y * a.in[2][col];"));
   CHECK(contains(ln.source, "y = y + a.in[3][col];"));
   CHECK(contains(ln.source, "extern __shared__ float fz_row[];"));
