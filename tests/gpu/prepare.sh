@@ -102,7 +102,7 @@ if [[ -d .cache/pylib/efficientnet_lite_pytorch ]]; then
   cp -r .cache/pylib/efficientnet_lite_pytorch "$STAGE/pylib/"
   rm -rf "$STAGE/pylib/efficientnet_lite_pytorch/__pycache__"
 else
-  say "note: .cache/pylib/efficientnet_lite_pytorch missing (python3 tools/make_goldens.py --only" \
+  say "note: .cache/pylib/efficientnet_lite_pytorch missing (/usr/bin/python3 tools/make_goldens.py --only" \
       "efficientnet_lite0 installs it): torch_bench will skip efficientnet_lite0"
 fi
 
