@@ -30,10 +30,9 @@ class ArenaTable : public BufferTable {
 Executor::Executor(const Graph& g, const ExecutionPlan& plan)
     : g_(g), plan_(plan), arena_(DType::kF32, Shape{static_cast<int64_t>((plan.arena_bytes + 3) / 4)}) {}
 
-Result<std::map<std::string, Tensor>> Executor::run(const std::map<std::string, Tensor>& inputs) {
-  ArenaTable table(g_, plan_, static_cast<uint8_t*>(arena_.raw()));
-  for (ValueId id : g_.inputs) {
-    const Value& v = g_.value(id);
+Status check_inputs(const Graph& g, const std::map<std::string, Tensor>& inputs) {
+  for (ValueId id : g.inputs) {
+    const Value& v = g.value(id);
     auto it = inputs.find(v.name);
     if (it == inputs.end()) return error(StatusCode::kInvalidArgument) << "missing input '" << v.name << "' " << shape_str(v.shape);
     const Tensor& t = it->second;
@@ -43,11 +42,20 @@ Result<std::map<std::string, Tensor>> Executor::run(const std::map<std::string, 
     if (t.shape() != v.shape) {
       return error(StatusCode::kShapeMismatch) << "input '" << v.name << "': expected shape " << shape_str(v.shape) << ", got " << shape_str(t.shape());
     }
-    std::memcpy(table.raw(id), t.raw(), t.nbytes());
   }
   for (const auto& kv : inputs) {
-    ValueId id = g_.find_value(kv.first);
-    if (id == kNoValue || !g_.value(id).is_graph_input) return error(StatusCode::kInvalidArgument) << "'" << kv.first << "' is not an input of model '" << g_.name << "'";
+    ValueId id = g.find_value(kv.first);
+    if (id == kNoValue || !g.value(id).is_graph_input) return error(StatusCode::kInvalidArgument) << "'" << kv.first << "' is not an input of model '" << g.name << "'";
+  }
+  return Status();
+}
+
+Result<std::map<std::string, Tensor>> Executor::run(const std::map<std::string, Tensor>& inputs) {
+  FUSERT_RETURN_IF_ERROR(check_inputs(g_, inputs));
+  ArenaTable table(g_, plan_, static_cast<uint8_t*>(arena_.raw()));
+  for (ValueId id : g_.inputs) {
+    const Tensor& t = inputs.at(g_.value(id).name);
+    std::memcpy(table.raw(id), t.raw(), t.nbytes());
   }
   step_ms_.assign(plan_.steps.size(), 0.0);
   for (size_t i = 0; i < plan_.steps.size(); ++i) {

@@ -9,6 +9,10 @@
 
 namespace fusert {
 
+/// Checks `inputs` against the graph inputs of `g`: every input present with its dtype and
+/// shape, and no name that is not an input. Errors name the tensor, expected and actual.
+Status check_inputs(const Graph& g, const std::map<std::string, Tensor>& inputs);
+
 /// Owns the activation arena of one plan. Not thread-safe: one run at a time.
 class Executor {
  public:

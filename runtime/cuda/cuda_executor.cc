@@ -2,6 +2,8 @@
 // fallback, CUDA Graph capture and replay, CUDA-event timing.
 #include "runtime/cuda/cuda_executor.h"
 
+#include "runtime/executor.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -144,22 +146,11 @@ Status CudaExecutor::enqueue_steps(const RunEnv& env, bool capturing) {
 }
 
 Result<std::map<std::string, Tensor>> CudaExecutor::run(const std::map<std::string, Tensor>& inputs) {
-  for (const auto& kv : inputs) {
-    ValueId id = g_.find_value(kv.first);
-    if (id == kNoValue || !g_.value(id).is_graph_input) return error(StatusCode::kInvalidArgument) << "'" << kv.first << "' is not an input of model '" << g_.name << "'";
-  }
+  FUSERT_RETURN_IF_ERROR(check_inputs(g_, inputs));
   cudaStream_t s = ctx_->stream();
   for (ValueId id : g_.inputs) {
     const Value& v = g_.value(id);
-    auto it = inputs.find(v.name);
-    if (it == inputs.end()) return error(StatusCode::kInvalidArgument) << "missing input '" << v.name << "' " << shape_str(v.shape);
-    const Tensor& t = it->second;
-    if (t.dtype() != v.dtype) {
-      return error(StatusCode::kInvalidArgument) << "input '" << v.name << "': expected dtype " << dtype_name(v.dtype) << ", got " << dtype_name(t.dtype());
-    }
-    if (t.shape() != v.shape) {
-      return error(StatusCode::kShapeMismatch) << "input '" << v.name << "': expected shape " << shape_str(v.shape) << ", got " << shape_str(t.shape());
-    }
+    const Tensor& t = inputs.at(v.name);
     const BufferSlot& sl = mem_.slots[static_cast<size_t>(id)];
     std::memcpy(host_arena_ + sl.offset, t.raw(), t.nbytes());
     CUDA_CHECK(cudaMemcpyAsync(arena_ + sl.offset, host_arena_ + sl.offset, t.nbytes(), cudaMemcpyHostToDevice, s),

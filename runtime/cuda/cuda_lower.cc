@@ -27,6 +27,34 @@ Result<int> GroupLowering::kernel(const KernelSource& src) {
   return k;
 }
 
+Status MultiLaunch::build(GroupLowering& gl) {
+  for (size_t i = 0; i < progs.size(); i += FZ_MAX_MEMBERS) {
+    std::vector<cpu::ElementwiseProgram> part;
+    for (size_t j = i; j < progs.size() && j < i + FZ_MAX_MEMBERS; ++j) part.push_back(progs[j]->prog);
+    KernelSource src = gen_elementwise_multi(part);
+    FUSERT_ASSIGN_OR_RETURN(int k, gl.kernel(src));
+    kernels.push_back(k);
+    blocks.push_back(src.block);
+  }
+  return Status();
+}
+
+Status MultiLaunch::run(const RunEnv& env, const std::string& what) const {
+  for (size_t l = 0; l < kernels.size(); ++l) {
+    FzMultiEwArgs args;
+    std::memset(&args, 0, sizeof args);
+    int64_t most = 0;
+    size_t members = 0;
+    for (size_t j = l * FZ_MAX_MEMBERS; j < progs.size() && j < (l + 1) * FZ_MAX_MEMBERS; ++j, ++members) {
+      args.m[members] = ew_args(*progs[j], env);
+      most = std::max<int64_t>(most, args.m[members].numel);
+    }
+    dim3 grid(grid_1d(most, blocks[l]), static_cast<unsigned>(members));
+    FUSERT_RETURN_IF_ERROR(env.ctx.launch(env.kernels[static_cast<size_t>(kernels[l])], grid, dim3(blocks[l]), 0, &args, what));
+  }
+  return Status();
+}
+
 bool row_strides(const Shape& v_shape, const Shape& shape, std::vector<int64_t>* strides) {
   if (v_shape.size() > shape.size() || shape.empty()) return false;
   Shape v = v_shape;
@@ -56,11 +84,6 @@ FzRowArgs row_args(const BoundProgram& bp, int64_t outer, int64_t inner, const R
   return a;
 }
 
-namespace {
-
-const Node& node_at(const Graph& g, int ni) { return g.nodes[static_cast<size_t>(ni)]; }
-ValueId opt_input(const Node& n, size_t i) { return i < n.inputs.size() ? n.inputs[i] : kNoValue; }
-
 // Adds a row-program input with [row, col] strides; false if it is not row-indexable.
 bool add_row_input(const Graph& g, BoundProgram& bp, ValueId v, const Shape& shape, int* index) {
   for (size_t i = 0; i < bp.inputs.size(); ++i) {
@@ -88,6 +111,12 @@ bool append_row_steps(const Graph& g, BoundProgram& bp, const std::vector<cpu::E
   }
   return true;
 }
+
+
+namespace {
+
+const Node& node_at(const Graph& g, int ni) { return g.nodes[static_cast<size_t>(ni)]; }
+ValueId opt_input(const Node& n, size_t i) { return i < n.inputs.size() ? n.inputs[i] : kNoValue; }
 
 }  // namespace
 

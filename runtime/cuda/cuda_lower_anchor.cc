@@ -114,34 +114,17 @@ Status build_remainder(GroupLowering& gl, const lowering::EpilogueTemplate& t, s
   RowNormSpec spec;
   spec.kind = cpu::RowNorm::kLayerNorm;
   spec.eps = t.ep.ln_epsilon;
-  std::vector<int64_t> st;
   spec.pre.loads.push_back({0, bp.add_binding(scratch, {r->inner, 1})});
-  auto add_row = [&](ValueId v, int* idx) {
-    if (!row_strides(g.value(v).shape, shape, &st)) return false;
-    Binding b;
-    b.value = v;
-    *idx = bp.add_binding(b, st);
-    return true;
-  };
-  auto append = [&](const std::vector<cpu::EpilogueStep>& ss, const std::vector<ValueId>& os, cpu::ElementwiseProgram* prog) {
-    for (size_t i = 0; i < ss.size(); ++i) {
-      cpu::ElementwiseInstr in;
-      in.op = ss[i].op;
-      in.a = ss[i].a;
-      in.b = ss[i].b;
-      in.operand_first = ss[i].operand_first;
-      if (os[i] != kNoValue && !add_row(os[i], &in.input)) return false;
-      prog->code.push_back(in);
-    }
-    return true;
-  };
-  if (!append(steps, ops, &spec.pre) || !append(t.ep.post, t.post_operands, &spec.post)) {
+  if (!append_row_steps(g, bp, steps, ops, shape, &spec.pre) ||
+      !append_row_steps(g, bp, t.ep.post, t.post_operands, shape, &spec.post)) {
     return error(StatusCode::kUnsupported) << "LayerNorm-tail operand is not row-indexable";
   }
   spec.pre.stores.push_back({0, 0});
   spec.post.stores.push_back({0, 0});
-  if (!add_row(t.ln_scale, &spec.scale_input)) return error(StatusCode::kUnsupported) << "LayerNorm scale";
-  if (t.ln_shift != kNoValue && !add_row(t.ln_shift, &spec.shift_input)) return error(StatusCode::kUnsupported) << "LayerNorm shift";
+  if (!add_row_input(g, bp, t.ln_scale, shape, &spec.scale_input)) return error(StatusCode::kUnsupported) << "LayerNorm scale";
+  if (t.ln_shift != kNoValue && !add_row_input(g, bp, t.ln_shift, shape, &spec.shift_input)) {
+    return error(StatusCode::kUnsupported) << "LayerNorm shift";
+  }
   if (bp.inputs.size() > FZ_MAX_INPUTS) return error(StatusCode::kUnsupported) << "too many epilogue operands";
   if (row_norm_shared_bytes(r->inner) > kMaxDynamicShared) return error(StatusCode::kUnsupported) << "LayerNorm row exceeds shared memory";
   KernelSource src = gen_row_norm(spec);

@@ -23,9 +23,29 @@ struct GroupLowering {
   Result<int> kernel(const KernelSource& src);
 };
 
+/// Member programs of a horizontal group run as multi-tensor kernels, FZ_MAX_MEMBERS members per
+/// launch (blockIdx.y = member).
+struct MultiLaunch {
+  std::vector<std::shared_ptr<BoundProgram>> progs;
+  std::vector<int> kernels, blocks;  ///< one per launch
+  /// Generates and compiles the kernels of `progs` for the group being lowered.
+  Status build(GroupLowering& gl);
+  /// Enqueues every launch.
+  Status run(const RunEnv& env, const std::string& what) const;
+};
+
+
 /// Row strides [row, col] of value `v` broadcast to `shape` viewed as [outer, inner = last dim];
 /// false when the operand is not full, per-column, per-row or scalar.
 bool row_strides(const Shape& v, const Shape& shape, std::vector<int64_t>* strides);
+
+/// Adds value `v` (or finds it) as a row-program input with [row, col] strides over `shape`;
+/// false if it is not row-indexable.
+bool add_row_input(const Graph& g, BoundProgram& bp, ValueId v, const Shape& shape, int* index);
+/// Appends epilogue steps to a row program, their operands as row inputs; false if one is not
+/// row-indexable.
+bool append_row_steps(const Graph& g, BoundProgram& bp, const std::vector<cpu::EpilogueStep>& steps,
+                      const std::vector<ValueId>& operands, const Shape& shape, cpu::ElementwiseProgram* prog);
 
 /// FzRowArgs for a row program whose inputs are `bp.inputs` with 2-D strides in
 /// bp.prog.input_strides.

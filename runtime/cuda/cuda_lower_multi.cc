@@ -67,15 +67,9 @@ Status lower_horizontal_conv_cuda(GroupLowering& gl) {
     if (bp->inputs.size() > FZ_MAX_INPUTS) return error(StatusCode::kUnsupported) << "too many epilogue operands";
     progs.push_back(bp);
   }
-  std::vector<int> launches, blocks;
-  for (size_t i = 0; i < progs.size(); i += FZ_MAX_MEMBERS) {
-    std::vector<cpu::ElementwiseProgram> batch;
-    for (size_t j = i; j < progs.size() && j < i + FZ_MAX_MEMBERS; ++j) batch.push_back(progs[j]->prog);
-    KernelSource src = gen_elementwise_multi(batch);
-    FUSERT_ASSIGN_OR_RETURN(int kid, gl.kernel(src));
-    launches.push_back(kid);
-    blocks.push_back(src.block);
-  }
+  auto multi = std::make_shared<MultiLaunch>();
+  multi->progs = progs;
+  FUSERT_RETURN_IF_ERROR(multi->build(gl));
   p.m = total;
   gl.ds.scratch_bytes = static_cast<size_t>(p.n * total * hw) * sizeof(float);
   gl.ds.library_calls = 1;
@@ -95,18 +89,7 @@ Status lower_horizontal_conv_cuda(GroupLowering& gl) {
   };
   gl.ds.run = [=](const RunEnv& env) -> Status {
     FUSERT_RETURN_IF_ERROR(state->conv->run(env.ctx, env.dev.f32(x), state->w->get(), state->b->get(), nullptr, env.scratch));
-    for (size_t l = 0; l < launches.size(); ++l) {
-      FzMultiEwArgs args;
-      std::memset(&args, 0, sizeof args);
-      int64_t most = 0;
-      size_t members = 0;
-      for (size_t j = l * FZ_MAX_MEMBERS; j < progs.size() && j < (l + 1) * FZ_MAX_MEMBERS; ++j, ++members) {
-        args.m[members] = ew_args(*progs[j], env);
-        most = std::max<int64_t>(most, args.m[members].numel);
-      }
-      dim3 grid(grid_1d(most, blocks[l]), static_cast<unsigned>(members));
-      FUSERT_RETURN_IF_ERROR(env.ctx.launch(env.kernels[static_cast<size_t>(launches[l])], grid, dim3(blocks[l]), 0, &args, what));
-    }
+    FUSERT_RETURN_IF_ERROR(multi->run(env, what));
     return Status();
   };
   return Status();
@@ -213,15 +196,9 @@ Status lower_grouped_cuda(GroupLowering& gl) {
     bp->outputs.push_back(y);
     progs.push_back(bp);
   }
-  std::vector<int> launches, blocks;
-  for (size_t i = 0; i < progs.size(); i += FZ_MAX_MEMBERS) {
-    std::vector<cpu::ElementwiseProgram> part;
-    for (size_t j = i; j < progs.size() && j < i + FZ_MAX_MEMBERS; ++j) part.push_back(progs[j]->prog);
-    KernelSource src = gen_elementwise_multi(part);
-    FUSERT_ASSIGN_OR_RETURN(int kid, gl.kernel(src));
-    launches.push_back(kid);
-    blocks.push_back(src.block);
-  }
+  auto multi = std::make_shared<MultiLaunch>();
+  multi->progs = progs;
+  FUSERT_RETURN_IF_ERROR(multi->build(gl));
   gl.ds.library_calls = 1;
   gl.ds.prepare = [=](Context&) -> Status {
     FUSERT_RETURN_IF_ERROR(state->w->upload(what));
@@ -244,16 +221,7 @@ Status lower_grouped_cuda(GroupLowering& gl) {
     }
     FUSERT_RETURN_IF_ERROR(gemm_batched_nt(env.ctx, m, n, k, state->ptrs, state->ptrs + batch,
                                            const_cast<float* const*>(state->ptrs + 2 * batch), batch, what));
-    for (size_t l = 0; l < launches.size(); ++l) {
-      FzMultiEwArgs args;
-      std::memset(&args, 0, sizeof args);
-      size_t members = 0;
-      for (size_t j = l * FZ_MAX_MEMBERS; j < progs.size() && j < (l + 1) * FZ_MAX_MEMBERS; ++j, ++members) {
-        args.m[members] = ew_args(*progs[j], env);
-      }
-      dim3 grid(grid_1d(m * n, blocks[l]), static_cast<unsigned>(members));
-      FUSERT_RETURN_IF_ERROR(env.ctx.launch(env.kernels[static_cast<size_t>(launches[l])], grid, dim3(blocks[l]), 0, &args, what));
-    }
+    FUSERT_RETURN_IF_ERROR(multi->run(env, what));
     return Status();
   };
   return Status();

@@ -383,28 +383,10 @@ Status lower_horizontal_cuda(GroupLowering& gl) {
       sc.kind = Binding::kScratch;
       sc.offset = cols[i].first;
       spec.pre.loads.push_back({0, rm.bp->add_binding(sc, {total, 1})});
-      auto add_row = [&](ValueId v, int* idx) {
-        std::vector<int64_t> st;
-        if (!row_strides(g.value(v).shape, shape, &st)) return false;
-        Binding b;
-        b.value = v;
-        *idx = rm.bp->add_binding(b, st);
-        return true;
-      };
-      auto append = [&](const std::vector<cpu::EpilogueStep>& ss, const std::vector<ValueId>& os, cpu::ElementwiseProgram* prog) {
-        for (size_t j = 0; j < ss.size(); ++j) {
-          cpu::ElementwiseInstr in;
-          in.op = ss[j].op;
-          in.a = ss[j].a;
-          in.b = ss[j].b;
-          in.operand_first = ss[j].operand_first;
-          if (os[j] != kNoValue && !add_row(os[j], &in.input)) return false;
-          prog->code.push_back(in);
-        }
-        return true;
-      };
-      if (!append(t.ep.steps, t.step_operands, &spec.pre) || !append(t.ep.post, t.post_operands, &spec.post) ||
-          !add_row(t.ln_scale, &spec.scale_input) || (t.ln_shift != kNoValue && !add_row(t.ln_shift, &spec.shift_input))) {
+      if (!append_row_steps(g, *rm.bp, t.ep.steps, t.step_operands, shape, &spec.pre) ||
+          !append_row_steps(g, *rm.bp, t.ep.post, t.post_operands, shape, &spec.post) ||
+          !add_row_input(g, *rm.bp, t.ln_scale, shape, &spec.scale_input) ||
+          (t.ln_shift != kNoValue && !add_row_input(g, *rm.bp, t.ln_shift, shape, &spec.shift_input))) {
         return error(StatusCode::kUnsupported) << "horizontal member LayerNorm operand is not row-indexable";
       }
       spec.pre.stores.push_back({0, 0});
@@ -433,16 +415,9 @@ Status lower_horizontal_cuda(GroupLowering& gl) {
     if (bp->inputs.size() > FZ_MAX_INPUTS) return error(StatusCode::kUnsupported) << "too many epilogue operands";
     progs.push_back(bp);
   }
-  std::vector<int> launches;  // kernel per batch of FZ_MAX_MEMBERS members
-  std::vector<int> block;
-  for (size_t i = 0; i < progs.size(); i += FZ_MAX_MEMBERS) {
-    std::vector<cpu::ElementwiseProgram> batch;
-    for (size_t j = i; j < progs.size() && j < i + FZ_MAX_MEMBERS; ++j) batch.push_back(progs[j]->prog);
-    KernelSource src = gen_elementwise_multi(batch);
-    FUSERT_ASSIGN_OR_RETURN(int kid, gl.kernel(src));
-    launches.push_back(kid);
-    block.push_back(src.block);
-  }
+  auto multi = std::make_shared<MultiLaunch>();
+  multi->progs = progs;
+  FUSERT_RETURN_IF_ERROR(multi->build(gl));
   GemmDesc d;
   d.m = m;
   d.n = total;
@@ -465,18 +440,7 @@ Status lower_horizontal_cuda(GroupLowering& gl) {
   };
   gl.ds.run = [=](const RunEnv& env) -> Status {
     FUSERT_RETURN_IF_ERROR(state->gemm->run(env.ctx, env.dev.f32(a), state->w->get(), state->b->get(), nullptr, env.scratch));
-    for (size_t l = 0; l < launches.size(); ++l) {
-      FzMultiEwArgs args;
-      std::memset(&args, 0, sizeof args);
-      int64_t most = 0;
-      size_t members = 0;
-      for (size_t j = l * FZ_MAX_MEMBERS; j < progs.size() && j < (l + 1) * FZ_MAX_MEMBERS; ++j, ++members) {
-        args.m[members] = ew_args(*progs[j], env);
-        most = std::max<int64_t>(most, args.m[members].numel);
-      }
-      dim3 grid(grid_1d(most, block[l]), static_cast<unsigned>(members));
-      FUSERT_RETURN_IF_ERROR(env.ctx.launch(env.kernels[static_cast<size_t>(launches[l])], grid, dim3(block[l]), 0, &args, what));
-    }
+    FUSERT_RETURN_IF_ERROR(multi->run(env, what));
     for (const RowMember& rm : row_members) {
       FzRowArgs ra = row_args(*rm.bp, m, rm.width, env, env.dev.f32(rm.y));
       FUSERT_RETURN_IF_ERROR(env.ctx.launch(env.kernels[static_cast<size_t>(rm.kernel)], dim3(static_cast<unsigned>(m)),
