@@ -15,6 +15,7 @@
 
 #include "graph/loader/model_loader.h"
 #include "runtime/session.h"
+#include "tests/cuda/cuda_test_models.h"
 
 using namespace fusert;
 
@@ -149,47 +150,8 @@ TEST_CASE("device.zoo: CUDA matches the CPU backend on every zoo model (fusion n
   }
 }
 
-namespace {
-
-std::string write_yaml(const std::string& stem, const std::string& text) {
-  const std::string path = (std::filesystem::temp_directory_path() / ("fusert-test-" + stem + ".yaml")).string();
-  FILE* f = std::fopen(path.c_str(), "w");
-  REQUIRE(f != nullptr);
-  std::fputs(text.c_str(), f);
-  std::fclose(f);
-  return path;
-}
-
-// Sibling 1x1 convs (horizontal conv), two same-shape Gemms on different inputs (grouped GEMM)
-// and two same-shape LayerNorms on different inputs (grouped row norm).
-const char* kMultiAnchor = R"(fusert: 1
-name: multi_anchor
-inputs: [{name: x, shape: [2, 8, 6, 6]}, {name: a, shape: [4, 16]}, {name: b, shape: [4, 16]}]
-outputs: [ya, yb, ga_out, gb_out, na_out, nb_out]
-initializers:
-  - {name: wa, shape: [4, 8, 1, 1]}
-  - {name: ba, shape: [4]}
-  - {name: wb, shape: [6, 8, 1, 1]}
-  - {name: bb, shape: [6]}
-  - {name: wga, shape: [8, 16]}
-  - {name: bga, shape: [8]}
-  - {name: wgb, shape: [8, 16]}
-  - {name: bgb, shape: [8]}
-  - {name: sa, shape: [16]}
-  - {name: sb, shape: [16]}
-nodes:
-  - {name: conv_a, op: Conv, inputs: [x, wa, ba], outputs: [ya], attrs: {kernel_shape: [1, 1]}}
-  - {name: conv_b, op: Conv, inputs: [x, wb, bb], outputs: [yb], attrs: {kernel_shape: [1, 1]}}
-  - {name: ga, op: Gemm, inputs: [a, wga, bga], outputs: [ga_out], attrs: {transB: 1}}
-  - {name: gb, op: Gemm, inputs: [b, wgb, bgb], outputs: [gb_out], attrs: {transB: 1}}
-  - {name: na, op: LayerNormalization, inputs: [a, sa], outputs: [na_out], attrs: {axis: -1}}
-  - {name: nb, op: LayerNormalization, inputs: [b, sb], outputs: [nb_out], attrs: {axis: -1}}
-)";
-
-}  // namespace
-
 TEST_CASE("codegen.multi_anchor: horizontal convs, grouped GEMMs and grouped LayerNorms lower to CUDA") {
-  const std::string path = write_yaml("multi_anchor", kMultiAnchor);
+  const std::string path = cudatest::write_yaml("fusert-test-", "multi_anchor", cudatest::kMultiAnchor);
   auto s = Session::load(path, cuda_options("all", true));
   REQUIRE_MESSAGE(s.ok(), s.status().to_string());
   std::set<GroupKind> kinds;
@@ -226,15 +188,7 @@ TEST_CASE("codegen.multi_anchor: horizontal convs, grouped GEMMs and grouped Lay
 }
 
 TEST_CASE("codegen.operand_limit: a chain needing more than 8 operands is split, never a failed plan") {
-  std::string yaml = "fusert: 1\nname: long_chain\ninputs: [{name: x, shape: [8, 64]}]\noutputs: [v10]\ninitializers:\n";
-  for (int i = 1; i <= 10; ++i) yaml += "  - {name: w" + std::to_string(i) + ", shape: [8, 64]}\n";
-  yaml += "nodes:\n";
-  for (int i = 1; i <= 10; ++i) {
-    const std::string in = i == 1 ? "x" : "v" + std::to_string(i - 1);
-    yaml += "  - {name: n" + std::to_string(i) + ", op: " + (i % 2 ? "Add" : "Mul") + ", inputs: [" + in + ", w" +
-            std::to_string(i) + "], outputs: [v" + std::to_string(i) + "]}\n";
-  }
-  const std::string path = write_yaml("long_chain", yaml);
+  const std::string path = cudatest::write_yaml("fusert-test-", "long_chain", cudatest::long_chain_yaml());
   auto opt = cuda_options("all", true);
   opt.register_budget = 255;
   auto s = Session::load(path, opt);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "runtime/session.h"
+#include "tests/cuda/cuda_test_models.h"
 #include "tests/cuda_emu/emu.h"
 
 using namespace fusert;
@@ -126,40 +127,7 @@ void zoo_model(const std::string& model) {
   for (const char* fusion : {"none", "all"}) compare_with_cpu(kModels + model + ".yaml", fusion, model);
 }
 
-std::string write_yaml(const std::string& stem, const std::string& text) {
-  const std::string path = (std::filesystem::temp_directory_path() / ("fusert-emu-" + stem + ".yaml")).string();
-  FILE* f = std::fopen(path.c_str(), "w");
-  REQUIRE(f != nullptr);
-  std::fputs(text.c_str(), f);
-  std::fclose(f);
-  return path;
-}
 
-// As in tests/cuda/test_cuda_plan.cc: sibling 1x1 convs (horizontal conv), two same-shape Gemms
-// on different inputs (grouped GEMM) and two same-shape LayerNorms (grouped row norm).
-const char* kMultiAnchor = R"(fusert: 1
-name: multi_anchor
-inputs: [{name: x, shape: [2, 8, 6, 6]}, {name: a, shape: [4, 16]}, {name: b, shape: [4, 16]}]
-outputs: [ya, yb, ga_out, gb_out, na_out, nb_out]
-initializers:
-  - {name: wa, shape: [4, 8, 1, 1]}
-  - {name: ba, shape: [4]}
-  - {name: wb, shape: [6, 8, 1, 1]}
-  - {name: bb, shape: [6]}
-  - {name: wga, shape: [8, 16]}
-  - {name: bga, shape: [8]}
-  - {name: wgb, shape: [8, 16]}
-  - {name: bgb, shape: [8]}
-  - {name: sa, shape: [16]}
-  - {name: sb, shape: [16]}
-nodes:
-  - {name: conv_a, op: Conv, inputs: [x, wa, ba], outputs: [ya], attrs: {kernel_shape: [1, 1]}}
-  - {name: conv_b, op: Conv, inputs: [x, wb, bb], outputs: [yb], attrs: {kernel_shape: [1, 1]}}
-  - {name: ga, op: Gemm, inputs: [a, wga, bga], outputs: [ga_out], attrs: {transB: 1}}
-  - {name: gb, op: Gemm, inputs: [b, wgb, bgb], outputs: [gb_out], attrs: {transB: 1}}
-  - {name: na, op: LayerNormalization, inputs: [a, sa], outputs: [na_out], attrs: {axis: -1}}
-  - {name: nb, op: LayerNormalization, inputs: [b, sb], outputs: [nb_out], attrs: {axis: -1}}
-)";
 
 // Slice and Split have no CUDA kernel: host-fallback steps between device steps (no CUDA
 // Graph then), reading a device result and a Reshape alias of it.
@@ -273,28 +241,19 @@ FUSERT_EMU_ZOO("multitask_heads")
 FUSERT_EMU_ZOO("branch_merge")
 
 TEST_CASE("emu.multi_anchor: horizontal convs, grouped GEMMs and grouped LayerNorms under emulation") {
-  const std::string path = write_yaml("multi_anchor", kMultiAnchor);
+  const std::string path = cudatest::write_yaml("fusert-emu-", "multi_anchor", cudatest::kMultiAnchor);
   for (const char* fusion : {"none", "all"}) compare_with_cpu(path, fusion, "multi_anchor");
   std::remove(path.c_str());
 }
 
 TEST_CASE("emu.long_chain: a chain split by the 8-operand limit under emulation") {
-  std::string yaml =
-      "fusert: 1\nname: long_chain\ninputs: [{name: x, shape: [8, 64]}]\noutputs: [v10]\ninitializers:\n";
-  for (int i = 1; i <= 10; ++i) yaml += "  - {name: w" + std::to_string(i) + ", shape: [8, 64]}\n";
-  yaml += "nodes:\n";
-  for (int i = 1; i <= 10; ++i) {
-    const std::string in = i == 1 ? "x" : "v" + std::to_string(i - 1);
-    yaml += "  - {name: n" + std::to_string(i) + ", op: " + (i % 2 ? "Add" : "Mul") + ", inputs: [" + in + ", w" +
-            std::to_string(i) + "], outputs: [v" + std::to_string(i) + "]}\n";
-  }
-  const std::string path = write_yaml("long_chain", yaml);
+  const std::string path = cudatest::write_yaml("fusert-emu-", "long_chain", cudatest::long_chain_yaml());
   for (const char* fusion : {"none", "all"}) compare_with_cpu(path, fusion, "long_chain");
   std::remove(path.c_str());
 }
 
 TEST_CASE("emu.host_fallback: host steps between device steps (copies around them, no CUDA Graph)") {
-  const std::string path = write_yaml("host_fallback", kHostFallback);
+  const std::string path = cudatest::write_yaml("fusert-emu-", "host_fallback", kHostFallback);
   SessionOptions o;
   o.device = "cuda";
   o.seeded = true;
