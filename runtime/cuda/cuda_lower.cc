@@ -282,13 +282,23 @@ Result<CudaPlan> lower_plan_cuda(const Graph& g, const FusionPlan& plan) {
   CudaPlan cp;
   KernelTable table(&cp);
   for (const FusionGroup* grp : plan.kernel_groups()) {
-    FUSERT_ASSIGN_OR_RETURN(Step s, lower_group_cpu(g, *grp));  // buffers; the host fallback's kernel
+    // The step's buffers (for memory planning). A fused group's CPU kernel is built only if it
+    // falls back to the host: its CPU lowering may copy weights (concatenated, stacked).
+    Step s;
+    if (grp->kind == GroupKind::kSingle) {
+      FUSERT_ASSIGN_OR_RETURN(s, lower_group_cpu(g, *grp));  // also decides views (alias steps)
+    } else {
+      s = lowering::group_step(g, *grp, group_kind_name(grp->kind));
+    }
     DeviceStep ds;
     ds.what = grp->name;
     if (s.alias_of == kNoValue) {
       GroupLowering gl{g, *grp, table, ds};
       Status st = lower_group(gl);
       if (st.code() == StatusCode::kUnsupported) {
+        if (grp->kind != GroupKind::kSingle) {
+          FUSERT_ASSIGN_OR_RETURN(s, lower_group_cpu(g, *grp));
+        }
         ds = DeviceStep();
         ds.what = grp->name;
         ds.host = true;
