@@ -44,8 +44,8 @@ bundled photo models/data/coffee.png, printing the top-5 labels and timing.
                           coloured by strategy)
   --stats-json s.json     write statistics (model, device, fusion, nodes, kernels,
                           intermediate_bytes, peak_activation_bytes, weight_bytes, plan_ms,
-                          latency_ms; with cuda also generated_kernels, library_calls,
-                          host_fallback_steps, cuda_graph, device_name)
+                          latency_ms, ...; with cuda also device_name, generated_kernels,
+                          library_calls, host_fallback_steps, cuda_graph, tf32, compile_ms)
   --dump                  print the loaded graph and exit
   --list-ops              print the op table (formula, pattern kind, attributes) and exit
   --help                  this text
