@@ -116,6 +116,26 @@ bool build_epilogue(const Graph& g, const std::vector<int>& nodes, ValueId cur, 
   return true;
 }
 
+bool per_column_bias(const Graph& g, const Node& n) {
+  if (n.inputs.size() < 3 || n.inputs[2] == kNoValue) return true;
+  Shape c = g.value(n.inputs[2]).shape;
+  return shape_numel(c) == 1 || c.size() == 1 || (c.size() == 2 && c[0] == 1);
+}
+
+void bias_as_epilogue(const Graph& g, const Node& n, const Shape& out, EpilogueTemplate* t) {
+  const Tensor& c = g.value(n.inputs[2]).data;
+  const float beta = static_cast<float>(n.attr_f("beta"));
+  auto scaled = std::make_shared<std::vector<float>>(c.f32(), c.f32() + c.numel());
+  for (float& v : *scaled) v *= beta;
+  cpu::EpilogueStep e;
+  e.op = cpu::EpOp::kAddTensor;
+  operand_mode(c.shape(), out, false, &e);
+  e.operand = scaled->data();
+  t->ep.steps.insert(t->ep.steps.begin(), e);
+  t->step_operands.insert(t->step_operands.begin(), kNoValue);
+  t->constants.push_back(scaled);
+}
+
 Step group_step(const Graph& g, const FusionGroup& grp, const char* kernel) {
   Step s;
   s.name = grp.name;

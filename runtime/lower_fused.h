@@ -2,6 +2,7 @@
 // kernel (kernels/cpu/fused_kernels.h). Internal helpers shared by the lower_fused*.cc files.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "graph/fusion/group.h"
@@ -24,6 +25,7 @@ struct EpilogueTemplate {
   std::vector<ValueId> step_operands;  ///< per ep.steps entry (kNoValue for none)
   std::vector<ValueId> post_operands;  ///< per ep.post entry
   ValueId ln_scale = kNoValue, ln_shift = kNoValue;
+  std::vector<std::shared_ptr<const std::vector<float>>> constants;  ///< operands made at lowering
   cpu::Epilogue bind(const BufferTable& b) const;
 };
 
@@ -50,8 +52,30 @@ Status lower_attention(const Graph& g, const FusionGroup& grp, Step& s);
 std::vector<std::vector<int>> member_chains(const Graph& g, const FusionGroup& grp);
 /// A Gemm's B operand as [N, K] (PyTorch Linear layout) with alpha folded in.
 std::vector<float> weight_nk(const Graph& g, const Node& n);
-/// A Gemm's C operand as a per-column bias [count] with beta folded in (zeros when absent).
+/// A Gemm's C operand as a per-column bias [count] with beta folded in (zeros when absent or
+/// when C is not per-column: see bias_as_epilogue).
 std::vector<float> bias_n(const Graph& g, const Node& n, int64_t count);
+/// True when a Gemm's C broadcasts per column ([N], [1, N], [1], []) or is absent.
+bool per_column_bias(const Graph& g, const Node& n);
+/// For a Gemm whose C is not per-column ([M, 1], [M, N]): puts beta * C first in the epilogue
+/// `t` of output shape [M, N] (a constant operand indexed per row or in full). Kernels that
+/// take only a per-column bias vector (horizontal and grouped GEMMs) then stay exact.
+void bias_as_epilogue(const Graph& g, const Node& n, const Shape& out, EpilogueTemplate* t);
+
+/// A branch-merge group taken apart: the two convs, the join (the planner records it), each
+/// branch's chain up to the join, the merge chain after it, and the stacked conv
+/// (graph/fusion/cross.h stacked_conv): weights [Ma, C, KH, KW] = pad(Wa) + pad(Wb) and bias
+/// ba + bb when neither branch has a chain (re-parameterised), else [Ma + Mb, C, KH, KW] with
+/// Wa's channels first. Errors when the group is not of that form.
+struct BranchMergeLayout {
+  int conv_a = -1, conv_b = -1, join = -1;
+  std::vector<int> chain_a, chain_b, post;
+  bool linear = false;
+  int64_t ma = 0;           ///< channels of each branch (both equal the join's)
+  cpu::ConvParams p;        ///< the stacked conv: kernel, pads and p.m = Ma or Ma + Mb
+  std::vector<float> w, bias;
+};
+Status branch_merge_layout(const Graph& g, const FusionGroup& grp, BranchMergeLayout* out);
 
 /// Copies w [M, C, kh, kw] centred into a zeroed [M, C, KH, KW] buffer at `dst` (branch balancing).
 void pad_kernel(const Tensor& w, int64_t KH, int64_t KW, float* dst);

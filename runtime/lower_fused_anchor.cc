@@ -99,7 +99,7 @@ Status lower_anchor_epilogue(const Graph& g, const FusionGroup& grp, Step& s) {
     s = group_step(g, grp, "gemm_fused");
     cpu::GemmParams p = gemm_params(g, a);
     s.run = [=](const BufferTable& b) { cpu::gemm_fused(p, b.f32(x), b.f32(w), ptr_or_null(b, bias), t.bind(b), b.f32(y)); };
-  } else if (a.op == OpKind::kMatMul && t.ep.tail == cpu::EpTail::kNone) {
+  } else if (a.op == OpKind::kMatMul && t.ep.tail != cpu::EpTail::kGlobalAvgPool) {
     s = group_step(g, grp, "matmul_fused");
     cpu::MatMulParams p = matmul_params(g, a);
     s.run = [=](const BufferTable& b) { cpu::matmul_fused(p, b.f32(x), b.f32(w), t.bind(b), b.f32(y)); };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "graph/fusion/cross.h"
 #include "runtime/lower_fused.h"
 
 namespace fusert::lowering {
@@ -32,63 +33,73 @@ std::vector<int> chain_from(const Graph& g, const FusionGroup& grp, int anchor, 
   return chain;
 }
 
-Status lower_branch_merge(const Graph& g, const FusionGroup& grp, Step& s) {
+Status branch_merge_layout(const Graph& g, const FusionGroup& grp, BranchMergeLayout* L) {
   std::vector<int> convs;
-  int join = -1;
-  for (int ni : grp.nodes) {
-    const Node& n = g.nodes[static_cast<size_t>(ni)];
-    if (n.op == OpKind::kConv && convs.size() < 2) convs.push_back(ni);
-    else if (n.op == OpKind::kAdd && join < 0 && convs.size() == 2) join = ni;
-  }
-  if (convs.size() != 2 || join < 0) return error(StatusCode::kInternal) << "branch-merge group shape";
+  for (int ni : grp.nodes) if (g.nodes[static_cast<size_t>(ni)].op == OpKind::kConv) convs.push_back(ni);
+  if (convs.size() != 2 || grp.join < 0) return error(StatusCode::kInternal) << "branch-merge group without two convs and a join";
+  L->conv_a = convs[0], L->conv_b = convs[1], L->join = grp.join;
   const Node& ca = g.nodes[static_cast<size_t>(convs[0])];
   const Node& cb = g.nodes[static_cast<size_t>(convs[1])];
+  const Node& jn = g.nodes[static_cast<size_t>(grp.join)];
+  L->chain_a = chain_from(g, grp, convs[0], grp.join);
+  L->chain_b = chain_from(g, grp, convs[1], grp.join);
+  for (const auto& [conv, chain] : {std::make_pair(convs[0], &L->chain_a), std::make_pair(convs[1], &L->chain_b)}) {
+    ValueId last = chain->empty() ? g.nodes[static_cast<size_t>(conv)].outputs[0] : g.nodes[static_cast<size_t>(chain->back())].outputs[0];
+    if (std::find(jn.inputs.begin(), jn.inputs.end(), last) == jn.inputs.end()) {
+      return error(StatusCode::kInternal) << "branch of '" << g.nodes[static_cast<size_t>(conv)].name << "' does not reach the join '" << jn.name << "'";
+    }
+  }
+  for (int ni : grp.nodes) if (ni > grp.join) L->post.push_back(ni);
   const Tensor& wa = g.value(ca.inputs[1]).data;
   const Tensor& wb = g.value(cb.inputs[1]).data;
   if (wa.empty() || wb.empty()) return error(StatusCode::kUnsupported) << "branch-merge needs weight initializers";
-  const Node& big = wa.shape()[2] >= wb.shape()[2] ? ca : cb;
-  const int64_t KH = std::max(wa.shape()[2], wb.shape()[2]), KW = std::max(wa.shape()[3], wb.shape()[3]);
+  StackedConv sc;
+  if (!stacked_conv(g, ca, cb, &sc)) return error(StatusCode::kInternal) << "branch-merge convs do not stack";
   const int64_t ma = wa.shape()[0], mb = wb.shape()[0], c = wa.shape()[1];
-  std::vector<int> chain_a = chain_from(g, grp, convs[0], join), chain_b = chain_from(g, grp, convs[1], join);
-  std::vector<int> post;
-  for (int ni : grp.nodes) if (ni > join) post.push_back(ni);
-  const Node& jn = g.nodes[static_cast<size_t>(join)];
+  if (ma != mb || g.value(jn.outputs[0]).shape[1] != ma) return error(StatusCode::kInternal) << "branch-merge branches of different widths";
+  L->ma = ma;
+  L->linear = L->chain_a.empty() && L->chain_b.empty();
+  L->p = conv_params(g, ca);
+  L->p.kh = sc.kh, L->p.kw = sc.kw;
+  L->p.pad_top = sc.pads[0], L->p.pad_left = sc.pads[1], L->p.pad_bottom = sc.pads[2], L->p.pad_right = sc.pads[3];
+  L->p.m = L->linear ? ma : ma + mb;
+  const size_t per = static_cast<size_t>(ma * c * sc.kh * sc.kw);
+  L->w.assign(L->linear ? per : 2 * per, 0.f);
+  L->bias.assign(static_cast<size_t>(L->p.m), 0.f);
+  std::vector<float> tmp(per, 0.f);
+  pad_kernel(wa, sc.kh, sc.kw, L->w.data());
+  pad_kernel(wb, sc.kh, sc.kw, L->linear ? tmp.data() : L->w.data() + per);
+  if (L->linear) for (size_t i = 0; i < per; ++i) L->w[i] += tmp[i];
+  for (const auto& [n, off] : {std::make_pair(&ca, int64_t{0}), std::make_pair(&cb, L->linear ? int64_t{0} : ma)}) {
+    if (n->inputs.size() < 3 || n->inputs[2] == kNoValue) continue;
+    const Tensor& b = g.value(n->inputs[2]).data;
+    if (b.empty()) return error(StatusCode::kUnsupported) << "branch-merge needs bias initializers";
+    for (int64_t i = 0; i < ma; ++i) L->bias[static_cast<size_t>(off + i)] += b.f32()[i];
+  }
+  return Status();
+}
+
+Status lower_branch_merge(const Graph& g, const FusionGroup& grp, Step& s) {
+  auto L = std::make_shared<BranchMergeLayout>();
+  FUSERT_RETURN_IF_ERROR(branch_merge_layout(g, grp, L.get()));
+  const Node& ca = g.nodes[static_cast<size_t>(L->conv_a)];
+  const Node& cb = g.nodes[static_cast<size_t>(L->conv_b)];
+  const Node& jn = g.nodes[static_cast<size_t>(L->join)];
   const Shape out = g.value(jn.outputs[0]).shape;
-  EpilogueTemplate ep_merge;
+  EpilogueTemplate ep_merge, ep_a, ep_b;
   std::string why;
-  if (!build_epilogue(g, post, jn.outputs[0], out, true, &ep_merge, &why)) return error(StatusCode::kInternal) << why;
-  cpu::ConvParams p = conv_params(g, big);
-  auto bias_of = [&](const Node& n, int64_t count, float* dst) {
-    for (int64_t i = 0; i < count; ++i) dst[i] += n.inputs.size() > 2 && n.inputs[2] != kNoValue ? g.value(n.inputs[2]).data.f32()[i] : 0.f;
-  };
+  if (!build_epilogue(g, L->post, jn.outputs[0], out, true, &ep_merge, &why)) return error(StatusCode::kInternal) << why;
   ValueId x = ca.inputs[0], y = grp.outputs.at(0);
-  if (chain_a.empty() && chain_b.empty()) {  // linear: W = pad(Wa) + pad(Wb), b = ba + bb
+  if (L->linear) {  // W = pad(Wa) + pad(Wb), b = ba + bb
     s = group_step(g, grp, "conv2d_fused(re-parameterised)");
-    auto w = std::make_shared<std::vector<float>>(static_cast<size_t>(ma * c * KH * KW), 0.f), tmp = std::make_shared<std::vector<float>>(w->size(), 0.f);
-    pad_kernel(wa, KH, KW, w->data());
-    pad_kernel(wb, KH, KW, tmp->data());
-    for (size_t i = 0; i < w->size(); ++i) (*w)[i] += (*tmp)[i];
-    auto bias = std::make_shared<std::vector<float>>(static_cast<size_t>(ma), 0.f);
-    bias_of(ca, ma, bias->data());
-    bias_of(cb, mb, bias->data());
-    s.run = [=](const BufferTable& b) { cpu::conv2d_fused(p, b.f32(x), w->data(), bias->data(), ep_merge.bind(b), b.f32(y)); };
+    s.run = [=](const BufferTable& b) { cpu::conv2d_fused(L->p, b.f32(x), L->w.data(), L->bias.data(), ep_merge.bind(b), b.f32(y)); };
     return Status();
   }
   s = group_step(g, grp, "conv2d_branch_merge");
-  p.m = ma + mb;
-  auto w = std::make_shared<std::vector<float>>(static_cast<size_t>((ma + mb) * c * KH * KW), 0.f);
-  pad_kernel(wa, KH, KW, w->data());
-  pad_kernel(wb, KH, KW, w->data() + ma * c * KH * KW);
-  auto bias = std::make_shared<std::vector<float>>(static_cast<size_t>(ma + mb), 0.f);
-  bias_of(ca, ma, bias->data());
-  bias_of(cb, mb, bias->data() + ma);
-  EpilogueTemplate ep_a, ep_b;
-  Shape half = out;
-  half[1] = ma;
-  if (!build_epilogue(g, chain_a, ca.outputs[0], half, true, &ep_a, &why) ||
-      !build_epilogue(g, chain_b, cb.outputs[0], half, true, &ep_b, &why)) return error(StatusCode::kInternal) << why;
+  if (!build_epilogue(g, L->chain_a, ca.outputs[0], out, true, &ep_a, &why) ||
+      !build_epilogue(g, L->chain_b, cb.outputs[0], out, true, &ep_b, &why)) return error(StatusCode::kInternal) << why;
   s.run = [=](const BufferTable& b) {
-    cpu::conv2d_branch_merge(p, b.f32(x), w->data(), bias->data(), ep_a.bind(b), ep_b.bind(b), true, ep_merge.bind(b), b.f32(y));
+    cpu::conv2d_branch_merge(L->p, b.f32(x), L->w.data(), L->bias.data(), ep_a.bind(b), ep_b.bind(b), true, ep_merge.bind(b), b.f32(y));
   };
   return Status();
 }

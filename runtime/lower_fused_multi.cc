@@ -60,7 +60,7 @@ std::vector<float> weight_nk(const Graph& g, const Node& n) {
 
 std::vector<float> bias_n(const Graph& g, const Node& n, int64_t count) {
   std::vector<float> out(static_cast<size_t>(count), 0.f);
-  if (n.inputs.size() < 3 || n.inputs[2] == kNoValue) return out;
+  if (n.inputs.size() < 3 || n.inputs[2] == kNoValue || !per_column_bias(g, n)) return out;
   const Tensor& c = g.value(n.inputs[2]).data;
   float beta = static_cast<float>(n.attr_f("beta"));
   for (int64_t i = 0; i < count; ++i) out[static_cast<size_t>(i)] = beta * c.f32()[c.numel() == 1 ? 0 : i];
@@ -152,6 +152,7 @@ Status lower_horizontal(const Graph& g, const FusionGroup& grp, Step& s) {
     std::string why;
     std::vector<int> tail(chain.begin() + 1, chain.end());
     if (!build_epilogue(g, tail, n.outputs[0], {m, width}, false, &t, &why)) return error(StatusCode::kInternal) << why;
+    if (!per_column_bias(g, n)) bias_as_epilogue(g, n, {m, width}, &t);
     eps.push_back(t);
     ys.push_back(node_at(g, chain.back()).outputs[0]);
     widths.push_back(width);
@@ -195,12 +196,18 @@ Status lower_grouped(const Graph& g, const FusionGroup& grp, Step& s) {
   const int64_t m = g.value(first.outputs[0]).shape[0], n = g.value(first.outputs[0]).shape[1], k = g.value(first.inputs[0]).shape[1];
   std::vector<FloatBuf> ws, bs;
   std::vector<ValueId> as, ys;
+  std::vector<EpilogueTemplate> eps;
   for (const auto& chain : chains) {
     const Node& nd = node_at(g, chain[0]);
+    if (chain.size() != 1) return error(StatusCode::kInternal) << "grouped GEMM member '" << nd.name << "' has an epilogue chain";
     FUSERT_RETURN_IF_ERROR(check_const(g, nd, 1));
     FUSERT_RETURN_IF_ERROR(check_const(g, nd, 2));
     ws.push_back(std::make_shared<std::vector<float>>(weight_nk(g, nd)));
     bs.push_back(std::make_shared<std::vector<float>>(bias_n(g, nd, n)));
+    EpilogueTemplate t;
+    t.ep.out_shape = {m, n};
+    if (!per_column_bias(g, nd)) bias_as_epilogue(g, nd, {m, n}, &t);
+    eps.push_back(t);
     as.push_back(nd.inputs[0]);
     ys.push_back(nd.outputs[0]);
   }
@@ -210,7 +217,7 @@ Status lower_grouped(const Graph& g, const FusionGroup& grp, Step& s) {
       members[i].a = b.f32(as[i]);
       members[i].w = ws[i]->data();
       members[i].bias = bs[i]->data();
-      members[i].ep.out_shape = {m, n};
+      members[i].ep = eps[i].bind(b);
       members[i].y = b.f32(ys[i]);
     }
     cpu::gemm_grouped(m, n, k, members);

@@ -70,7 +70,10 @@ Result<std::unique_ptr<Session>> Session::load(const std::string& model_path, co
   FusionOptions fopt;
   std::string why;
   if (!parse_fusion_mode(options.fusion, &fopt, &why)) return error(StatusCode::kInvalidArgument) << "--fusion: " << why;
-  fopt.backend = options.device;
+  fopt.backend = options.plan_for.empty() ? options.device : options.plan_for;
+  if (fopt.backend != "cpu" && fopt.backend != "cuda") {
+    return error(StatusCode::kInvalidArgument) << "unknown plan backend '" << options.plan_for << "' (cpu, cuda)";
+  }
   if (options.threads < 0) return error(StatusCode::kInvalidArgument) << "threads must be >= 0, got " << options.threads;
   // Without a device, fail before planning unless only the plan is wanted (plan_only: the CUDA
   // plan with register counts can be shown on a machine without a GPU).

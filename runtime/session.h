@@ -30,6 +30,9 @@ struct SessionOptions {
   std::string weights;         ///< safetensors path; empty = the model's own weights file if it declares one
   bool seeded = false;         ///< ignore weights files and use seeded weights (models/FORMAT.md)
   uint64_t seed = 0;           ///< seed for seeded weights
+  std::string plan_for;        ///< testing: plan with this backend's cost model and capabilities
+                               ///< ("cpu" or "cuda"; empty = device) but run on `device`, e.g. the
+                               ///< CUDA plan's groups on the CPU kernels (the planner fuzzer)
   // CUDA backend (device "cuda")
   bool cuda_graph = true;      ///< capture the plan once per input shape and replay it (CUDA Graphs)
   bool tf32 = false;           ///< TF32 tensor-core math in cuBLASLt/cuDNN (off: exact fp32)

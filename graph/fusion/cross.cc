@@ -76,31 +76,30 @@ std::vector<int> post_chain(PlanState& st, int join) {
   return post;
 }
 
-// Same input, same strides/dilations, group 1: can the two convs become one stacked conv?
-// `pad_note` explains the balancing when kernel sizes differ.
+// Same input, same strides/dilations, group 1, kernels that stack: one stacked conv?
+// `padded` is set when a kernel must be zero-padded.
 bool stackable(const Graph& g, const Node& c1, const Node& c2, bool* padded) {
   if (c1.op != OpKind::kConv || c2.op != OpKind::kConv || c1.inputs[0] != c2.inputs[0]) return false;
   if (c1.attr_i("group") != 1 || c2.attr_i("group") != 1) return false;
   if (c1.attr_ints("strides") != c2.attr_ints("strides") || c1.attr_ints("dilations") != c2.attr_ints("dilations")) return false;
+  StackedConv sc;
+  if (!stacked_conv(g, c1, c2, &sc)) return false;
   const Shape& w1 = g.value(c1.inputs[1]).shape;
   const Shape& w2 = g.value(c2.inputs[1]).shape;
-  const auto& p1 = c1.attr_ints("pads");
-  const auto& p2 = c2.attr_ints("pads");
   *padded = w1[2] != w2[2] || w1[3] != w2[3];
-  // Zero-padding the smaller kernel by d on each side needs its pads to be d smaller.
-  int64_t dh = (w2[2] - w1[2]) / 2, dw = (w2[3] - w1[3]) / 2;
-  if ((w2[2] - w1[2]) % 2 || (w2[3] - w1[3]) % 2) return false;
-  return p2[0] - p1[0] == dh && p2[2] - p1[2] == dh && p2[1] - p1[1] == dw && p2[3] - p1[3] == dw;
+  return true;
 }
 
-// FLOPs added by zero-padding the smaller of two conv kernels to the larger one's size.
+// FLOPs added by zero-padding both kernels to the stacked kernel's size.
 int64_t padded_extra_flops(const Graph& g, const Node& c1, const Node& c2) {
-  const Shape& w1 = g.value(c1.inputs[1]).shape;
-  const Shape& w2 = g.value(c2.inputs[1]).shape;
-  const Node& small = w1[2] * w1[3] <= w2[2] * w2[3] ? c1 : c2;
-  const Shape& ws = g.value(small.inputs[1]).shape;
-  int64_t kh = std::max(w1[2], w2[2]), kw = std::max(w1[3], w2[3]);
-  return 2 * shape_numel(g.value(small.outputs[0]).shape) * ws[1] * (kh * kw - ws[2] * ws[3]);
+  StackedConv sc;
+  if (!stacked_conv(g, c1, c2, &sc)) return 0;
+  int64_t extra = 0;
+  for (const Node* c : {&c1, &c2}) {
+    const Shape& w = g.value(c->inputs[1]).shape;
+    extra += 2 * shape_numel(g.value(c->outputs[0]).shape) * w[1] * (sc.kh * sc.kw - w[2] * w[3]);
+  }
+  return extra;
 }
 
 // Absorbs the join (+ post chain, + a GAP tail for conv anchors) into `base`'s kernel.
@@ -110,8 +109,17 @@ void fuse_join(PlanState& st, Strategy s, GroupKind kind, std::vector<int> nodes
   all.push_back(join);
   all.insert(all.end(), post.begin(), post.end());
   bool conv = st.node(nodes.front()).op == OpKind::kConv;
-  if (kind == GroupKind::kAnchorEpilogue && !conv) {
-    for (int p : post) if (st.node(p).op == OpKind::kLayerNormalization) kind = GroupKind::kGemmLayerNorm;
+  // The join's trailing chain becomes the host kernel's epilogue: elementwise steps anywhere, a
+  // LayerNorm tail only after a Gemm (the row-blocked GEMM sees whole rows), never a Softmax.
+  for (int p : post) {
+    const Node& n = st.node(p);
+    const bool norm_ok = n.op == OpKind::kLayerNormalization && kind == GroupKind::kAnchorEpilogue && st.node(nodes.front()).op == OpKind::kGemm;
+    if ((n.op == OpKind::kLayerNormalization || n.op == OpKind::kSoftmax) && !norm_ok) {
+      st.reject(s, all, refuse("epilogue") << "'" << n.name << "' (" << op_name(n.op) << ") after the join cannot run in the epilogue of "
+                << group_kind_name(kind) << " '" << st.node(nodes.front()).name << "'");
+      return;
+    }
+    if (n.op == OpKind::kLayerNormalization) kind = GroupKind::kGemmLayerNorm;
   }
   ValueId last = st.node(all.back()).outputs[0];
   if (conv && kind != GroupKind::kBranchMerge && check_single_use(st.g, last)) {
@@ -124,6 +132,7 @@ void fuse_join(PlanState& st, Strategy s, GroupKind kind, std::vector<int> nodes
   int id = st.add_group(s, kind, all, note);
   st.groups[static_cast<size_t>(id)].imbalance_ratio = ratio;
   st.groups[static_cast<size_t>(id)].balanced = balanced;
+  st.groups[static_cast<size_t>(id)].join = join;
 }
 
 void cross_at_join(PlanState& st, int join) {
@@ -140,11 +149,13 @@ void cross_at_join(PlanState& st, int join) {
     return;
   }
   int join_group = st.group_of(join);
+  const Shape& out_shape = st.g.value(j.outputs[0]).shape;
   if (ha && hb) {
+    const bool same_shapes = st.g.value(a.out).shape == out_shape && st.g.value(b.out).shape == out_shape;
     double ratio = imbalance_ratio(a.flops, b.flops);
     bool padded = false;
     bool same_input = stackable(st.g, st.node(a.anchor), st.node(b.anchor), &padded);
-    if (same_input && j.op == OpKind::kAdd) {
+    if (same_input && same_shapes && j.op == OpKind::kAdd) {
       double balanced_ratio = padded ? 1.0 : ratio;
       char note[200];
       std::snprintf(note, sizeof note, "%s%s branch FLOP ratio %.1f%s", a.linear && b.linear ? "re-parameterised into one conv; " : "two branches on one input; ",
@@ -167,7 +178,7 @@ void cross_at_join(PlanState& st, int join) {
       } else {
         st.reject(Strategy::kCross, {a.anchor, b.anchor, join}, d);
       }
-    } else if (a.linear && b.linear && st.node(a.anchor).op == OpKind::kConv && st.node(b.anchor).op == OpKind::kConv && j.op == OpKind::kAdd) {
+    } else if (same_shapes && a.linear && b.linear && st.node(a.anchor).op == OpKind::kConv && st.node(b.anchor).op == OpKind::kConv && j.op == OpKind::kAdd) {
       FusionDecision d = check_imbalance(ratio, st.opt.max_imbalance, "conv");
       if (d) {
         char note[160];
@@ -177,21 +188,55 @@ void cross_at_join(PlanState& st, int join) {
       }
       st.reject(Strategy::kCross, {a.anchor, b.anchor, join}, d);
     }
-    // Refused or not stackable: fuse the join into the heavier branch; the other is read back.
+    // Refused or not stackable: fuse the join into the heavier branch that can host it.
     if (b.flops > a.flops) std::swap(a, b);
+    if (st.g.value(a.out).shape != out_shape) std::swap(a, b);
     hb = false;
   }
   const Branch& br = ha ? a : b;
   if (j.op != OpKind::kAdd && j.op != OpKind::kMul && j.op != OpKind::kSub) return;
-  // The shortcut is the join operand that is not the branch (after the swap above the heavier
-  // branch may be either operand).
+  // The host's epilogue writes one value per element of the anchor's output: a branch that the
+  // join broadcasts up (an SE gate [N,C,1,1] times a [N,C,H,W] map) cannot host it.
+  if (st.g.value(br.out).shape != out_shape) {
+    st.reject(Strategy::kCross, {br.anchor, join}, refuse("broadcast_join") << "'" << st.g.value(br.out).name << "' "
+              << shape_str(st.g.value(br.out).shape) << " is broadcast to the join's " << shape_str(out_shape)
+              << "; an epilogue of '" << st.node(br.anchor).name << "' writes one value per element of its output");
+    return;
+  }
+  // The shortcut is the join operand that is not the branch; it may broadcast (per channel,
+  // spatial 1x1, scalar, ...): the epilogue indexes it by the output position.
   ValueId other = j.inputs[0] == br.out ? j.inputs[1] : j.inputs[0];
-  if (st.g.value(other).shape != st.g.value(j.outputs[0]).shape) return;
+  const bool broadcast = st.g.value(other).shape != out_shape;
   fuse_join(st, Strategy::kCross, GroupKind::kAnchorEpilogue, br.nodes, {br.group, join_group}, join, post,
-            "residual join into '" + st.node(br.anchor).name + "' epilogue; shortcut '" + st.g.value(other).name + "' read once", 0, false);
+            std::string(broadcast ? "broadcast join into '" : "residual join into '") + st.node(br.anchor).name + "' epilogue; " +
+                (broadcast ? "operand '" : "shortcut '") + st.g.value(other).name + "' " +
+                (broadcast ? shape_str(st.g.value(other).shape) + " broadcast per output element" : std::string("read once")),
+            0, false);
 }
 
 }  // namespace
+
+bool stacked_conv(const Graph& g, const Node& c1, const Node& c2, StackedConv* out) {
+  const Shape& w1 = g.value(c1.inputs[1]).shape;
+  const Shape& w2 = g.value(c2.inputs[1]).shape;
+  if (w1.size() != 4 || w2.size() != 4 || g.value(c1.outputs[0]).shape != g.value(c2.outputs[0]).shape) return false;
+  out->kh = std::max(w1[2], w2[2]);
+  out->kw = std::max(w1[3], w2[3]);
+  const std::vector<int64_t>& d1 = c1.attr_ints("dilations");
+  std::vector<int64_t> pads;
+  for (const Node* c : {&c1, &c2}) {
+    const Shape& w = g.value(c->inputs[1]).shape;
+    if ((out->kh - w[2]) % 2 != 0 || (out->kw - w[3]) % 2 != 0) return false;
+    // Zero taps added on each side move the window's first tap out by dilation * taps.
+    const int64_t th = d1[0] * (out->kh - w[2]) / 2, tw = d1[1] * (out->kw - w[3]) / 2;
+    const std::vector<int64_t>& p = c->attr_ints("pads");
+    std::vector<int64_t> stacked = {p[0] + th, p[1] + tw, p[2] + th, p[3] + tw};
+    if (pads.empty()) pads = stacked;
+    else if (pads != stacked) return false;
+  }
+  out->pads = pads;
+  return true;
+}
 
 void run_cross(PlanState& st) {
   for (size_t i = 0; i < st.g.nodes.size(); ++i) {

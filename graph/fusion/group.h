@@ -50,6 +50,7 @@ struct FusionGroup {
   int spill_bytes = -1;             ///< CUDA: spill stores + loads of that kernel
   double imbalance_ratio = 0;       ///< cross groups: max/min branch FLOPs (after balancing)
   bool balanced = false;            ///< cross groups: cheaper branch zero-padded
+  int join = -1;                    ///< cross groups: the join node (Add/Mul/Sub) the branches meet at
   std::string note;                 ///< planner remark shown by --explain
   int depth() const { return static_cast<int>(nodes.size()); }
 };

@@ -74,9 +74,9 @@ std::string horizontal_signature(const Graph& g, int ni, bool include_input_shap
   if (n.op == OpKind::kGemm) {
     if (!weight_is_initializer(g, n, 1) || (n.inputs.size() > 2 && !weight_is_initializer(g, n, 2))) return "";
     if (n.attr_i("transA") != 0) return "";
-    os << "Gemm tB=" << n.attr_i("transB") << " a=" << n.attr_f("alpha") << " b=" << n.attr_f("beta")
-       << " bias=" << (n.inputs.size() > 2) << " K=" << g.value(n.inputs[1]).shape[n.attr_i("transB") ? 1 : 0];
-    if (n.inputs.size() > 2) os << " biasrank=" << g.value(n.inputs[2]).shape.size();
+    // transB and alpha fold into each member's [N, K] weights, beta and a per-column C into the
+    // concatenated bias, any other C ([M,1], [M,N]) into the member's epilogue: only K must agree.
+    os << "Gemm K=" << g.value(n.inputs[1]).shape[n.attr_i("transB") ? 1 : 0];
   } else if (n.op == OpKind::kConv) {
     const Shape& w = g.value(n.inputs[1]).shape;
     if (!weight_is_initializer(g, n, 1) || w[2] != 1 || w[3] != 1 || n.attr_i("group") != 1) return "";

@@ -156,7 +156,7 @@ Status lower_grouped_cuda(GroupLowering& gl) {
   std::vector<ValueId> as, ys;
   for (const auto& chain : chains) {
     const Node& nd = node_at(g, chain[0]);
-    if (chain.size() != 1 || !weights_present(g, nd) || nd.attr_i("transA") != 0) {
+    if (chain.size() != 1 || !weights_present(g, nd) || nd.attr_i("transA") != 0 || !lowering::per_column_bias(g, nd)) {
       return error(StatusCode::kUnsupported) << "grouped member '" << nd.name << "'";
     }
     gl.ds.skip_weights.insert(gl.ds.skip_weights.end(), nd.inputs.begin() + 1, nd.inputs.end());

@@ -351,6 +351,7 @@ Status lower_horizontal_cuda(GroupLowering& gl) {
         (n.inputs.size() > 2 && n.inputs[2] != kNoValue && g.value(n.inputs[2]).data.empty())) {
       return error(StatusCode::kUnsupported) << "horizontal member '" << n.name << "' needs weight initializers";
     }
+    if (!lowering::per_column_bias(g, n)) return error(StatusCode::kUnsupported) << "horizontal member '" << n.name << "' has a bias that is not per column";
     const int64_t width = g.value(n.outputs[0]).shape[1];
     gl.ds.skip_weights.insert(gl.ds.skip_weights.end(), n.inputs.begin() + 1, n.inputs.end());
     std::vector<float> w = lowering::weight_nk(g, n), b = lowering::bias_n(g, n, width);
@@ -459,50 +460,22 @@ Status lower_horizontal_cuda(GroupLowering& gl) {
 Status lower_branch_merge_cuda(GroupLowering& gl) {
   const Graph& g = gl.g;
   const FusionGroup& grp = gl.grp;
-  std::vector<int> convs;
-  int join = -1;
-  for (int ni : grp.nodes) {
-    const Node& n = node_at(g, ni);
-    if (n.op == OpKind::kConv && convs.size() < 2) convs.push_back(ni);
-    else if (n.op == OpKind::kAdd && join < 0 && convs.size() == 2) join = ni;
-  }
-  if (convs.size() != 2 || join < 0) return error(StatusCode::kInternal) << "branch-merge group shape";
-  const Node& ca = node_at(g, convs[0]);
-  const Node& cb = node_at(g, convs[1]);
-  const Tensor& wa = g.value(ca.inputs[1]).data;
-  const Tensor& wb = g.value(cb.inputs[1]).data;
-  if (wa.empty() || wb.empty()) return error(StatusCode::kUnsupported) << "branch-merge needs weight initializers";
-  const Node& big = wa.shape()[2] >= wb.shape()[2] ? ca : cb;
-  const int64_t KH = std::max(wa.shape()[2], wb.shape()[2]), KW = std::max(wa.shape()[3], wb.shape()[3]);
-  const int64_t ma = wa.shape()[0], mb = wb.shape()[0], c = wa.shape()[1];
-  if (ma != mb) return error(StatusCode::kUnsupported) << "branches of different widths";
-  std::vector<int> chain_a = lowering::chain_from(g, grp, convs[0], join), chain_b = lowering::chain_from(g, grp, convs[1], join);
-  std::vector<int> post;
-  for (int ni : grp.nodes) if (ni > join) post.push_back(ni);
-  const Node& jn = node_at(g, join);
+  lowering::BranchMergeLayout L;
+  FUSERT_RETURN_IF_ERROR(lowering::branch_merge_layout(g, grp, &L));
+  const Node& ca = node_at(g, L.conv_a);
+  const Node& cb = node_at(g, L.conv_b);
+  const Node& jn = node_at(g, L.join);
   const Shape out = g.value(jn.outputs[0]).shape;
-  cpu::ConvParams p = lowering::conv_params(g, big);
+  const std::vector<int>& chain_a = L.chain_a;
+  const std::vector<int>& chain_b = L.chain_b;
+  const std::vector<int>& post = L.post;
+  const int64_t ma = L.ma;
+  const bool linear = L.linear;
+  cpu::ConvParams p = L.p;
   if (p.pad_top != p.pad_bottom || p.pad_left != p.pad_right) return error(StatusCode::kUnsupported) << "asymmetric pads";
-  auto bias_of = [&](const Node& n, int64_t count, float* dst) {
-    for (int64_t i = 0; i < count; ++i) dst[i] += n.inputs.size() > 2 && n.inputs[2] != kNoValue ? g.value(n.inputs[2]).data.f32()[i] : 0.f;
-  };
-  const bool linear = chain_a.empty() && chain_b.empty();
   gl.ds.skip_weights.insert(gl.ds.skip_weights.end(), ca.inputs.begin() + 1, ca.inputs.end());
   gl.ds.skip_weights.insert(gl.ds.skip_weights.end(), cb.inputs.begin() + 1, cb.inputs.end());
-  std::vector<float> w(static_cast<size_t>((linear ? ma : ma + mb) * c * KH * KW), 0.f), bias(static_cast<size_t>(linear ? ma : ma + mb), 0.f);
-  lowering::pad_kernel(wa, KH, KW, w.data());
-  if (linear) {
-    std::vector<float> tmp(w.size(), 0.f);
-    lowering::pad_kernel(wb, KH, KW, tmp.data());
-    for (size_t i = 0; i < w.size(); ++i) w[i] += tmp[i];
-    bias_of(ca, ma, bias.data());
-    bias_of(cb, mb, bias.data());
-  } else {
-    lowering::pad_kernel(wb, KH, KW, w.data() + ma * c * KH * KW);
-    bias_of(ca, ma, bias.data());
-    bias_of(cb, mb, bias.data() + ma);
-    p.m = ma + mb;
-  }
+  std::vector<float> w = L.w, bias = L.bias;
   lowering::EpilogueTemplate ep_merge, ep_a, ep_b;
   std::string why;
   if (!lowering::build_epilogue(g, post, jn.outputs[0], out, true, &ep_merge, &why) ||

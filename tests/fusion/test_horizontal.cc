@@ -161,19 +161,19 @@ TEST_CASE("horizontal: shared-input Gemms of different output widths still conca
   CHECK(check_fused_matches_unfused(qkv(12), "h_qkv_widths", {"horizontal", "all"}) == 1);
 }
 
-TEST_CASE("horizontal: differing transB / alpha / operand order are not merged") {
+TEST_CASE("horizontal: differing transB / alpha fold into the concatenated weights; rejects_operand_order") {
   Graph g = load_graph(kMixedGemms);
   FusionPlan p = plan(g, only({Strategy::kHorizontal}));
   std::string dump = plan_dump(g, p);
   INFO(dump);
-  // Only the two structurally identical Gemms merge; b (transB 0), c (alpha 0.5) and e (x as
-  // operand B) keep their own kernels. Different structure is not a refusal: no candidate.
-  const FusionGroup& grp = check_group(g, p, "a", Strategy::kHorizontal, GroupKind::kHorizontalGemm, {"a", "a2"});
-  CHECK(output_names(g, grp) == std::vector<std::string>{"ya", "ya2"});
-  check_unfused(g, p, {"b", "c", "e"});
-  CHECK(kernel_count(g, p) == 4);
+  // b (transB 0) and c (alpha 0.5) join a and a2: each member's weights are stored as [N, K]
+  // with alpha folded in. e reads x as operand B: not a sibling, no candidate, no refusal.
+  const FusionGroup& grp = check_group(g, p, "a", Strategy::kHorizontal, GroupKind::kHorizontalGemm, {"a", "b", "c", "a2"});
+  CHECK(output_names(g, grp) == std::vector<std::string>{"ya", "yb", "yc", "ya2"});
+  check_unfused(g, p, {"e"});
+  CHECK(kernel_count(g, p) == 2);
   CHECK(p.rejected.empty());
-  CHECK(check_fused_matches_unfused(kMixedGemms, "h_mixed", {"horizontal", "all"}) == 4);
+  CHECK(check_fused_matches_unfused(kMixedGemms, "h_mixed", {"horizontal", "all"}) == 2);
 }
 
 TEST_CASE("horizontal: sibling 1x1 convs with the same strides share one kernel") {

@@ -1,0 +1,201 @@
+// Generator core: the random stream, the YAML emitter, broadcast operands, epilogue chains and
+// the top-level choice of family and motifs.
+#include "tests/fuzz_planner/graph_gen.h"
+
+#include <sstream>
+
+namespace fusert::fuzz {
+
+uint64_t Rng::next() {
+  uint64_t z = (s_ += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+int64_t Rng::below(int64_t n) { return n <= 1 ? 0 : static_cast<int64_t>(next() % static_cast<uint64_t>(n)); }
+int64_t Rng::range(int64_t lo, int64_t hi) { return lo + below(hi - lo + 1); }
+bool Rng::chance(double p) { return static_cast<double>(next() >> 11) * 0x1.0p-53 < p; }
+
+std::string dims_str(const Dims& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+std::string Emitter::fresh(const std::string& prefix) { return prefix + std::to_string(counter_++); }
+
+std::string Emitter::input(const Dims& shape) {
+  std::string n = fresh("in");
+  inputs_.push_back("  - {name: " + n + ", shape: " + dims_str(shape) + "}");
+  shapes_[n] = shape;
+  return n;
+}
+
+std::string Emitter::weight(const Dims& shape, const std::string& init) {
+  std::string n = fresh("w");
+  inits_.push_back("  - {name: " + n + ", shape: " + dims_str(shape) + (init.empty() ? "" : ", init: " + init) + "}");
+  shapes_[n] = shape;
+  return n;
+}
+
+std::string Emitter::const_i64(const std::vector<int64_t>& values) {
+  std::string n = fresh("k");
+  inits_.push_back("  - {name: " + n + ", shape: [" + std::to_string(values.size()) + "], dtype: i64, value: " + dims_str(values) + "}");
+  shapes_[n] = {static_cast<int64_t>(values.size())};
+  return n;
+}
+
+std::string Emitter::const_f32(float value) {
+  std::string n = fresh("k");
+  std::ostringstream os;
+  os.precision(9);
+  os << std::showpoint << value;
+  inits_.push_back("  - {name: " + n + ", shape: [], value: " + os.str() + "}");
+  shapes_[n] = {};
+  return n;
+}
+
+std::string Emitter::node(const std::string& op, const std::vector<std::string>& inputs, const Dims& out,
+                          const std::string& attrs) {
+  std::string y = fresh("v");
+  std::string line = "  - {name: " + fresh("n") + "_" + op + ", op: " + op + ", inputs: [";
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    line += (i ? ", " : "") + (inputs[i].empty() ? std::string("\"\"") : inputs[i]);
+    used_.insert(inputs[i]);
+  }
+  line += "], outputs: [" + y + "]";
+  if (!attrs.empty()) line += ", attrs: {" + attrs + "}";
+  nodes_.push_back(line + "}");
+  shapes_[y] = out;
+  produced_.insert(y);
+  order_.push_back(y);
+  return y;
+}
+
+std::vector<std::string> Emitter::computed_of(const Dims& shape) const {
+  std::vector<std::string> out;
+  for (const std::string& v : order_) if (shapes_.at(v) == shape) out.push_back(v);
+  return out;
+}
+
+std::string Emitter::yaml(const std::string& name, const std::string& header) const {
+  std::vector<std::string> outs;
+  for (const std::string& v : order_) if (marked_.count(v) || !used_.count(v)) outs.push_back(v);
+  std::ostringstream os;
+  os << header << "fusert: 1\nname: " << name << "\ninputs:\n";
+  for (const std::string& l : inputs_) os << l << "\n";
+  os << "outputs: [";
+  for (size_t i = 0; i < outs.size(); ++i) os << (i ? ", " : "") << outs[i];
+  os << "]\n";
+  if (!inits_.empty()) {
+    os << "initializers:\n";
+    for (const std::string& l : inits_) os << l << "\n";
+  }
+  os << "nodes:\n";
+  for (const std::string& l : nodes_) os << l << "\n";
+  return os.str();
+}
+
+Dims broadcast_shape(Rng& r, const Dims& s) {
+  switch (r.below(6)) {
+    case 0: return r.chance(0.5) ? Dims{} : Dims{1};  // scalar
+    case 1: return s;                                  // full
+    default: break;
+  }
+  Dims t = s;
+  for (int64_t& d : t) if (r.chance(0.5)) d = 1;
+  size_t drop = static_cast<size_t>(r.below(static_cast<int64_t>(t.size())));
+  // Only leading dims of size 1 may be dropped without changing the pattern's meaning; dropping
+  // a non-1 leading dim is still a valid broadcast (it broadcasts over that dim).
+  t.erase(t.begin(), t.begin() + static_cast<long>(drop));
+  return t;
+}
+
+namespace {
+
+const std::vector<std::string> kUnary = {"Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Gelu", "Erf", "Identity"};
+const std::vector<std::string> kBinary = {"Add", "Sub", "Mul", "Div"};
+
+std::string unary(Emitter& e, Rng& r, const std::string& cur) {
+  const std::string& op = r.pick(kUnary);
+  const Dims& s = e.shape(cur);
+  if (op == "Clip") {
+    if (r.chance(0.5)) return e.node(op, {cur}, s, "min: 0.0, max: 6.0");
+    return e.node(op, {cur, e.const_f32(-0.5f), e.const_f32(0.75f)}, s);
+  }
+  if (op == "HardSigmoid") return e.node(op, {cur}, s, r.chance(0.5) ? "" : "alpha: 0.1666667, beta: 0.5");
+  if (op == "Gelu") return e.node(op, {cur}, s, r.chance(0.5) ? "" : "approximate: tanh");
+  return e.node(op, {cur}, s);
+}
+
+}  // namespace
+
+std::string epilogue_chain(Emitter& e, Rng& r, std::string cur, int max_ops) {
+  int n = static_cast<int>(r.range(1, max_ops));
+  for (int i = 0; i < n; ++i) {
+    if (r.chance(0.55)) {
+      cur = unary(e, r, cur);
+      continue;
+    }
+    const std::string& op = r.pick(kBinary);
+    const Dims s = e.shape(cur);
+    Dims t = broadcast_shape(r, s);
+    bool first = r.chance(0.5);  // the operand on the left
+    // Denominators stay away from zero; an operand from a graph input broadcasts at run time.
+    std::string init = op == "Div" && first == false ? "bn_scale" : "uniform";
+    std::string operand = r.chance(0.2) ? e.input(t) : e.weight(t, init);
+    if (op == "Div" && first) {  // t / v: keep v away from zero first
+      cur = e.node("Sigmoid", {cur}, s);
+      cur = e.node("Add", {cur, e.const_f32(0.5f)}, s);
+    }
+    cur = e.node(op, first ? std::vector<std::string>{operand, cur} : std::vector<std::string>{cur, operand}, s);
+  }
+  return cur;
+}
+
+GenGraph generate(uint64_t seed, const std::set<int>& skip) {
+  Rng top(seed);
+  GenGraph out;
+  int fam = static_cast<int>(top.below(10));
+  out.family = fam < 5 ? "cnn" : fam < 8 ? "dense" : "transformer";
+  Emitter e;
+  std::string cur;
+  int64_t batch = 1, seq = 1;
+  if (out.family == "cnn") {
+    cur = e.input({top.range(1, 2), top.range(1, 8), top.range(1, 9), top.range(1, 9)});
+  } else if (out.family == "dense") {
+    cur = e.input({top.range(1, 9), top.range(1, 12)});
+  } else {
+    batch = top.range(1, 2);
+    seq = top.pick(std::vector<int64_t>{1, 3, 4, 5, 8});
+    cur = e.input({batch * seq, top.pick(std::vector<int64_t>{4, 6, 8, 16})});
+  }
+  // A stem makes the running value computed, so that later joins are real two-path joins.
+  if (top.chance(0.7)) cur = e.node("Relu", {cur}, e.shape(cur));
+  int motifs = static_cast<int>(top.range(1, 6));
+  for (int i = 0; i < motifs; ++i) {
+    Rng r(seed * 0x2545F4914F6CDD1Dull + static_cast<uint64_t>(i + 1) * 0x9E3779B97F4A7C15ull);
+    std::string name;
+    Emitter* target = &e;
+    Emitter scratch;  // a skipped motif still draws its name from its own stream
+    std::string scratch_cur = cur;
+    if (skip.count(i)) {
+      scratch = e;
+      target = &scratch;
+    }
+    std::string& c = skip.count(i) ? scratch_cur : cur;
+    if (out.family == "cnn") cnn_motif(*target, r, c, &name);
+    else if (out.family == "dense") dense_motif(*target, r, c, &name);
+    else transformer_motif(*target, r, c, batch, seq, &name);
+    out.motifs.push_back(name + (skip.count(i) ? " (skipped)" : ""));
+    const bool mark = top.chance(0.15);  // drawn either way: later draws stay as they were
+    if (!skip.count(i) && mark) e.mark_output(cur);
+  }
+  std::string header = "# fuzz_planner: seed " + std::to_string(seed) + ", family " + out.family + ", motifs:";
+  for (const std::string& m : out.motifs) header += " " + m + ";";
+  out.yaml = e.yaml("fuzz_" + std::to_string(seed), header + "\n");
+  out.nodes = e.nodes();
+  return out;
+}
+
+}  // namespace fusert::fuzz
