@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 WEIGHTS := .cache/weights/efficientnet_lite0.safetensors
 
-.PHONY: all run test deps weights configure build bench format clean help
+.PHONY: all run test deps weights configure build bench format clean help fuzz-planner
 
 all: build
 
@@ -15,6 +15,8 @@ help:
 	@echo "make test    same set-up, then run every test through ctest"
 	@echo "make build   configure and build (Release) into $(BUILD)/"
 	@echo "make bench   fused vs unfused CPU latency of every zoo model, side by side"
+	@echo "make fuzz-planner [N=2000] [SEED=1]   the differential planner fuzzer, AddressSanitizer +"
+	@echo "             UBSan build in $(ASAN_BUILD)/; failures shrunk into fuzz-failures/"
 	@echo "make format  apply .clang-format"
 	@echo "make deps | weights | configure | clean   the individual steps"
 
@@ -49,6 +51,20 @@ test: weights build
 
 bench: weights build
 	./$(BUILD)/bench --runs 10
+
+# The planner fuzzer under AddressSanitizer + UndefinedBehaviorSanitizer (CPU backend only): a
+# read or write outside a buffer aborts the graph's child process and is reported as a failure.
+ASAN_BUILD ?= build-asan
+N ?= 2000
+SEED ?= 1
+SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+fuzz-planner: deps
+	@test -f $(ASAN_BUILD)/CMakeCache.txt || cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DFUSERT_CUDA=OFF -DCMAKE_CXX_FLAGS="$(SANITIZE)" -DCMAKE_EXE_LINKER_FLAGS="$(SANITIZE)"
+	cmake --build $(ASAN_BUILD) -j $(JOBS) --target fuzz_planner
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ./$(ASAN_BUILD)/tests/fuzz_planner --graphs $(N) --seed $(SEED) --out fuzz-failures
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 ./$(ASAN_BUILD)/tests/fuzz_planner --replay tests/fuzz_planner/regressions
 
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h' '*.cu' '*.cuh')

@@ -180,7 +180,8 @@ def seeded_input():
 def cases(only):
     """Yields (model, case, thunk) where thunk() -> (logits, json fields)."""
     tv = {"resnet18": torchvision.models.resnet18, "resnet50": torchvision.models.resnet50,
-          "mobilenet_v2": torchvision.models.mobilenet_v2}
+          "mobilenet_v2": torchvision.models.mobilenet_v2,
+          "mobilenet_v3_small": torchvision.models.mobilenet_v3_small}
     for name, ctor in tv.items():
         if only in (None, name):
             def tv_case(name=name, ctor=ctor):
@@ -223,7 +224,7 @@ def check_plausible(case, top5):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", choices=["resnet18", "resnet50", "mobilenet_v2",
+    ap.add_argument("--only", choices=["resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small",
                                        "efficientnet_lite0"])
     ap.add_argument("--check", action="store_true",
                     help="compare with the stored goldens (rtol = atol = 1e-4), write nothing")

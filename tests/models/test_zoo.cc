@@ -33,11 +33,16 @@ std::vector<int64_t> golden_top5(const std::string& json_path) {
 }
 
 // Runs `model` with the given weights mode and input, compares to golden <model>.<case>.
-void check_golden(const std::string& model, const std::string& gcase, bool seeded, const std::string& photo) {
+// Returns the plan's kernel count.
+int64_t check_golden(const std::string& model, const std::string& gcase, bool seeded, const std::string& photo,
+                     const std::string& fusion = "all", bool profile_guided = false) {
   CAPTURE(model);
   CAPTURE(gcase);
+  CAPTURE(fusion);
   SessionOptions opt;
   opt.seeded = seeded;
+  opt.fusion = fusion;
+  opt.profile_guided = profile_guided;
   auto s = Session::load(kRoot + "/models/" + model + ".yaml", opt);
   REQUIRE_MESSAGE(s.ok(), s.status().to_string());
   TensorMap inputs = (*s)->seeded_inputs(0);
@@ -58,6 +63,7 @@ void check_golden(const std::string& model, const std::string& gcase, bool seede
   MESSAGE(model << "." << gcase << ": relative L2 vs PyTorch = " << rel);
   CHECK(rel <= 1e-4);
   CHECK(top5(y) == golden_top5(kRoot + "/models/golden/" + model + "." + gcase + ".json"));
+  return (*s)->stats().kernels;
 }
 
 }  // namespace
@@ -65,6 +71,15 @@ void check_golden(const std::string& model, const std::string& gcase, bool seede
 TEST_CASE("resnet18 (seeded weights) matches torchvision") { check_golden("resnet18", "seeded", true, ""); }
 TEST_CASE("resnet50 (seeded weights) matches torchvision") { check_golden("resnet50", "seeded", true, ""); }
 TEST_CASE("mobilenet_v2 (seeded weights) matches torchvision") { check_golden("mobilenet_v2", "seeded", true, ""); }
+// MobileNetV3-small (tools/export_torchvision.py): squeeze-and-excitation gates in 9 of its 11
+// blocks, the pattern whose fused output was once wrong. Every fusion mode against PyTorch.
+TEST_CASE("mobilenet_v3_small (seeded weights) matches torchvision in every fusion mode") {
+  const int64_t unfused = check_golden("mobilenet_v3_small", "seeded", true, "", "none");
+  for (const char* mode : {"vertical", "horizontal", "cross", "compound", "all"}) check_golden("mobilenet_v3_small", "seeded", true, "", mode);
+  const int64_t fused = check_golden("mobilenet_v3_small", "seeded", true, "", "all", true);
+  MESSAGE("mobilenet_v3_small: " << unfused << " kernels unfused, " << fused << " fused");
+  CHECK(fused < unfused);
+}
 TEST_CASE("efficientnet_lite0 (seeded weights) matches efficientnet-lite-pytorch") {
   check_golden("efficientnet_lite0", "seeded", true, "");
 }
