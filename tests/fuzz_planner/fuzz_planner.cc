@@ -21,6 +21,9 @@
 
 #include "runtime/session.h"
 #include "tests/fuzz_planner/graph_gen.h"
+#ifdef FUSERT_FUZZ_EMU
+#include "tests/cuda_emu/emu.h"
+#endif
 
 namespace fs = std::filesystem;
 using namespace fusert;
@@ -32,6 +35,7 @@ struct Mode {
   const char* fusion;
   bool profile = false;
   const char* plan_for = "";
+  const char* device = "cpu";
 };
 
 // `none` is the reference; every other mode is compared with it.
@@ -39,6 +43,11 @@ const std::vector<Mode> kModes = {
     {"vertical", "vertical"}, {"horizontal", "horizontal"}, {"cross", "cross"},
     {"compound", "compound"}, {"all", "all"},             {"profile-guided", "all", true},
     {"all (cuda plan)", "all", false, "cuda"},
+#ifdef FUSERT_FUZZ_EMU
+    // The CUDA backend linked against tests/cuda_emu: real lowering, executor and library calls,
+    // generated kernels run as their host references, allocations bounds-checked.
+    {"cuda-emu none", "none", false, "", "cuda"}, {"cuda-emu all", "all", false, "", "cuda"},
+#endif
 };
 
 constexpr double kTolerance = 1e-5;
@@ -95,7 +104,7 @@ Result<std::unique_ptr<Session>> open(const std::string& path, const Mode* m, in
   o.seeded = true;
   o.threads = threads;
   o.fusion = m ? m->fusion : "none";
-  if (m) o.profile_guided = m->profile, o.plan_for = m->plan_for;
+  if (m) o.profile_guided = m->profile, o.plan_for = m->plan_for, o.device = m->device;
   return Session::load(path, o);
 }
 
@@ -107,6 +116,9 @@ std::string check_model(const std::string& path, int threads) {
   auto want = (*ref)->run(in);
   if (!want.ok()) return "fusion none: run failed: " + want.status().to_string();
   for (const Mode& m : kModes) {
+#ifdef FUSERT_FUZZ_EMU
+    emu::clear_violations();
+#endif
     auto s = open(path, &m, threads);
     if (!s.ok()) return std::string(m.name) + ": load failed: " + s.status().to_string();
     for (int rep = 0; rep < 2; ++rep) {  // twice: a stale or uninitialised buffer shows on the second run
@@ -115,6 +127,9 @@ std::string check_model(const std::string& path, int threads) {
       std::string why = compare(*want, *got);
       if (!why.empty()) return std::string(m.name) + (rep ? " (second run)" : "") + ": " + why;
     }
+#ifdef FUSERT_FUZZ_EMU
+    if (!emu::violations().empty()) return std::string(m.name) + ": emulation violation: " + emu::violations()[0];
+#endif
   }
   return "";
 }

@@ -118,6 +118,50 @@ std::string matmul(Emitter& e, Rng& r, const std::string& x) {
   return r.chance(0.6) ? epilogue_chain(e, r, y, 2) : y;
 }
 
+// The running value as operand B: Gemm(W [P, M], x [M, K]) or MatMul(W, x), beside a sibling
+// that reads x as operand A, so that sibling detection must look at the operand position.
+std::string operand_b(Emitter& e, Rng& r, const std::string& x) {
+  const Dims xs = e.shape(x);
+  const int64_t p = r.range(1, 9);
+  std::string y;
+  if (r.chance(0.5)) {
+    std::vector<std::string> in = {e.weight({p, xs[0]}), x};
+    if (r.chance(0.5)) in.push_back(e.weight({p, xs[1]}, "uniform"));
+    y = e.node("Gemm", in, {p, xs[1]});
+  } else {
+    y = e.node("MatMul", {e.weight({p, xs[0]}), x}, {p, xs[1]});
+  }
+  if (r.chance(0.5)) {
+    GemmSpec s = random_gemm(r);
+    s.n = xs[1];
+    e.mark_output(emit_gemm(e, x, s));
+  }
+  return r.chance(0.5) ? epilogue_chain(e, r, y, 2) : y;
+}
+
+// A Gemm output [M, N] joined with a computed per-row [M, 1] or per-column [1, N] tensor.
+std::string dense_broadcast_join(Emitter& e, Rng& r, std::string x) {
+  if (!e.computed(x)) x = e.node("Relu", {x}, e.shape(x));
+  const Dims xs = e.shape(x);
+  GemmSpec s = random_gemm(r);
+  std::string other;
+  if (r.chance(0.5)) {  // per row: a width-1 Gemm
+    GemmSpec one = random_gemm(r);
+    one.n = 1;
+    other = emit_gemm(e, x, one);
+  } else {              // per column: W [1, M] @ x, so N = K
+    s.n = xs[1];
+    other = e.node("MatMul", {e.weight({1, xs[0]}), x}, {1, xs[1]});
+  }
+  std::string y = emit_gemm(e, x, s);
+  if (r.chance(0.5)) y = e.node("Relu", {y}, e.shape(y));
+  if (r.chance(0.4)) other = e.node("Tanh", {other}, e.shape(other));
+  static const std::vector<std::string> joins = {"Add", "Mul", "Sub"};
+  const std::string& op = r.pick(joins);
+  y = r.chance(0.5) ? e.node(op, {y, other}, e.shape(y)) : e.node(op, {other, y}, e.shape(y));
+  return r.chance(0.4) ? layer_norm(e, r, y) : y;
+}
+
 }  // namespace
 
 void dense_motif(Emitter& e, Rng& r, std::string& cur, std::string* name) {
@@ -127,7 +171,9 @@ void dense_motif(Emitter& e, Rng& r, std::string& cur, std::string* name) {
   else if (k < 70) *name = "dense_residual", cur = dense_residual(e, r, cur);
   else if (k < 78) *name = "layer_norm", cur = layer_norm(e, r, cur);
   else if (k < 85) *name = "softmax", cur = softmax(e, r, cur);
-  else if (k < 93) *name = "matmul", cur = matmul(e, r, cur);
+  else if (k < 90) *name = "matmul", cur = matmul(e, r, cur);
+  else if (k < 94) *name = "operand_b", cur = operand_b(e, r, cur);
+  else if (k < 98) *name = "dense_broadcast_join", cur = dense_broadcast_join(e, r, cur);
   else *name = "elementwise", cur = epilogue_chain(e, r, cur, 4);
 }
 
