@@ -116,11 +116,11 @@ Status shape_Transpose(ShapeContext& c) {
   if (perm.size() != x.size()) return c.fail() << "perm has " << perm.size() << " entries for rank " << x.size();
   std::vector<int64_t> sorted = perm;
   std::sort(sorted.begin(), sorted.end());
-  Shape out;
-  for (size_t i = 0; i < perm.size(); ++i) {
+  for (size_t i = 0; i < perm.size(); ++i) {  // the whole perm is validated before it indexes x
     if (sorted[i] != static_cast<int64_t>(i)) return c.fail() << "perm " << shape_str(perm) << " is not a permutation";
-    out.push_back(x[static_cast<size_t>(perm[i])]);
   }
+  Shape out;
+  for (int64_t p : perm) out.push_back(x[static_cast<size_t>(p)]);
   c.set_out(0, out, c.in_dtype(0));
   return Status();
 }

@@ -28,6 +28,11 @@ Status resolve_spatial(ShapeContext& c, const Shape& x, Spatial* s, bool ceil_mo
   for (int64_t v : s->strides) if (v < 1) return c.fail() << "strides must be >= 1";
   for (int64_t v : s->dilations) if (v < 1) return c.fail() << "dilations must be >= 1";
   for (int64_t v : s->pads) if (v < 0) return c.fail() << "pads must be >= 0";
+  // Bounded before any arithmetic: (k - 1) * dilation + pads stays far from int64 overflow.
+  constexpr int64_t kMaxWindow = int64_t{1} << 24;
+  for (const auto* v : {&s->kernel, &s->strides, &s->dilations, &s->pads}) {
+    for (int64_t e : *v) if (e > kMaxWindow) return c.fail() << "kernel_shape, strides, dilations and pads must be <= " << kMaxWindow << ", got " << e;
+  }
   const std::string auto_pad = n.attr_s("auto_pad");
   out_hw->assign(2, 0);
   for (size_t d = 0; d < 2; ++d) {

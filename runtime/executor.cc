@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "kernels/cpu/cpu_kernels.h"
+
 namespace fusert {
 
 namespace {
@@ -27,8 +29,37 @@ class ArenaTable : public BufferTable {
 
 }  // namespace
 
-Executor::Executor(const Graph& g, const ExecutionPlan& plan)
-    : g_(g), plan_(plan), arena_(DType::kF32, Shape{static_cast<int64_t>((plan.arena_bytes + 3) / 4)}) {}
+struct Executor::Context {
+  Tensor arena;
+};
+
+Executor::Executor(const Graph& g, const ExecutionPlan& plan, int threads) : g_(g), plan_(plan), threads_(threads) {}
+Executor::~Executor() = default;
+
+std::unique_ptr<Executor::Context> Executor::acquire() const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!free_.empty()) {
+      std::unique_ptr<Context> c = std::move(free_.back());
+      free_.pop_back();
+      return c;
+    }
+    ++created_;
+  }
+  auto c = std::make_unique<Context>();
+  c->arena = Tensor(DType::kF32, Shape{static_cast<int64_t>((plan_.arena_bytes + 3) / 4)});
+  return c;
+}
+
+void Executor::release(std::unique_ptr<Context> c) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  free_.push_back(std::move(c));
+}
+
+size_t Executor::contexts() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return created_;
+}
 
 Status check_inputs(const Graph& g, const std::map<std::string, Tensor>& inputs) {
   for (ValueId id : g.inputs) {
@@ -50,20 +81,28 @@ Status check_inputs(const Graph& g, const std::map<std::string, Tensor>& inputs)
   return Status();
 }
 
-Result<std::map<std::string, Tensor>> Executor::run(const std::map<std::string, Tensor>& inputs) {
+Result<std::map<std::string, Tensor>> Executor::run(const std::map<std::string, Tensor>& inputs,
+                                                      std::vector<double>* step_ms) const {
   FUSERT_RETURN_IF_ERROR(check_inputs(g_, inputs));
-  ArenaTable table(g_, plan_, static_cast<uint8_t*>(arena_.raw()));
+  cpu::ThreadScope threads(threads_);
+  std::unique_ptr<Context> ctx = acquire();
+  struct Release {  // the context goes back to the pool on every path out
+    const Executor* ex;
+    std::unique_ptr<Context>* c;
+    ~Release() { ex->release(std::move(*c)); }
+  } release{this, &ctx};
+  ArenaTable table(g_, plan_, static_cast<uint8_t*>(ctx->arena.raw()));
   for (ValueId id : g_.inputs) {
     const Tensor& t = inputs.at(g_.value(id).name);
     std::memcpy(table.raw(id), t.raw(), t.nbytes());
   }
-  step_ms_.assign(plan_.steps.size(), 0.0);
+  if (step_ms) step_ms->assign(plan_.steps.size(), 0.0);
   for (size_t i = 0; i < plan_.steps.size(); ++i) {
     auto t0 = std::chrono::steady_clock::now();
     const Step& step = plan_.steps[i];
     if (step.check) FUSERT_RETURN_IF_ERROR(step.check(table));
     if (step.run) step.run(table);
-    if (profiling_) step_ms_[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (step_ms) (*step_ms)[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
   std::map<std::string, Tensor> out;
   for (ValueId id : g_.outputs) {

@@ -106,18 +106,20 @@ Status lower_horizontal_conv(const Graph& g, const FusionGroup& grp, const std::
     widths.push_back(m);
   }
   p.m = static_cast<int64_t>(bias->size());
-  auto scratch = std::make_shared<std::vector<float>>(static_cast<size_t>(p.n * p.m * hw));
   ValueId x = first.inputs[0];
   s.run = [=](const BufferTable& b) {
+    // Per call: steps keep no mutable state, so concurrent runs of one plan never share it.
+    std::vector<float> tile(static_cast<size_t>(p.n * p.m * hw));
+    float* scratch = tile.data();
     cpu::Epilogue none;
-    cpu::conv2d_fused(p, b.f32(x), w->data(), bias->data(), none, scratch->data());
+    cpu::conv2d_fused(p, b.f32(x), w->data(), bias->data(), none, scratch);
     int64_t off = 0;
     for (size_t i = 0; i < ys.size(); ++i) {
       cpu::Epilogue ep = eps[i].bind(b);
       float* y = b.f32(ys[i]);
       for (int64_t n = 0; n < p.n; ++n) {
         float* dst = y + n * widths[i] * hw;
-        std::copy_n(scratch->data() + (n * p.m + off) * hw, widths[i] * hw, dst);
+        std::copy_n(scratch + (n * p.m + off) * hw, widths[i] * hw, dst);
         cpu::apply_epilogue_steps(ep.steps, ep.out_shape, n * widths[i] * hw, widths[i] * hw, widths[i], hw, dst);
       }
       off += widths[i];

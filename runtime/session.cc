@@ -2,6 +2,9 @@
 #include "runtime/session.h"
 
 #include <chrono>
+#include <mutex>
+
+#include <Eigen/Core>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -64,6 +67,14 @@ void log_plan(const Session& s) {
 }  // namespace
 
 Result<std::unique_ptr<Session>> Session::load(const std::string& model_path, const SessionOptions& options) {
+  try {
+    return load_impl(model_path, options);
+  } catch (const std::bad_alloc&) {
+    return error(StatusCode::kIoError) << model_path << ": out of memory while loading (weights or plan too large for this machine)";
+  }
+}
+
+Result<std::unique_ptr<Session>> Session::load_impl(const std::string& model_path, const SessionOptions& options) {
   if (options.device != "cpu" && options.device != "cuda") {
     return error(StatusCode::kInvalidArgument) << "unknown device '" << options.device << "' (cpu, cuda)";
   }
@@ -84,7 +95,8 @@ Result<std::unique_ptr<Session>> Session::load(const std::string& model_path, co
   FUSERT_ASSIGN_OR_RETURN(s->model_, load_model(model_path));
   FUSERT_RETURN_IF_ERROR(bind_weights(s->model_, options, &s->stats_.weights_source));
   s->stats_.load_ms = ms_since(t0);
-  cpu::set_num_threads(options.threads);
+  static std::once_flag eigen_once;  // Eigen's static cache sizes, before any concurrent GEMM
+  std::call_once(eigen_once, [] { Eigen::initParallel(); });
   if (options.profile_guided && !fopt.enabled.empty()) {
     FUSERT_ASSIGN_OR_RETURN(fopt.profile_ms, s->profile_unfused());
   }
@@ -117,6 +129,11 @@ Result<std::unique_ptr<Session>> Session::load(const std::string& model_path, co
     FUSERT_ASSIGN_OR_RETURN(s->plan_.steps, lower_plan_cpu(g, s->fusion_));
   }
   plan_memory(g, s->plan_);
+  if (static_cast<int64_t>(s->plan_.arena_bytes) > options.max_activation_bytes) {
+    return error(StatusCode::kInvalidArgument) << model_path << ": the activations need " << s->plan_.arena_bytes
+                                               << " bytes, more than SessionOptions::max_activation_bytes ("
+                                               << options.max_activation_bytes << ")";
+  }
   s->stats_.plan_ms = ms_since(t1);
   s->stats_.fusion_plan_ms = s->fusion_.plan_ms;
   log_plan(*s);
@@ -134,7 +151,7 @@ Result<std::unique_ptr<Session>> Session::load(const std::string& model_path, co
     if (!options.plan_only) FUSERT_RETURN_IF_ERROR(s->init_device());
     return s;
   }
-  s->executor_ = std::make_unique<Executor>(s->model_.graph, s->plan_);
+  s->executor_ = std::make_unique<Executor>(s->model_.graph, s->plan_, options.threads);
   return s;
 }
 
@@ -168,11 +185,11 @@ Result<std::map<std::string, double>> Session::profile_unfused() const {
   ExecutionPlan ep;
   FUSERT_ASSIGN_OR_RETURN(ep.steps, lower_plan_cpu(g, plan));
   plan_memory(g, ep);
-  Executor ex(g, ep);
-  ex.set_profiling(true);
-  FUSERT_ASSIGN_OR_RETURN(auto out, ex.run(seeded_inputs(0)));
+  Executor ex(g, ep, options_.threads);
+  std::vector<double> step_ms;
+  FUSERT_ASSIGN_OR_RETURN(auto out, ex.run(seeded_inputs(0), &step_ms));
   std::map<std::string, double> ms;
-  for (size_t i = 0; i < ep.steps.size(); ++i) ms[ep.steps[i].name] = ex.step_ms()[i];
+  for (size_t i = 0; i < ep.steps.size(); ++i) ms[ep.steps[i].name] = step_ms[i];
   return ms;
 }
 
@@ -180,6 +197,7 @@ Result<TensorMap> Session::run(const TensorMap& inputs) {
   if (options_.device == "cuda") {
 #ifdef FUSERT_HAVE_CUDA
     if (!cuda::has_device(*cuda_)) return error(StatusCode::kDeviceError) << "--device cuda: the session has no device (plan only)";
+    std::lock_guard<std::mutex> lock(*run_mu_);  // one CUDA stream per session: runs take turns
     FUSERT_ASSIGN_OR_RETURN(TensorMap out, cuda::run(*cuda_, inputs, &stats_));
     return out;
 #else
@@ -187,8 +205,16 @@ Result<TensorMap> Session::run(const TensorMap& inputs) {
 #endif
   }
   auto t0 = std::chrono::steady_clock::now();
-  FUSERT_ASSIGN_OR_RETURN(TensorMap out, executor_->run(inputs));
-  stats_.last_run_device_ms = ms_since(t0);
+  Result<TensorMap> result = Status(StatusCode::kInternal, "not run");
+  try {
+    result = executor_->run(inputs);
+  } catch (const std::bad_alloc&) {
+    return error(StatusCode::kIoError) << "out of memory: an execution context of " << plan_.arena_bytes << " bytes could not be allocated";
+  }
+  FUSERT_ASSIGN_OR_RETURN(TensorMap out, std::move(result));
+  const double ms = ms_since(t0);
+  std::lock_guard<std::mutex> lock(*run_mu_);
+  stats_.last_run_device_ms = ms;
   return out;
 }
 

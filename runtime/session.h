@@ -8,6 +8,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "graph/fusion/group.h"
@@ -30,6 +31,10 @@ struct SessionOptions {
   std::string weights;         ///< safetensors path; empty = the model's own weights file if it declares one
   bool seeded = false;         ///< ignore weights files and use seeded weights (models/FORMAT.md)
   uint64_t seed = 0;           ///< seed for seeded weights
+  /// Largest activation arena (bytes) a session may allocate per execution context; a model
+  /// whose memory plan needs more fails to load with an error naming both sizes instead of
+  /// attempting the allocation. Default 8 GiB.
+  int64_t max_activation_bytes = int64_t{8} << 30;
   std::string plan_for;        ///< testing: plan with this backend's cost model and capabilities
                                ///< ("cpu" or "cuda"; empty = device) but run on `device`, e.g. the
                                ///< CUDA plan's groups on the CPU kernels (the planner fuzzer)
@@ -76,6 +81,17 @@ class Session {
   static Result<std::unique_ptr<Session>> load(const std::string& model_path, const SessionOptions& options);
 
   /// Runs one inference. Inputs by graph input name with exact dtype and shape.
+  ///
+  /// Thread safety: run() may be called concurrently from any number of threads on one
+  /// session. On the CPU each call gets its own execution context (an activation arena from a
+  /// pool; the pool grows to the most calls in flight at once), the weights and the plan are
+  /// shared read-only, and outputs are bit-identical to a single-threaded run. Each call uses
+  /// options().threads CPU threads for its kernels, set on the calling thread only: sessions
+  /// with different thread counts in one process never interfere, and no process-wide
+  /// setting (omp_set_num_threads for other threads, Eigen::setNbThreads) is changed. On CUDA,
+  /// concurrent calls take turns on the session's stream. Loading, seeded_inputs() and the
+  /// const accessors are safe to call concurrently with run(); stats().last_run_device_ms is
+  /// written by every run (read it when no run is in flight).
   Result<TensorMap> run(const TensorMap& inputs);
 
   /// CUDA: creates the device context and executor for a session loaded with plan_only
@@ -101,6 +117,7 @@ class Session {
 
  private:
   Session() = default;
+  static Result<std::unique_ptr<Session>> load_impl(const std::string& model_path, const SessionOptions& options);
   Result<std::map<std::string, double>> profile_unfused() const;
   ModelSpec model_;
   SessionOptions options_;
@@ -109,6 +126,7 @@ class Session {
   SessionStats stats_;
   std::unique_ptr<Executor> executor_;
   std::shared_ptr<cuda::Backend> cuda_;
+  std::unique_ptr<std::mutex> run_mu_ = std::make_unique<std::mutex>();
 };
 
 /// OK when a CUDA device can be used; otherwise an error saying why (no CUDA in this build,

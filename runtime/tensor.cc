@@ -2,6 +2,7 @@
 #include "runtime/tensor.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -44,8 +45,13 @@ size_t dtype_size(DType t) {
 }
 
 int64_t shape_numel(const Shape& s) {
+  // Saturates instead of wrapping (signed overflow is undefined behaviour, and a wrapped count
+  // would size a buffer too small): an unchecked huge shape then fails to allocate, loudly.
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s) {
+    if (d < 0) return -1;
+    if (__builtin_mul_overflow(n, d, &n)) return INT64_MAX;
+  }
   return n;
 }
 
@@ -168,7 +174,11 @@ Result<Tensor> read_npy(const std::string& path) {
   else if (descr == "<i4") { esize = 4; dt = DType::kI32; }
   else if (descr == "|b1") { esize = 1; dt = DType::kBool; }
   else return npy_error(path, "unsupported dtype '" + descr + "' (want <f4, <f8, <i8, <i4)");
-  size_t n = static_cast<size_t>(shape_numel(shape));
+  int64_t count = 0;
+  if (!checked_numel(shape, &count)) {
+    return npy_error(path, "shape " + shape_str(shape) + " exceeds " + std::to_string(kMaxTensorElements) + " elements");
+  }
+  size_t n = static_cast<size_t>(count);
   size_t off = hstart + hlen;
   if (data.size() - off < n * esize) {
     return npy_error(path, "truncated data: expected " + std::to_string(n * esize) + " bytes, got " +

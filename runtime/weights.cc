@@ -90,7 +90,9 @@ Status parse_entry(const std::string& path, const std::string& name, const nlohm
   for (int64_t d : shape) if (d < 0) return bad("negative dimension");
   size_t esize = dtype == "F32" ? 4 : (dtype == "F16" || dtype == "BF16") ? 2 : (dtype == "I64" ? 8 : 0);
   if (esize == 0) return bad("unsupported dtype " + dtype + " (F32, F16, BF16, I64)");
-  size_t n = static_cast<size_t>(shape_numel(shape));
+  int64_t count = 0;
+  if (!checked_numel(shape, &count)) return bad("shape " + shape_str(shape) + " exceeds " + std::to_string(kMaxTensorElements) + " elements");
+  size_t n = static_cast<size_t>(count);
   if (offs[1] - offs[0] != n * esize) {
     return bad("shape " + shape_str(shape) + " needs " + std::to_string(n * esize) + " bytes, data_offsets give " +
                std::to_string(offs[1] - offs[0]));

@@ -7,9 +7,23 @@
 
 namespace fusert::cpu {
 
-/// Number of worker threads used by all CPU kernels (OpenMP and Eigen). 0 = OMP_NUM_THREADS
-/// when set, else all cores.
-void set_num_threads(int n);
+/// The CPU kernels' thread count for the calling thread while alive; the previous count is
+/// restored on destruction. The OpenMP teams the kernels fork (num_threads clauses) and Eigen's
+/// GEMM threading (which follows the calling thread's OpenMP nthreads ICV unless the
+/// application called Eigen::setNbThreads) use it. Nothing process-wide changes: another
+/// thread, or another session on another thread, keeps its own count. n <= 0 = all cores
+/// (OMP_NUM_THREADS when set). Not copyable; nest freely (innermost wins).
+class ThreadScope {
+ public:
+  explicit ThreadScope(int n);
+  ~ThreadScope();
+  ThreadScope(const ThreadScope&) = delete;
+  ThreadScope& operator=(const ThreadScope&) = delete;
+
+ private:
+  int prev_ = 0, prev_omp_ = 0;
+};
+/// The calling thread's count: the innermost ThreadScope's, else OpenMP's default.
 int num_threads();
 
 // ---------------------------------------------------------------- GEMM

@@ -18,15 +18,15 @@ int team_size(int64_t work);
 /// While alive (and `active`), Eigen's GEMM runs on the calling thread. Kernels that thread
 /// over their own tiles use it when their team is 1: an Eigen team forked inside an inactive
 /// `omp parallel if (false)` region is a nested team whose threads are created on every call.
-/// It changes Eigen's global thread count, so it assumes one inference runs at a time (as a
-/// Session does); kernels called concurrently from several non-OpenMP threads would race here.
+/// It sets only the calling thread's OpenMP nthreads ICV (which Eigen reads) and restores it,
+/// so concurrent inferences on other threads are unaffected.
 class SerialEigen {
  public:
-  explicit SerialEigen(bool active) : prev_(active && !omp_in_parallel() ? Eigen::nbThreads() : 0) {
-    if (prev_ > 1) Eigen::setNbThreads(1);
+  explicit SerialEigen(bool active) : prev_(active && !omp_in_parallel() ? omp_get_max_threads() : 0) {
+    if (prev_ > 1) omp_set_num_threads(1);
   }
   ~SerialEigen() {
-    if (prev_ > 1) Eigen::setNbThreads(prev_);
+    if (prev_ > 1) omp_set_num_threads(prev_);
   }
   SerialEigen(const SerialEigen&) = delete;
   SerialEigen& operator=(const SerialEigen&) = delete;

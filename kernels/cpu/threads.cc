@@ -1,8 +1,9 @@
-// Thread-count control for every CPU kernel: one setting drives both the OpenMP loops in this
-// folder and Eigen's internal GEMM threading, so the two never oversubscribe each other.
+// Thread-count control for every CPU kernel, per calling thread: one count drives both the
+// OpenMP loops in this folder and Eigen's internal GEMM threading (through the calling thread's
+// OpenMP nthreads ICV), so the two never oversubscribe each other, and sessions on different
+// threads never see each other's count. No process-wide setting is ever changed.
 #include <Eigen/Core>
 #include <algorithm>
-#include <atomic>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -16,8 +17,8 @@
 namespace fusert::cpu {
 namespace {
 
-// 0 means "never set": follow OpenMP's default (OMP_NUM_THREADS or all cores).
-std::atomic<int> g_num_threads{0};
+// 0 means "no scope on this thread": follow OpenMP's default (OMP_NUM_THREADS or all cores).
+thread_local int t_num_threads = 0;
 
 // The default team: OMP_NUM_THREADS when set, else every core.
 int all_cores() {
@@ -31,18 +32,24 @@ int all_cores() {
 
 }  // namespace
 
-void set_num_threads(int n) {
+ThreadScope::ThreadScope(int n) : prev_(t_num_threads) {
   if (n <= 0) n = all_cores();
-  g_num_threads.store(n, std::memory_order_relaxed);
+  t_num_threads = n;
 #ifdef _OPENMP
+  prev_omp_ = omp_get_max_threads();  // the calling thread's ICV only (OpenMP 5.0, 2.4.1)
   omp_set_num_threads(n);
 #endif
-  Eigen::setNbThreads(n);
+}
+
+ThreadScope::~ThreadScope() {
+  t_num_threads = prev_;
+#ifdef _OPENMP
+  omp_set_num_threads(prev_omp_);
+#endif
 }
 
 int num_threads() {
-  const int n = g_num_threads.load(std::memory_order_relaxed);
-  if (n > 0) return n;
+  if (t_num_threads > 0) return t_num_threads;
 #ifdef _OPENMP
   return omp_get_max_threads();
 #else

@@ -1,6 +1,8 @@
 // Thread-count control: the setting round-trips, 0 means all cores, and kernels that take a
 // different path per team size (grouped conv, batched matmul, im2col) agree across settings.
 #include <doctest/doctest.h>
+
+#include <cstdlib>
 #include <omp.h>
 
 #include <vector>
@@ -42,23 +44,36 @@ std::vector<float> matmul_output() {
 
 }  // namespace
 
-TEST_CASE("threads: set_num_threads round-trips and 0 means all cores") {
-  cpu::set_num_threads(1);
-  CHECK(cpu::num_threads() == 1);
-  cpu::set_num_threads(3);
-  CHECK(cpu::num_threads() == 3);
-  cpu::set_num_threads(0);
-  CHECK(cpu::num_threads() == omp_get_num_procs());
+TEST_CASE("threads: ThreadScope nests, restores the previous count, and 0 means all cores") {
+  omp_set_num_threads(5);  // the caller's own setting: a sentinel that must survive
+  {
+    cpu::ThreadScope one(1);
+    CHECK(cpu::num_threads() == 1);
+    {
+      cpu::ThreadScope three(3);
+      CHECK(cpu::num_threads() == 3);
+      CHECK(omp_get_max_threads() == 3);
+    }
+    CHECK(cpu::num_threads() == 1);
+    cpu::ThreadScope all(0);
+    CHECK(cpu::num_threads() == (std::getenv("OMP_NUM_THREADS") ? std::atoi(std::getenv("OMP_NUM_THREADS")) : omp_get_num_procs()));
+  }
+  CHECK(omp_get_max_threads() == 5);
+  CHECK(cpu::num_threads() == 5);
 }
 
 TEST_CASE("threads: results agree between one thread and a team") {
-  cpu::set_num_threads(1);
-  const auto conv_1 = conv_outputs();
-  const auto mm_1 = matmul_output();
-  cpu::set_num_threads(2);
-  const auto conv_2 = conv_outputs();
-  const auto mm_2 = matmul_output();
-  cpu::set_num_threads(0);
+  std::vector<float> conv_1, mm_1, conv_2, mm_2;
+  {
+    cpu::ThreadScope one(1);
+    conv_1 = conv_outputs();
+    mm_1 = matmul_output();
+  }
+  {
+    cpu::ThreadScope two(2);
+    conv_2 = conv_outputs();
+    mm_2 = matmul_output();
+  }
   CHECK(max_rel_err(conv_2, conv_1) <= 1e-6);
   CHECK(max_rel_err(mm_2, mm_1) <= 1e-6);
 }
