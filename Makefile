@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 WEIGHTS := .cache/weights/efficientnet_lite0.safetensors
 
-.PHONY: all run test deps weights configure build bench format clean help fuzz-planner
+.PHONY: all run test deps weights configure build bench format clean help fuzz-planner fuzz sanitize tsan
 
 all: build
 
@@ -17,6 +17,9 @@ help:
 	@echo "make bench   fused vs unfused CPU latency of every zoo model, side by side"
 	@echo "make fuzz-planner [N=2000] [SEED=1]   the differential planner fuzzer, AddressSanitizer +"
 	@echo "             UBSan build in $(ASAN_BUILD)/; failures shrunk into fuzz-failures/"
+	@echo "make sanitize   every CPU test under AddressSanitizer + UBSan (build-asan/)"
+	@echo "make tsan       the concurrency tests under ThreadSanitizer (build-tsan/)"
+	@echo "make fuzz [FUZZ_RUNS=1000000] [FUZZ_TIME=600]   libFuzzer on every loader (build-fuzz/, clang)"
 	@echo "make format  apply .clang-format"
 	@echo "make deps | weights | configure | clean   the individual steps"
 
@@ -65,6 +68,41 @@ fuzz-planner: deps
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ./$(ASAN_BUILD)/tests/fuzz_planner --graphs $(N) --seed $(SEED) --out fuzz-failures
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 ./$(ASAN_BUILD)/tests/fuzz_planner --replay tests/fuzz_planner/regressions
+
+# The whole CPU test suite under ASan + UBSan (the CUDA tests need the CUDA build; see README).
+sanitize: weights
+	@test -f $(ASAN_BUILD)/CMakeCache.txt || cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DFUSERT_CUDA=OFF -DCMAKE_CXX_FLAGS="$(SANITIZE)" -DCMAKE_EXE_LINKER_FLAGS="$(SANITIZE)"
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS) -E '^fuzz_planner$$'
+
+# The concurrency tests under ThreadSanitizer, built with clang and LLVM's OpenMP runtime:
+# libarcher (OMP_TOOL_LIBRARIES) tells TSan about OpenMP's barriers and tasks, which a plain
+# libgomp build hides (every parallel region would look racy).
+TSAN_BUILD ?= build-tsan
+TSAN := -fsanitize=thread -fno-omit-frame-pointer
+ARCHER := $(firstword $(wildcard /usr/lib/llvm-14/lib/libarcher.so /usr/lib/llvm-*/lib/libarcher.so))
+tsan: weights
+	@command -v clang++ >/dev/null && dpkg-query -W libomp-14-dev >/dev/null 2>&1 || \
+	  (apt-get update -qq && apt-get install -y -qq --no-install-recommends clang libomp-14-dev)
+	@test -f $(TSAN_BUILD)/CMakeCache.txt || CC=clang CXX=clang++ cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DFUSERT_CUDA=OFF -DCMAKE_CXX_FLAGS="$(TSAN)" -DCMAKE_EXE_LINKER_FLAGS="$(TSAN)"
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target test_runtime test_kernels
+	OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ./$(TSAN_BUILD)/tests/test_runtime -tc='concurrency*'
+	OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS=halt_on_error=1 ./$(TSAN_BUILD)/tests/test_kernels -tc='threads*'
+
+# libFuzzer on every loader (clang; the CPU backend only). tools/run_fuzzers.sh prints
+# executions per target and fails on any crash, leak, timeout or out-of-memory.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+fuzz: deps
+	@command -v clang++ >/dev/null && dpkg-query -W libclang-rt-14-dev libomp-14-dev >/dev/null 2>&1 || \
+	  (apt-get update -qq && apt-get install -y -qq --no-install-recommends clang libclang-rt-14-dev libomp-14-dev)
+	@test -f $(FUZZ_BUILD)/CMakeCache.txt || CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DFUSERT_CUDA=OFF -DFUSERT_LIBFUZZER=ON -DCMAKE_CXX_FLAGS="$(FUZZ_FLAGS)" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined"
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_npy fuzz_safetensors fuzz_image fuzz_tokenizer fuzz_model
+	BUILD=$(FUZZ_BUILD) tools/run_fuzzers.sh
 
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h' '*.cu' '*.cuh')

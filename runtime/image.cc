@@ -16,6 +16,12 @@ namespace fusert {
 
 Result<Tensor> decode_image(const std::string& path) {
   int w = 0, h = 0, channels = 0;
+  // The header's size is checked before stb allocates for it: a 100-byte file may claim
+  // 2^24 x 2^24 pixels.
+  if (stbi_info(path.c_str(), &w, &h, &channels) && static_cast<int64_t>(w) * h > kMaxImagePixels) {
+    return error(StatusCode::kInvalidArgument) << path << ": image of " << w << "x" << h << " pixels exceeds the "
+                                               << kMaxImagePixels << "-pixel limit";
+  }
   unsigned char* px = stbi_load(path.c_str(), &w, &h, &channels, 3);
   if (!px) return error(StatusCode::kParseError) << path << ": cannot read image: " << stbi_failure_reason();
   Tensor t(DType::kF32, {h, w, 3});

@@ -1,0 +1,14 @@
+// libFuzzer target: image decoding (stb_image through runtime/image.h) and the ImageNet
+// preprocessing (resize 256, centre crop 224) of whatever decodes.
+#include "runtime/image.h"
+#include "tests/fuzz_loaders/fuzz_util.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  auto img = fusert::decode_image(fusert::fuzz::write_scratch(data, size, ".img"));
+  if (!img.ok()) return 0;
+  fusert::PreprocessSpec spec;
+  spec.resize = 32;
+  spec.crop = 24;
+  (void)fusert::preprocess_image(*img, spec);
+  return 0;
+}
