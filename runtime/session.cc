@@ -90,6 +90,7 @@ Result<std::unique_ptr<Session>> Session::load_impl(const std::string& model_pat
   // plan with register counts can be shown on a machine without a GPU).
   if (options.device == "cuda" && !options.plan_only) FUSERT_RETURN_IF_ERROR(check_cuda_device());
   auto t0 = std::chrono::steady_clock::now();
+  cpu::ThreadScope threads(options.threads);  // weight binding and folding use the session's count too
   std::unique_ptr<Session> s(new Session());
   s->options_ = options;
   FUSERT_ASSIGN_OR_RETURN(s->model_, load_model(model_path));
@@ -219,6 +220,7 @@ Result<TensorMap> Session::run(const TensorMap& inputs) {
 }
 
 TensorMap Session::seeded_inputs(uint64_t seed) const {
+  cpu::ThreadScope threads(options_.threads);
   TensorMap m;
   for (ValueId id : graph().inputs) {
     const Value& v = graph().value(id);
