@@ -17,12 +17,12 @@ declare -A seeds=(
   [model]="$root/models $root/tests/cli/data"
 )
 failed=0
-printf '%-12s %12s %10s %s\n' target executions seconds result > "$BUILD/fuzz-summary.txt"
+printf "%-12s %12s %10s %s\n" target executions seconds result >> "$BUILD/fuzz-summary.txt"
 for t in $TARGETS; do
   corpus="$BUILD/corpus/$t"; crashes="$BUILD/crashes/$t"
   mkdir -p "$corpus" "$crashes"
   for d in ${seeds[$t]} "$root/tests/fuzz_loaders/regressions/$t"; do
-    find "$d" -maxdepth 1 -type f -size -1M -exec cp -n {} "$corpus/" \; 2>/dev/null
+    find "$d" -maxdepth 1 -type f -size -1024k -exec cp -n {} "$corpus/" \; 2>/dev/null
   done
   echo "[fuzz] $t: up to $FUZZ_RUNS executions or $FUZZ_TIME s"
   start=$(date +%s)

@@ -64,7 +64,9 @@ TEST_CASE("seeded_tensor matches tools/seeded_init.py bit for bit") {
     Tensor t = seeded_tensor(c.name, c.shape, c.init, c.seed);
     CHECK(t.dtype() == DType::kF32);
     CHECK(t.shape() == c.shape);
-    for (const auto& [i, bits] : c.bits) {
+    for (const auto& entry : c.bits) {  // no structured binding: clang cannot capture one in INFO
+      const auto i = entry.first;
+      const auto bits = entry.second;
       INFO("index " << i);
       CHECK(f32_bits(t.f32()[i]) == bits);
     }
