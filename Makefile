@@ -82,6 +82,7 @@ sanitize: weights
 # libgomp build hides (every parallel region would look racy).
 TSAN_BUILD ?= build-tsan
 TSAN := -fsanitize=thread -fno-omit-frame-pointer
+TSAN_OPTS := halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumented_modules=1:suppressions=$(CURDIR)/tests/tsan.supp
 ARCHER := $(firstword $(wildcard /usr/lib/llvm-14/lib/libarcher.so /usr/lib/llvm-*/lib/libarcher.so))
 tsan: weights
 	@command -v clang++ >/dev/null && dpkg-query -W libomp-14-dev >/dev/null 2>&1 || \
@@ -89,8 +90,8 @@ tsan: weights
 	@test -f $(TSAN_BUILD)/CMakeCache.txt || CC=clang CXX=clang++ cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DFUSERT_CUDA=OFF -DCMAKE_CXX_FLAGS="$(TSAN)" -DCMAKE_EXE_LINKER_FLAGS="$(TSAN)"
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target test_runtime test_kernels
-	OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ./$(TSAN_BUILD)/tests/test_runtime -tc='concurrency*'
-	OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS=halt_on_error=1 ./$(TSAN_BUILD)/tests/test_kernels -tc='threads*'
+	OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS=$(TSAN_OPTS) ./$(TSAN_BUILD)/tests/test_runtime -tc='concurrency*'
+	OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS=$(TSAN_OPTS) ./$(TSAN_BUILD)/tests/test_kernels -tc='threads*'
 
 # libFuzzer on every loader (clang; the CPU backend only). tools/run_fuzzers.sh prints
 # executions per target and fails on any crash, leak, timeout or out-of-memory.
