@@ -3,6 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <iterator>
+#include <string>
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-but-set-variable"
@@ -14,15 +18,55 @@
 
 namespace fusert {
 
+namespace {
+
+// stb_image (Debian 12's) writes past a Huffman table when a JPEG DHT segment declares more
+// than 256 codes (found by `make fuzz`, tests/fuzz_loaders/regressions/image/): every DHT
+// segment is checked before stb sees the file. Walks the marker segments up to the first scan.
+bool jpeg_tables_ok(const std::string& b) {
+  if (b.size() < 2 || static_cast<uint8_t>(b[0]) != 0xFF || static_cast<uint8_t>(b[1]) != 0xD8) return true;  // not a JPEG
+  size_t i = 2;
+  while (i + 4 <= b.size()) {
+    if (static_cast<uint8_t>(b[i]) != 0xFF) return true;  // stb reports the malformed stream itself
+    const uint8_t marker = static_cast<uint8_t>(b[i + 1]);
+    if (marker == 0xFF) { ++i; continue; }                // fill byte
+    if (marker == 0xD8 || marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) { i += 2; continue; }
+    if (marker == 0xD9 || marker == 0xDA) return true;     // end of image, start of scan
+    const size_t len = (static_cast<size_t>(static_cast<uint8_t>(b[i + 2])) << 8) | static_cast<uint8_t>(b[i + 3]);
+    if (len < 2 || i + 2 + len > b.size()) return true;
+    if (marker == 0xC4) {                                  // DHT: (class/id, 16 counts, symbols)+
+      size_t p = i + 4, end = i + 2 + len;
+      while (p < end) {
+        if (p + 17 > end) return false;
+        size_t codes = 0;
+        for (size_t k = 1; k <= 16; ++k) codes += static_cast<uint8_t>(b[p + k]);
+        if (codes > 256) return false;
+        p += 17 + codes;
+      }
+    }
+    i += 2 + len;
+  }
+  return true;
+}
+
+}  // namespace
+
 Result<Tensor> decode_image(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return error(StatusCode::kIoError) << path << ": cannot open image";
+  const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (bytes.size() > static_cast<size_t>(INT32_MAX)) return error(StatusCode::kInvalidArgument) << path << ": image file too large";
+  const auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());
+  const int size = static_cast<int>(bytes.size());
   int w = 0, h = 0, channels = 0;
   // The header's size is checked before stb allocates for it: a 100-byte file may claim
   // 2^24 x 2^24 pixels.
-  if (stbi_info(path.c_str(), &w, &h, &channels) && static_cast<int64_t>(w) * h > kMaxImagePixels) {
+  if (stbi_info_from_memory(data, size, &w, &h, &channels) && static_cast<int64_t>(w) * h > kMaxImagePixels) {
     return error(StatusCode::kInvalidArgument) << path << ": image of " << w << "x" << h << " pixels exceeds the "
                                                << kMaxImagePixels << "-pixel limit";
   }
-  unsigned char* px = stbi_load(path.c_str(), &w, &h, &channels, 3);
+  if (!jpeg_tables_ok(bytes)) return error(StatusCode::kParseError) << path << ": cannot read image: corrupt JPEG Huffman table (more than 256 codes)";
+  unsigned char* px = stbi_load_from_memory(data, size, &w, &h, &channels, 3);
   if (!px) return error(StatusCode::kParseError) << path << ": cannot read image: " << stbi_failure_reason();
   Tensor t(DType::kF32, {h, w, 3});
   const int64_t n = static_cast<int64_t>(h) * w * 3;

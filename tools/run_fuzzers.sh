@@ -12,10 +12,11 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 declare -A seeds=(
   [npy]="$root/tests/runtime/data"
   [safetensors]="$root/tests/fuzz_loaders/corpus/safetensors"
-  [image]="$root/models/data"
+  [image]="$root/tests/fuzz_loaders/corpus/image"
   [tokenizer]="$root/tests/golden/tokenizer"
   [model]="$root/models $root/tests/cli/data"
 )
+declare -A max_len=([image]=4096)  # small images decode fast; the seeds are tiny ones
 failed=0
 printf "%-12s %12s %10s %s\n" target executions seconds result >> "$BUILD/fuzz-summary.txt"
 for t in $TARGETS; do
@@ -28,7 +29,7 @@ for t in $TARGETS; do
   start=$(date +%s)
   ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=0 UBSAN_OPTIONS=print_stacktrace=1 \
     "$BUILD/tests/fuzz_$t" "$corpus" -runs="$FUZZ_RUNS" -max_total_time="$FUZZ_TIME" -timeout=10 \
-    -rss_limit_mb=4096 -malloc_limit_mb=4096 -max_len=65536 -print_final_stats=1 \
+    -rss_limit_mb=4096 -malloc_limit_mb=4096 -max_len="${max_len[$t]:-65536}" -print_final_stats=1 \
     -artifact_prefix="$crashes/" > "$BUILD/fuzz-$t.log" 2>&1
   rc=$?
   secs=$(( $(date +%s) - start ))
