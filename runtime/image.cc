@@ -22,27 +22,34 @@ namespace {
 
 // stb_image (Debian 12's) writes past a Huffman table when a JPEG DHT segment declares more
 // than 256 codes (found by `make fuzz`, tests/fuzz_loaders/regressions/image/): every DHT
-// segment is checked before stb sees the file. Walks the marker segments up to the first scan.
+// segment is checked before stb sees the file. Walks every marker segment, scans skipped.
 bool jpeg_tables_ok(const std::string& b) {
   if (b.size() < 2 || static_cast<uint8_t>(b[0]) != 0xFF || static_cast<uint8_t>(b[1]) != 0xD8) return true;  // not a JPEG
   size_t i = 2;
   while (i + 4 <= b.size()) {
-    if (static_cast<uint8_t>(b[i]) != 0xFF) return true;  // stb reports the malformed stream itself
+    if (static_cast<uint8_t>(b[i]) != 0xFF) { ++i; continue; }  // stb skips junk to the next 0xFF too
     const uint8_t marker = static_cast<uint8_t>(b[i + 1]);
     if (marker == 0xFF) { ++i; continue; }                // fill byte
     if (marker == 0xD8 || marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) { i += 2; continue; }
-    if (marker == 0xD9 || marker == 0xDA) return true;     // end of image, start of scan
+    if (marker == 0xD9) return true;                       // end of image
     const size_t len = (static_cast<size_t>(static_cast<uint8_t>(b[i + 2])) << 8) | static_cast<uint8_t>(b[i + 3]);
-    if (len < 2 || i + 2 + len > b.size()) return true;
-    if (marker == 0xC4) {                                  // DHT: (class/id, 16 counts, symbols)+
-      size_t p = i + 4, end = i + 2 + len;
-      while (p < end) {
-        if (p + 17 > end) return false;
+    if (marker == 0xC4) {  // DHT, read as stb reads it: (class/id, 16 counts, symbols) while the
+      auto at = [&](size_t k) -> size_t { return k < b.size() ? static_cast<uint8_t>(b[k]) : 0; };  // length lasts;
+      long left = static_cast<long>(len) - 2;                                                         // 0 past the end
+      for (size_t p = i + 4; left > 0;) {
         size_t codes = 0;
-        for (size_t k = 1; k <= 16; ++k) codes += static_cast<uint8_t>(b[p + k]);
+        for (size_t k = 1; k <= 16; ++k) codes += at(p + k);
         if (codes > 256) return false;
         p += 17 + codes;
+        left -= static_cast<long>(17 + codes);
       }
+    }
+    if (len < 2 || i + 2 + len > b.size()) return true;
+    if (marker == 0xDA) {  // start of scan: skip its entropy-coded data to the next marker
+      i += 2 + len;        // (progressive files define more tables between scans)
+      while (i + 1 < b.size() && !(static_cast<uint8_t>(b[i]) == 0xFF && static_cast<uint8_t>(b[i + 1]) != 0 &&
+                                   !(static_cast<uint8_t>(b[i + 1]) >= 0xD0 && static_cast<uint8_t>(b[i + 1]) <= 0xD7))) ++i;
+      continue;
     }
     i += 2 + len;
   }
@@ -53,11 +60,12 @@ bool jpeg_tables_ok(const std::string& b) {
 
 Result<Tensor> decode_image(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
-  if (!f) return error(StatusCode::kIoError) << path << ": cannot open image";
+  if (!f) return error(StatusCode::kParseError) << path << ": cannot read image: cannot open the file";
   const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   if (bytes.size() > static_cast<size_t>(INT32_MAX)) return error(StatusCode::kInvalidArgument) << path << ": image file too large";
   const auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());
   const int size = static_cast<int>(bytes.size());
+  if (!jpeg_tables_ok(bytes)) return error(StatusCode::kParseError) << path << ": cannot read image: corrupt JPEG Huffman table (more than 256 codes)";
   int w = 0, h = 0, channels = 0;
   // The header's size is checked before stb allocates for it: a 100-byte file may claim
   // 2^24 x 2^24 pixels.
@@ -65,7 +73,6 @@ Result<Tensor> decode_image(const std::string& path) {
     return error(StatusCode::kInvalidArgument) << path << ": image of " << w << "x" << h << " pixels exceeds the "
                                                << kMaxImagePixels << "-pixel limit";
   }
-  if (!jpeg_tables_ok(bytes)) return error(StatusCode::kParseError) << path << ": cannot read image: corrupt JPEG Huffman table (more than 256 codes)";
   unsigned char* px = stbi_load_from_memory(data, size, &w, &h, &channels, 3);
   if (!px) return error(StatusCode::kParseError) << path << ": cannot read image: " << stbi_failure_reason();
   Tensor t(DType::kF32, {h, w, 3});
