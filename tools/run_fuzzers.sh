@@ -13,10 +13,10 @@ declare -A seeds=(
   [npy]="$root/tests/runtime/data"
   [safetensors]="$root/tests/fuzz_loaders/corpus/safetensors"
   [image]="$root/tests/fuzz_loaders/corpus/image"
-  [tokenizer]="$root/tests/golden/tokenizer"
+  [tokenizer]="$root/tests/fuzz_loaders/corpus/tokenizer"
   [model]="$root/models $root/tests/cli/data"
 )
-declare -A max_len=([image]=4096)  # small images decode fast; the seeds are tiny ones
+declare -A max_len=([image]=4096 [tokenizer]=2048)  # small images decode fast; the seeds are tiny ones
 failed=0
 printf "%-12s %12s %10s %s\n" target executions seconds result >> "$BUILD/fuzz-summary.txt"
 for t in $TARGETS; do
