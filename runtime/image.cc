@@ -58,7 +58,7 @@ bool jpeg_tables_ok(const std::string& b) {
 
 }  // namespace
 
-Result<Tensor> decode_image(const std::string& path) {
+Result<Tensor> decode_image(const std::string& path, int64_t max_pixels) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return error(StatusCode::kParseError) << path << ": cannot read image: cannot open the file";
   const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
@@ -69,9 +69,9 @@ Result<Tensor> decode_image(const std::string& path) {
   int w = 0, h = 0, channels = 0;
   // The header's size is checked before stb allocates for it: a 100-byte file may claim
   // 2^24 x 2^24 pixels.
-  if (stbi_info_from_memory(data, size, &w, &h, &channels) && static_cast<int64_t>(w) * h > kMaxImagePixels) {
+  if (stbi_info_from_memory(data, size, &w, &h, &channels) && static_cast<int64_t>(w) * h > max_pixels) {
     return error(StatusCode::kInvalidArgument) << path << ": image of " << w << "x" << h << " pixels exceeds the "
-                                               << kMaxImagePixels << "-pixel limit";
+                                               << max_pixels << "-pixel limit";
   }
   unsigned char* px = stbi_load_from_memory(data, size, &w, &h, &channels, 3);
   if (!px) return error(StatusCode::kParseError) << path << ": cannot read image: " << stbi_failure_reason();

@@ -10,10 +10,10 @@ namespace fusert {
 
 /// Decodes an 8-bit image file (PNG, JPEG, BMP, ...) to RGB, returned as an f32 [H, W, 3]
 /// tensor of values 0..255. Errors name the file and stb_image's reason.
-Result<Tensor> decode_image(const std::string& path);
-/// Largest image decode_image accepts (width x height): 8192 x 8192; larger headers are an
-/// error before any pixel memory is allocated.
+/// Largest image decode_image accepts by default (width x height): 8192 x 8192; larger headers
+/// are an error before any pixel memory is allocated.
 constexpr int64_t kMaxImagePixels = int64_t{8192} * 8192;
+Result<Tensor> decode_image(const std::string& path, int64_t max_pixels = kMaxImagePixels);
 
 /// Applies `spec` to an [H, W, 3] RGB image: short-side bilinear resize (half-pixel centres,
 /// clamped edges, no antialias: torch.nn.functional.interpolate(mode="bilinear",
