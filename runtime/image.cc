@@ -75,6 +75,10 @@ Result<Tensor> decode_image(const std::string& path, int64_t max_pixels) {
   }
   unsigned char* px = stbi_load_from_memory(data, size, &w, &h, &channels, 3);
   if (!px) return error(StatusCode::kParseError) << path << ": cannot read image: " << stbi_failure_reason();
+  if (w <= 0 || h <= 0) {  // some headers decode to an empty image (found by make fuzz)
+    stbi_image_free(px);
+    return error(StatusCode::kParseError) << path << ": cannot read image: it has " << w << "x" << h << " pixels";
+  }
   Tensor t(DType::kF32, {h, w, 3});
   const int64_t n = static_cast<int64_t>(h) * w * 3;
   for (int64_t i = 0; i < n; ++i) t.f32()[i] = static_cast<float>(px[i]);
@@ -119,6 +123,7 @@ Tensor resize_bilinear(const Tensor& hwc, int64_t oh, int64_t ow) {
 Result<Tensor> preprocess_image(const Tensor& hwc, const PreprocessSpec& spec) {
   Tensor img = hwc;
   int64_t h = img.shape()[0], w = img.shape()[1];
+  if (h <= 0 || w <= 0) return error(StatusCode::kInvalidArgument) << "image of " << w << "x" << h << " pixels has nothing to preprocess";
   if (spec.resize > 0) {
     int64_t oh = h <= w ? spec.resize : h * spec.resize / w;
     int64_t ow = h <= w ? w * spec.resize / h : spec.resize;

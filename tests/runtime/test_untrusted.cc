@@ -8,6 +8,7 @@
 #include <fstream>
 #include <unistd.h>
 
+#include "runtime/image.h"
 #include "runtime/session.h"
 #include "runtime/tensor.h"
 #include "runtime/weights.h"
@@ -132,4 +133,23 @@ nodes:
 )", 1024);
   REQUIRE_FALSE(t.ok());
   CHECK(t.status().to_string().find("8192 bytes") != std::string::npos);
+}
+
+TEST_CASE("untrusted: images that crashed or misbehaved in make fuzz are clear errors") {
+  const std::string dir = std::string(FUSERT_SOURCE_DIR) + "/tests/fuzz_loaders/regressions/image/";
+  for (const char* f : {"jpeg_dht_more_than_256_codes.jpg", "jpeg_dht_after_scan.jpg", "jpeg_dht_in_header_info.jpg"}) {
+    CAPTURE(f);
+    auto img = decode_image(dir + f);  // stb_image wrote past a Huffman table on these
+    REQUIRE_FALSE(img.ok());
+    CHECK(img.status().to_string().find("cannot read image") != std::string::npos);
+  }
+  auto zero = decode_image(dir + "zero_height_image.bin");  // a BMP of height 0
+  REQUIRE_FALSE(zero.ok());
+  auto huge = decode_image(dir + "png_huge_dims.png");      // 2^24 x 2^24 claimed
+  REQUIRE_FALSE(huge.ok());
+  CHECK((huge.status().to_string().find("pixel limit") != std::string::npos ||
+         huge.status().to_string().find("too large") != std::string::npos));
+  PreprocessSpec spec;
+  spec.resize = 32;
+  CHECK_FALSE(preprocess_image(Tensor(DType::kF32, {0, 5, 3}), spec).ok());
 }
