@@ -24,8 +24,11 @@ namespace {
 // than 256 codes (found by `make fuzz`, tests/fuzz_loaders/regressions/image/): every DHT
 // segment is checked before stb sees the file. Walks every marker segment, scans skipped.
 bool jpeg_tables_ok(const std::string& b) {
-  if (b.size() < 2 || static_cast<uint8_t>(b[0]) != 0xFF || static_cast<uint8_t>(b[1]) != 0xD8) return true;  // not a JPEG
-  size_t i = 2;
+  // stb accepts any run of 0xFF fill bytes before the SOI marker, as before every marker.
+  size_t i = 0;
+  while (i < b.size() && static_cast<uint8_t>(b[i]) == 0xFF) ++i;
+  if (i == 0 || i >= b.size() || static_cast<uint8_t>(b[i]) != 0xD8) return true;  // not a JPEG
+  ++i;
   while (i + 4 <= b.size()) {
     if (static_cast<uint8_t>(b[i]) != 0xFF) { ++i; continue; }  // stb skips junk to the next 0xFF too
     const uint8_t marker = static_cast<uint8_t>(b[i + 1]);
