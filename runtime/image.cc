@@ -72,7 +72,10 @@ Result<Tensor> decode_image(const std::string& path, int64_t max_pixels) {
   int w = 0, h = 0, channels = 0;
   // The header's size is checked before stb allocates for it: a 100-byte file may claim
   // 2^24 x 2^24 pixels.
-  if (stbi_info_from_memory(data, size, &w, &h, &channels) && static_cast<int64_t>(w) * h > max_pixels) {
+  if (!stbi_info_from_memory(data, size, &w, &h, &channels)) {  // no size, no decode (a BMP whose
+    return error(StatusCode::kParseError) << path << ": cannot read image: " << stbi_failure_reason();  // info failed
+  }                                                                                                     // decoded 150 Mpixel)
+  if (w <= 0 || h <= 0 || static_cast<int64_t>(w) * h > max_pixels) {
     return error(StatusCode::kInvalidArgument) << path << ": image of " << w << "x" << h << " pixels exceeds the "
                                                << max_pixels << "-pixel limit";
   }
