@@ -16,31 +16,25 @@ int64_t Rng::below(int64_t n) { return n <= 1 ? 0 : static_cast<int64_t>(next() 
 int64_t Rng::range(int64_t lo, int64_t hi) { return lo + below(hi - lo + 1); }
 bool Rng::chance(double p) { return static_cast<double>(next() >> 11) * 0x1.0p-53 < p; }
 
-std::string dims_str(const Dims& d) {
-  std::string s = "[";
-  for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
-  return s + "]";
-}
-
 std::string Emitter::fresh(const std::string& prefix) { return prefix + std::to_string(counter_++); }
 
 std::string Emitter::input(const Dims& shape) {
   std::string n = fresh("in");
-  inputs_.push_back("  - {name: " + n + ", shape: " + dims_str(shape) + "}");
+  inputs_.push_back("  - {name: " + n + ", shape: " + shape_str(shape) + "}");
   shapes_[n] = shape;
   return n;
 }
 
 std::string Emitter::weight(const Dims& shape, const std::string& init) {
   std::string n = fresh("w");
-  inits_.push_back("  - {name: " + n + ", shape: " + dims_str(shape) + (init.empty() ? "" : ", init: " + init) + "}");
+  inits_.push_back("  - {name: " + n + ", shape: " + shape_str(shape) + (init.empty() ? "" : ", init: " + init) + "}");
   shapes_[n] = shape;
   return n;
 }
 
 std::string Emitter::const_i64(const std::vector<int64_t>& values) {
   std::string n = fresh("k");
-  inits_.push_back("  - {name: " + n + ", shape: [" + std::to_string(values.size()) + "], dtype: i64, value: " + dims_str(values) + "}");
+  inits_.push_back("  - {name: " + n + ", shape: [" + std::to_string(values.size()) + "], dtype: i64, value: " + shape_str(values) + "}");
   shapes_[n] = {static_cast<int64_t>(values.size())};
   return n;
 }

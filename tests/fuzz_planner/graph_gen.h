@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/tensor.h"  // shape_str: "[1, 2, 3]", also the YAML flow-list form
+
 namespace fusert::fuzz {
 
 /// splitmix64: small, seedable, identical on every platform (std:: distributions are not).
@@ -81,6 +83,5 @@ void transformer_motif(Emitter& e, Rng& r, std::string& cur, int64_t batch, int6
 Dims broadcast_shape(Rng& r, const Dims& s);
 /// 1-3 elementwise ops (unary activations, binary ops with a broadcasting constant or input).
 std::string epilogue_chain(Emitter& e, Rng& r, std::string cur, int max_ops = 3);
-std::string dims_str(const Dims& d);
 
 }  // namespace fusert::fuzz

@@ -75,8 +75,8 @@ std::string emit_conv(Emitter& e, const std::string& x, const ConvSpec& c) {
   const Dims& xs = e.shape(x);
   std::vector<std::string> in = {x, e.weight({c.m, xs[1] / c.group, c.kh, c.kw})};
   if (c.bias) in.push_back(e.weight({c.m}, "uniform"));
-  std::string attrs = "kernel_shape: " + dims_str({c.kh, c.kw}) + ", strides: " + dims_str({c.sh, c.sw}) +
-                      ", pads: " + dims_str({c.pt, c.pl, c.pb, c.pr}) + ", dilations: " + dims_str({c.dh, c.dw});
+  std::string attrs = "kernel_shape: " + shape_str({c.kh, c.kw}) + ", strides: " + shape_str({c.sh, c.sw}) +
+                      ", pads: " + shape_str({c.pt, c.pl, c.pb, c.pr}) + ", dilations: " + shape_str({c.dh, c.dw});
   if (c.group != 1) attrs += ", group: " + std::to_string(c.group);
   return e.node("Conv", in, conv_out(xs, c), attrs);
 }
@@ -208,7 +208,7 @@ std::string pool(Emitter& e, Rng& r, const std::string& x) {
   if (r.chance(0.3)) return e.node("GlobalAveragePool", {x}, {xs[0], xs[1], 1, 1});
   int64_t k = std::min<int64_t>(r.range(1, 3), std::min(xs[2], xs[3])), s = r.range(1, 2), p = r.below(k);
   Dims out = {xs[0], xs[1], (xs[2] + 2 * p - k) / s + 1, (xs[3] + 2 * p - k) / s + 1};
-  std::string attrs = "kernel_shape: " + dims_str({k, k}) + ", strides: " + dims_str({s, s}) + ", pads: " + dims_str({p, p, p, p});
+  std::string attrs = "kernel_shape: " + shape_str({k, k}) + ", strides: " + shape_str({s, s}) + ", pads: " + shape_str({p, p, p, p});
   if (r.chance(0.5)) return e.node("MaxPool", {x}, out, attrs);
   return e.node("AveragePool", {x}, out, attrs + ", count_include_pad: " + std::to_string(r.below(2)));
 }
