@@ -108,8 +108,10 @@ Status lower_horizontal_conv(const Graph& g, const FusionGroup& grp, const std::
   p.m = static_cast<int64_t>(bias->size());
   ValueId x = first.inputs[0];
   s.run = [=](const BufferTable& b) {
-    // Per call: steps keep no mutable state, so concurrent runs of one plan never share it.
-    std::vector<float> tile(static_cast<size_t>(p.n * p.m * hw));
+    // Per calling thread, reused across runs: steps keep no shared mutable state, so
+    // concurrent runs of one plan never share the tile (as conv.cc's im2col buffer).
+    thread_local std::vector<float> tile;
+    tile.resize(static_cast<size_t>(p.n * p.m * hw));
     float* scratch = tile.data();
     cpu::Epilogue none;
     cpu::conv2d_fused(p, b.f32(x), w->data(), bias->data(), none, scratch);

@@ -475,7 +475,7 @@ Status lower_branch_merge_cuda(GroupLowering& gl) {
   if (p.pad_top != p.pad_bottom || p.pad_left != p.pad_right) return error(StatusCode::kUnsupported) << "asymmetric pads";
   gl.ds.skip_weights.insert(gl.ds.skip_weights.end(), ca.inputs.begin() + 1, ca.inputs.end());
   gl.ds.skip_weights.insert(gl.ds.skip_weights.end(), cb.inputs.begin() + 1, cb.inputs.end());
-  std::vector<float> w = L.w, bias = L.bias;
+  std::vector<float> w = std::move(L.w), bias = std::move(L.bias);
   lowering::EpilogueTemplate ep_merge, ep_a, ep_b;
   std::string why;
   if (!lowering::build_epilogue(g, post, jn.outputs[0], out, true, &ep_merge, &why) ||
