@@ -1,4 +1,4 @@
-// Image decoding through stb_image and the model-declared preprocessing.
+// Image decoding (libpng, libjpeg-turbo) and the model-declared preprocessing.
 #include "runtime/image.h"
 
 #include <algorithm>
@@ -8,54 +8,168 @@
 #include <iterator>
 #include <string>
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-but-set-variable"
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-#define STB_IMAGE_IMPLEMENTATION
-#define STBI_FAILURE_USERMSG
-#include <stb_image.h>
-#pragma GCC diagnostic pop
+#include <csetjmp>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include <jpeglib.h>  // libjpeg-turbo (Debian libjpeg62-turbo-dev), the JPEG decoder Pillow uses
+#include <jerror.h>
+#include <png.h>      // libpng 1.6
 
 namespace fusert {
 
 namespace {
 
-// stb_image (Debian 12's) writes past a Huffman table when a JPEG DHT segment declares more
-// than 256 codes (found by `make fuzz`, tests/fuzz_loaders/regressions/image/): every DHT
-// segment is checked before stb sees the file. Walks every marker segment, scans skipped.
-bool jpeg_tables_ok(const std::string& b) {
-  // stb accepts any run of 0xFF fill bytes before the SOI marker, as before every marker.
-  size_t i = 0;
-  while (i < b.size() && static_cast<uint8_t>(b[i]) == 0xFF) ++i;
-  if (i == 0 || i >= b.size() || static_cast<uint8_t>(b[i]) != 0xD8) return true;  // not a JPEG
-  ++i;
-  while (i + 4 <= b.size()) {
-    if (static_cast<uint8_t>(b[i]) != 0xFF) { ++i; continue; }  // stb skips junk to the next 0xFF too
-    const uint8_t marker = static_cast<uint8_t>(b[i + 1]);
-    if (marker == 0xFF) { ++i; continue; }                // fill byte
-    if (marker == 0xD8 || marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) { i += 2; continue; }
-    if (marker == 0xD9) return true;                       // end of image
-    const size_t len = (static_cast<size_t>(static_cast<uint8_t>(b[i + 2])) << 8) | static_cast<uint8_t>(b[i + 3]);
-    if (marker == 0xC4) {  // DHT, read as stb reads it: (class/id, 16 counts, symbols) while the
-      auto at = [&](size_t k) -> size_t { return k < b.size() ? static_cast<uint8_t>(b[k]) : 0; };  // length lasts;
-      long left = static_cast<long>(len) - 2;                                                         // 0 past the end
-      for (size_t p = i + 4; left > 0;) {
-        size_t codes = 0;
-        for (size_t k = 1; k <= 16; ++k) codes += at(p + k);
-        if (codes > 256) return false;
-        p += 17 + codes;
-        left -= static_cast<long>(17 + codes);
-      }
-    }
-    if (len < 2 || i + 2 + len > b.size()) return true;
-    if (marker == 0xDA) {  // start of scan: skip its entropy-coded data to the next marker
-      i += 2 + len;        // (progressive files define more tables between scans)
-      while (i + 1 < b.size() && !(static_cast<uint8_t>(b[i]) == 0xFF && static_cast<uint8_t>(b[i + 1]) != 0 &&
-                                   !(static_cast<uint8_t>(b[i + 1]) >= 0xD0 && static_cast<uint8_t>(b[i + 1]) <= 0xD7))) ++i;
-      continue;
-    }
-    i += 2 + len;
+// Both decoders report errors through longjmp (libpng's and libjpeg's own protocol): the
+// functions holding a setjmp below keep no object with a destructor in their frame, and every
+// resource they own is released on the error path. `Decoded` lives in the caller.
+struct Decoded {
+  std::vector<uint8_t> rgb;  // h x w x 3
+  std::vector<uint8_t*> rows;
+  uint32_t w = 0, h = 0;
+  bool too_large = false;
+  char error[JMSG_LENGTH_MAX + 64] = {0};
+};
+
+// ---- PNG (libpng): 8-bit RGB out of every colour type and bit depth, as Pillow's
+// Image.convert("RGB") gives it: palette expanded, gray replicated, alpha dropped (not
+// composited), 16-bit reduced to its high byte, no gamma correction.
+struct PngSource {
+  const uint8_t* data;
+  size_t size, pos;
+};
+
+void png_read_memory(png_structp png, png_bytep out, size_t n) {
+  auto* src = static_cast<PngSource*>(png_get_io_ptr(png));
+  if (n > src->size - src->pos) png_error(png, "the file ends early (truncated)");
+  std::memcpy(out, src->data + src->pos, n);
+  src->pos += n;
+}
+
+void png_fail(png_structp png, png_const_charp msg) {
+  auto* d = static_cast<Decoded*>(png_get_error_ptr(png));
+  std::snprintf(d->error, sizeof d->error, "%s", msg);
+  png_longjmp(png, 1);
+}
+
+void png_ignore_warning(png_structp, png_const_charp) {}
+
+bool decode_png(const uint8_t* data, size_t size, int64_t max_pixels, Decoded* d) {
+  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, d, png_fail, png_ignore_warning);
+  if (!png) return std::snprintf(d->error, sizeof d->error, "out of memory"), false;
+  png_infop info = png_create_info_struct(png);
+  if (!info) {
+    png_destroy_read_struct(&png, nullptr, nullptr);
+    return std::snprintf(d->error, sizeof d->error, "out of memory"), false;
   }
+  PngSource src{data, size, 0};
+  if (setjmp(png_jmpbuf(png))) {
+    png_destroy_read_struct(&png, &info, nullptr);
+    return false;
+  }
+  png_set_read_fn(png, &src, png_read_memory);
+  png_set_user_limits(png, 1u << 24, 1u << 24);
+  png_read_info(png, info);
+  d->w = png_get_image_width(png, info);
+  d->h = png_get_image_height(png, info);
+  if (d->w == 0 || d->h == 0 || static_cast<int64_t>(d->w) * d->h > max_pixels) {
+    d->too_large = true;  // checked before any pixel memory is allocated
+    png_destroy_read_struct(&png, &info, nullptr);
+    return false;
+  }
+  const int color = png_get_color_type(png, info);
+  const int depth = png_get_bit_depth(png, info);
+  if (color == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
+  if (color == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(png);
+  if (depth == 16) png_set_strip_16(png);
+  // tRNS becomes an alpha channel when palette_to_rgb expands it; dropped like any alpha.
+  if ((color & PNG_COLOR_MASK_ALPHA) || png_get_valid(png, info, PNG_INFO_tRNS)) png_set_strip_alpha(png);
+  if (color == PNG_COLOR_TYPE_GRAY || color == PNG_COLOR_TYPE_GRAY_ALPHA) png_set_gray_to_rgb(png);
+  png_set_interlace_handling(png);
+  png_read_update_info(png, info);
+  if (png_get_rowbytes(png, info) != static_cast<size_t>(d->w) * 3) png_error(png, "unexpected row layout after conversion to RGB");
+  d->rgb.resize(static_cast<size_t>(d->w) * d->h * 3);  // at most max_pixels x 3 bytes
+  d->rows.resize(d->h);
+  for (uint32_t y = 0; y < d->h; ++y) d->rows[y] = d->rgb.data() + static_cast<size_t>(y) * d->w * 3;
+  png_read_image(png, d->rows.data());
+  png_destroy_read_struct(&png, &info, nullptr);
+  return true;
+}
+
+// ---- JPEG (libjpeg-turbo): RGB output, libjpeg's defaults (accurate integer IDCT, fancy
+// upsampling) as Pillow decodes. Warnings that mean pixels were invented (the file ends early,
+// corrupt entropy-coded data) are errors: a truncated photo must not classify as half gray.
+struct JpegErrors {
+  jpeg_error_mgr pub;
+  jmp_buf jump;
+  Decoded* d;
+};
+
+constexpr int kMaxJpegScans = 500;  // a crafted progressive file may hold ~10^5 tiny scans (seconds each)
+
+[[noreturn]] void jpeg_fail(j_common_ptr cinfo) {
+  auto* e = reinterpret_cast<JpegErrors*>(cinfo->err);
+  (*cinfo->err->format_message)(cinfo, e->d->error);
+  std::longjmp(e->jump, 1);
+}
+
+void jpeg_message(j_common_ptr cinfo, int level) {
+  if (level >= 0) return;  // trace messages
+  const int code = cinfo->err->msg_code;
+  if (code == JWRN_JPEG_EOF || code == JWRN_HIT_MARKER || code == JWRN_HUFF_BAD_CODE || code == JWRN_BOGUS_PROGRESSION ||
+      code == JWRN_MUST_RESYNC || code == JWRN_NOT_SEQUENTIAL) {
+    jpeg_fail(cinfo);
+  }
+}
+
+void jpeg_progress(j_common_ptr cinfo) {
+  auto* dc = reinterpret_cast<j_decompress_ptr>(cinfo);
+  if (dc->input_scan_number > kMaxJpegScans) {
+    auto* e = reinterpret_cast<JpegErrors*>(cinfo->err);
+    std::snprintf(e->d->error, sizeof e->d->error, "more than %d progressive scans", kMaxJpegScans);
+    std::longjmp(e->jump, 1);
+  }
+}
+
+bool decode_jpeg(const uint8_t* data, size_t size, int64_t max_pixels, Decoded* d) {
+  jpeg_decompress_struct cinfo;
+  JpegErrors err;
+  jpeg_progress_mgr progress;
+  cinfo.err = jpeg_std_error(&err.pub);
+  err.pub.error_exit = jpeg_fail;
+  err.pub.emit_message = jpeg_message;
+  err.d = d;
+  progress.progress_monitor = jpeg_progress;
+  if (setjmp(err.jump)) {
+    jpeg_destroy_decompress(&cinfo);
+    return false;
+  }
+  jpeg_create_decompress(&cinfo);
+  cinfo.progress = &progress;
+  jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
+  jpeg_read_header(&cinfo, TRUE);
+  d->w = cinfo.image_width;
+  d->h = cinfo.image_height;
+  if (d->w == 0 || d->h == 0 || static_cast<int64_t>(d->w) * d->h > max_pixels) {
+    d->too_large = true;  // checked before any pixel memory is allocated
+    jpeg_destroy_decompress(&cinfo);
+    return false;
+  }
+  cinfo.out_color_space = JCS_RGB;
+  jpeg_start_decompress(&cinfo);
+  if (cinfo.output_components != 3 || cinfo.output_width != d->w || cinfo.output_height != d->h) {
+    std::snprintf(d->error, sizeof d->error, "unexpected JPEG output layout");
+    jpeg_destroy_decompress(&cinfo);
+    return false;
+  }
+  d->rgb.resize(static_cast<size_t>(d->w) * d->h * 3);  // at most max_pixels x 3 bytes
+  while (cinfo.output_scanline < cinfo.output_height) {
+    JSAMPROW row = d->rgb.data() + static_cast<size_t>(cinfo.output_scanline) * d->w * 3;
+    jpeg_read_scanlines(&cinfo, &row, 1);
+  }
+  jpeg_finish_decompress(&cinfo);
+  jpeg_destroy_decompress(&cinfo);
   return true;
 }
 
@@ -65,30 +179,26 @@ Result<Tensor> decode_image(const std::string& path, int64_t max_pixels) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return error(StatusCode::kParseError) << path << ": cannot read image: cannot open the file";
   const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (bytes.size() > static_cast<size_t>(INT32_MAX)) return error(StatusCode::kInvalidArgument) << path << ": image file too large";
-  const auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());
-  const int size = static_cast<int>(bytes.size());
-  if (!jpeg_tables_ok(bytes)) return error(StatusCode::kParseError) << path << ": cannot read image: corrupt JPEG Huffman table (more than 256 codes)";
-  int w = 0, h = 0, channels = 0;
-  // The header's size is checked before stb allocates for it: a 100-byte file may claim
-  // 2^24 x 2^24 pixels.
-  if (!stbi_info_from_memory(data, size, &w, &h, &channels)) {  // no size, no decode (a BMP whose
-    return error(StatusCode::kParseError) << path << ": cannot read image: " << stbi_failure_reason();  // info failed
-  }                                                                                                     // decoded 150 Mpixel)
-  if (w <= 0 || h <= 0 || static_cast<int64_t>(w) * h > max_pixels) {
-    return error(StatusCode::kInvalidArgument) << path << ": image of " << w << "x" << h << " pixels exceeds the "
-                                               << max_pixels << "-pixel limit";
+  if (!f.eof() && f.fail()) return error(StatusCode::kParseError) << path << ": cannot read image: read error";
+  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+  const size_t size = bytes.size();
+  static const uint8_t kPngSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  const bool is_png = size >= 8 && std::memcmp(data, kPngSignature, 8) == 0;
+  const bool is_jpeg = size >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF;
+  if (!is_png && !is_jpeg) {
+    return error(StatusCode::kParseError) << path << ": cannot read image: not a PNG or JPEG file (fusert decodes those two; "
+                                          << "convert other formats first)";
   }
-  unsigned char* px = stbi_load_from_memory(data, size, &w, &h, &channels, 3);
-  if (!px) return error(StatusCode::kParseError) << path << ": cannot read image: " << stbi_failure_reason();
-  if (w <= 0 || h <= 0) {  // some headers decode to an empty image (found by make fuzz)
-    stbi_image_free(px);
-    return error(StatusCode::kParseError) << path << ": cannot read image: it has " << w << "x" << h << " pixels";
+  Decoded d;
+  const bool ok = is_png ? decode_png(data, size, max_pixels, &d) : decode_jpeg(data, size, max_pixels, &d);
+  if (d.too_large) {
+    return error(StatusCode::kInvalidArgument) << path << ": image of " << d.w << "x" << d.h << " pixels "
+           << (d.w == 0 || d.h == 0 ? "is empty" : "exceeds the " + std::to_string(max_pixels) + "-pixel limit");
   }
-  Tensor t(DType::kF32, {h, w, 3});
-  const int64_t n = static_cast<int64_t>(h) * w * 3;
-  for (int64_t i = 0; i < n; ++i) t.f32()[i] = static_cast<float>(px[i]);
-  stbi_image_free(px);
+  if (!ok) return error(StatusCode::kParseError) << path << ": cannot read image: " << (is_png ? "PNG: " : "JPEG: ") << d.error;
+  Tensor t(DType::kF32, {static_cast<int64_t>(d.h), static_cast<int64_t>(d.w), 3});
+  float* out = t.f32();
+  for (size_t i = 0; i < d.rgb.size(); ++i) out[i] = static_cast<float>(d.rgb[i]);
   return t;
 }
 

@@ -1,4 +1,4 @@
-// Image input: decode (stb_image) and the preprocessing of models/FORMAT.md.
+// Image input: decode (libpng, libjpeg-turbo) and the preprocessing of models/FORMAT.md.
 #pragma once
 
 #include <string>
@@ -8,8 +8,13 @@
 
 namespace fusert {
 
-/// Decodes an 8-bit image file (PNG, JPEG, BMP, ...) to RGB, returned as an f32 [H, W, 3]
-/// tensor of values 0..255. Errors name the file and stb_image's reason.
+/// Decodes a PNG (libpng) or JPEG (libjpeg-turbo) file to RGB, returned as an f32 [H, W, 3]
+/// tensor of values 0..255, the pixels Pillow's `Image.open(f).convert("RGB")` gives: palette
+/// and gray expanded, alpha dropped (not composited), 16-bit PNG samples reduced to their high
+/// byte, no gamma or ICC correction. Errors (kParseError) name the file and the decoder's
+/// reason: other formats, truncated or corrupt files (a JPEG whose data ends early is an error,
+/// not an image with invented rows), CMYK JPEGs; kInvalidArgument for an empty image or one
+/// over `max_pixels`, checked from the header before any pixel memory is allocated.
 /// Largest image decode_image accepts by default (width x height): 8192 x 8192; larger headers
 /// are an error before any pixel memory is allocated.
 constexpr int64_t kMaxImagePixels = int64_t{8192} * 8192;

@@ -2,7 +2,7 @@
 # Installs the Debian packages fusert builds and tests with, only those missing. Idempotent.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libeigen3-dev libyaml-cpp-dev doctest-dev nlohmann-json3-dev
-      libstb-dev libutf8proc-dev python3 python3-pip ca-certificates)
+      libpng-dev libjpeg62-turbo-dev libutf8proc-dev python3 python3-pip ca-certificates)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

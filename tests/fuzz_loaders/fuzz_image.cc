@@ -1,4 +1,4 @@
-// libFuzzer target: image decoding (stb_image through runtime/image.h) and the ImageNet
+// libFuzzer target: image decoding (libpng and libjpeg-turbo through runtime/image.h) and the ImageNet
 // preprocessing (resize 256, centre crop 224) of whatever decodes.
 #include "runtime/image.h"
 #include "tests/fuzz_loaders/fuzz_util.h"

@@ -5,13 +5,13 @@
 #   bash tests/gpu/prepare.sh [STAGE]        (STAGE default build-gpu)
 #
 # The lent machine has nvcc, CMake and PyTorch but no Eigen, yaml-cpp, nlohmann-json, doctest or
-# stb headers, and nothing can be installed there, so fusert cannot be built there: it is built
+# libpng/libjpeg headers, and nothing can be installed there, so fusert cannot be built there: it is built
 # here and carried (the `run` tool's `carry`, 64 MiB for everything). Layout:
 #   build-gpu-tree/        the CMake build tree (Release, CUDA on, BUILD_TESTING=ON): objects,
 #                          not carried (FUSERT_GPU_TREE overrides the path)
 #   STAGE/bin/             infer, bench, test_cuda (stripped if the stage would exceed 60 MiB)
 #   STAGE/lib/             the non-system shared libraries they need that the GPU machine lacks
-#                          (from ldd: libyaml-cpp, libutf8proc, libgomp; never the CUDA libraries,
+#                          (from ldd: libyaml-cpp, libutf8proc, libpng, libjpeg, libgomp; never the CUDA libraries,
 #                          which run.sh finds there)
 #   STAGE/pylib/           efficientnet_lite_pytorch (pure Python, from .cache/pylib) for
 #                          tools/torch_bench.py, when present here

@@ -402,7 +402,7 @@ if ((!DRY)); then
     echo "NO USABLE CARRIED BUILD in $BUILD: $( [[ -x $BUILD/bin/infer ]] && tail -n3 "$WORK/logs/infer_help.log" || echo 'bin/infer is not there')"
     echo "  Run tests/gpu/prepare.sh on the development machine and carry the folder it stages"
     echo "  (run tool: carry [\"build-gpu\"]). Building fusert here is not possible: this machine has"
-    echo "  no Eigen, yaml-cpp, nlohmann-json, doctest or stb headers and cannot install any; a build"
+    echo "  no Eigen, yaml-cpp, nlohmann-json, doctest, libpng or libjpeg headers and cannot install any; a build"
     echo "  here would need those headers and libyaml-cpp.a carried in a git-ignored folder."
     echo "  Skipping every fusert step (recorded as failures); PyTorch timings still run."
     record correct carried_build 1 0 "no usable carried build in $BUILD"

@@ -220,3 +220,44 @@ TEST_CASE("unreadable images: missing, text renamed .png, truncated PNG -- each 
     check_message(r.status().message(), {cut + ": cannot read image: "});
   }
 }
+
+TEST_CASE("decode_image: every colour type and JPEG kind decodes to Pillow's convert('RGB') pixels") {
+  // tests/runtime/data/images_expected.json: tools/make_image_fixtures.py (Pillow 9.4 with
+  // Debian's libjpeg-turbo). PNG: palette, palette + tRNS, gray 1-bit and 8-bit, gray + alpha,
+  // RGBA (alpha dropped, not composited); JPEG: baseline and progressive.
+  const std::string dir = FUSERT_SOURCE_DIR "/tests/fuzz_loaders/corpus/image/";
+  const auto expected = nlohmann::json::parse(read_file(FUSERT_SOURCE_DIR "/tests/runtime/data/images_expected.json"));
+  REQUIRE(expected.size() >= 10);
+  for (const auto& [name, e] : expected.items()) {
+    CAPTURE(name);
+    auto img = decode_image(dir + name);
+    REQUIRE(img.ok());
+    REQUIRE(img->shape() == Shape{e["height"].get<int64_t>(), e["width"].get<int64_t>(), 3});
+    const auto& rgb = e["rgb"];
+    REQUIRE(static_cast<int64_t>(rgb.size()) == img->numel());
+    int64_t mismatches = 0;
+    for (int64_t i = 0; i < img->numel(); ++i) mismatches += img->f32()[i] != rgb[static_cast<size_t>(i)].get<float>();
+    CHECK(mismatches == 0);
+  }
+}
+
+TEST_CASE("decode_image: formats other than PNG and JPEG are a clear error naming the file") {
+  for (const char* name : {"palette_9x7.gif", "rgb_9x7.bmp"}) {
+    const std::string path = std::string(FUSERT_SOURCE_DIR "/tests/fuzz_loaders/corpus/image/") + name;
+    auto img = decode_image(path);
+    REQUIRE_FALSE(img.ok());
+    check_message(img.status().message(), {path + ": cannot read image: not a PNG or JPEG file"});
+  }
+}
+
+TEST_CASE("decode_image: a truncated JPEG is an error, not a photo with invented gray rows") {
+  const std::string jpg = read_file(FUSERT_SOURCE_DIR "/tests/fuzz_loaders/corpus/image/rgb_9x7.jpg");
+  for (size_t n : {size_t{3}, size_t{100}, jpg.size() - 40, jpg.size() - 2}) {
+    std::string cut = scratch("cut" + std::to_string(n) + ".jpg");
+    write_file(cut, jpg.substr(0, n));
+    auto r = decode_image(cut);
+    INFO("cut at " << n << " of " << jpg.size());
+    REQUIRE_FALSE(r.ok());
+    check_message(r.status().message(), {cut + ": cannot read image: JPEG: "});
+  }
+}

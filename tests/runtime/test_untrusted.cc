@@ -140,7 +140,7 @@ TEST_CASE("untrusted: images that crashed or misbehaved in make fuzz are clear e
   for (const char* f : {"jpeg_dht_more_than_256_codes.jpg", "jpeg_dht_after_scan.jpg", "jpeg_dht_in_header_info.jpg",
                         "jpeg_dht_after_fill_bytes.jpg"}) {
     CAPTURE(f);
-    auto img = decode_image(dir + f);  // stb_image wrote past a Huffman table on these
+    auto img = decode_image(dir + f);  // stb_image (the decoder before libjpeg-turbo) wrote past a Huffman table on these
     REQUIRE_FALSE(img.ok());
     CHECK(img.status().to_string().find("cannot read image") != std::string::npos);
   }
