@@ -7,6 +7,7 @@
 #include <Eigen/Core>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 #include "graph/fusion/explain.h"
@@ -53,6 +54,49 @@ Status bind_weights(ModelSpec& m, const SessionOptions& o, std::string* source) 
   return Status();
 }
 
+// The untrusted-size limits of SessionOptions, from declared and inferred shapes and the
+// weights file's size, before any weight is read or seeded and before the arena is sized.
+Status check_limit_options(const SessionOptions& o) {
+  if (o.max_tensor_elements <= 0 || o.max_tensor_elements > kMaxTensorElements) {
+    return error(StatusCode::kInvalidArgument) << "SessionOptions::max_tensor_elements must be in 1.." << kMaxTensorElements
+                                               << ", got " << o.max_tensor_elements;
+  }
+  if (o.max_weight_bytes < 0 || o.max_activation_bytes < 0) {
+    return error(StatusCode::kInvalidArgument) << "SessionOptions::max_weight_bytes and max_activation_bytes must be >= 0";
+  }
+  return Status();
+}
+
+Status check_size_limits(const ModelSpec& m, const SessionOptions& o, const std::string& model_path) {
+  const Graph& g = m.graph;
+  int64_t weight_bytes = 0;
+  for (const Value& v : g.values) {
+    if (!v.shape_known) continue;
+    int64_t n = 0;
+    if (!checked_numel(v.shape, &n) || n > o.max_tensor_elements) {
+      return error(StatusCode::kInvalidArgument) << v.loc.str() << ": tensor '" << v.name << "' " << shape_str(v.shape)
+             << " has " << shape_numel(v.shape) << " elements, more than SessionOptions::max_tensor_elements ("
+             << o.max_tensor_elements << ")";
+    }
+    if (v.is_initializer) {
+      const int64_t bytes = n * static_cast<int64_t>(dtype_size(v.dtype));
+      weight_bytes = bytes > o.max_weight_bytes - weight_bytes ? o.max_weight_bytes + 1 : weight_bytes + bytes;
+      if (weight_bytes > o.max_weight_bytes) {
+        return error(StatusCode::kInvalidArgument) << model_path << ": the weights and constants declared up to '" << v.name
+               << "' need more than SessionOptions::max_weight_bytes (" << o.max_weight_bytes << " bytes)";
+      }
+    }
+  }
+  const std::string path = o.seeded ? std::string() : o.weights.empty() ? m.weights_path : o.weights;
+  std::error_code ec;
+  const auto file_bytes = path.empty() ? 0 : std::filesystem::file_size(path, ec);
+  if (!path.empty() && !ec && file_bytes > static_cast<uintmax_t>(o.max_weight_bytes)) {
+    return error(StatusCode::kInvalidArgument) << path << ": weights file of " << file_bytes
+           << " bytes, more than SessionOptions::max_weight_bytes (" << o.max_weight_bytes << ")";
+  }
+  return Status();
+}
+
 // FUSERT_LOG=passes,fusion prints the canonicalisation log and the plan with every refusal.
 void log_plan(const Session& s) {
   const char* env = std::getenv("FUSERT_LOG");
@@ -86,6 +130,7 @@ Result<std::unique_ptr<Session>> Session::load_impl(const std::string& model_pat
     return error(StatusCode::kInvalidArgument) << "unknown plan backend '" << options.plan_for << "' (cpu, cuda)";
   }
   if (options.threads < 0) return error(StatusCode::kInvalidArgument) << "threads must be >= 0, got " << options.threads;
+  FUSERT_RETURN_IF_ERROR(check_limit_options(options));
   // Without a device, fail before planning unless only the plan is wanted (plan_only: the CUDA
   // plan with register counts can be shown on a machine without a GPU).
   if (options.device == "cuda" && !options.plan_only) FUSERT_RETURN_IF_ERROR(check_cuda_device());
@@ -94,6 +139,7 @@ Result<std::unique_ptr<Session>> Session::load_impl(const std::string& model_pat
   std::unique_ptr<Session> s(new Session());
   s->options_ = options;
   FUSERT_ASSIGN_OR_RETURN(s->model_, load_model(model_path));
+  FUSERT_RETURN_IF_ERROR(check_size_limits(s->model_, options, model_path));
   FUSERT_RETURN_IF_ERROR(bind_weights(s->model_, options, &s->stats_.weights_source));
   s->stats_.load_ms = ms_since(t0);
   static std::once_flag eigen_once;  // Eigen's static cache sizes, before any concurrent GEMM

@@ -35,6 +35,14 @@ struct SessionOptions {
   /// whose memory plan needs more fails to load with an error naming both sizes instead of
   /// attempting the allocation. Default 8 GiB.
   int64_t max_activation_bytes = int64_t{8} << 30;
+  /// Largest tensor (elements) a model may declare or infer: inputs, initializers, every node
+  /// output. A model over it fails to load with an error naming the tensor, before anything is
+  /// allocated. Default and ceiling 2^31 (kMaxTensorElements); a larger value is an error.
+  int64_t max_tensor_elements = kMaxTensorElements;
+  /// Largest total of weights and constants (bytes, as f32/i64 in memory) a model may declare,
+  /// and largest weights file it may read; checked from the declared shapes and the file size
+  /// before any weight is read, converted or seeded. Default 16 GiB.
+  int64_t max_weight_bytes = int64_t{16} << 30;
   std::string plan_for;        ///< testing: plan with this backend's cost model and capabilities
                                ///< ("cpu" or "cuda"; empty = device) but run on `device`, e.g. the
                                ///< CUDA plan's groups on the CPU kernels (the planner fuzzer)

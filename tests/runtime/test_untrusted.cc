@@ -135,6 +135,63 @@ nodes:
   CHECK(t.status().to_string().find("8192 bytes") != std::string::npos);
 }
 
+TEST_CASE("untrusted: declared weights over SessionOptions::max_weight_bytes are an error before any is seeded or read") {
+  // Twelve 40000 x 40000 f32 initializers: 76.8 GB declared, over the 16 GiB default; seeding
+  // them would allocate before anything else failed.
+  std::string yaml = "fusert: 1\nname: heavy\ninputs: [{name: x, shape: [1, 40000]}]\noutputs: [y11]\ninitializers:\n";
+  for (int i = 0; i < 12; ++i) yaml += "  - {name: w" + std::to_string(i) + ", shape: [40000, 40000]}\n";
+  yaml += "nodes:\n";
+  for (int i = 0; i < 12; ++i) {
+    yaml += "  - {name: m" + std::to_string(i) + ", op: MatMul, inputs: [" + (i == 0 ? std::string("x") : "y" + std::to_string(i - 1)) +
+            ", w" + std::to_string(i) + "], outputs: [y" + std::to_string(i) + "]}\n";
+  }
+  auto s = load_yaml("heavy.yaml", yaml);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.status().to_string().find("max_weight_bytes (17179869184 bytes)") != std::string::npos);
+
+  // The limit is an option, and it bounds the weights file's size too.
+  const std::string small = "fusert: 1\nname: small\ninputs: [{name: x, shape: [1, 4]}]\noutputs: [y]\n"
+                            "initializers: [{name: w, shape: [4, 4]}]\n"
+                            "nodes:\n  - {name: m, op: MatMul, inputs: [x, w], outputs: [y]}\n";
+  SessionOptions o;
+  o.seeded = true;
+  o.max_weight_bytes = 32;  // w needs 64
+  auto t = Session::load(write("small_w.yaml", small), o);
+  REQUIRE_FALSE(t.ok());
+  CHECK(t.status().to_string().find("'w' need more than SessionOptions::max_weight_bytes (32 bytes)") != std::string::npos);
+
+  const std::string header = "{\"w\": {\"dtype\": \"F32\", \"shape\": [4, 4], \"data_offsets\": [0, 64]}}";
+  const std::string file = write("padded.safetensors", safetensors(header, std::string(64, '\0') + std::string(4096, ' ')));
+  SessionOptions f;
+  f.weights = file;
+  f.max_weight_bytes = 1024;  // the declared 64 bytes pass, the 4 KiB file does not
+  auto u = Session::load(write("small_f.yaml", small), f);
+  REQUIRE_FALSE(u.ok());
+  CHECK(u.status().to_string().find("padded.safetensors: weights file of") != std::string::npos);
+  f.max_weight_bytes = 8192;
+  CHECK(Session::load(write("small_f.yaml", small), f).ok());
+}
+
+TEST_CASE("untrusted: a tensor over SessionOptions::max_tensor_elements is an error naming it") {
+  SessionOptions o;
+  o.seeded = true;
+  o.max_tensor_elements = 1000;
+  auto s = Session::load(write("elems.yaml", R"(fusert: 1
+name: elems
+inputs: [{name: x, shape: [1, 1, 32, 32]}]
+outputs: [y]
+nodes:
+  - {name: a, op: Relu, inputs: [x], outputs: [y]}
+)"), o);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.status().to_string().find("tensor 'x' [1, 1, 32, 32] has 1024 elements, more than SessionOptions::max_tensor_elements (1000)") !=
+        std::string::npos);
+  o.max_tensor_elements = kMaxTensorElements + 1;  // above the ceiling fusert's kernels index
+  auto t = Session::load(write("elems.yaml", "fusert: 1\n"), o);
+  REQUIRE_FALSE(t.ok());
+  CHECK(t.status().to_string().find("max_tensor_elements must be in 1..") != std::string::npos);
+}
+
 TEST_CASE("untrusted: images that crashed or misbehaved in make fuzz are clear errors") {
   const std::string dir = std::string(FUSERT_SOURCE_DIR) + "/tests/fuzz_loaders/regressions/image/";
   for (const char* f : {"jpeg_dht_more_than_256_codes.jpg", "jpeg_dht_after_scan.jpg", "jpeg_dht_in_header_info.jpg",
