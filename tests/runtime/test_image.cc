@@ -228,7 +228,9 @@ TEST_CASE("decode_image: every colour type and JPEG kind decodes to Pillow's con
   const std::string dir = FUSERT_SOURCE_DIR "/tests/fuzz_loaders/corpus/image/";
   const auto expected = nlohmann::json::parse(read_file(FUSERT_SOURCE_DIR "/tests/runtime/data/images_expected.json"));
   REQUIRE(expected.size() >= 10);
-  for (const auto& [name, e] : expected.items()) {
+  for (auto it = expected.begin(); it != expected.end(); ++it) {
+    const std::string name = it.key();  // not a structured binding: clang cannot capture one (CAPTURE)
+    const auto& e = it.value();
     CAPTURE(name);
     auto img = decode_image(dir + name);
     REQUIRE(img.ok());
