@@ -1,7 +1,7 @@
 // Graph IR helpers: attribute access, value lookup, use-def links.
 #include "graph/ir.h"
 
-#include "runtime/status.h"
+#include "graph/base/status.h"
 
 namespace fusert {
 

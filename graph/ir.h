@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "graph/op.h"
-#include "runtime/tensor.h"
+#include "graph/base/tensor.h"
 
 namespace fusert {
 

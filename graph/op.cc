@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "runtime/status.h"
+#include "graph/base/status.h"
 
 namespace fusert {
 

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "graph/ir.h"
-#include "runtime/status.h"
+#include "graph/base/status.h"
 
 namespace fusert {
 

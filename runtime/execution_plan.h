@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "graph/ir.h"
-#include "runtime/status.h"
+#include "graph/base/status.h"
 
 namespace fusert {
 

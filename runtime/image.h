@@ -4,7 +4,7 @@
 #include <string>
 
 #include "graph/loader/model_loader.h"
-#include "runtime/tensor.h"
+#include "graph/base/tensor.h"
 
 namespace fusert {
 

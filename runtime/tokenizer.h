@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/status.h"
+#include "graph/base/status.h"
 #include "runtime/unicode_text.h"
 
 namespace fusert {

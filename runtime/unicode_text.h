@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "runtime/status.h"
+#include "graph/base/status.h"
 
 namespace fusert {
 

@@ -1,5 +1,6 @@
 // safetensors reading/writing, seeded initialisation, binding weights to a graph.
 #include "runtime/weights.h"
+#include "graph/base/file.h"
 
 #include <fcntl.h>
 #include <fnmatch.h>

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "graph/ir.h"
-#include "runtime/status.h"
+#include "graph/base/status.h"
 
 namespace fusert {
 

@@ -14,6 +14,7 @@
 #include "apps/infer/text.h"
 #include "graph/printer.h"
 #include "runtime/image.h"
+#include "runtime/npy.h"
 
 namespace fusert::app {
 namespace {

@@ -7,6 +7,7 @@
 
 #include "runtime/tokenizer.h"
 #include "runtime/unicode_text.h"
+#include "graph/base/file.h"
 
 namespace fusert::app {
 

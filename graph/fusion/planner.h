@@ -3,7 +3,7 @@
 #pragma once
 
 #include "graph/fusion/group.h"
-#include "runtime/status.h"
+#include "graph/base/status.h"
 
 namespace fusert {
 

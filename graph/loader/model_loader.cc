@@ -9,6 +9,7 @@
 #include "graph/loader/loader_impl.h"
 #include "graph/shape_inference.h"
 #include "graph/verifier.h"
+#include "graph/base/file.h"
 
 namespace fusert::detail {
 

@@ -4,7 +4,7 @@
 #include <map>
 #include <string>
 
-#include "runtime/status.h"
+#include "graph/base/status.h"
 
 namespace fusert {
 

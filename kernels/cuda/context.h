@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "kernels/cuda/nvrtc_compiler.h"
-#include "runtime/status.h"
+#include "graph/base/status.h"
 
 namespace fusert::cuda {
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "runtime/cuda/cuda_lowering.h"
-#include "runtime/tensor.h"
+#include "graph/base/tensor.h"
 
 namespace fusert::cuda {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/tensor.h"  // shape_str: "[1, 2, 3]", also the YAML flow-list form
+#include "graph/base/tensor.h"  // shape_str: "[1, 2, 3]", also the YAML flow-list form
 
 namespace fusert::fuzz {
 

@@ -11,7 +11,8 @@
 
 #include "runtime/session.h"
 #include "runtime/tokenizer.h"
-#include "runtime/tensor.h"
+#include "graph/base/tensor.h"
+#include "runtime/npy.h"
 
 using namespace fusert;
 

@@ -8,6 +8,7 @@
 
 #include "runtime/image.h"
 #include "runtime/session.h"
+#include "runtime/npy.h"
 
 using namespace fusert;
 

@@ -6,8 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/tensor.h"
+#include "graph/base/tensor.h"
 #include "tests/runtime/runtime_test_util.h"
+#include "runtime/npy.h"
 
 using namespace fusert;
 using fusert::test::check_message;

@@ -10,8 +10,9 @@
 
 #include "runtime/image.h"
 #include "runtime/session.h"
-#include "runtime/tensor.h"
+#include "graph/base/tensor.h"
 #include "runtime/weights.h"
+#include "runtime/npy.h"
 
 using namespace fusert;
 

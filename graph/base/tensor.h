@@ -1,4 +1,4 @@
-// Host tensors: a dtype, a static shape and a shared, 64-byte aligned buffer. Also .npy I/O.
+// Host tensors: a dtype, a static shape and a shared, 64-byte aligned buffer (the base layer).
 #pragma once
 
 #include <cstdint>
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/status.h"
+#include "graph/base/status.h"
 
 namespace fusert {
 
@@ -56,16 +56,6 @@ class Tensor {
   Shape shape_;
   std::shared_ptr<uint8_t> buf_;
 };
-
-/// OK if `path` names a regular file (not a directory, device or pipe); else an error
-/// naming it and saying what it is. `what` is e.g. "model file".
-Status check_regular_file(const std::string& path, const char* what);
-
-/// Reads a NumPy .npy file (v1/v2/v3, little-endian '<f4', '<f8' converted to f32, '<i8', '<i4',
-/// C order). Errors name the file and the problem (truncated, fortran order, dtype).
-Result<Tensor> read_npy(const std::string& path);
-/// Writes a .npy (v1.0, C order).
-Status write_npy(const std::string& path, const Tensor& t);
 
 /// Relative L2 error ||a - b|| / max(||b||, tiny) over f32 tensors of equal element count.
 double relative_l2(const Tensor& a, const Tensor& b);

@@ -1,110 +1,14 @@
-// Tensor storage, dtype helpers and .npy reading/writing.
-#include "runtime/tensor.h"
+// NumPy .npy reading and writing.
+#include "runtime/npy.h"
 
-#include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "graph/base/file.h"
+
 namespace fusert {
-
-const char* dtype_name(DType t) {
-  switch (t) {
-    case DType::kF32: return "f32";
-    case DType::kF16: return "f16";
-    case DType::kBF16: return "bf16";
-    case DType::kI64: return "i64";
-    case DType::kI32: return "i32";
-    case DType::kBool: return "bool";
-  }
-  return "?";
-}
-
-bool parse_dtype(const std::string& s, DType* out) {
-  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kI64, DType::kI32, DType::kBool}) {
-    if (s == dtype_name(t)) {
-      *out = t;
-      return true;
-    }
-  }
-  return false;
-}
-
-size_t dtype_size(DType t) {
-  switch (t) {
-    case DType::kF32: return 4;
-    case DType::kF16: case DType::kBF16: return 2;
-    case DType::kI64: return 8;
-    case DType::kI32: return 4;
-    case DType::kBool: return 1;
-  }
-  return 4;
-}
-
-int64_t shape_numel(const Shape& s) {
-  // Saturates instead of wrapping (signed overflow is undefined behaviour, and a wrapped count
-  // would size a buffer too small): an unchecked huge shape then fails to allocate, loudly.
-  int64_t n = 1;
-  for (int64_t d : s) {
-    if (d < 0) return -1;
-    if (__builtin_mul_overflow(n, d, &n)) return INT64_MAX;
-  }
-  return n;
-}
-
-bool checked_numel(const Shape& s, int64_t* out) {
-  int64_t n = 1;
-  for (int64_t d : s) {
-    if (d < 0 || (d > 0 && n > kMaxTensorElements / d)) return false;
-    n *= d;
-  }
-  *out = n;
-  return n <= kMaxTensorElements;
-}
-
-std::string shape_str(const Shape& s) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
-  os << "]";
-  return os.str();
-}
-
-static std::shared_ptr<uint8_t> alloc_buffer(size_t nbytes) {
-  size_t rounded = ((nbytes + 63) / 64) * 64;
-  if (rounded == 0) rounded = 64;
-  void* p = std::aligned_alloc(64, rounded);
-  FUSERT_CHECK(p != nullptr) << "out of memory allocating " << nbytes << " bytes";
-  std::memset(p, 0, rounded);
-  return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
-}
-
-Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
-  buf_ = alloc_buffer(nbytes());
-}
-
-Tensor Tensor::f32(Shape shape, std::vector<float> values) {
-  Tensor t(DType::kF32, std::move(shape));
-  FUSERT_CHECK(static_cast<int64_t>(values.size()) == t.numel()) << "value count";
-  std::memcpy(t.raw(), values.data(), values.size() * sizeof(float));
-  return t;
-}
-
-Tensor Tensor::clone() const {
-  Tensor t(dtype_, shape_);
-  if (nbytes()) std::memcpy(t.raw(), raw(), nbytes());
-  return t;
-}
-
-Tensor Tensor::reshaped(Shape shape) const {
-  FUSERT_CHECK(shape_numel(shape) == numel()) << shape_str(shape) << " vs " << shape_str(shape_);
-  Tensor t = *this;
-  t.shape_ = std::move(shape);
-  return t;
-}
 
 // ---------------------------------------------------------------- .npy
 static Status npy_error(const std::string& path, const std::string& what) {
@@ -124,15 +28,6 @@ static std::string npy_header_field(const std::string& h, const std::string& key
   if (open == '(') return h.substr(start + 1, h.find(')', start) - start - 1);
   size_t end = h.find_first_of(",}", start);
   return h.substr(start, end - start);
-}
-
-Status check_regular_file(const std::string& path, const char* what) {
-  std::error_code ec;
-  auto st = std::filesystem::status(path, ec);
-  if (ec || !std::filesystem::exists(st)) return error(StatusCode::kNotFound) << path << ": cannot open " << what;
-  if (std::filesystem::is_directory(st)) return error(StatusCode::kInvalidArgument) << path << ": is a directory, not a file (" << what << ")";
-  if (!std::filesystem::is_regular_file(st)) return error(StatusCode::kInvalidArgument) << path << ": is not a regular file (" << what << ")";
-  return Status();
 }
 
 Result<Tensor> read_npy(const std::string& path) {
@@ -219,22 +114,6 @@ Status write_npy(const std::string& path, const Tensor& t) {
   f.close();  // a full disk surfaces at flush: check after closing
   if (!f) return error(StatusCode::kIoError) << path << ": write failed (disk full or not writable?)";
   return Status();
-}
-
-double relative_l2(const Tensor& a, const Tensor& b) {
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    double d = static_cast<double>(a.f32()[i]) - b.f32()[i];
-    num += d * d;
-    den += static_cast<double>(b.f32()[i]) * b.f32()[i];
-  }
-  return std::sqrt(num) / std::max(std::sqrt(den), 1e-30);
-}
-
-double max_abs_diff(const Tensor& a, const Tensor& b) {
-  double m = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) m = std::max(m, std::fabs(static_cast<double>(a.f32()[i]) - b.f32()[i]));
-  return m;
 }
 
 }  // namespace fusert

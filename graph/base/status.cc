@@ -1,5 +1,5 @@
 // Status names and formatting.
-#include "runtime/status.h"
+#include "graph/base/status.h"
 
 namespace fusert {
 
