@@ -1,5 +1,5 @@
 // CUDA device probing: a clear error when no device can be used.
-#include "runtime/session.h"
+#include "runtime/backend.h"
 
 #ifdef FUSERT_HAVE_CUDA
 #include <cuda_runtime_api.h>

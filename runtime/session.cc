@@ -15,11 +15,9 @@
 #include "graph/passes/pass.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "runtime/lower_fused.h"
+#include "runtime/executor.h"
 #include "runtime/memory_planner.h"
 #include "runtime/weights.h"
-#ifdef FUSERT_HAVE_CUDA
-#include "runtime/cuda/cuda_backend.h"
-#endif
 
 namespace fusert {
 
@@ -119,24 +117,21 @@ Result<std::unique_ptr<Session>> Session::load(const std::string& model_path, co
 }
 
 Result<std::unique_ptr<Session>> Session::load_impl(const std::string& model_path, const SessionOptions& options) {
-  if (options.device != "cpu" && options.device != "cuda") {
-    return error(StatusCode::kInvalidArgument) << "unknown device '" << options.device << "' (cpu, cuda)";
-  }
+  std::unique_ptr<Session> s(new Session());
+  FUSERT_ASSIGN_OR_RETURN(s->backend_, create_backend(options));
   FusionOptions fopt;
   std::string why;
   if (!parse_fusion_mode(options.fusion, &fopt, &why)) return error(StatusCode::kInvalidArgument) << "--fusion: " << why;
-  fopt.backend = options.plan_for.empty() ? options.device : options.plan_for;
-  if (fopt.backend != "cpu" && fopt.backend != "cuda") {
+  if (!options.plan_for.empty() && options.plan_for != "cpu" && options.plan_for != "cuda") {
     return error(StatusCode::kInvalidArgument) << "unknown plan backend '" << options.plan_for << "' (cpu, cuda)";
   }
   if (options.threads < 0) return error(StatusCode::kInvalidArgument) << "threads must be >= 0, got " << options.threads;
   FUSERT_RETURN_IF_ERROR(check_limit_options(options));
   // Without a device, fail before planning unless only the plan is wanted (plan_only: the CUDA
   // plan with register counts can be shown on a machine without a GPU).
-  if (options.device == "cuda" && !options.plan_only) FUSERT_RETURN_IF_ERROR(check_cuda_device());
+  if (!options.plan_only) FUSERT_RETURN_IF_ERROR(s->backend_->available());
   auto t0 = std::chrono::steady_clock::now();
   cpu::ThreadScope threads(options.threads);  // weight binding and folding use the session's count too
-  std::unique_ptr<Session> s(new Session());
   s->options_ = options;
   FUSERT_ASSIGN_OR_RETURN(s->model_, load_model(model_path));
   FUSERT_RETURN_IF_ERROR(check_size_limits(s->model_, options, model_path));
@@ -158,23 +153,10 @@ Result<std::unique_ptr<Session>> Session::load_impl(const std::string& model_pat
     s->stats_.pass_log = pm.log_lines();
   }
   s->stats_.canonicalize_ms = ms_since(t1);
-#ifdef FUSERT_HAVE_CUDA
-  const cuda::CompileCounters compiled_before = cuda::compile_counters();
-  if (options.device == "cuda") {
-    fopt.measure_registers = cuda::probe_registers;
-    if (options.register_budget > 0) fopt.measured_register_budget = options.register_budget;
-  }
-#endif
+  s->backend_->configure_planner(&fopt, true);
+  if (!options.plan_for.empty()) fopt.backend = options.plan_for;  // testing: another backend's cost model
   FUSERT_ASSIGN_OR_RETURN(s->fusion_, plan_fusion(g, fopt));
-  if (options.device == "cuda") {
-#ifdef FUSERT_HAVE_CUDA
-    FUSERT_ASSIGN_OR_RETURN(s->cuda_, cuda::lower_backend(g, s->fusion_, options, &s->plan_.steps));
-    // Every compile of this load, the planner's register probes included.
-    s->cuda_->plan.compile_ms = cuda::compile_counters().compile_ms - compiled_before.compile_ms;
-#endif
-  } else {
-    FUSERT_ASSIGN_OR_RETURN(s->plan_.steps, lower_plan_cpu(g, s->fusion_));
-  }
+  FUSERT_ASSIGN_OR_RETURN(s->plan_.steps, s->backend_->lower(g, s->fusion_));
   plan_memory(g, s->plan_);
   if (static_cast<int64_t>(s->plan_.arena_bytes) > options.max_activation_bytes) {
     return error(StatusCode::kInvalidArgument) << model_path << ": the activations need " << s->plan_.arena_bytes
@@ -191,35 +173,21 @@ Result<std::unique_ptr<Session>> Session::load_impl(const std::string& model_pat
   s->stats_.peak_activation_bytes = static_cast<int64_t>(s->plan_.arena_bytes);
   s->stats_.naive_activation_bytes = static_cast<int64_t>(s->plan_.naive_activation_bytes);
   for (const Value& v : g.values) s->stats_.weight_bytes += v.is_initializer ? static_cast<int64_t>(v.data.nbytes()) : 0;
-  if (options.device == "cuda") {
-#ifdef FUSERT_HAVE_CUDA
-    cuda::fill_stats(*s->cuda_, &s->stats_);
-#endif
-    if (!options.plan_only) FUSERT_RETURN_IF_ERROR(s->init_device());
-    return s;
-  }
-  s->executor_ = std::make_unique<Executor>(s->model_.graph, s->plan_, options.threads);
+  s->backend_->fill_stats(&s->stats_);
+  if (!options.plan_only) FUSERT_RETURN_IF_ERROR(s->init_device());
   return s;
 }
 
 Status Session::init_device() {
-  if (options_.device != "cuda") return Status();
-#ifdef FUSERT_HAVE_CUDA
-  FUSERT_RETURN_IF_ERROR(check_cuda_device());
-  FUSERT_RETURN_IF_ERROR(cuda::attach_device(*cuda_, model_.graph, plan_, options_));
-  stats_.device_name = cuda::device_name(*cuda_);
+  FUSERT_RETURN_IF_ERROR(backend_->available());
+  FUSERT_RETURN_IF_ERROR(backend_->prepare(model_.graph, plan_));
+  backend_->fill_stats(&stats_);
   return Status();
-#else
-  return check_cuda_device();
-#endif
 }
 
-std::string Session::backend_report() const {
-#ifdef FUSERT_HAVE_CUDA
-  if (cuda_) return cuda::report(*cuda_, model_.graph);
-#endif
-  return std::string();
-}
+std::string Session::backend_report() const { return backend_->report(model_.graph); }
+
+size_t Session::execution_contexts() const { return backend_->execution_contexts(); }
 
 // Runs the canonicalised graph unfused once and returns each node's time in ms.
 Result<std::map<std::string, double>> Session::profile_unfused() const {
@@ -241,27 +209,14 @@ Result<std::map<std::string, double>> Session::profile_unfused() const {
 }
 
 Result<TensorMap> Session::run(const TensorMap& inputs) {
-  if (options_.device == "cuda") {
-#ifdef FUSERT_HAVE_CUDA
-    if (!cuda::has_device(*cuda_)) return error(StatusCode::kDeviceError) << "--device cuda: the session has no device (plan only)";
-    std::lock_guard<std::mutex> lock(*run_mu_);  // one CUDA stream per session: runs take turns
-    FUSERT_ASSIGN_OR_RETURN(TensorMap out, cuda::run(*cuda_, inputs, &stats_));
-    return out;
-#else
-    return check_cuda_device();
-#endif
+  if (!backend_->ready()) {
+    return error(StatusCode::kDeviceError) << "--device " << backend_->name() << ": the session has no device (plan only)";
   }
-  auto t0 = std::chrono::steady_clock::now();
-  Result<TensorMap> result = Status(StatusCode::kInternal, "not run");
-  try {
-    result = executor_->run(inputs);
-  } catch (const std::bad_alloc&) {
-    return error(StatusCode::kIoError) << "out of memory: an execution context of " << plan_.arena_bytes << " bytes could not be allocated";
-  }
-  FUSERT_ASSIGN_OR_RETURN(TensorMap out, std::move(result));
-  const double ms = ms_since(t0);
+  RunInfo info;
+  FUSERT_ASSIGN_OR_RETURN(TensorMap out, backend_->run(inputs, &info));
   std::lock_guard<std::mutex> lock(*run_mu_);
-  stats_.last_run_device_ms = ms;
+  stats_.last_run_device_ms = info.device_ms;
+  stats_.cuda_graph = info.cuda_graph;
   return out;
 }
 

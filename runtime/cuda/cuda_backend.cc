@@ -1,5 +1,7 @@
-// The session's CUDA backend glue: lowering + kernel dump + stats + executor.
+// The CUDA backend: lowering + kernel dump + stats + executor behind the Backend interface.
 #include "runtime/cuda/cuda_backend.h"
+
+#include "runtime/cuda/cuda_lowering.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -47,56 +49,66 @@ std::string cache_state(const std::string& dir) {
 
 }  // namespace
 
-Result<std::shared_ptr<Backend>> lower_backend(const Graph& g, FusionPlan& fusion, const SessionOptions& options,
-                                               std::vector<Step>* steps) {
-  auto b = std::make_shared<Backend>();
-  FUSERT_ASSIGN_OR_RETURN(b->plan, lower_plan_cuda(g, fusion));
-  for (FusionGroup& grp : fusion.groups) {
-    auto it = b->plan.group_registers.find(grp.id);
-    if (it == b->plan.group_registers.end()) continue;
+Status CudaBackend::available() const { return check_cuda_device(); }
+
+void CudaBackend::configure_planner(FusionOptions* o, bool will_lower) {
+  o->backend = "cuda";
+  if (!will_lower) return;
+  compiled_before_ = compile_counters();  // every compile of this load, the planner's probes included
+  o->measure_registers = probe_registers;
+  if (options_.register_budget > 0) o->measured_register_budget = options_.register_budget;
+}
+
+Result<std::vector<Step>> CudaBackend::lower(const Graph& g, FusionPlan& plan) {
+  FUSERT_ASSIGN_OR_RETURN(plan_, lower_plan_cuda(g, plan));
+  for (FusionGroup& grp : plan.groups) {
+    auto it = plan_.group_registers.find(grp.id);
+    if (it == plan_.group_registers.end()) continue;
     grp.registers_measured = it->second.first;
     grp.spill_bytes = it->second.second;
   }
-  if (!options.dump_kernels.empty()) FUSERT_RETURN_IF_ERROR(dump_kernels(b->plan, options.dump_kernels));
-  *steps = b->plan.steps;
-  return b;
+  if (!options_.dump_kernels.empty()) FUSERT_RETURN_IF_ERROR(dump_kernels(plan_, options_.dump_kernels));
+  plan_.compile_ms = compile_counters().compile_ms - compiled_before_.compile_ms;
+  return plan_.steps;
 }
 
-void fill_stats(const Backend& b, SessionStats* stats) {
-  stats->generated_kernels = static_cast<int64_t>(b.plan.kernels.size());
+void CudaBackend::fill_stats(SessionStats* stats) const {
+  stats->generated_kernels = static_cast<int64_t>(plan_.kernels.size());
   stats->library_calls = 0;
   stats->host_fallback_steps = 0;
-  for (const DeviceStep& d : b.plan.dsteps) {
+  for (const DeviceStep& d : plan_.dsteps) {
     stats->library_calls += d.library_calls;
     stats->host_fallback_steps += d.host ? 1 : 0;
   }
-  stats->compile_ms = b.plan.compile_ms;
+  stats->compile_ms = plan_.compile_ms;
+  stats->device_name = executor_ ? executor_->device_name() : std::string();
 }
 
-Status attach_device(Backend& b, const Graph& g, const ExecutionPlan& memory, const SessionOptions& options) {
-  if (b.executor) return Status();
+Status CudaBackend::prepare(const Graph& g, const ExecutionPlan& plan) {
+  if (executor_) return Status();
+  FUSERT_RETURN_IF_ERROR(check_cuda_device());
   ExecutorOptions eo;
-  eo.cuda_graph = options.cuda_graph;
-  eo.tf32 = options.tf32;
-  FUSERT_ASSIGN_OR_RETURN(b.executor, CudaExecutor::create(g, b.plan, memory, eo));
+  eo.cuda_graph = options_.cuda_graph;
+  eo.tf32 = options_.tf32;
+  FUSERT_ASSIGN_OR_RETURN(executor_, CudaExecutor::create(g, plan_, plan, eo));
   return Status();
 }
 
-bool has_device(const Backend& b) { return b.executor != nullptr; }
-
-std::string device_name(const Backend& b) { return b.executor ? b.executor->device_name() : std::string(); }
-
-Result<TensorMap> run(Backend& b, const TensorMap& inputs, SessionStats* stats) {
-  FUSERT_ASSIGN_OR_RETURN(TensorMap out, b.executor->run(inputs));
-  stats->last_run_device_ms = b.executor->last_ms();
-  stats->cuda_graph = b.executor->graph_used();
+Result<TensorMap> CudaBackend::run(const TensorMap& inputs, RunInfo* info) const {
+  if (!executor_) return error(StatusCode::kDeviceError) << "--device cuda: the session has no device (plan only)";
+  std::lock_guard<std::mutex> lock(run_mu_);  // one CUDA stream per session: runs take turns
+  FUSERT_ASSIGN_OR_RETURN(TensorMap out, executor_->run(inputs));
+  if (info) {
+    info->device_ms = executor_->last_ms();
+    info->cuda_graph = executor_->graph_used();
+  }
   return out;
 }
 
-std::string report(const Backend& b, const Graph& g) {
+std::string CudaBackend::report(const Graph& g) const {
   (void)g;
   std::ostringstream os;
-  const CudaPlan& p = b.plan;
+  const CudaPlan& p = plan_;
   int launches = 0, host = 0, lib = 0;
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const DeviceStep& d = p.dsteps[i];
@@ -139,3 +151,9 @@ std::string report(const Backend& b, const Graph& g) {
 }
 
 }  // namespace fusert::cuda
+
+namespace fusert {
+std::unique_ptr<Backend> make_cuda_backend(const SessionOptions& options) {
+  return std::make_unique<cuda::CudaBackend>(options);
+}
+}  // namespace fusert

@@ -1,32 +1,45 @@
-// The session's CUDA backend: lowering, kernel dump, statistics, device attachment and runs.
-// Only compiled when the CUDA toolkit is present (FUSERT_HAVE_CUDA).
+// The CUDA backend: cuDNN/cuBLASLt anchors and NVRTC-generated fused kernels (runtime/cuda
+// lowering), run by the CudaExecutor on one stream, captured as a CUDA Graph. Only compiled
+// when the CUDA toolkit is present; the registry (runtime/backend.cc) offers it as "cuda".
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
+#include "kernels/cuda/nvrtc_compiler.h"
+#include "runtime/backend.h"
 #include "runtime/cuda/cuda_executor.h"
-#include "runtime/session.h"
 
 namespace fusert::cuda {
 
-struct Backend {
-  CudaPlan plan;
-  std::unique_ptr<CudaExecutor> executor;  ///< null until attach_device (plan only)
-};
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(const SessionOptions& options) : options_(options) {}
 
-/// Lowers `fusion` for CUDA (compiling every generated kernel), annotates the groups with the
-/// measured registers, writes the generated sources to options.dump_kernels if set, and
-/// returns the steps (for memory planning) through `steps`.
-Result<std::shared_ptr<Backend>> lower_backend(const Graph& g, FusionPlan& fusion, const SessionOptions& options,
-                                               std::vector<Step>* steps);
-void fill_stats(const Backend& b, SessionStats* stats);
-Status attach_device(Backend& b, const Graph& g, const ExecutionPlan& memory, const SessionOptions& options);
-bool has_device(const Backend& b);
-std::string device_name(const Backend& b);
-Result<TensorMap> run(Backend& b, const TensorMap& inputs, SessionStats* stats);
-/// One line per step: kind of launch, generated kernels with registers/spills, fallbacks.
-std::string report(const Backend& b, const Graph& g);
+  std::string name() const override { return "cuda"; }
+  Status available() const override;
+  /// Cost model "cuda"; when it will lower: nvJitLink's measured registers per candidate
+  /// (options.register_budget, default 32 = full occupancy on sm_90).
+  void configure_planner(FusionOptions* o, bool will_lower) override;
+  /// Lowers every group (compiling each generated kernel), records measured registers and
+  /// spills on the groups, writes sources to options.dump_kernels if set.
+  Result<std::vector<Step>> lower(const Graph& g, FusionPlan& plan) override;
+  Status prepare(const Graph& g, const ExecutionPlan& plan) override;
+  bool ready() const override { return executor_ != nullptr; }
+  /// Runs take turns on the session's one stream.
+  Result<TensorMap> run(const TensorMap& inputs, RunInfo* info) const override;
+  void fill_stats(SessionStats* stats) const override;
+  /// One line per step: kind of launch, generated kernels with registers/spills, fallbacks.
+  std::string report(const Graph& g) const override;
+
+ private:
+  SessionOptions options_;
+  CompileCounters compiled_before_;
+  CudaPlan plan_;
+  std::unique_ptr<CudaExecutor> executor_;  ///< null until prepare (plan only)
+  mutable std::mutex run_mu_;
+};
 
 }  // namespace fusert::cuda

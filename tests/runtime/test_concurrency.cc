@@ -132,8 +132,8 @@ TEST_CASE("concurrency: one session from 8 threads x 100 runs is bit-identical t
       std::vector<TensorMap> in, want;
       references(*s, &in, &want);
       CHECK(hammer(*s, in, want, 8, 100) == 0);
-      CHECK(s->executor().contexts() >= 1u);
-      CHECK(s->executor().contexts() <= 8u);
+      CHECK(s->execution_contexts() >= 1u);
+      CHECK(s->execution_contexts() <= 8u);
     }
   }
 }
