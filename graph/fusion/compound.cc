@@ -38,6 +38,10 @@ void form_attention(PlanState& st) {
     bool hinted = false;
     for (int n : m.nodes) hinted |= st.node(n).fuse_never;
     if (hinted) continue;
+    if (FusionDecision d = backend_supports(st.opt, st.g, GroupKind::kAttention, m.nodes); !d) {
+      st.reject(Strategy::kCompound, m.nodes, d);
+      continue;
+    }
     for (int gid : inner) st.dissolve(gid);
     st.add_group(Strategy::kCompound, GroupKind::kAttention, m.nodes,
                  "parallel: all " + std::to_string(m.heads) + " heads in one launch, softmax(QK^T*scale+mask)V; [B,H,S,S] scores never reach memory");
@@ -75,6 +79,7 @@ void form_serial(PlanState& st) {
       std::vector<int> nodes;
       for (int gid : gids) nodes.insert(nodes.end(), st.groups[static_cast<size_t>(gid)].nodes.begin(), st.groups[static_cast<size_t>(gid)].nodes.end());
       if (FusionDecision d = check_no_cycle(g, nodes); !d) { st.reject(Strategy::kCompound, nodes, d); continue; }
+      if (FusionDecision d = backend_supports(st.opt, g, GroupKind::kHorizontalGemm, nodes); !d) { st.reject(Strategy::kCompound, nodes, d); continue; }
       for (int gid : gids) st.dissolve(gid);
       st.add_group(Strategy::kCompound, GroupKind::kHorizontalGemm, nodes,
                    "serial: vertical inside " + std::to_string(gids.size()) + " branches, then horizontal across (shared input '" + g.values[v].name + "')");

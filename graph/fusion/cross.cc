@@ -127,7 +127,7 @@ void fuse_join(PlanState& st, Strategy s, GroupKind kind, std::vector<int> nodes
     if (st.node(c).op == OpKind::kGlobalAveragePool && st.group_of(c) < 0 && !st.node(c).fuse_never) all.push_back(c);
   }
   if (FusionDecision d = check_no_cycle(st.g, all); !d) { st.reject(s, all, d); return; }
-  if (FusionDecision d = backend_supports(st.opt.backend, kind); !d) { st.reject(s, all, d); return; }
+  if (FusionDecision d = backend_supports(st.opt, st.g, kind, all, join); !d) { st.reject(s, all, d); return; }
   for (int gid : dissolve) if (gid >= 0) st.dissolve(gid);
   int id = st.add_group(s, kind, all, note);
   st.groups[static_cast<size_t>(id)].imbalance_ratio = ratio;

@@ -72,6 +72,16 @@ std::string explain_plan(const Graph& g, const FusionPlan& plan) {
     os << "\n";
     if (!grp.note.empty()) os << "         " << grp.note << "\n";
   }
+  int host = 0;
+  for (const FusionGroup* k : kernels) host += k->host_reason.empty() ? 0 : 1;
+  if (host > 0) {
+    os << "host fallbacks (" << host << " ops the backend runs on the CPU, decided by its capability check):\n";
+    for (const FusionGroup* k : kernels) {
+      if (k->host_reason.empty()) continue;
+      const Node& n = g.nodes[static_cast<size_t>(k->nodes[0])];
+      os << "  " << n.name << "(" << op_name(n.op) << "): " << k->host_reason << "\n";
+    }
+  }
   os << "rejected (" << plan.rejected.size() << "):\n";
   for (const Rejection& r : plan.rejected) {
     os << "  [" << strategy_name(r.strategy) << "] " << r.reason << "  {";

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/fusion/decision.h"
 #include "graph/ir.h"
 
 namespace fusert {
@@ -52,6 +53,8 @@ struct FusionGroup {
   bool balanced = false;            ///< cross groups: cheaper branch zero-padded
   int join = -1;                    ///< cross groups: the join node (Add/Mul/Sub) the branches meet at
   std::string note;                 ///< planner remark shown by --explain
+  std::string host_reason;          ///< single-op group the backend cannot run: it runs on the
+                                    ///< host, for this reason (decided by the planner, shown by --explain)
   int depth() const { return static_cast<int>(nodes.size()); }
 };
 
@@ -78,6 +81,14 @@ struct FusionOptions {
   using RegisterProbe = std::function<bool(const Graph&, GroupKind, const std::vector<int>&, int* registers,
                                            int* spill_bytes, std::string* kernel)>;
   RegisterProbe measure_registers;
+  /// Capability (ggml's supports_op, ONNX Runtime's GetCapability): whether the backend runs
+  /// a candidate group as its own launch; a "no" carries the
+  /// reason. Asked before every fused group is formed (a refused candidate is not formed, the
+  /// reason is a rejection with key "backend") and for every single op (a refused op is marked
+  /// to run on the host). Set by the backend (runtime/backend.h); unset: every group runs.
+  /// The candidate carries kind, nodes, outputs and (cross groups) the join.
+  using Capability = std::function<FusionDecision(const Graph&, const FusionGroup& candidate)>;
+  Capability supports;
   /// Budget for measured registers (CUDA): 65536 registers per SM / 2048 resident threads = 32
   /// gives full occupancy on sm_90. A candidate above it, or one that spills, is split.
   int measured_register_budget = 32;

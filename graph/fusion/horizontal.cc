@@ -60,7 +60,7 @@ void try_merge(PlanState& st, std::vector<int> members, GroupKind kind, const st
   }
   members = cold;
   if (members.size() < 2) return;
-  for (FusionDecision d : {check_no_cycle(st.g, members), check_peak(st, members), backend_supports(st.opt.backend, kind)}) {
+  for (FusionDecision d : {check_no_cycle(st.g, members), check_peak(st, members), backend_supports(st.opt, st.g, kind, members)}) {
     if (!d) { st.reject(Strategy::kHorizontal, members, d); return; }
   }
   st.add_group(Strategy::kHorizontal, kind, members, note + " (" + names(st, members) + ")");

@@ -128,10 +128,23 @@ bool is_epilogue_op(const Graph& g, int ni, ValueId running) {
   return false;
 }
 
-FusionDecision backend_supports(const std::string& backend, GroupKind kind) {
-  (void)kind;
-  if (backend == "cpu" || backend == "cuda") return FusionDecision::yes();
-  return refuse("backend") << "backend '" << backend << "' cannot run " << group_kind_name(kind) << " groups";
+FusionGroup candidate_group(const Graph& g, GroupKind kind, std::vector<int> nodes, int join) {
+  std::sort(nodes.begin(), nodes.end());
+  FusionGroup grp;
+  grp.kind = kind;
+  grp.nodes = std::move(nodes);
+  grp.outputs = group_outputs(g, grp.nodes);
+  grp.join = join;
+  grp.name = "candidate";
+  return grp;
+}
+
+FusionDecision backend_supports(const FusionOptions& opt, const Graph& g, GroupKind kind, const std::vector<int>& nodes,
+                                int join) {
+  if (!opt.supports) return FusionDecision::yes();
+  FusionDecision d = opt.supports(g, candidate_group(g, kind, nodes, join));
+  if (d) return d;
+  return refuse("backend") << opt.backend << " cannot run this " << group_kind_name(kind) << " group as one launch: " << d.reason();
 }
 
 }  // namespace fusert

@@ -53,7 +53,12 @@ FusionDecision check_fusible(const PlanState& st, int node);
 bool is_epilogue_op(const Graph& g, int node, ValueId running = kNoValue);
 bool is_alias_op(OpKind op);  ///< Reshape/Flatten/Unsqueeze/Identity: views, no kernel
 
-/// Backends declare which group kinds they can run (ggml's supports_op, ORT's GetCapability).
-FusionDecision backend_supports(const std::string& backend, GroupKind kind);
+/// A group as the backend's capability check sees it before it is formed: kind, sorted
+/// nodes, outputs, and the join node of a cross group (-1 otherwise).
+FusionGroup candidate_group(const Graph& g, GroupKind kind, std::vector<int> nodes, int join = -1);
+/// Whether the backend runs a candidate group of `kind` over `nodes` as one launch: asks
+/// FusionOptions::supports (set by the backend); yes when unset.
+FusionDecision backend_supports(const FusionOptions& opt, const Graph& g, GroupKind kind, const std::vector<int>& nodes,
+                                int join = -1);
 
 }  // namespace fusert

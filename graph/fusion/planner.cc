@@ -124,7 +124,12 @@ Result<FusionPlan> plan_fusion(const Graph& g, const FusionOptions& opt) {
                              std::to_string(st.rejected.size() - before) + " refusals");
   }
   for (size_t i = 0; i < g.nodes.size(); ++i) {
-    if (st.group_of(static_cast<int>(i)) < 0) st.add_group(Strategy::kNone, GroupKind::kSingle, {static_cast<int>(i)});
+    if (st.group_of(static_cast<int>(i)) >= 0) continue;
+    const int id = st.add_group(Strategy::kNone, GroupKind::kSingle, {static_cast<int>(i)});
+    // Capability for single ops: one the backend cannot run is planned on the host, up front.
+    if (opt.supports && !is_alias_op(g.nodes[i].op)) {
+      if (FusionDecision d = opt.supports(g, candidate_group(g, GroupKind::kSingle, {static_cast<int>(i)})); !d) st.groups[static_cast<size_t>(id)].host_reason = d.reason();
+    }
   }
   FUSERT_RETURN_IF_ERROR(order_groups(st, &plan));
   plan.rejected = st.rejected;

@@ -149,7 +149,7 @@ void grow_chain(PlanState& st, int head) {
       break;
     }
     if (FusionDecision f = check_no_cycle(g, grown); !f) { st.reject(Strategy::kVertical, grown, f); break; }
-    if (FusionDecision f = backend_supports(st.opt.backend, next_kind); !f) { st.reject(Strategy::kVertical, grown, f); break; }
+    if (FusionDecision f = backend_supports(st.opt, g, next_kind, grown); !f) { st.reject(Strategy::kVertical, grown, f); break; }
     if (FusionDecision f = check_measured_registers(st, grown, next_kind, kind, c); !f) { st.reject(Strategy::kVertical, grown, f); break; }
     chain = grown;
     kind = next_kind;
@@ -157,7 +157,10 @@ void grow_chain(PlanState& st, int head) {
     cur = st.node(c).outputs[0];
   }
   if (kind == GroupKind::kRowNorm || kind == GroupKind::kGemmLayerNorm) cut_row_norm_chain(st, &chain, &kind);
-  if (chain.size() >= 2) st.add_group(Strategy::kVertical, kind, chain);
+  if (chain.size() < 2) return;
+  // The cut may leave a chain of another kind than the one the backend was asked about.
+  if (FusionDecision f = backend_supports(st.opt, g, kind, chain); !f) { st.reject(Strategy::kVertical, chain, f); return; }
+  st.add_group(Strategy::kVertical, kind, chain);
 }
 
 }  // namespace

@@ -54,6 +54,7 @@ Status CudaBackend::available() const { return check_cuda_device(); }
 void CudaBackend::configure_planner(FusionOptions* o, bool will_lower) {
   o->backend = "cuda";
   if (!will_lower) return;
+  o->supports = check_capability;
   compiled_before_ = compile_counters();  // every compile of this load, the planner's probes included
   o->measure_registers = probe_registers;
   if (options_.register_budget > 0) o->measured_register_budget = options_.register_budget;

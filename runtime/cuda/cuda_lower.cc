@@ -292,17 +292,15 @@ Result<CudaPlan> lower_plan_cuda(const Graph& g, const FusionPlan& plan) {
     }
     DeviceStep ds;
     ds.what = grp->name;
-    if (s.alias_of == kNoValue) {
+    if (s.alias_of == kNoValue && !grp->host_reason.empty()) {  // the planner's capability check said so
+      ds.host = true;
+      ds.host_reason = grp->host_reason;
+    } else if (s.alias_of == kNoValue) {
       GroupLowering gl{g, *grp, table, ds};
       Status st = lower_group(gl);
-      if (st.code() == StatusCode::kUnsupported) {
-        if (grp->kind != GroupKind::kSingle) {
-          FUSERT_ASSIGN_OR_RETURN(s, lower_group_cpu(g, *grp));
-        }
-        ds = DeviceStep();
-        ds.what = grp->name;
-        ds.host = true;
-        ds.host_reason = st.message();
+      if (st.code() == StatusCode::kUnsupported) {  // capability and lowering disagree: a bug
+        return error(StatusCode::kInternal) << "CUDA lowering of group " << grp->name << ": the capability check accepted it, "
+                                            << "but lowering refused it: " << st.message();
       } else if (!st.ok()) {
         return error(st.code()) << "CUDA lowering of group " << grp->name << ": " << st.message();
       }
@@ -321,6 +319,20 @@ Result<CudaPlan> lower_plan_cuda(const Graph& g, const FusionPlan& plan) {
     cp.dsteps.push_back(std::move(ds));
   }
   return cp;
+}
+
+FusionDecision check_capability(const Graph& g, const FusionGroup& candidate) {
+  if (candidate.kind == GroupKind::kSingle) {  // a view (Reshape, Flatten, ...) needs no launch
+    auto s = lower_group_cpu(g, candidate);
+    if (s.ok() && s->alias_of != kNoValue) return FusionDecision::yes();
+  }
+  CudaPlan cp;
+  KernelTable table(&cp, false);
+  DeviceStep ds;
+  GroupLowering gl{g, candidate, table, ds};
+  Status st = lower_group(gl);
+  if (st.ok()) return FusionDecision::yes();
+  return FusionDecision::no("backend", st.message());
 }
 
 bool probe_registers(const Graph& g, GroupKind kind, const std::vector<int>& nodes, int* registers, int* spill_bytes,

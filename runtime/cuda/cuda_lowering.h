@@ -71,6 +71,11 @@ struct CudaPlan {
 /// cache) here. Errors name the group.
 Result<CudaPlan> lower_plan_cuda(const Graph& g, const FusionPlan& plan);
 
+/// The CUDA backend's capability check (FusionOptions::supports): whether `candidate` lowers
+/// to library calls and generated kernels (generated, not compiled); the reason when not
+/// (e.g. "asymmetric pads", "row of 40000 values exceeds shared memory").
+FusionDecision check_capability(const Graph& g, const FusionGroup& candidate);
+
 /// Register probe for the planner's vertical strategy on CUDA: generates and compiles the
 /// kernel(s) the candidate group `nodes` (of `kind`) would get and reports the maximum
 /// registers per thread and the spill bytes nvJitLink reports. Returns false when the

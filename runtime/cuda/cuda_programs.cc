@@ -96,6 +96,10 @@ Result<int> KernelTable::add(const KernelSource& src, const std::string& what) {
       return static_cast<int>(i);
     }
   }
+  if (!compile_) {
+    plan_->kernels.push_back(GeneratedKernel{src, CompiledKernel{}, {what}});
+    return static_cast<int>(plan_->kernels.size() - 1);
+  }
   FUSERT_ASSIGN_OR_RETURN(CompiledKernel bin, compile_kernel(src.source, src.entry, what));
   plan_->compile_ms += bin.compile_ms;
   plan_->kernels.push_back(GeneratedKernel{src, std::move(bin), {what}});

@@ -67,12 +67,15 @@ float* bind_out(const Binding& b, const RunEnv& env);
 /// Registry of the plan's generated kernels: each distinct source compiled once.
 class KernelTable {
  public:
-  explicit KernelTable(CudaPlan* plan) : plan_(plan) {}
+  /// `compile` false: sources are recorded but not compiled (the planner's capability check
+  /// asks whether a group can be generated, not what it compiles to).
+  explicit KernelTable(CudaPlan* plan, bool compile = true) : plan_(plan), compile_(compile) {}
   /// Compiles (or finds) `src` for group `what`; returns its CudaPlan::kernels index.
   Result<int> add(const KernelSource& src, const std::string& what);
 
  private:
   CudaPlan* plan_;
+  bool compile_;
 };
 
 /// Launches generated kernel `k` over the program `bp` (1-D grid-stride). Any input that

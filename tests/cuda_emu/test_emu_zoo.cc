@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/fusion/explain.h"
 #include "runtime/session.h"
 #include "tests/cuda/cuda_test_models.h"
 #include "tests/cuda_emu/emu.h"
@@ -262,6 +263,14 @@ TEST_CASE("emu.host_fallback: host steps between device steps (copies around the
   auto plan = Session::load(path, o);
   REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
   CHECK((*plan)->stats().host_fallback_steps > 0);
+  // Decided by the planner's capability check, so --explain lists them before anything runs.
+  int planned_on_host = 0;
+  for (const FusionGroup* k : (*plan)->fusion_plan().kernel_groups()) planned_on_host += k->host_reason.empty() ? 0 : 1;
+  CHECK(planned_on_host == (*plan)->stats().host_fallback_steps);
+  const std::string text = explain_plan((*plan)->graph(), (*plan)->fusion_plan());
+  CHECK(text.find("host fallbacks (2 ops the backend runs on the CPU, decided by its capability check):") != std::string::npos);
+  CHECK(text.find("  s(Slice): ") != std::string::npos);
+  CHECK(text.find("  sp(Split): ") != std::string::npos);
   for (const char* fusion : {"none", "all"}) compare_with_cpu(path, fusion, "host_fallback");
   std::remove(path.c_str());
 }
