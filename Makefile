@@ -34,7 +34,7 @@ weights: deps
 
 $(BUILD)/CMakeCache.txt:
 	@echo "[build] configuring $(BUILD)/ (Release)"
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DFUSERT_WERROR=ON $(CMAKE_FLAGS)
 
 configure: deps $(BUILD)/CMakeCache.txt
 
@@ -60,10 +60,9 @@ bench: weights build
 ASAN_BUILD ?= build-asan
 N ?= 2000
 SEED ?= 1
-SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 fuzz-planner: deps
 	@test -f $(ASAN_BUILD)/CMakeCache.txt || cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DFUSERT_CUDA=OFF -DCMAKE_CXX_FLAGS="$(SANITIZE)" -DCMAKE_EXE_LINKER_FLAGS="$(SANITIZE)"
+	  -DFUSERT_CUDA=OFF -DFUSERT_SANITIZE=address,undefined
 	cmake --build $(ASAN_BUILD) -j $(JOBS) --target fuzz_planner
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ./$(ASAN_BUILD)/tests/fuzz_planner --graphs $(N) --seed $(SEED) --out fuzz-failures
@@ -72,7 +71,7 @@ fuzz-planner: deps
 # The whole CPU test suite under ASan + UBSan (the CUDA tests need the CUDA build; see README).
 sanitize: weights
 	@test -f $(ASAN_BUILD)/CMakeCache.txt || cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DFUSERT_CUDA=OFF -DCMAKE_CXX_FLAGS="$(SANITIZE)" -DCMAKE_EXE_LINKER_FLAGS="$(SANITIZE)"
+	  -DFUSERT_CUDA=OFF -DFUSERT_SANITIZE=address,undefined
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS) -E '^fuzz_planner$$'
@@ -81,14 +80,13 @@ sanitize: weights
 # libarcher (OMP_TOOL_LIBRARIES) tells TSan about OpenMP's barriers and tasks, which a plain
 # libgomp build hides (every parallel region would look racy).
 TSAN_BUILD ?= build-tsan
-TSAN := -fsanitize=thread -fno-omit-frame-pointer
 TSAN_OPTS := halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumented_modules=1:suppressions=$(CURDIR)/tests/tsan.supp
 ARCHER := $(firstword $(wildcard /usr/lib/llvm-14/lib/libarcher.so /usr/lib/llvm-*/lib/libarcher.so))
 tsan: weights
 	@command -v clang++ >/dev/null && dpkg-query -W libomp-14-dev >/dev/null 2>&1 || \
 	  (apt-get update -qq && apt-get install -y -qq --no-install-recommends clang libomp-14-dev)
 	@test -f $(TSAN_BUILD)/CMakeCache.txt || CC=clang CXX=clang++ cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DFUSERT_CUDA=OFF -DCMAKE_CXX_FLAGS="$(TSAN)" -DCMAKE_EXE_LINKER_FLAGS="$(TSAN)"
+	  -DFUSERT_CUDA=OFF -DFUSERT_SANITIZE=thread
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target test_runtime test_kernels
 	OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS=$(TSAN_OPTS) ./$(TSAN_BUILD)/tests/test_runtime -tc='concurrency*'
 	OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS=$(TSAN_OPTS) ./$(TSAN_BUILD)/tests/test_kernels -tc='threads*'
