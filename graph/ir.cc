@@ -14,20 +14,27 @@ std::string SourceLoc::str() const {
 
 const char* init_kind_name(InitKind k) {
   switch (k) {
-    case InitKind::kKaiming: return "kaiming";
-    case InitKind::kUniform: return "uniform";
-    case InitKind::kBnScale: return "bn_scale";
-    case InitKind::kBnVar: return "bn_var";
-    case InitKind::kInput: return "input";
-    case InitKind::kZeros: return "zeros";
-    case InitKind::kOnes: return "ones";
+    case InitKind::kKaiming:
+      return "kaiming";
+    case InitKind::kUniform:
+      return "uniform";
+    case InitKind::kBnScale:
+      return "bn_scale";
+    case InitKind::kBnVar:
+      return "bn_var";
+    case InitKind::kInput:
+      return "input";
+    case InitKind::kZeros:
+      return "zeros";
+    case InitKind::kOnes:
+      return "ones";
   }
   return "?";
 }
 
 bool parse_init_kind(const std::string& s, InitKind* out) {
-  for (InitKind k : {InitKind::kKaiming, InitKind::kUniform, InitKind::kBnScale, InitKind::kBnVar,
-                     InitKind::kInput, InitKind::kZeros, InitKind::kOnes}) {
+  for (InitKind k : {InitKind::kKaiming, InitKind::kUniform, InitKind::kBnScale, InitKind::kBnVar, InitKind::kInput,
+                     InitKind::kZeros, InitKind::kOnes}) {
     if (s == init_kind_name(k)) {
       *out = k;
       return true;
@@ -48,9 +55,7 @@ double Node::attr_f(const std::string& n) const { return get_attr(*this, n, Attr
 const std::vector<int64_t>& Node::attr_ints(const std::string& n) const {
   return get_attr(*this, n, AttrType::kInts).ints;
 }
-const std::string& Node::attr_s(const std::string& n) const {
-  return get_attr(*this, n, AttrType::kString).s;
-}
+const std::string& Node::attr_s(const std::string& n) const { return get_attr(*this, n, AttrType::kString).s; }
 
 ValueId Graph::find_value(const std::string& n) const {
   auto it = index_.find(n);

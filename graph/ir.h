@@ -8,8 +8,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "graph/op.h"
 #include "graph/base/tensor.h"
+#include "graph/op.h"
 
 namespace fusert {
 
@@ -34,14 +34,14 @@ struct Value {
   DType dtype = DType::kF32;
   Shape shape;
   bool shape_known = false;
-  int producer = -1;            // node index, -1 for graph inputs and initializers
-  std::vector<int> consumers;   // node indices (a node using it twice appears twice)
+  int producer = -1;           // node index, -1 for graph inputs and initializers
+  std::vector<int> consumers;  // node indices (a node using it twice appears twice)
   bool is_graph_input = false;
   bool is_graph_output = false;
   bool is_initializer = false;
-  bool is_constant = false;     // value given in the model file, not a weight
+  bool is_constant = false;  // value given in the model file, not a weight
   InitKind init = InitKind::kUniform;
-  Tensor data;                  // initializer contents once bound (weights or constants)
+  Tensor data;  // initializer contents once bound (weights or constants)
   SourceLoc loc;
 };
 
@@ -50,10 +50,10 @@ using AttrMap = std::map<std::string, AttrValue>;
 struct Node {
   std::string name;
   OpKind op = OpKind::kIdentity;
-  std::vector<ValueId> inputs;   // kNoValue for an omitted optional input
+  std::vector<ValueId> inputs;  // kNoValue for an omitted optional input
   std::vector<ValueId> outputs;
-  AttrMap attrs;                 // complete: defaults from the op table are filled in
-  bool fuse_never = false;       // YAML hint `fuse: never`
+  AttrMap attrs;            // complete: defaults from the op table are filled in
+  bool fuse_never = false;  // YAML hint `fuse: never`
   SourceLoc loc;
 
   int64_t attr_i(const std::string& n) const;
@@ -72,7 +72,7 @@ class Graph {
   std::vector<ValueId> inputs, outputs;
 
   ValueId find_value(const std::string& name) const;  ///< kNoValue if absent
-  ValueId add_value(const std::string& name);          ///< creates or returns existing
+  ValueId add_value(const std::string& name);         ///< creates or returns existing
   const Value& value(ValueId id) const { return values[static_cast<size_t>(id)]; }
   Value& value(ValueId id) { return values[static_cast<size_t>(id)]; }
   /// Recomputes producer/consumer links from nodes (after a pass edits them).

@@ -34,18 +34,25 @@ AttrSchema parse_one(const std::string& item) {
   std::string type = item.substr(colon + 1, eq == std::string::npos ? std::string::npos : eq - colon - 1);
   a.required = eq == std::string::npos;
   std::string def = a.required ? "" : item.substr(eq + 1);
-  if (type == "int") a.type = AttrType::kInt;
-  else if (type == "float") a.type = AttrType::kFloat;
-  else if (type == "ints") a.type = AttrType::kInts;
-  else if (type == "floats") a.type = AttrType::kFloats;
-  else if (type == "string") a.type = AttrType::kString;
-  else FUSERT_CHECK(false) << "bad schema type " << type;
+  if (type == "int")
+    a.type = AttrType::kInt;
+  else if (type == "float")
+    a.type = AttrType::kFloat;
+  else if (type == "ints")
+    a.type = AttrType::kInts;
+  else if (type == "floats")
+    a.type = AttrType::kFloats;
+  else if (type == "string")
+    a.type = AttrType::kString;
+  else
+    FUSERT_CHECK(false) << "bad schema type " << type;
   a.default_value.type = a.type;
   if (!a.required) {
     std::vector<double> d = parse_doubles(def);
     if (a.type == AttrType::kInt) a.default_value.i = std::atoll(def.c_str());
     if (a.type == AttrType::kFloat) a.default_value.f = std::strtod(def.c_str(), nullptr);
-    if (a.type == AttrType::kInts) for (double v : d) a.default_value.ints.push_back(static_cast<int64_t>(v));
+    if (a.type == AttrType::kInts)
+      for (double v : d) a.default_value.ints.push_back(static_cast<int64_t>(v));
     if (a.type == AttrType::kFloats) a.default_value.floats = d;
     if (a.type == AttrType::kString) a.default_value.s = def;
   }
@@ -76,23 +83,34 @@ const std::vector<OpInfo>& table() {
 
 const char* pattern_kind_name(PatternKind p) {
   switch (p) {
-    case PatternKind::kElementwise: return "elementwise";
-    case PatternKind::kBroadcast: return "broadcast";
-    case PatternKind::kInjective: return "injective";
-    case PatternKind::kReduction: return "reduction";
-    case PatternKind::kAnchor: return "anchor";
-    case PatternKind::kOpaque: return "opaque";
+    case PatternKind::kElementwise:
+      return "elementwise";
+    case PatternKind::kBroadcast:
+      return "broadcast";
+    case PatternKind::kInjective:
+      return "injective";
+    case PatternKind::kReduction:
+      return "reduction";
+    case PatternKind::kAnchor:
+      return "anchor";
+    case PatternKind::kOpaque:
+      return "opaque";
   }
   return "?";
 }
 
 const char* attr_type_name(AttrType t) {
   switch (t) {
-    case AttrType::kInt: return "int";
-    case AttrType::kFloat: return "float";
-    case AttrType::kInts: return "ints";
-    case AttrType::kFloats: return "floats";
-    case AttrType::kString: return "string";
+    case AttrType::kInt:
+      return "int";
+    case AttrType::kFloat:
+      return "float";
+    case AttrType::kInts:
+      return "ints";
+    case AttrType::kFloats:
+      return "floats";
+    case AttrType::kString:
+      return "string";
   }
   return "?";
 }

@@ -8,10 +8,18 @@ namespace fusert {
 std::string attr_to_string(const AttrValue& a) {
   std::ostringstream os;
   switch (a.type) {
-    case AttrType::kInt: os << a.i; break;
-    case AttrType::kFloat: os << a.f; break;
-    case AttrType::kString: os << '"' << a.s << '"'; break;
-    case AttrType::kInts: os << shape_str(a.ints); break;
+    case AttrType::kInt:
+      os << a.i;
+      break;
+    case AttrType::kFloat:
+      os << a.f;
+      break;
+    case AttrType::kString:
+      os << '"' << a.s << '"';
+      break;
+    case AttrType::kInts:
+      os << shape_str(a.ints);
+      break;
     case AttrType::kFloats:
       os << "[";
       for (size_t i = 0; i < a.floats.size(); ++i) os << (i ? ", " : "") << a.floats[i];
@@ -69,12 +77,16 @@ static std::string dot_escape(const std::string& s) {
 std::string graph_to_dot(const Graph& g) {
   std::ostringstream os;
   os << "digraph \"" << dot_escape(g.name) << "\" {\n  rankdir=TB;\n  node [shape=box, fontname=\"Helvetica\"];\n";
-  for (ValueId id : g.inputs) os << "  \"v:" << dot_escape(g.value(id).name) << "\" [shape=ellipse, label=\"" << dot_escape(g.value(id).name) << "\"];\n";
+  for (ValueId id : g.inputs)
+    os << "  \"v:" << dot_escape(g.value(id).name) << "\" [shape=ellipse, label=\"" << dot_escape(g.value(id).name)
+       << "\"];\n";
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     os << "  n" << i << " [label=\"" << dot_escape(n.name) << "\\n" << op_name(n.op) << "\"];\n";
   }
-  for (ValueId id : g.outputs) os << "  \"v:" << dot_escape(g.value(id).name) << "\" [shape=ellipse, label=\"" << dot_escape(g.value(id).name) << "\"];\n";
+  for (ValueId id : g.outputs)
+    os << "  \"v:" << dot_escape(g.value(id).name) << "\" [shape=ellipse, label=\"" << dot_escape(g.value(id).name)
+       << "\"];\n";
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     for (ValueId in : g.nodes[i].inputs) {
       if (in == kNoValue || g.value(in).is_initializer) continue;

@@ -29,7 +29,8 @@ Status shape_Clip(ShapeContext& c) {
 
 static Status broadcast_binary(ShapeContext& c) {
   // Integer arithmetic only on constants (folded by graph/passes); kernels are f32.
-  if ((c.in_dtype(0) != DType::kF32 || c.in_dtype(1) != DType::kF32) && !(c.constant_derived(0) && c.constant_derived(1))) {
+  if ((c.in_dtype(0) != DType::kF32 || c.in_dtype(1) != DType::kF32) &&
+      !(c.constant_derived(0) && c.constant_derived(1))) {
     return c.fail() << "inputs must be f32 (got " << dtype_name(c.in_dtype(0)) << " and " << dtype_name(c.in_dtype(1))
                     << "); integer arithmetic is only supported on constants; Cast to: 1 first";
   }
@@ -50,8 +51,8 @@ Status shape_BatchNormalization(ShapeContext& c) {
   if (x.size() < 2) return c.fail() << "input must have rank >= 2, got " << shape_str(x);
   for (size_t i = 1; i < 5; ++i) {
     if (c.in(i) != Shape{x[1]}) {
-      return c.fail() << "input " << i << " ('" << c.graph.value(c.node.inputs[i]).name
-                      << "') expected shape [" << x[1] << "], got " << shape_str(c.in(i));
+      return c.fail() << "input " << i << " ('" << c.graph.value(c.node.inputs[i]).name << "') expected shape [" << x[1]
+                      << "], got " << shape_str(c.in(i));
     }
   }
   if (c.node.attr_i("training_mode") != 0) return c.fail() << "training_mode=1 is not supported";
@@ -97,7 +98,8 @@ Status shape_Reshape(ShapeContext& c) {
   }
   int64_t n = shape_numel(x);
   if (infer_at >= 0) {
-    if (known == 0 || n % known != 0) return c.fail() << "cannot reshape " << shape_str(x) << " to " << shape_str(target);
+    if (known == 0 || n % known != 0)
+      return c.fail() << "cannot reshape " << shape_str(x) << " to " << shape_str(target);
     out[static_cast<size_t>(infer_at)] = n / known;
   } else if (known != n) {
     return c.fail() << "cannot reshape " << shape_str(x) << " (" << n << " elements) to " << shape_str(out);
@@ -128,13 +130,16 @@ Status shape_Transpose(ShapeContext& c) {
 Status shape_Concat(ShapeContext& c) {
   Shape out = c.in(0);
   int64_t axis = norm_axis(c.node.attr_i("axis"), out.size());
-  if (axis < 0 || axis >= static_cast<int64_t>(out.size())) return c.fail() << "axis out of range for " << shape_str(out);
+  if (axis < 0 || axis >= static_cast<int64_t>(out.size()))
+    return c.fail() << "axis out of range for " << shape_str(out);
   c.node.attrs["axis"].i = axis;
   for (size_t i = 1; i < c.num_inputs(); ++i) {
     const Shape& s = c.in(i);
     bool ok = s.size() == out.size();
     for (size_t d = 0; ok && d < s.size(); ++d) ok = static_cast<int64_t>(d) == axis || s[d] == out[d];
-    if (!ok) return c.fail() << "input " << i << " shape " << shape_str(s) << " does not match " << shape_str(c.in(0)) << " outside axis " << axis;
+    if (!ok)
+      return c.fail() << "input " << i << " shape " << shape_str(s) << " does not match " << shape_str(c.in(0))
+                      << " outside axis " << axis;
     out[static_cast<size_t>(axis)] += s[static_cast<size_t>(axis)];
   }
   c.set_out(0, out, c.in_dtype(0));
@@ -144,11 +149,13 @@ Status shape_Concat(ShapeContext& c) {
 Status shape_Gemm(ShapeContext& c) {
   const Shape& a = c.in(0);
   const Shape& b = c.in(1);
-  if (a.size() != 2 || b.size() != 2) return c.fail() << "A and B must be 2-D, got " << shape_str(a) << " and " << shape_str(b);
+  if (a.size() != 2 || b.size() != 2)
+    return c.fail() << "A and B must be 2-D, got " << shape_str(a) << " and " << shape_str(b);
   bool ta = c.node.attr_i("transA") != 0, tb = c.node.attr_i("transB") != 0;
   int64_t m = ta ? a[1] : a[0], k = ta ? a[0] : a[1];
   int64_t kb = tb ? b[1] : b[0], n = tb ? b[0] : b[1];
-  if (k != kb) return c.fail() << "inner dimensions differ: A' is [" << m << ", " << k << "], B' is [" << kb << ", " << n << "]";
+  if (k != kb)
+    return c.fail() << "inner dimensions differ: A' is [" << m << ", " << k << "], B' is [" << kb << ", " << n << "]";
   if (c.has_input(2)) {
     Shape out;
     if (c.in(2).size() > 2 || !broadcast_shapes(Shape{m, n}, c.in(2), &out) || out != Shape{m, n}) {
@@ -180,7 +187,8 @@ Status shape_MatMul(ShapeContext& c) {
 
 Status shape_Softmax(ShapeContext& c) {
   int64_t axis = norm_axis(c.node.attr_i("axis"), c.in(0).size());
-  if (axis < 0 || axis >= static_cast<int64_t>(c.in(0).size())) return c.fail() << "axis out of range for " << shape_str(c.in(0));
+  if (axis < 0 || axis >= static_cast<int64_t>(c.in(0).size()))
+    return c.fail() << "axis out of range for " << shape_str(c.in(0));
   c.node.attrs["axis"].i = axis;
   return same_as_input(c);
 }

@@ -24,7 +24,8 @@ Status const_ints(ShapeContext& c, size_t i, const char* what, std::vector<int64
 }
 
 Status check_f32(ShapeContext& c, size_t i) {
-  if (c.in_dtype(i) != DType::kF32) return c.fail() << "input " << i << " must be f32, got " << dtype_name(c.in_dtype(i));
+  if (c.in_dtype(i) != DType::kF32)
+    return c.fail() << "input " << i << " must be f32, got " << dtype_name(c.in_dtype(i));
   return Status();
 }
 
@@ -47,8 +48,10 @@ Status reduce_shape(ShapeContext& c, std::vector<int64_t> axes) {
   bool keep = c.node.attr_i("keepdims") != 0;
   for (size_t i = 0; i < x.size(); ++i) {
     bool reduced = std::find(axes.begin(), axes.end(), static_cast<int64_t>(i)) != axes.end();
-    if (!reduced) out.push_back(x[i]);
-    else if (keep) out.push_back(1);
+    if (!reduced)
+      out.push_back(x[i]);
+    else if (keep)
+      out.push_back(1);
   }
   c.set_out(0, out);
   return check_f32(c, 0);
@@ -79,13 +82,23 @@ Status shape_Gelu(ShapeContext& c) {
   FUSERT_RETURN_IF_ERROR(check_f32(c, 0));
   return same_as_input(c);
 }
-Status shape_Erf(ShapeContext& c) { FUSERT_RETURN_IF_ERROR(check_f32(c, 0)); return same_as_input(c); }
-Status shape_Tanh(ShapeContext& c) { FUSERT_RETURN_IF_ERROR(check_f32(c, 0)); return same_as_input(c); }
-Status shape_Sqrt(ShapeContext& c) { FUSERT_RETURN_IF_ERROR(check_f32(c, 0)); return same_as_input(c); }
+Status shape_Erf(ShapeContext& c) {
+  FUSERT_RETURN_IF_ERROR(check_f32(c, 0));
+  return same_as_input(c);
+}
+Status shape_Tanh(ShapeContext& c) {
+  FUSERT_RETURN_IF_ERROR(check_f32(c, 0));
+  return same_as_input(c);
+}
+Status shape_Sqrt(ShapeContext& c) {
+  FUSERT_RETURN_IF_ERROR(check_f32(c, 0));
+  return same_as_input(c);
+}
 
 Status shape_Pow(ShapeContext& c) {
   Shape out;
-  if (!broadcast_shapes(c.in(0), c.in(1), &out)) return c.fail() << "cannot broadcast " << shape_str(c.in(0)) << " with " << shape_str(c.in(1));
+  if (!broadcast_shapes(c.in(0), c.in(1), &out))
+    return c.fail() << "cannot broadcast " << shape_str(c.in(0)) << " with " << shape_str(c.in(1));
   c.set_out(0, out);
   return check_f32(c, 0);
 }
@@ -132,20 +145,28 @@ Status shape_Slice(ShapeContext& c) {
   std::vector<int64_t> starts, ends, axes, steps;
   FUSERT_RETURN_IF_ERROR(const_ints(c, 1, "starts", &starts));
   FUSERT_RETURN_IF_ERROR(const_ints(c, 2, "ends", &ends));
-  if (c.has_input(3)) FUSERT_RETURN_IF_ERROR(const_ints(c, 3, "axes", &axes));
-  else for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  if (c.has_input(4)) FUSERT_RETURN_IF_ERROR(const_ints(c, 4, "steps", &steps));
-  else steps.assign(starts.size(), 1);
+  if (c.has_input(3))
+    FUSERT_RETURN_IF_ERROR(const_ints(c, 3, "axes", &axes));
+  else
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (c.has_input(4))
+    FUSERT_RETURN_IF_ERROR(const_ints(c, 4, "steps", &steps));
+  else
+    steps.assign(starts.size(), 1);
   if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
     return c.fail() << "starts, ends, axes and steps must have the same length";
   }
   Shape out = x;
   for (size_t i = 0; i < starts.size(); ++i) {
     int64_t a = norm_axis(axes[i], x.size());
-    if (a < 0 || a >= static_cast<int64_t>(x.size())) return c.fail() << "axis " << axes[i] << " out of range for " << shape_str(x);
+    if (a < 0 || a >= static_cast<int64_t>(x.size()))
+      return c.fail() << "axis " << axes[i] << " out of range for " << shape_str(x);
     int64_t d = x[static_cast<size_t>(a)], st = steps[i];
     if (st == 0) return c.fail() << "steps must be non-zero";
-    auto clampi = [&](int64_t v, int64_t lo, int64_t hi) { v = v < 0 ? v + d : v; return std::min(std::max(v, lo), hi); };
+    auto clampi = [&](int64_t v, int64_t lo, int64_t hi) {
+      v = v < 0 ? v + d : v;
+      return std::min(std::max(v, lo), hi);
+    };
     int64_t b = st > 0 ? clampi(starts[i], 0, d) : clampi(starts[i], -1, d - 1);
     int64_t e = st > 0 ? clampi(ends[i], 0, d) : clampi(ends[i], -1, d - 1);
     int64_t len = st > 0 ? std::max<int64_t>(0, (e - b + st - 1) / st) : std::max<int64_t>(0, (b - e - st - 1) / -st);
@@ -167,7 +188,8 @@ Status shape_Gather(ShapeContext& c) {
   if (const Tensor* t = c.constant(1)) {  // constant indices are range-checked now
     for (int64_t i = 0; t->dtype() == DType::kI64 && i < t->numel(); ++i) {
       int64_t v = t->i64()[i];
-      if (v < -x[static_cast<size_t>(axis)] || v >= x[static_cast<size_t>(axis)]) return c.fail() << "index " << v << " out of range";
+      if (v < -x[static_cast<size_t>(axis)] || v >= x[static_cast<size_t>(axis)])
+        return c.fail() << "index " << v << " out of range";
     }
   }
   Shape out(x.begin(), x.begin() + axis);
@@ -191,8 +213,10 @@ Status shape_Unsqueeze(ShapeContext& c) {
   Shape out;
   size_t k = 0;
   for (size_t i = 0; i < rank; ++i) {
-    if (std::find(axes.begin(), axes.end(), static_cast<int64_t>(i)) != axes.end()) out.push_back(1);
-    else out.push_back(x[k++]);
+    if (std::find(axes.begin(), axes.end(), static_cast<int64_t>(i)) != axes.end())
+      out.push_back(1);
+    else
+      out.push_back(x[k++]);
   }
   c.set_out(0, out, c.in_dtype(0));
   return Status();
@@ -200,10 +224,12 @@ Status shape_Unsqueeze(ShapeContext& c) {
 
 Status shape_Where(ShapeContext& c) {
   Shape t, out;
-  if (c.in_dtype(0) != DType::kBool) return c.fail() << "condition must be bool, got " << dtype_name(c.in_dtype(0)) << " (use Cast to: 9)";
+  if (c.in_dtype(0) != DType::kBool)
+    return c.fail() << "condition must be bool, got " << dtype_name(c.in_dtype(0)) << " (use Cast to: 9)";
   if (c.in_dtype(1) != c.in_dtype(2)) return c.fail() << "X and Y dtypes differ";
   if (!broadcast_shapes(c.in(0), c.in(1), &t) || !broadcast_shapes(t, c.in(2), &out)) {
-    return c.fail() << "cannot broadcast " << shape_str(c.in(0)) << ", " << shape_str(c.in(1)) << " and " << shape_str(c.in(2));
+    return c.fail() << "cannot broadcast " << shape_str(c.in(0)) << ", " << shape_str(c.in(1)) << " and "
+                    << shape_str(c.in(2));
   }
   c.set_out(0, out, c.in_dtype(1));
   return Status();
@@ -213,14 +239,24 @@ Status shape_Cast(ShapeContext& c) {
   int64_t to = c.node.attr_i("to");
   DType t;
   switch (to) {
-    case 1: t = DType::kF32; break;
-    case 6: t = DType::kI32; break;
-    case 7: t = DType::kI64; break;
-    case 9: t = DType::kBool; break;
-    default: return c.fail() << "Cast to TensorProto type " << to << " is not supported (1 float, 6 int32, 7 int64, 9 bool)";
+    case 1:
+      t = DType::kF32;
+      break;
+    case 6:
+      t = DType::kI32;
+      break;
+    case 7:
+      t = DType::kI64;
+      break;
+    case 9:
+      t = DType::kBool;
+      break;
+    default:
+      return c.fail() << "Cast to TensorProto type " << to << " is not supported (1 float, 6 int32, 7 int64, 9 bool)";
   }
   DType from = c.in_dtype(0);
-  if (from == DType::kF16 || from == DType::kBF16) return c.fail() << "Cast from " << dtype_name(from) << " is not supported";
+  if (from == DType::kF16 || from == DType::kBF16)
+    return c.fail() << "Cast from " << dtype_name(from) << " is not supported";
   c.set_out(0, c.in(0), t);
   return Status();
 }

@@ -25,13 +25,18 @@ Status resolve_spatial(ShapeContext& c, const Shape& x, Spatial* s, bool ceil_mo
   s->strides = n.attrs["strides"].ints;
   s->dilations = n.attrs.count("dilations") ? n.attrs["dilations"].ints : std::vector<int64_t>{1, 1};
   s->pads = n.attrs["pads"].ints;
-  for (int64_t v : s->strides) if (v < 1) return c.fail() << "strides must be >= 1";
-  for (int64_t v : s->dilations) if (v < 1) return c.fail() << "dilations must be >= 1";
-  for (int64_t v : s->pads) if (v < 0) return c.fail() << "pads must be >= 0";
+  for (int64_t v : s->strides)
+    if (v < 1) return c.fail() << "strides must be >= 1";
+  for (int64_t v : s->dilations)
+    if (v < 1) return c.fail() << "dilations must be >= 1";
+  for (int64_t v : s->pads)
+    if (v < 0) return c.fail() << "pads must be >= 0";
   // Bounded before any arithmetic: (k - 1) * dilation + pads stays far from int64 overflow.
   constexpr int64_t kMaxWindow = int64_t{1} << 24;
   for (const auto* v : {&s->kernel, &s->strides, &s->dilations, &s->pads}) {
-    for (int64_t e : *v) if (e > kMaxWindow) return c.fail() << "kernel_shape, strides, dilations and pads must be <= " << kMaxWindow << ", got " << e;
+    for (int64_t e : *v)
+      if (e > kMaxWindow)
+        return c.fail() << "kernel_shape, strides, dilations and pads must be <= " << kMaxWindow << ", got " << e;
   }
   const std::string auto_pad = n.attr_s("auto_pad");
   out_hw->assign(2, 0);
@@ -50,7 +55,8 @@ Status resolve_spatial(ShapeContext& c, const Shape& x, Spatial* s, bool ceil_mo
       return c.fail() << "auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, got '" << auto_pad << "'";
     }
     int64_t span = in + s->pads[d] + s->pads[d + 2] - eff;
-    if (span < 0) return c.fail() << "kernel " << eff << " larger than padded input " << in + s->pads[d] + s->pads[d + 2];
+    if (span < 0)
+      return c.fail() << "kernel " << eff << " larger than padded input " << in + s->pads[d] + s->pads[d + 2];
     int64_t out = ceil_mode ? (span + st - 1) / st + 1 : span / st + 1;
     // ceil_mode: a window that would start inside the end padding is dropped (ONNX, PyTorch).
     if (ceil_mode && (out - 1) * st >= in + s->pads[d]) --out;
@@ -79,14 +85,16 @@ Status shape_Conv(ShapeContext& c) {
   }
   if (w[1] != x[1] / group) {
     return c.fail() << "weight '" << c.graph.value(c.node.inputs[1]).name << "' expected [" << w[0] << ", "
-                    << x[1] / group << ", KH, KW] for input " << shape_str(x) << " and group " << group
-                    << ", got " << shape_str(w);
+                    << x[1] / group << ", KH, KW] for input " << shape_str(x) << " and group " << group << ", got "
+                    << shape_str(w);
   }
   std::vector<int64_t>& ks = c.node.attrs["kernel_shape"].ints;
   if (ks.empty()) ks = {w[2], w[3]};
-  if (ks != std::vector<int64_t>{w[2], w[3]}) return c.fail() << "kernel_shape " << shape_str(ks) << " disagrees with weight " << shape_str(w);
+  if (ks != std::vector<int64_t>{w[2], w[3]})
+    return c.fail() << "kernel_shape " << shape_str(ks) << " disagrees with weight " << shape_str(w);
   if (c.has_input(2) && c.in(2) != Shape{w[0]}) {
-    return c.fail() << "bias '" << c.graph.value(c.node.inputs[2]).name << "' expected [" << w[0] << "], got " << shape_str(c.in(2));
+    return c.fail() << "bias '" << c.graph.value(c.node.inputs[2]).name << "' expected [" << w[0] << "], got "
+                    << shape_str(c.in(2));
   }
   c.node.attrs["dilations"].type = AttrType::kInts;
   Spatial s;
@@ -103,7 +111,8 @@ static Status shape_pool(ShapeContext& c) {
   Spatial s;
   s.kernel = c.node.attr_ints("kernel_shape");
   if (s.kernel.size() != 2) return c.fail() << "kernel_shape needs 2 values";
-  for (int64_t k : s.kernel) if (k < 1) return c.fail() << "kernel_shape must be >= 1";
+  for (int64_t k : s.kernel)
+    if (k < 1) return c.fail() << "kernel_shape must be >= 1";
   Shape hw;
   FUSERT_RETURN_IF_ERROR(resolve_spatial(c, x, &s, c.node.attr_i("ceil_mode") != 0, &hw));
   c.set_out(0, {x[0], x[1], hw[0], hw[1]});

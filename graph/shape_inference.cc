@@ -66,11 +66,20 @@ bool broadcast_shapes(const Shape& a, const Shape& b, Shape* out) {
 // listed here may hold another dtype (integer shapes, axes, indices, conditions).
 static bool dtype_free_input(OpKind op, size_t i) {
   switch (op) {
-    case OpKind::kCast: case OpKind::kIdentity: case OpKind::kFlatten: case OpKind::kReshape:
-    case OpKind::kUnsqueeze: case OpKind::kSlice: case OpKind::kSplit: case OpKind::kGather: case OpKind::kWhere:
+    case OpKind::kCast:
+    case OpKind::kIdentity:
+    case OpKind::kFlatten:
+    case OpKind::kReshape:
+    case OpKind::kUnsqueeze:
+    case OpKind::kSlice:
+    case OpKind::kSplit:
+    case OpKind::kGather:
+    case OpKind::kWhere:
       return true;
-    case OpKind::kReduceSum: return i == 1;
-    default: return false;
+    case OpKind::kReduceSum:
+      return i == 1;
+    default:
+      return false;
   }
 }
 
@@ -82,7 +91,8 @@ static Status check_dtypes(ShapeContext& c) {
     for (size_t i = 0; i < c.num_inputs(); ++i) all_const &= c.constant_derived(i);
     if (all_const) return Status();
   }
-  if (op == OpKind::kAdd || op == OpKind::kSub || op == OpKind::kMul || op == OpKind::kDiv) return Status();  // own rule
+  if (op == OpKind::kAdd || op == OpKind::kSub || op == OpKind::kMul || op == OpKind::kDiv)
+    return Status();  // own rule
   for (size_t i = 0; i < c.num_inputs(); ++i) {
     if (!c.has_input(i) || dtype_free_input(op, i) || c.in_dtype(i) == DType::kF32) continue;
     return c.fail() << "input " << i << " ('" << c.graph.value(c.node.inputs[i]).name << "') is "
@@ -97,7 +107,8 @@ Status infer_shapes(Graph& g) {
       // Shape functions read inputs below min_inputs unconditionally: an empty one ("") is an
       // error here, before any of them sees kNoValue.
       if (n.inputs[i] == kNoValue && static_cast<int>(i) < op_info(n.op).min_inputs) {
-        return error(StatusCode::kInvalidArgument) << n.loc.str() << ": node '" << n.name << "': required input " << i << " is empty";
+        return error(StatusCode::kInvalidArgument)
+               << n.loc.str() << ": node '" << n.name << "': required input " << i << " is empty";
       }
       if (n.inputs[i] != kNoValue && !g.value(n.inputs[i]).shape_known) {
         return error(StatusCode::kShapeMismatch)

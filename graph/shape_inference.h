@@ -1,8 +1,8 @@
 // Per-op shape inference, dispatched through the op table (shape_<Op> functions).
 #pragma once
 
-#include "graph/ir.h"
 #include "graph/base/status.h"
+#include "graph/ir.h"
 
 namespace fusert {
 

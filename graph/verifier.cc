@@ -16,37 +16,42 @@ Status verify_graph(const Graph& g) {
     const OpInfo& info = op_info(n.op);
     int count = static_cast<int>(n.inputs.size());
     if (count < info.min_inputs || count > info.max_inputs) {
-      return error(StatusCode::kInvalidArgument) << n.loc.str() << ": node '" << n.name << "' (" << info.name
-             << ") takes " << info.min_inputs << ".." << info.max_inputs << " inputs, got " << count;
+      return error(StatusCode::kInvalidArgument)
+             << n.loc.str() << ": node '" << n.name << "' (" << info.name << ") takes " << info.min_inputs << ".."
+             << info.max_inputs << " inputs, got " << count;
     }
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       ValueId in = n.inputs[k];
       if (in == kNoValue) {
         if (static_cast<int>(k) < info.min_inputs) {
-          return error(StatusCode::kInvalidArgument) << n.loc.str() << ": node '" << n.name << "': required input " << k << " is empty";
+          return error(StatusCode::kInvalidArgument)
+                 << n.loc.str() << ": node '" << n.name << "': required input " << k << " is empty";
         }
         continue;
       }
       if (!available[static_cast<size_t>(in)]) {
-        return error(StatusCode::kInvalidArgument) << n.loc.str() << ": node '" << n.name << "' reads '"
-               << g.value(in).name << "', which is not a graph input, an initializer, or produced by an earlier node";
+        return error(StatusCode::kInvalidArgument)
+               << n.loc.str() << ": node '" << n.name << "' reads '" << g.value(in).name
+               << "', which is not a graph input, an initializer, or produced by an earlier node";
       }
     }
     for (ValueId out : n.outputs) {
       if (producer[static_cast<size_t>(out)] >= 0 || is_source(g.value(out))) {
         return error(StatusCode::kInvalidArgument) << n.loc.str() << ": value '" << g.value(out).name
-               << "' has more than one producer (node '" << n.name << "')";
+                                                   << "' has more than one producer (node '" << n.name << "')";
       }
       producer[static_cast<size_t>(out)] = static_cast<int>(ni);
       available[static_cast<size_t>(out)] = true;
       if (!g.value(out).shape_known) {
-        return error(StatusCode::kShapeMismatch) << "value '" << g.value(out).name << "' of node '" << n.name << "' has no inferred shape";
+        return error(StatusCode::kShapeMismatch)
+               << "value '" << g.value(out).name << "' of node '" << n.name << "' has no inferred shape";
       }
     }
   }
   for (ValueId o : g.outputs) {
     if (!available[static_cast<size_t>(o)]) {
-      return error(StatusCode::kInvalidArgument) << g.source_file << ": graph output '" << g.value(o).name << "' is never produced";
+      return error(StatusCode::kInvalidArgument)
+             << g.source_file << ": graph output '" << g.value(o).name << "' is never produced";
     }
   }
   return Status();
@@ -57,9 +62,12 @@ Status topo_sort(Graph& g) {
   for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
     for (ValueId out : g.nodes[ni].outputs) {
       if (producer[static_cast<size_t>(out)] >= 0 || g.value(out).is_graph_input || g.value(out).is_initializer) {
-        return error(StatusCode::kInvalidArgument) << g.nodes[ni].loc.str() << ": value '" << g.value(out).name
-               << "' is produced by node '" << g.nodes[ni].name << "' but already "
-               << (producer[static_cast<size_t>(out)] >= 0 ? "by node '" + g.nodes[static_cast<size_t>(producer[static_cast<size_t>(out)])].name + "'" : std::string("a graph input or initializer"));
+        return error(StatusCode::kInvalidArgument)
+               << g.nodes[ni].loc.str() << ": value '" << g.value(out).name << "' is produced by node '"
+               << g.nodes[ni].name << "' but already "
+               << (producer[static_cast<size_t>(out)] >= 0
+                       ? "by node '" + g.nodes[static_cast<size_t>(producer[static_cast<size_t>(out)])].name + "'"
+                       : std::string("a graph input or initializer"));
       }
       producer[static_cast<size_t>(out)] = static_cast<int>(ni);
     }
@@ -72,8 +80,9 @@ Status topo_sort(Graph& g) {
       const Value& v = g.value(in);
       int p = producer[static_cast<size_t>(in)];
       if (p < 0 && !is_source(v)) {
-        return error(StatusCode::kInvalidArgument) << g.nodes[ni].loc.str() << ": node '" << g.nodes[ni].name << "' reads '"
-               << v.name << "', which no node produces and is neither a graph input nor an initializer";
+        return error(StatusCode::kInvalidArgument)
+               << g.nodes[ni].loc.str() << ": node '" << g.nodes[ni].name << "' reads '" << v.name
+               << "', which no node produces and is neither a graph input nor an initializer";
       }
       if (p >= 0) {
         ++indegree[ni];
@@ -82,18 +91,21 @@ Status topo_sort(Graph& g) {
     }
   }
   std::priority_queue<int, std::vector<int>, std::greater<int>> ready;  // lowest file index first
-  for (size_t ni = 0; ni < g.nodes.size(); ++ni) if (indegree[ni] == 0) ready.push(static_cast<int>(ni));
+  for (size_t ni = 0; ni < g.nodes.size(); ++ni)
+    if (indegree[ni] == 0) ready.push(static_cast<int>(ni));
   std::vector<int> order;
   while (!ready.empty()) {
     int n = ready.top();
     ready.pop();
     order.push_back(n);
-    for (int u : users[static_cast<size_t>(n)]) if (--indegree[static_cast<size_t>(u)] == 0) ready.push(u);
+    for (int u : users[static_cast<size_t>(n)])
+      if (--indegree[static_cast<size_t>(u)] == 0) ready.push(u);
   }
   if (order.size() != g.nodes.size()) {
     for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
       if (indegree[ni] > 0) {
-        return error(StatusCode::kInvalidArgument) << g.nodes[ni].loc.str() << ": the graph has a cycle through node '" << g.nodes[ni].name << "'";
+        return error(StatusCode::kInvalidArgument)
+               << g.nodes[ni].loc.str() << ": the graph has a cycle through node '" << g.nodes[ni].name << "'";
       }
     }
   }

@@ -1,8 +1,8 @@
 // Graph verifier: the invariants every stage (loader, passes, planner) must preserve.
 #pragma once
 
-#include "graph/ir.h"
 #include "graph/base/status.h"
+#include "graph/ir.h"
 
 namespace fusert {
 

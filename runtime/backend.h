@@ -57,7 +57,10 @@ class Backend {
   /// fallbacks, compile time, device name, CUDA Graph use).
   virtual void fill_stats(SessionStats* stats) const { (void)stats; }
   /// One line per step of the backend's view of the plan; empty when it has nothing to add.
-  virtual std::string report(const Graph& g) const { (void)g; return std::string(); }
+  virtual std::string report(const Graph& g) const {
+    (void)g;
+    return std::string();
+  }
   /// Execution contexts (arenas) created so far: the most runs that were in flight at once.
   virtual size_t execution_contexts() const { return 0; }
 };

@@ -40,7 +40,8 @@ class CpuBackend final : public Backend {
       return error(StatusCode::kIoError) << "out of memory: an execution context of " << arena_bytes_
                                          << " bytes could not be allocated";
     }
-    if (info) info->device_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (info)
+      info->device_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return result;
   }
 
@@ -54,6 +55,8 @@ class CpuBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend(const SessionOptions& options) { return std::make_unique<CpuBackend>(options); }
+std::unique_ptr<Backend> make_cpu_backend(const SessionOptions& options) {
+  return std::make_unique<CpuBackend>(options);
+}
 
 }  // namespace fusert

@@ -14,16 +14,17 @@ Status check_cuda_device() {
   if (err != cudaSuccess) {
     cudaGetLastError();  // clear the sticky error for a later attempt
     const char* why = err == cudaErrorInsufficientDriver ? "no NVIDIA driver, or one older than this CUDA runtime needs"
-                      : err == cudaErrorNoDevice        ? "no CUDA device"
-                                                        : "the CUDA runtime cannot initialise";
-    return error(StatusCode::kDeviceError) << "--device cuda: no usable CUDA device: " << why << " (cudaGetDeviceCount: "
-                                           << cudaGetErrorName(err) << ": " << cudaGetErrorString(err)
-                                           << "); use --device cpu";
+                      : err == cudaErrorNoDevice         ? "no CUDA device"
+                                                         : "the CUDA runtime cannot initialise";
+    return error(StatusCode::kDeviceError)
+           << "--device cuda: no usable CUDA device: " << why << " (cudaGetDeviceCount: " << cudaGetErrorName(err)
+           << ": " << cudaGetErrorString(err) << "); use --device cpu";
   }
   if (count == 0) return error(StatusCode::kDeviceError) << "--device cuda: no CUDA device found; use --device cpu";
   return Status();
 #else
-  return error(StatusCode::kDeviceError) << "--device cuda: this build has no CUDA backend (nvcc was not found at configure time); use --device cpu";
+  return error(StatusCode::kDeviceError)
+         << "--device cuda: this build has no CUDA backend (nvcc was not found at configure time); use --device cpu";
 #endif
 }
 

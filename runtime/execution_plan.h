@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "graph/ir.h"
 #include "graph/base/status.h"
+#include "graph/ir.h"
 
 namespace fusert {
 
@@ -22,11 +22,11 @@ class BufferTable {
 /// One kernel launch. `run` holds the kernel's parameters (captured at lowering time) and
 /// reads/writes only the buffers of `inputs`/`outputs`.
 struct Step {
-  std::string name;               ///< node name, or group name for fused steps
-  std::string kernel;             ///< kernel name for stats and profiles, e.g. "conv2d"
-  std::vector<int> nodes;         ///< graph node indices this step computes
-  std::vector<ValueId> inputs;    ///< activations and weights read
-  std::vector<ValueId> outputs;   ///< values written to memory
+  std::string name;              ///< node name, or group name for fused steps
+  std::string kernel;            ///< kernel name for stats and profiles, e.g. "conv2d"
+  std::vector<int> nodes;        ///< graph node indices this step computes
+  std::vector<ValueId> inputs;   ///< activations and weights read
+  std::vector<ValueId> outputs;  ///< values written to memory
   std::function<void(const BufferTable&)> run;
   /// A view step (Reshape, Flatten, Unsqueeze, Identity): no kernel; the output shares the
   /// buffer of this value (the memory planner places both in one slot).
@@ -46,10 +46,10 @@ struct BufferSlot {
 
 struct ExecutionPlan {
   std::vector<Step> steps;
-  std::vector<BufferSlot> slots;       ///< indexed by ValueId; bytes == 0 for weights/unused
-  size_t arena_bytes = 0;              ///< peak activation bytes (arena size)
-  size_t naive_activation_bytes = 0;   ///< sum of all activation sizes (no reuse)
-  size_t intermediate_bytes = 0;       ///< bytes written + read of values passed between steps
+  std::vector<BufferSlot> slots;      ///< indexed by ValueId; bytes == 0 for weights/unused
+  size_t arena_bytes = 0;             ///< peak activation bytes (arena size)
+  size_t naive_activation_bytes = 0;  ///< sum of all activation sizes (no reuse)
+  size_t intermediate_bytes = 0;      ///< bytes written + read of values passed between steps
 };
 
 /// Lowers node `ni` of `g` to one CPU step (its own kernel). Errors name the node.

@@ -65,24 +65,28 @@ Status check_inputs(const Graph& g, const std::map<std::string, Tensor>& inputs)
   for (ValueId id : g.inputs) {
     const Value& v = g.value(id);
     auto it = inputs.find(v.name);
-    if (it == inputs.end()) return error(StatusCode::kInvalidArgument) << "missing input '" << v.name << "' " << shape_str(v.shape);
+    if (it == inputs.end())
+      return error(StatusCode::kInvalidArgument) << "missing input '" << v.name << "' " << shape_str(v.shape);
     const Tensor& t = it->second;
     if (t.dtype() != v.dtype) {
-      return error(StatusCode::kInvalidArgument) << "input '" << v.name << "': expected dtype " << dtype_name(v.dtype) << ", got " << dtype_name(t.dtype());
+      return error(StatusCode::kInvalidArgument)
+             << "input '" << v.name << "': expected dtype " << dtype_name(v.dtype) << ", got " << dtype_name(t.dtype());
     }
     if (t.shape() != v.shape) {
-      return error(StatusCode::kShapeMismatch) << "input '" << v.name << "': expected shape " << shape_str(v.shape) << ", got " << shape_str(t.shape());
+      return error(StatusCode::kShapeMismatch)
+             << "input '" << v.name << "': expected shape " << shape_str(v.shape) << ", got " << shape_str(t.shape());
     }
   }
   for (const auto& kv : inputs) {
     ValueId id = g.find_value(kv.first);
-    if (id == kNoValue || !g.value(id).is_graph_input) return error(StatusCode::kInvalidArgument) << "'" << kv.first << "' is not an input of model '" << g.name << "'";
+    if (id == kNoValue || !g.value(id).is_graph_input)
+      return error(StatusCode::kInvalidArgument) << "'" << kv.first << "' is not an input of model '" << g.name << "'";
   }
   return Status();
 }
 
 Result<std::map<std::string, Tensor>> Executor::run(const std::map<std::string, Tensor>& inputs,
-                                                      std::vector<double>* step_ms) const {
+                                                    std::vector<double>* step_ms) const {
   FUSERT_RETURN_IF_ERROR(check_inputs(g_, inputs));
   cpu::ThreadScope threads(threads_);
   std::unique_ptr<Context> ctx = acquire();
@@ -102,7 +106,8 @@ Result<std::map<std::string, Tensor>> Executor::run(const std::map<std::string, 
     const Step& step = plan_.steps[i];
     if (step.check) FUSERT_RETURN_IF_ERROR(step.check(table));
     if (step.run) step.run(table);
-    if (step_ms) (*step_ms)[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (step_ms)
+      (*step_ms)[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
   std::map<std::string, Tensor> out;
   for (ValueId id : g_.outputs) {

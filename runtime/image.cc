@@ -13,8 +13,8 @@
 #include <cstring>
 #include <vector>
 
-#include <jpeglib.h>  // libjpeg-turbo (Debian libjpeg62-turbo-dev), the JPEG decoder Pillow uses
 #include <jerror.h>
+#include <jpeglib.h>  // libjpeg-turbo (Debian libjpeg62-turbo-dev), the JPEG decoder Pillow uses
 #include <png.h>      // libpng 1.6
 
 namespace fusert {
@@ -88,7 +88,8 @@ bool decode_png(const uint8_t* data, size_t size, int64_t max_pixels, Decoded* d
   if (color == PNG_COLOR_TYPE_GRAY || color == PNG_COLOR_TYPE_GRAY_ALPHA) png_set_gray_to_rgb(png);
   png_set_interlace_handling(png);
   png_read_update_info(png, info);
-  if (png_get_rowbytes(png, info) != static_cast<size_t>(d->w) * 3) png_error(png, "unexpected row layout after conversion to RGB");
+  if (png_get_rowbytes(png, info) != static_cast<size_t>(d->w) * 3)
+    png_error(png, "unexpected row layout after conversion to RGB");
   d->rgb.resize(static_cast<size_t>(d->w) * d->h * 3);  // at most max_pixels x 3 bytes
   d->rows.resize(d->h);
   for (uint32_t y = 0; y < d->h; ++y) d->rows[y] = d->rgb.data() + static_cast<size_t>(y) * d->w * 3;
@@ -117,8 +118,8 @@ constexpr int kMaxJpegScans = 500;  // a crafted progressive file may hold ~10^5
 void jpeg_message(j_common_ptr cinfo, int level) {
   if (level >= 0) return;  // trace messages
   const int code = cinfo->err->msg_code;
-  if (code == JWRN_JPEG_EOF || code == JWRN_HIT_MARKER || code == JWRN_HUFF_BAD_CODE || code == JWRN_BOGUS_PROGRESSION ||
-      code == JWRN_MUST_RESYNC || code == JWRN_NOT_SEQUENTIAL) {
+  if (code == JWRN_JPEG_EOF || code == JWRN_HIT_MARKER || code == JWRN_HUFF_BAD_CODE ||
+      code == JWRN_BOGUS_PROGRESSION || code == JWRN_MUST_RESYNC || code == JWRN_NOT_SEQUENTIAL) {
     jpeg_fail(cinfo);
   }
 }
@@ -186,16 +187,20 @@ Result<Tensor> decode_image(const std::string& path, int64_t max_pixels) {
   const bool is_png = size >= 8 && std::memcmp(data, kPngSignature, 8) == 0;
   const bool is_jpeg = size >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF;
   if (!is_png && !is_jpeg) {
-    return error(StatusCode::kParseError) << path << ": cannot read image: not a PNG or JPEG file (fusert decodes those two; "
-                                          << "convert other formats first)";
+    return error(StatusCode::kParseError)
+           << path << ": cannot read image: not a PNG or JPEG file (fusert decodes those two; "
+           << "convert other formats first)";
   }
   Decoded d;
   const bool ok = is_png ? decode_png(data, size, max_pixels, &d) : decode_jpeg(data, size, max_pixels, &d);
   if (d.too_large) {
-    return error(StatusCode::kInvalidArgument) << path << ": image of " << d.w << "x" << d.h << " pixels "
+    return error(StatusCode::kInvalidArgument)
+           << path << ": image of " << d.w << "x" << d.h << " pixels "
            << (d.w == 0 || d.h == 0 ? "is empty" : "exceeds the " + std::to_string(max_pixels) + "-pixel limit");
   }
-  if (!ok) return error(StatusCode::kParseError) << path << ": cannot read image: " << (is_png ? "PNG: " : "JPEG: ") << d.error;
+  if (!ok)
+    return error(StatusCode::kParseError)
+           << path << ": cannot read image: " << (is_png ? "PNG: " : "JPEG: ") << d.error;
   Tensor t(DType::kF32, {static_cast<int64_t>(d.h), static_cast<int64_t>(d.w), 3});
   float* out = t.f32();
   for (size_t i = 0; i < d.rgb.size(); ++i) out[i] = static_cast<float>(d.rgb[i]);
@@ -239,13 +244,15 @@ Tensor resize_bilinear(const Tensor& hwc, int64_t oh, int64_t ow) {
 Result<Tensor> preprocess_image(const Tensor& hwc, const PreprocessSpec& spec) {
   Tensor img = hwc;
   int64_t h = img.shape()[0], w = img.shape()[1];
-  if (h <= 0 || w <= 0) return error(StatusCode::kInvalidArgument) << "image of " << w << "x" << h << " pixels has nothing to preprocess";
+  if (h <= 0 || w <= 0)
+    return error(StatusCode::kInvalidArgument) << "image of " << w << "x" << h << " pixels has nothing to preprocess";
   if (spec.resize > 0) {
     int64_t oh = h <= w ? spec.resize : h * spec.resize / w;
     int64_t ow = h <= w ? w * spec.resize / h : spec.resize;
     if (spec.resize > 16384 || oh > 65536 || ow > 65536) {
-      return error(StatusCode::kInvalidArgument) << "resizing a " << w << "x" << h << " image to short side " << spec.resize
-             << " gives " << ow << "x" << oh << ", larger than 65536 pixels a side";
+      return error(StatusCode::kInvalidArgument)
+             << "resizing a " << w << "x" << h << " image to short side " << spec.resize << " gives " << ow << "x" << oh
+             << ", larger than 65536 pixels a side";
     }
     img = resize_bilinear(img, oh, ow);
     h = oh;
@@ -253,7 +260,8 @@ Result<Tensor> preprocess_image(const Tensor& hwc, const PreprocessSpec& spec) {
   }
   int64_t ch = spec.crop > 0 ? spec.crop : h, cw = spec.crop > 0 ? spec.crop : w;
   if (ch > h || cw > w) {
-    return error(StatusCode::kInvalidArgument) << "image of " << h << "x" << w << " is smaller than the crop " << ch << "x" << cw;
+    return error(StatusCode::kInvalidArgument)
+           << "image of " << h << "x" << w << " is smaller than the crop " << ch << "x" << cw;
   }
   int64_t top = (h - ch) / 2, left = (w - cw) / 2;
   Tensor out(DType::kF32, {1, 3, ch, cw});

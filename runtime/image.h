@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "graph/loader/model_loader.h"
 #include "graph/base/tensor.h"
+#include "graph/loader/model_loader.h"
 
 namespace fusert {
 

@@ -16,7 +16,8 @@ Step make_step(const Graph& g, int node_index, const char* kernel) {
   s.name = n.name;
   s.kernel = kernel;
   s.nodes = {node_index};
-  for (ValueId in : n.inputs) if (in != kNoValue) s.inputs.push_back(in);
+  for (ValueId in : n.inputs)
+    if (in != kNoValue) s.inputs.push_back(in);
   s.outputs = n.outputs;
   return s;
 }
@@ -55,7 +56,8 @@ LOWER(BatchNormalization) {
   std::vector<ValueId> in = n.inputs;
   ValueId yi = n.outputs[0];
   s.run = [=](const BufferTable& b) {
-    cpu::batch_norm(nb, c, spatial, b.f32(in[0]), b.f32(in[1]), b.f32(in[2]), b.f32(in[3]), b.f32(in[4]), eps, b.f32(yi));
+    cpu::batch_norm(nb, c, spatial, b.f32(in[0]), b.f32(in[1]), b.f32(in[2]), b.f32(in[3]), b.f32(in[4]), eps,
+                    b.f32(yi));
   };
   return Status();
 }
@@ -140,13 +142,27 @@ static cpu::PoolParams pool_params(const Graph& g, const Node& n) {
   const Shape& x = shape_of(g, n.inputs[0]);
   const Shape& y = shape_of(g, n.outputs[0]);
   cpu::PoolParams p;
-  p.n = x[0]; p.c = x[1]; p.h = x[2]; p.w = x[3]; p.oh = y[2]; p.ow = y[3];
+  p.n = x[0];
+  p.c = x[1];
+  p.h = x[2];
+  p.w = x[3];
+  p.oh = y[2];
+  p.ow = y[3];
   const auto& k = n.attr_ints("kernel_shape");
   const auto& st = n.attr_ints("strides");
   const auto& pd = n.attr_ints("pads");
-  p.kh = k[0]; p.kw = k[1]; p.stride_h = st[0]; p.stride_w = st[1];
-  p.pad_top = pd[0]; p.pad_left = pd[1]; p.pad_bottom = pd[2]; p.pad_right = pd[3];
-  if (n.attrs.count("dilations")) { p.dil_h = n.attr_ints("dilations")[0]; p.dil_w = n.attr_ints("dilations")[1]; }
+  p.kh = k[0];
+  p.kw = k[1];
+  p.stride_h = st[0];
+  p.stride_w = st[1];
+  p.pad_top = pd[0];
+  p.pad_left = pd[1];
+  p.pad_bottom = pd[2];
+  p.pad_right = pd[3];
+  if (n.attrs.count("dilations")) {
+    p.dil_h = n.attr_ints("dilations")[0];
+    p.dil_w = n.attr_ints("dilations")[1];
+  }
   return p;
 }
 
@@ -208,7 +224,9 @@ LOWER(Gemm) {
   ValueId ai = n.inputs[0], bi = n.inputs[1], yi = n.outputs[0];
   ValueId ci = n.inputs.size() > 2 ? n.inputs[2] : kNoValue;
   s.kernel = "gemm";
-  s.run = [=](const BufferTable& b) { cpu::gemm(p, b.f32(ai), b.f32(bi), ci == kNoValue ? nullptr : b.f32(ci), b.f32(yi)); };
+  s.run = [=](const BufferTable& b) {
+    cpu::gemm(p, b.f32(ai), b.f32(bi), ci == kNoValue ? nullptr : b.f32(ci), b.f32(yi));
+  };
   return Status();
 }
 

@@ -116,17 +116,23 @@ LOWER(Slice) {
   const Node& n = NODE;
   Shape x = shape_of(g, n.inputs[0]);
   std::vector<int64_t> starts = const_ints(g, n.inputs[1]), axes, steps;
-  if (n.inputs.size() > 3 && n.inputs[3] != kNoValue) axes = const_ints(g, n.inputs[3]);
-  else for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  if (n.inputs.size() > 4 && n.inputs[4] != kNoValue) steps = const_ints(g, n.inputs[4]);
-  else steps.assign(starts.size(), 1);
+  if (n.inputs.size() > 3 && n.inputs[3] != kNoValue)
+    axes = const_ints(g, n.inputs[3]);
+  else
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (n.inputs.size() > 4 && n.inputs[4] != kNoValue)
+    steps = const_ints(g, n.inputs[4]);
+  else
+    steps.assign(starts.size(), 1);
   const Shape& y = shape_of(g, n.outputs[0]);
   size_t es = esize_of(g, n.inputs[0]);
   ValueId xi = n.inputs[0], yi = n.outputs[0];
   s.inputs.resize(1);
   // One axis at a time through a scratch buffer; starts are clamped as in shape inference.
   s.run = [=](const BufferTable& b) {
-    std::vector<uint8_t> cur(static_cast<const uint8_t*>(b.raw(xi)), static_cast<const uint8_t*>(b.raw(xi)) + shape_numel(x) * static_cast<int64_t>(es)), next;
+    std::vector<uint8_t> cur(static_cast<const uint8_t*>(b.raw(xi)),
+                             static_cast<const uint8_t*>(b.raw(xi)) + shape_numel(x) * static_cast<int64_t>(es)),
+        next;
     Shape sh = x;
     for (size_t i = 0; i < starts.size(); ++i) {
       int64_t a = axes[i] < 0 ? axes[i] + static_cast<int64_t>(x.size()) : axes[i];
@@ -156,14 +162,16 @@ LOWER(Gather) {
   ValueId xi = n.inputs[0], ii = n.inputs[1], yi = n.outputs[0];
   std::string node_name = n.name, idx_name = g.value(ii).name;
   auto index_at = [=](const BufferTable& b, int64_t k) {
-    return i32 ? static_cast<int64_t>(static_cast<const int32_t*>(b.raw(ii))[k]) : static_cast<const int64_t*>(b.raw(ii))[k];
+    return i32 ? static_cast<int64_t>(static_cast<const int32_t*>(b.raw(ii))[k])
+               : static_cast<const int64_t*>(b.raw(ii))[k];
   };
   s.check = [=](const BufferTable& b) -> Status {
     for (int64_t k = 0; k < count; ++k) {
       int64_t v = index_at(b, k);
       if (v < -len || v >= len) {
-        return error(StatusCode::kInvalidArgument) << "node '" << node_name << "' (Gather): index " << v << " at position " << k
-               << " of '" << idx_name << "' is out of range [0, " << len << ")";
+        return error(StatusCode::kInvalidArgument)
+               << "node '" << node_name << "' (Gather): index " << v << " at position " << k << " of '" << idx_name
+               << "' is out of range [0, " << len << ")";
       }
     }
     return Status();

@@ -13,14 +13,30 @@ namespace {
 
 bool unary_op(const Node& n, cpu::EpilogueStep* e, const Graph& g) {
   switch (n.op) {
-    case OpKind::kRelu: e->op = cpu::EpOp::kRelu; return true;
-    case OpKind::kSigmoid: e->op = cpu::EpOp::kSigmoid; return true;
-    case OpKind::kHardSwish: e->op = cpu::EpOp::kHardSwish; return true;
-    case OpKind::kTanh: e->op = cpu::EpOp::kTanh; return true;
-    case OpKind::kErf: e->op = cpu::EpOp::kErf; return true;
-    case OpKind::kSqrt: e->op = cpu::EpOp::kSqrt; return true;
-    case OpKind::kIdentity: e->op = cpu::EpOp::kIdentity; return true;
-    case OpKind::kGelu: e->op = n.attr_s("approximate") == "tanh" ? cpu::EpOp::kGeluTanh : cpu::EpOp::kGelu; return true;
+    case OpKind::kRelu:
+      e->op = cpu::EpOp::kRelu;
+      return true;
+    case OpKind::kSigmoid:
+      e->op = cpu::EpOp::kSigmoid;
+      return true;
+    case OpKind::kHardSwish:
+      e->op = cpu::EpOp::kHardSwish;
+      return true;
+    case OpKind::kTanh:
+      e->op = cpu::EpOp::kTanh;
+      return true;
+    case OpKind::kErf:
+      e->op = cpu::EpOp::kErf;
+      return true;
+    case OpKind::kSqrt:
+      e->op = cpu::EpOp::kSqrt;
+      return true;
+    case OpKind::kIdentity:
+      e->op = cpu::EpOp::kIdentity;
+      return true;
+    case OpKind::kGelu:
+      e->op = n.attr_s("approximate") == "tanh" ? cpu::EpOp::kGeluTanh : cpu::EpOp::kGelu;
+      return true;
     case OpKind::kHardSigmoid:
       e->op = cpu::EpOp::kHardSigmoid;
       e->a = static_cast<float>(n.attr_f("alpha"));
@@ -33,7 +49,8 @@ bool unary_op(const Node& n, cpu::EpilogueStep* e, const Graph& g) {
       if (n.inputs.size() > 1 && n.inputs[1] != kNoValue) e->a = g.value(n.inputs[1]).data.f32()[0];
       if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) e->b = g.value(n.inputs[2]).data.f32()[0];
       return true;
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -42,13 +59,25 @@ void operand_mode(const Shape& t_shape, const Shape& out, bool conv, cpu::Epilog
   Shape t = t_shape;
   t.insert(t.begin(), out.size() > t.size() ? out.size() - t.size() : 0, 1);
   int64_t numel = shape_numel(t);
-  if (t == out) { e->mode = cpu::OperandMode::kFull; return; }
-  if (numel == 1) { e->mode = cpu::OperandMode::kScalar; return; }
+  if (t == out) {
+    e->mode = cpu::OperandMode::kFull;
+    return;
+  }
+  if (numel == 1) {
+    e->mode = cpu::OperandMode::kScalar;
+    return;
+  }
   bool per_channel = conv && out.size() >= 2 && t[1] == out[1] && numel == out[1];
   bool per_col = !conv && out.size() == 2 && t[1] == out[1] && t[0] == 1;
   bool per_row = !conv && out.size() == 2 && t[0] == out[0] && t[1] == 1;
-  if (per_channel || per_col) { e->mode = cpu::OperandMode::kPerChannel; return; }
-  if (per_row) { e->mode = cpu::OperandMode::kPerRow; return; }
+  if (per_channel || per_col) {
+    e->mode = cpu::OperandMode::kPerChannel;
+    return;
+  }
+  if (per_row) {
+    e->mode = cpu::OperandMode::kPerRow;
+    return;
+  }
   e->mode = cpu::OperandMode::kStrided;
   e->strides.assign(out.size(), 0);
   int64_t stride = 1;
@@ -60,12 +89,23 @@ void operand_mode(const Shape& t_shape, const Shape& out, bool conv, cpu::Epilog
 
 bool binary_op(OpKind op, cpu::EpOp* out) {
   switch (op) {
-    case OpKind::kAdd: *out = cpu::EpOp::kAddTensor; return true;
-    case OpKind::kSub: *out = cpu::EpOp::kSubTensor; return true;
-    case OpKind::kMul: *out = cpu::EpOp::kMulTensor; return true;
-    case OpKind::kDiv: *out = cpu::EpOp::kDivTensor; return true;
-    case OpKind::kPow: *out = cpu::EpOp::kPowTensor; return true;
-    default: return false;
+    case OpKind::kAdd:
+      *out = cpu::EpOp::kAddTensor;
+      return true;
+    case OpKind::kSub:
+      *out = cpu::EpOp::kSubTensor;
+      return true;
+    case OpKind::kMul:
+      *out = cpu::EpOp::kMulTensor;
+      return true;
+    case OpKind::kDiv:
+      *out = cpu::EpOp::kDivTensor;
+      return true;
+    case OpKind::kPow:
+      *out = cpu::EpOp::kPowTensor;
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -73,8 +113,10 @@ bool binary_op(OpKind op, cpu::EpOp* out) {
 
 cpu::Epilogue EpilogueTemplate::bind(const BufferTable& b) const {
   cpu::Epilogue e = ep;
-  for (size_t i = 0; i < e.steps.size(); ++i) if (step_operands[i] != kNoValue) e.steps[i].operand = b.f32(step_operands[i]);
-  for (size_t i = 0; i < e.post.size(); ++i) if (post_operands[i] != kNoValue) e.post[i].operand = b.f32(post_operands[i]);
+  for (size_t i = 0; i < e.steps.size(); ++i)
+    if (step_operands[i] != kNoValue) e.steps[i].operand = b.f32(step_operands[i]);
+  for (size_t i = 0; i < e.post.size(); ++i)
+    if (post_operands[i] != kNoValue) e.post[i].operand = b.f32(post_operands[i]);
   if (ln_scale != kNoValue) e.ln_scale = b.f32(ln_scale);
   if (ln_shift != kNoValue) e.ln_shift = b.f32(ln_shift);
   return e;
@@ -183,15 +225,34 @@ Result<Step> lower_group_cpu(const Graph& g, const FusionGroup& grp) {
   Status st;
   Step s;
   switch (grp.kind) {
-    case GroupKind::kAnchorEpilogue: case GroupKind::kGemmLayerNorm: st = lower_anchor_epilogue(g, grp, s); break;
-    case GroupKind::kElementwise: st = lower_elementwise(g, grp, s); break;
-    case GroupKind::kRowNorm: st = lower_row_norm(g, grp, s); break;
-    case GroupKind::kHorizontalGemm: st = lower_horizontal(g, grp, s); break;
-    case GroupKind::kGroupedGemm: case GroupKind::kGroupedRowNorm: st = lower_grouped(g, grp, s); break;
-    case GroupKind::kConvSum: st = lower_conv_sum(g, grp, s); break;
-    case GroupKind::kBranchMerge: st = lower_branch_merge(g, grp, s); break;
-    case GroupKind::kAttention: st = lower_attention(g, grp, s); break;
-    case GroupKind::kSingle: break;
+    case GroupKind::kAnchorEpilogue:
+    case GroupKind::kGemmLayerNorm:
+      st = lower_anchor_epilogue(g, grp, s);
+      break;
+    case GroupKind::kElementwise:
+      st = lower_elementwise(g, grp, s);
+      break;
+    case GroupKind::kRowNorm:
+      st = lower_row_norm(g, grp, s);
+      break;
+    case GroupKind::kHorizontalGemm:
+      st = lower_horizontal(g, grp, s);
+      break;
+    case GroupKind::kGroupedGemm:
+    case GroupKind::kGroupedRowNorm:
+      st = lower_grouped(g, grp, s);
+      break;
+    case GroupKind::kConvSum:
+      st = lower_conv_sum(g, grp, s);
+      break;
+    case GroupKind::kBranchMerge:
+      st = lower_branch_merge(g, grp, s);
+      break;
+    case GroupKind::kAttention:
+      st = lower_attention(g, grp, s);
+      break;
+    case GroupKind::kSingle:
+      break;
   }
   if (!st.ok()) return error(st.code()) << "lowering group " << grp.name << ": " << st.message();
   return s;

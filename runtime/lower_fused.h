@@ -71,8 +71,8 @@ struct BranchMergeLayout {
   int conv_a = -1, conv_b = -1, join = -1;
   std::vector<int> chain_a, chain_b, post;
   bool linear = false;
-  int64_t ma = 0;           ///< channels of each branch (both equal the join's)
-  cpu::ConvParams p;        ///< the stacked conv: kernel, pads and p.m = Ma or Ma + Mb
+  int64_t ma = 0;     ///< channels of each branch (both equal the join's)
+  cpu::ConvParams p;  ///< the stacked conv: kernel, pads and p.m = Ma or Ma + Mb
   std::vector<float> w, bias;
 };
 Status branch_merge_layout(const Graph& g, const FusionGroup& grp, BranchMergeLayout* out);

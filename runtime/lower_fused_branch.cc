@@ -35,8 +35,10 @@ std::vector<int> chain_from(const Graph& g, const FusionGroup& grp, int anchor, 
 
 Status branch_merge_layout(const Graph& g, const FusionGroup& grp, BranchMergeLayout* L) {
   std::vector<int> convs;
-  for (int ni : grp.nodes) if (g.nodes[static_cast<size_t>(ni)].op == OpKind::kConv) convs.push_back(ni);
-  if (convs.size() != 2 || grp.join < 0) return error(StatusCode::kInternal) << "branch-merge group without two convs and a join";
+  for (int ni : grp.nodes)
+    if (g.nodes[static_cast<size_t>(ni)].op == OpKind::kConv) convs.push_back(ni);
+  if (convs.size() != 2 || grp.join < 0)
+    return error(StatusCode::kInternal) << "branch-merge group without two convs and a join";
   L->conv_a = convs[0], L->conv_b = convs[1], L->join = grp.join;
   const Node& ca = g.nodes[static_cast<size_t>(convs[0])];
   const Node& cb = g.nodes[static_cast<size_t>(convs[1])];
@@ -44,19 +46,23 @@ Status branch_merge_layout(const Graph& g, const FusionGroup& grp, BranchMergeLa
   L->chain_a = chain_from(g, grp, convs[0], grp.join);
   L->chain_b = chain_from(g, grp, convs[1], grp.join);
   for (const auto& [conv, chain] : {std::make_pair(convs[0], &L->chain_a), std::make_pair(convs[1], &L->chain_b)}) {
-    ValueId last = chain->empty() ? g.nodes[static_cast<size_t>(conv)].outputs[0] : g.nodes[static_cast<size_t>(chain->back())].outputs[0];
+    ValueId last = chain->empty() ? g.nodes[static_cast<size_t>(conv)].outputs[0]
+                                  : g.nodes[static_cast<size_t>(chain->back())].outputs[0];
     if (std::find(jn.inputs.begin(), jn.inputs.end(), last) == jn.inputs.end()) {
-      return error(StatusCode::kInternal) << "branch of '" << g.nodes[static_cast<size_t>(conv)].name << "' does not reach the join '" << jn.name << "'";
+      return error(StatusCode::kInternal) << "branch of '" << g.nodes[static_cast<size_t>(conv)].name
+                                          << "' does not reach the join '" << jn.name << "'";
     }
   }
-  for (int ni : grp.nodes) if (ni > grp.join) L->post.push_back(ni);
+  for (int ni : grp.nodes)
+    if (ni > grp.join) L->post.push_back(ni);
   const Tensor& wa = g.value(ca.inputs[1]).data;
   const Tensor& wb = g.value(cb.inputs[1]).data;
   if (wa.empty() || wb.empty()) return error(StatusCode::kUnsupported) << "branch-merge needs weight initializers";
   StackedConv sc;
   if (!stacked_conv(g, ca, cb, &sc)) return error(StatusCode::kInternal) << "branch-merge convs do not stack";
   const int64_t ma = wa.shape()[0], mb = wb.shape()[0], c = wa.shape()[1];
-  if (ma != mb || g.value(jn.outputs[0]).shape[1] != ma) return error(StatusCode::kInternal) << "branch-merge branches of different widths";
+  if (ma != mb || g.value(jn.outputs[0]).shape[1] != ma)
+    return error(StatusCode::kInternal) << "branch-merge branches of different widths";
   L->ma = ma;
   L->linear = L->chain_a.empty() && L->chain_b.empty();
   L->p = conv_params(g, ca);
@@ -69,7 +75,8 @@ Status branch_merge_layout(const Graph& g, const FusionGroup& grp, BranchMergeLa
   std::vector<float> tmp(per, 0.f);
   pad_kernel(wa, sc.kh, sc.kw, L->w.data());
   pad_kernel(wb, sc.kh, sc.kw, L->linear ? tmp.data() : L->w.data() + per);
-  if (L->linear) for (size_t i = 0; i < per; ++i) L->w[i] += tmp[i];
+  if (L->linear)
+    for (size_t i = 0; i < per; ++i) L->w[i] += tmp[i];
   for (const auto& [n, off] : {std::make_pair(&ca, int64_t{0}), std::make_pair(&cb, L->linear ? int64_t{0} : ma)}) {
     if (n->inputs.size() < 3 || n->inputs[2] == kNoValue) continue;
     const Tensor& b = g.value(n->inputs[2]).data;
@@ -88,18 +95,23 @@ Status lower_branch_merge(const Graph& g, const FusionGroup& grp, Step& s) {
   const Shape out = g.value(jn.outputs[0]).shape;
   EpilogueTemplate ep_merge, ep_a, ep_b;
   std::string why;
-  if (!build_epilogue(g, L->post, jn.outputs[0], out, true, &ep_merge, &why)) return error(StatusCode::kInternal) << why;
+  if (!build_epilogue(g, L->post, jn.outputs[0], out, true, &ep_merge, &why))
+    return error(StatusCode::kInternal) << why;
   ValueId x = ca.inputs[0], y = grp.outputs.at(0);
   if (L->linear) {  // W = pad(Wa) + pad(Wb), b = ba + bb
     s = group_step(g, grp, "conv2d_fused(re-parameterised)");
-    s.run = [=](const BufferTable& b) { cpu::conv2d_fused(L->p, b.f32(x), L->w.data(), L->bias.data(), ep_merge.bind(b), b.f32(y)); };
+    s.run = [=](const BufferTable& b) {
+      cpu::conv2d_fused(L->p, b.f32(x), L->w.data(), L->bias.data(), ep_merge.bind(b), b.f32(y));
+    };
     return Status();
   }
   s = group_step(g, grp, "conv2d_branch_merge");
   if (!build_epilogue(g, L->chain_a, ca.outputs[0], out, true, &ep_a, &why) ||
-      !build_epilogue(g, L->chain_b, cb.outputs[0], out, true, &ep_b, &why)) return error(StatusCode::kInternal) << why;
+      !build_epilogue(g, L->chain_b, cb.outputs[0], out, true, &ep_b, &why))
+    return error(StatusCode::kInternal) << why;
   s.run = [=](const BufferTable& b) {
-    cpu::conv2d_branch_merge(L->p, b.f32(x), L->w.data(), L->bias.data(), ep_a.bind(b), ep_b.bind(b), true, ep_merge.bind(b), b.f32(y));
+    cpu::conv2d_branch_merge(L->p, b.f32(x), L->w.data(), L->bias.data(), ep_a.bind(b), ep_b.bind(b), true,
+                             ep_merge.bind(b), b.f32(y));
   };
   return Status();
 }

@@ -24,7 +24,8 @@ std::vector<std::vector<int>> member_chains(const Graph& g, const FusionGroup& g
   std::vector<std::vector<int>> chains;
   std::set<int> used;
   for (int ni : grp.nodes) {
-    if (op_info(node_at(g, ni).op).pattern != PatternKind::kAnchor && node_at(g, ni).op != OpKind::kLayerNormalization) continue;
+    if (op_info(node_at(g, ni).op).pattern != PatternKind::kAnchor && node_at(g, ni).op != OpKind::kLayerNormalization)
+      continue;
     if (used.count(ni)) continue;
     std::vector<int> chain = {ni};
     used.insert(ni);
@@ -78,7 +79,8 @@ Status check_const(const Graph& g, const Node& n, size_t i) {
 
 // Sibling 1x1 convs of one input: one conv on the stacked weights [sum M_i, C, 1, 1] into a
 // scratch tile, then each member's rows are copied out through its own epilogue.
-Status lower_horizontal_conv(const Graph& g, const FusionGroup& grp, const std::vector<std::vector<int>>& chains, Step& s) {
+Status lower_horizontal_conv(const Graph& g, const FusionGroup& grp, const std::vector<std::vector<int>>& chains,
+                             Step& s) {
   s = group_step(g, grp, "conv2d_horizontal");
   const Node& first = node_at(g, chains[0][0]);
   cpu::ConvParams p = conv_params(g, first);
@@ -94,12 +96,15 @@ Status lower_horizontal_conv(const Graph& g, const FusionGroup& grp, const std::
     const Tensor& wt = g.value(n.inputs[1]).data;
     w->insert(w->end(), wt.f32(), wt.f32() + wt.numel());
     int64_t m = wt.shape()[0];
-    for (int64_t i = 0; i < m; ++i) bias->push_back(n.inputs.size() > 2 && n.inputs[2] != kNoValue ? g.value(n.inputs[2]).data.f32()[i] : 0.f);
+    for (int64_t i = 0; i < m; ++i)
+      bias->push_back(n.inputs.size() > 2 && n.inputs[2] != kNoValue ? g.value(n.inputs[2]).data.f32()[i] : 0.f);
     EpilogueTemplate t;
     std::string why;
     std::vector<int> tail(chain.begin() + 1, chain.end());
-    if (!build_epilogue(g, tail, n.outputs[0], g.value(n.outputs[0]).shape, true, &t, &why) || t.ep.tail != cpu::EpTail::kNone) {
-      return error(StatusCode::kUnsupported) << "horizontal conv member '" << n.name << "': " << (why.empty() ? "reducing tail" : why);
+    if (!build_epilogue(g, tail, n.outputs[0], g.value(n.outputs[0]).shape, true, &t, &why) ||
+        t.ep.tail != cpu::EpTail::kNone) {
+      return error(StatusCode::kUnsupported)
+             << "horizontal conv member '" << n.name << "': " << (why.empty() ? "reducing tail" : why);
     }
     eps.push_back(t);
     ys.push_back(node_at(g, chain.back()).outputs[0]);
@@ -197,13 +202,15 @@ Status lower_grouped(const Graph& g, const FusionGroup& grp, Step& s) {
     return Status();
   }
   s = group_step(g, grp, "gemm_grouped");
-  const int64_t m = g.value(first.outputs[0]).shape[0], n = g.value(first.outputs[0]).shape[1], k = g.value(first.inputs[0]).shape[1];
+  const int64_t m = g.value(first.outputs[0]).shape[0], n = g.value(first.outputs[0]).shape[1],
+                k = g.value(first.inputs[0]).shape[1];
   std::vector<FloatBuf> ws, bs;
   std::vector<ValueId> as, ys;
   std::vector<EpilogueTemplate> eps;
   for (const auto& chain : chains) {
     const Node& nd = node_at(g, chain[0]);
-    if (chain.size() != 1) return error(StatusCode::kInternal) << "grouped GEMM member '" << nd.name << "' has an epilogue chain";
+    if (chain.size() != 1)
+      return error(StatusCode::kInternal) << "grouped GEMM member '" << nd.name << "' has an epilogue chain";
     FUSERT_RETURN_IF_ERROR(check_const(g, nd, 1));
     FUSERT_RETURN_IF_ERROR(check_const(g, nd, 2));
     ws.push_back(std::make_shared<std::vector<float>>(weight_nk(g, nd)));
@@ -229,12 +236,13 @@ Status lower_grouped(const Graph& g, const FusionGroup& grp, Step& s) {
   return Status();
 }
 
-
 Status lower_attention(const Graph& g, const FusionGroup& grp, Step& s) {
   int softmax = -1;
-  for (int ni : grp.nodes) if (node_at(g, ni).op == OpKind::kSoftmax) softmax = ni;
+  for (int ni : grp.nodes)
+    if (node_at(g, ni).op == OpKind::kSoftmax) softmax = ni;
   AttentionMatch m;
-  if (softmax < 0 || !match_attention(g, softmax, &m)) return error(StatusCode::kInternal) << "attention pattern no longer matches";
+  if (softmax < 0 || !match_attention(g, softmax, &m))
+    return error(StatusCode::kInternal) << "attention pattern no longer matches";
   s = group_step(g, grp, "attention");
   cpu::AttentionParams p;
   p.batch = m.batch;

@@ -69,7 +69,8 @@ void plan_memory(const Graph& g, ExecutionPlan& plan) {
     slots[i].bytes = bytes;
     plan.naive_activation_bytes += align_up(bytes);
     bool output = root_is_output[i];
-    if (reads[i] > 0 && !output && !v.is_graph_input) plan.intermediate_bytes += bytes * (1 + static_cast<size_t>(reads[i]));
+    if (reads[i] > 0 && !output && !v.is_graph_input)
+      plan.intermediate_bytes += bytes * (1 + static_cast<size_t>(reads[i]));
     order.push_back(static_cast<ValueId>(i));
   }
   std::stable_sort(order.begin(), order.end(), [&](ValueId a, ValueId b) {
@@ -83,7 +84,8 @@ void plan_memory(const Graph& g, ExecutionPlan& plan) {
     std::vector<std::pair<size_t, size_t>> busy;
     for (ValueId p : placed) {
       const BufferSlot& o = slots[static_cast<size_t>(p)];
-      if (o.first_step <= b.last_step && b.first_step <= o.last_step) busy.emplace_back(o.offset, o.offset + align_up(o.bytes));
+      if (o.first_step <= b.last_step && b.first_step <= o.last_step)
+        busy.emplace_back(o.offset, o.offset + align_up(o.bytes));
     }
     std::sort(busy.begin(), busy.end());
     size_t need = align_up(b.bytes), best = SIZE_MAX, best_gap = SIZE_MAX, cursor = 0;

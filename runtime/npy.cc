@@ -63,15 +63,27 @@ Result<Tensor> read_npy(const std::string& path) {
   }
   size_t esize = 0;
   DType dt = DType::kF32;
-  if (descr == "<f4") { esize = 4; dt = DType::kF32; }
-  else if (descr == "<f8") { esize = 8; dt = DType::kF32; }
-  else if (descr == "<i8") { esize = 8; dt = DType::kI64; }
-  else if (descr == "<i4") { esize = 4; dt = DType::kI32; }
-  else if (descr == "|b1") { esize = 1; dt = DType::kBool; }
-  else return npy_error(path, "unsupported dtype '" + descr + "' (want <f4, <f8, <i8, <i4)");
+  if (descr == "<f4") {
+    esize = 4;
+    dt = DType::kF32;
+  } else if (descr == "<f8") {
+    esize = 8;
+    dt = DType::kF32;
+  } else if (descr == "<i8") {
+    esize = 8;
+    dt = DType::kI64;
+  } else if (descr == "<i4") {
+    esize = 4;
+    dt = DType::kI32;
+  } else if (descr == "|b1") {
+    esize = 1;
+    dt = DType::kBool;
+  } else
+    return npy_error(path, "unsupported dtype '" + descr + "' (want <f4, <f8, <i8, <i4)");
   int64_t count = 0;
   if (!checked_numel(shape, &count)) {
-    return npy_error(path, "shape " + shape_str(shape) + " exceeds " + std::to_string(kMaxTensorElements) + " elements");
+    return npy_error(path,
+                     "shape " + shape_str(shape) + " exceeds " + std::to_string(kMaxTensorElements) + " elements");
   }
   size_t n = static_cast<size_t>(count);
   size_t off = hstart + hlen;
@@ -93,11 +105,16 @@ Result<Tensor> read_npy(const std::string& path) {
 }
 
 Status write_npy(const std::string& path, const Tensor& t) {
-  const char* descr = t.dtype() == DType::kF32 ? "<f4" : t.dtype() == DType::kI64 ? "<i8" : t.dtype() == DType::kI32 ? "<i4" : t.dtype() == DType::kBool ? "|b1" : nullptr;
+  const char* descr = t.dtype() == DType::kF32    ? "<f4"
+                      : t.dtype() == DType::kI64  ? "<i8"
+                      : t.dtype() == DType::kI32  ? "<i4"
+                      : t.dtype() == DType::kBool ? "|b1"
+                                                  : nullptr;
   if (!descr) return error(StatusCode::kUnsupported) << "write_npy: dtype " << dtype_name(t.dtype());
   std::ostringstream h;
   h << "{'descr': '" << descr << "', 'fortran_order': False, 'shape': (";
-  for (size_t i = 0; i < t.shape().size(); ++i) h << t.shape()[i] << (t.shape().size() == 1 || i + 1 < t.shape().size() ? ", " : "");
+  for (size_t i = 0; i < t.shape().size(); ++i)
+    h << t.shape()[i] << (t.shape().size() == 1 || i + 1 < t.shape().size() ? ", " : "");
   h << "), }";
   std::string header = h.str();
   size_t total = 10 + header.size() + 1;

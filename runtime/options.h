@@ -14,13 +14,13 @@ namespace fusert {
 using TensorMap = std::map<std::string, Tensor>;
 
 struct SessionOptions {
-  std::string device = "cpu";  ///< "cpu" or "cuda" (cuda fails with a clear error without a GPU)
-  int threads = 0;             ///< CPU worker threads; 0 = all cores
-  std::string fusion = "all";  ///< "none", "all", or a comma list of vertical,horizontal,cross,compound
-  bool profile_guided = false; ///< time every op unfused once; hot ops drive vertical fusion first
-  std::string weights;         ///< safetensors path; empty = the model's own weights file if it declares one
-  bool seeded = false;         ///< ignore weights files and use seeded weights (models/FORMAT.md)
-  uint64_t seed = 0;           ///< seed for seeded weights
+  std::string device = "cpu";   ///< "cpu" or "cuda" (cuda fails with a clear error without a GPU)
+  int threads = 0;              ///< CPU worker threads; 0 = all cores
+  std::string fusion = "all";   ///< "none", "all", or a comma list of vertical,horizontal,cross,compound
+  bool profile_guided = false;  ///< time every op unfused once; hot ops drive vertical fusion first
+  std::string weights;          ///< safetensors path; empty = the model's own weights file if it declares one
+  bool seeded = false;          ///< ignore weights files and use seeded weights (models/FORMAT.md)
+  uint64_t seed = 0;            ///< seed for seeded weights
   /// Largest activation arena (bytes) a session may allocate per execution context; a model
   /// whose memory plan needs more fails to load with an error naming both sizes instead of
   /// attempting the allocation. Default 8 GiB.
@@ -33,42 +33,42 @@ struct SessionOptions {
   /// and largest weights file it may read; checked from the declared shapes and the file size
   /// before any weight is read, converted or seeded. Default 16 GiB.
   int64_t max_weight_bytes = int64_t{16} << 30;
-  std::string plan_for;        ///< testing: plan with this backend's cost model and capabilities
-                               ///< ("cpu" or "cuda"; empty = device) but run on `device`, e.g. the
-                               ///< CUDA plan's groups on the CPU kernels (the planner fuzzer)
+  std::string plan_for;  ///< testing: plan with this backend's cost model and capabilities
+                         ///< ("cpu" or "cuda"; empty = device) but run on `device`, e.g. the
+                         ///< CUDA plan's groups on the CPU kernels (the planner fuzzer)
   // CUDA backend (device "cuda")
-  bool cuda_graph = true;      ///< capture the plan once per input shape and replay it (CUDA Graphs)
-  bool tf32 = false;           ///< TF32 tensor-core math in cuBLASLt/cuDNN (off: exact fp32)
-  std::string dump_kernels;    ///< directory to write every generated kernel's .cu source (empty: none)
-  int register_budget = 0;     ///< CUDA: registers per thread a fused kernel may use (0: 32, full
-                               ///< occupancy on sm_90: 65536 registers / 2048 threads per SM)
-  bool plan_only = false;      ///< load, plan, generate and compile kernels, but do not touch a
-                               ///< device (run() then fails); for --explain without a GPU
+  bool cuda_graph = true;    ///< capture the plan once per input shape and replay it (CUDA Graphs)
+  bool tf32 = false;         ///< TF32 tensor-core math in cuBLASLt/cuDNN (off: exact fp32)
+  std::string dump_kernels;  ///< directory to write every generated kernel's .cu source (empty: none)
+  int register_budget = 0;   ///< CUDA: registers per thread a fused kernel may use (0: 32, full
+                             ///< occupancy on sm_90: 65536 registers / 2048 threads per SM)
+  bool plan_only = false;    ///< load, plan, generate and compile kernels, but do not touch a
+                             ///< device (run() then fails); for --explain without a GPU
 };
 
 /// What loading and planning produced; sizes in bytes, times in ms.
 struct SessionStats {
-  int64_t nodes = 0;                 ///< graph nodes after loading
-  int64_t kernels = 0;               ///< kernel launches per inference
-  int64_t intermediate_bytes = 0;    ///< bytes of intermediates written + read per inference
-  int64_t peak_activation_bytes = 0; ///< arena size after liveness-based reuse
-  int64_t naive_activation_bytes = 0;///< sum of all activations without reuse
+  int64_t nodes = 0;                   ///< graph nodes after loading
+  int64_t kernels = 0;                 ///< kernel launches per inference
+  int64_t intermediate_bytes = 0;      ///< bytes of intermediates written + read per inference
+  int64_t peak_activation_bytes = 0;   ///< arena size after liveness-based reuse
+  int64_t naive_activation_bytes = 0;  ///< sum of all activations without reuse
   double load_ms = 0;
-  double plan_ms = 0;                ///< canonicalisation + fusion planning + lowering + memory planning
-  double fusion_plan_ms = 0;         ///< the fusion planner alone
-  double canonicalize_ms = 0;        ///< graph passes (constant folding, BN folding, ...)
-  std::vector<std::string> pass_log; ///< canonicalisation passes that changed the graph
-  std::string weights_source;        ///< file path or "seeded (seed N)"
-  int64_t weight_bytes = 0;          ///< bytes of weights and constants the plan reads
+  double plan_ms = 0;                 ///< canonicalisation + fusion planning + lowering + memory planning
+  double fusion_plan_ms = 0;          ///< the fusion planner alone
+  double canonicalize_ms = 0;         ///< graph passes (constant folding, BN folding, ...)
+  std::vector<std::string> pass_log;  ///< canonicalisation passes that changed the graph
+  std::string weights_source;         ///< file path or "seeded (seed N)"
+  int64_t weight_bytes = 0;           ///< bytes of weights and constants the plan reads
   // CUDA backend
-  std::string device_name;           ///< e.g. "NVIDIA H200 (sm_90)"; empty on the CPU
-  int64_t generated_kernels = 0;     ///< distinct NVRTC-compiled kernels of the plan
-  int64_t library_calls = 0;         ///< cuDNN / cuBLASLt launches per inference
-  int64_t host_fallback_steps = 0;   ///< steps run on the CPU inside a CUDA plan (copies around them)
-  double compile_ms = 0;             ///< NVRTC + nvJitLink time at load (0 when all cached)
-  bool cuda_graph = false;           ///< runs replay a captured CUDA Graph
-  double last_run_device_ms = 0;     ///< CUDA: the last run's plan time by CUDA events, excluding
-                                     ///< input/output copies; CPU: the last run's wall time
+  std::string device_name;          ///< e.g. "NVIDIA H200 (sm_90)"; empty on the CPU
+  int64_t generated_kernels = 0;    ///< distinct NVRTC-compiled kernels of the plan
+  int64_t library_calls = 0;        ///< cuDNN / cuBLASLt launches per inference
+  int64_t host_fallback_steps = 0;  ///< steps run on the CPU inside a CUDA plan (copies around them)
+  double compile_ms = 0;            ///< NVRTC + nvJitLink time at load (0 when all cached)
+  bool cuda_graph = false;          ///< runs replay a captured CUDA Graph
+  double last_run_device_ms = 0;    ///< CUDA: the last run's plan time by CUDA events, excluding
+                                    ///< input/output copies; CPU: the last run's wall time
 };
 
 }  // namespace fusert

@@ -14,8 +14,8 @@
 #include "graph/fusion/planner.h"
 #include "graph/passes/pass.h"
 #include "kernels/cpu/cpu_kernels.h"
-#include "runtime/lower_fused.h"
 #include "runtime/executor.h"
+#include "runtime/lower_fused.h"
 #include "runtime/memory_planner.h"
 #include "runtime/weights.h"
 
@@ -44,8 +44,9 @@ Status bind_weights(ModelSpec& m, const SessionOptions& o, std::string* source) 
   }
   if (o.weights.empty() && !file_exists(path)) {
     return error(StatusCode::kNotFound) << path << ": weights file of model '" << g.name << "' not found"
-           << (m.weights_fetch.empty() ? std::string() : "; create it with: " + m.weights_fetch)
-           << " (or pass --seeded to run with seeded weights)";
+                                        << (m.weights_fetch.empty() ? std::string()
+                                                                    : "; create it with: " + m.weights_fetch)
+                                        << " (or pass --seeded to run with seeded weights)";
   }
   FUSERT_RETURN_IF_ERROR(bind_weights_from_file(g, path, m.weights_ignore));
   *source = path;
@@ -56,11 +57,12 @@ Status bind_weights(ModelSpec& m, const SessionOptions& o, std::string* source) 
 // weights file's size, before any weight is read or seeded and before the arena is sized.
 Status check_limit_options(const SessionOptions& o) {
   if (o.max_tensor_elements <= 0 || o.max_tensor_elements > kMaxTensorElements) {
-    return error(StatusCode::kInvalidArgument) << "SessionOptions::max_tensor_elements must be in 1.." << kMaxTensorElements
-                                               << ", got " << o.max_tensor_elements;
+    return error(StatusCode::kInvalidArgument) << "SessionOptions::max_tensor_elements must be in 1.."
+                                               << kMaxTensorElements << ", got " << o.max_tensor_elements;
   }
   if (o.max_weight_bytes < 0 || o.max_activation_bytes < 0) {
-    return error(StatusCode::kInvalidArgument) << "SessionOptions::max_weight_bytes and max_activation_bytes must be >= 0";
+    return error(StatusCode::kInvalidArgument)
+           << "SessionOptions::max_weight_bytes and max_activation_bytes must be >= 0";
   }
   return Status();
 }
@@ -72,15 +74,16 @@ Status check_size_limits(const ModelSpec& m, const SessionOptions& o, const std:
     if (!v.shape_known) continue;
     int64_t n = 0;
     if (!checked_numel(v.shape, &n) || n > o.max_tensor_elements) {
-      return error(StatusCode::kInvalidArgument) << v.loc.str() << ": tensor '" << v.name << "' " << shape_str(v.shape)
-             << " has " << shape_numel(v.shape) << " elements, more than SessionOptions::max_tensor_elements ("
-             << o.max_tensor_elements << ")";
+      return error(StatusCode::kInvalidArgument)
+             << v.loc.str() << ": tensor '" << v.name << "' " << shape_str(v.shape) << " has " << shape_numel(v.shape)
+             << " elements, more than SessionOptions::max_tensor_elements (" << o.max_tensor_elements << ")";
     }
     if (v.is_initializer) {
       const int64_t bytes = n * static_cast<int64_t>(dtype_size(v.dtype));
       weight_bytes = bytes > o.max_weight_bytes - weight_bytes ? o.max_weight_bytes + 1 : weight_bytes + bytes;
       if (weight_bytes > o.max_weight_bytes) {
-        return error(StatusCode::kInvalidArgument) << model_path << ": the weights and constants declared up to '" << v.name
+        return error(StatusCode::kInvalidArgument)
+               << model_path << ": the weights and constants declared up to '" << v.name
                << "' need more than SessionOptions::max_weight_bytes (" << o.max_weight_bytes << " bytes)";
       }
     }
@@ -89,8 +92,9 @@ Status check_size_limits(const ModelSpec& m, const SessionOptions& o, const std:
   std::error_code ec;
   const auto file_bytes = path.empty() ? 0 : std::filesystem::file_size(path, ec);
   if (!path.empty() && !ec && file_bytes > static_cast<uintmax_t>(o.max_weight_bytes)) {
-    return error(StatusCode::kInvalidArgument) << path << ": weights file of " << file_bytes
-           << " bytes, more than SessionOptions::max_weight_bytes (" << o.max_weight_bytes << ")";
+    return error(StatusCode::kInvalidArgument)
+           << path << ": weights file of " << file_bytes << " bytes, more than SessionOptions::max_weight_bytes ("
+           << o.max_weight_bytes << ")";
   }
   return Status();
 }
@@ -112,7 +116,8 @@ Result<std::unique_ptr<Session>> Session::load(const std::string& model_path, co
   try {
     return load_impl(model_path, options);
   } catch (const std::bad_alloc&) {
-    return error(StatusCode::kIoError) << model_path << ": out of memory while loading (weights or plan too large for this machine)";
+    return error(StatusCode::kIoError) << model_path
+                                       << ": out of memory while loading (weights or plan too large for this machine)";
   }
 }
 
@@ -121,11 +126,13 @@ Result<std::unique_ptr<Session>> Session::load_impl(const std::string& model_pat
   FUSERT_ASSIGN_OR_RETURN(s->backend_, create_backend(options));
   FusionOptions fopt;
   std::string why;
-  if (!parse_fusion_mode(options.fusion, &fopt, &why)) return error(StatusCode::kInvalidArgument) << "--fusion: " << why;
+  if (!parse_fusion_mode(options.fusion, &fopt, &why))
+    return error(StatusCode::kInvalidArgument) << "--fusion: " << why;
   if (!options.plan_for.empty() && options.plan_for != "cpu" && options.plan_for != "cuda") {
     return error(StatusCode::kInvalidArgument) << "unknown plan backend '" << options.plan_for << "' (cpu, cuda)";
   }
-  if (options.threads < 0) return error(StatusCode::kInvalidArgument) << "threads must be >= 0, got " << options.threads;
+  if (options.threads < 0)
+    return error(StatusCode::kInvalidArgument) << "threads must be >= 0, got " << options.threads;
   FUSERT_RETURN_IF_ERROR(check_limit_options(options));
   // Without a device, fail before planning unless only the plan is wanted (plan_only: the CUDA
   // plan with register counts can be shown on a machine without a GPU).
@@ -159,9 +166,9 @@ Result<std::unique_ptr<Session>> Session::load_impl(const std::string& model_pat
   FUSERT_ASSIGN_OR_RETURN(s->plan_.steps, s->backend_->lower(g, s->fusion_));
   plan_memory(g, s->plan_);
   if (static_cast<int64_t>(s->plan_.arena_bytes) > options.max_activation_bytes) {
-    return error(StatusCode::kInvalidArgument) << model_path << ": the activations need " << s->plan_.arena_bytes
-                                               << " bytes, more than SessionOptions::max_activation_bytes ("
-                                               << options.max_activation_bytes << ")";
+    return error(StatusCode::kInvalidArgument)
+           << model_path << ": the activations need " << s->plan_.arena_bytes
+           << " bytes, more than SessionOptions::max_activation_bytes (" << options.max_activation_bytes << ")";
   }
   s->stats_.plan_ms = ms_since(t1);
   s->stats_.fusion_plan_ms = s->fusion_.plan_ms;
@@ -172,7 +179,8 @@ Result<std::unique_ptr<Session>> Session::load_impl(const std::string& model_pat
   s->stats_.intermediate_bytes = static_cast<int64_t>(s->plan_.intermediate_bytes);
   s->stats_.peak_activation_bytes = static_cast<int64_t>(s->plan_.arena_bytes);
   s->stats_.naive_activation_bytes = static_cast<int64_t>(s->plan_.naive_activation_bytes);
-  for (const Value& v : g.values) s->stats_.weight_bytes += v.is_initializer ? static_cast<int64_t>(v.data.nbytes()) : 0;
+  for (const Value& v : g.values)
+    s->stats_.weight_bytes += v.is_initializer ? static_cast<int64_t>(v.data.nbytes()) : 0;
   s->backend_->fill_stats(&s->stats_);
   if (!options.plan_only) FUSERT_RETURN_IF_ERROR(s->init_device());
   return s;
@@ -192,7 +200,8 @@ size_t Session::execution_contexts() const { return backend_->execution_contexts
 // Runs the canonicalised graph unfused once and returns each node's time in ms.
 Result<std::map<std::string, double>> Session::profile_unfused() const {
   Graph g = model_.graph;
-  for (Value& v : g.values) if (!v.data.empty()) v.data = v.data.clone();  // passes may fold in place
+  for (Value& v : g.values)
+    if (!v.data.empty()) v.data = v.data.clone();  // passes may fold in place
   FUSERT_ASSIGN_OR_RETURN(auto log, run_canonicalize(g, false));
   FusionOptions none;
   none.enabled.clear();
@@ -210,7 +219,8 @@ Result<std::map<std::string, double>> Session::profile_unfused() const {
 
 Result<TensorMap> Session::run(const TensorMap& inputs) {
   if (!backend_->ready()) {
-    return error(StatusCode::kDeviceError) << "--device " << backend_->name() << ": the session has no device (plan only)";
+    return error(StatusCode::kDeviceError)
+           << "--device " << backend_->name() << ": the session has no device (plan only)";
   }
   RunInfo info;
   FUSERT_ASSIGN_OR_RETURN(TensorMap out, backend_->run(inputs, &info));
@@ -230,9 +240,12 @@ TensorMap Session::seeded_inputs(uint64_t seed) const {
     } else {  // integer inputs (token ids, masks): all ones, valid for both (models/FORMAT.md)
       Tensor t(v.dtype, v.shape);
       for (int64_t i = 0; i < t.numel(); ++i) {
-        if (v.dtype == DType::kI64) t.i64()[i] = 1;
-        else if (v.dtype == DType::kI32) static_cast<int32_t*>(t.raw())[i] = 1;
-        else if (v.dtype == DType::kBool) static_cast<uint8_t*>(t.raw())[i] = 1;
+        if (v.dtype == DType::kI64)
+          t.i64()[i] = 1;
+        else if (v.dtype == DType::kI32)
+          static_cast<int32_t*>(t.raw())[i] = 1;
+        else if (v.dtype == DType::kBool)
+          static_cast<uint8_t*>(t.raw())[i] = 1;
       }
       m.emplace(v.name, t);
     }

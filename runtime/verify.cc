@@ -23,7 +23,10 @@ class MapTable : public BufferTable {
     return t.raw();
   }
   float* f32(ValueId id) const override { return static_cast<float*>(raw(id)); }
-  Tensor& tensor(ValueId id) { raw(id); return bufs_[static_cast<size_t>(id)]; }
+  Tensor& tensor(ValueId id) {
+    raw(id);
+    return bufs_[static_cast<size_t>(id)];
+  }
   void set(ValueId id, Tensor t) { bufs_[static_cast<size_t>(id)] = std::move(t); }
 
  private:
@@ -72,7 +75,10 @@ Result<std::vector<GroupCheck>> verify_groups(Session& s, const TensorMap& input
       const Tensor& b = ref.tensor(o);
       for (int64_t i = 0; i < a.numel() && a.dtype() == DType::kF32; ++i) {
         double x = a.f32()[i], y = b.f32()[i];
-        if (std::isfinite(x) != std::isfinite(y) || std::isnan(x) != std::isnan(y)) { c.nan_mismatch = true; continue; }
+        if (std::isfinite(x) != std::isfinite(y) || std::isnan(x) != std::isnan(y)) {
+          c.nan_mismatch = true;
+          continue;
+        }
         if (!std::isfinite(x)) continue;
         c.max_abs = std::max(c.max_abs, std::fabs(x - y));
         num += (x - y) * (x - y);

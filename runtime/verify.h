@@ -9,11 +9,11 @@
 namespace fusert {
 
 struct GroupCheck {
-  std::string group;     ///< step name, e.g. "vertical:layer1.0.conv1+1"
-  std::string kernel;    ///< fused kernel used
+  std::string group;   ///< step name, e.g. "vertical:layer1.0.conv1+1"
+  std::string kernel;  ///< fused kernel used
   int nodes = 0;
-  double max_abs = 0;    ///< max |fused - unfused| over the group's outputs
-  double rel_l2 = 0;     ///< ||fused - unfused|| / ||unfused||
+  double max_abs = 0;         ///< max |fused - unfused| over the group's outputs
+  double rel_l2 = 0;          ///< ||fused - unfused|| / ||unfused||
   bool nan_mismatch = false;  ///< NaN/Inf in one path but not the other
 };
 

@@ -54,7 +54,10 @@ float half_to_float(uint16_t h) {
       bits = sign;
     } else {  // subnormal: normalise
       int e = -1;
-      do { ++e; mant <<= 1; } while ((mant & 0x400) == 0);
+      do {
+        ++e;
+        mant <<= 1;
+      } while ((mant & 0x400) == 0);
       bits = sign | static_cast<uint32_t>(127 - 15 - e) << 23 | (mant & 0x3ff) << 13;
     }
   } else if (exp == 31) {
@@ -74,8 +77,8 @@ float bf16_to_float(uint16_t h) {
   return f;
 }
 
-Status parse_entry(const std::string& path, const std::string& name, const nlohmann::json& e,
-                   const uint8_t* data, size_t data_size, Tensor* out) {
+Status parse_entry(const std::string& path, const std::string& name, const nlohmann::json& e, const uint8_t* data,
+                   size_t data_size, Tensor* out) {
   auto bad = [&](const std::string& what) -> Status {
     return error(StatusCode::kParseError) << path << ": tensor '" << name << "': " << what;
   };
@@ -88,11 +91,13 @@ Status parse_entry(const std::string& path, const std::string& name, const nlohm
   if (offs.size() != 2 || offs[0] > offs[1] || offs[1] > data_size) {
     return bad("data_offsets outside the data section (file truncated?)");
   }
-  for (int64_t d : shape) if (d < 0) return bad("negative dimension");
+  for (int64_t d : shape)
+    if (d < 0) return bad("negative dimension");
   size_t esize = dtype == "F32" ? 4 : (dtype == "F16" || dtype == "BF16") ? 2 : (dtype == "I64" ? 8 : 0);
   if (esize == 0) return bad("unsupported dtype " + dtype + " (F32, F16, BF16, I64)");
   int64_t count = 0;
-  if (!checked_numel(shape, &count)) return bad("shape " + shape_str(shape) + " exceeds " + std::to_string(kMaxTensorElements) + " elements");
+  if (!checked_numel(shape, &count))
+    return bad("shape " + shape_str(shape) + " exceeds " + std::to_string(kMaxTensorElements) + " elements");
   size_t n = static_cast<size_t>(count);
   if (offs[1] - offs[0] != n * esize) {
     return bad("shape " + shape_str(shape) + " needs " + std::to_string(n * esize) + " bytes, data_offsets give " +
@@ -123,7 +128,9 @@ Status parse_entry(const std::string& path, const std::string& name, const nlohm
 Result<std::map<std::string, Tensor>> read_safetensors(const std::string& path) {
   MappedFile f;
   FUSERT_RETURN_IF_ERROR(f.open(path));
-  if (f.size() < 8) return error(StatusCode::kParseError) << path << ": truncated safetensors file (" << f.size() << " bytes, no header)";
+  if (f.size() < 8)
+    return error(StatusCode::kParseError)
+           << path << ": truncated safetensors file (" << f.size() << " bytes, no header)";
   uint64_t hlen = 0;
   std::memcpy(&hlen, f.bytes(), 8);
   if (hlen > f.size() - 8) {
@@ -157,8 +164,10 @@ Status write_safetensors(const std::string& path, const std::map<std::string, Te
   nlohmann::json header = nlohmann::json::object();
   uint64_t offset = 0;
   for (const auto& [name, t] : tensors) {
-    if (t.dtype() != DType::kF32 && t.dtype() != DType::kI64) return error(StatusCode::kUnsupported) << "write_safetensors: " << name;
-    header[name] = {{"dtype", t.dtype() == DType::kF32 ? "F32" : "I64"}, {"shape", t.shape()},
+    if (t.dtype() != DType::kF32 && t.dtype() != DType::kI64)
+      return error(StatusCode::kUnsupported) << "write_safetensors: " << name;
+    header[name] = {{"dtype", t.dtype() == DType::kF32 ? "F32" : "I64"},
+                    {"shape", t.shape()},
                     {"data_offsets", {offset, offset + t.nbytes()}}};
     offset += t.nbytes();
   }
@@ -169,7 +178,8 @@ Status write_safetensors(const std::string& path, const std::map<std::string, Te
   uint64_t hlen = h.size();
   f.write(reinterpret_cast<const char*>(&hlen), 8);
   f.write(h.data(), static_cast<std::streamsize>(h.size()));
-  for (const auto& kv : tensors) f.write(static_cast<const char*>(kv.second.raw()), static_cast<std::streamsize>(kv.second.nbytes()));
+  for (const auto& kv : tensors)
+    f.write(static_cast<const char*>(kv.second.raw()), static_cast<std::streamsize>(kv.second.nbytes()));
   if (!f) return error(StatusCode::kIoError) << path << ": write failed";
   return Status();
 }
@@ -183,12 +193,27 @@ Tensor seeded_tensor(const std::string& name, const Shape& shape, InitKind init,
   int64_t fan_in = 1;
   for (size_t i = 1; i < shape.size(); ++i) fan_in *= shape[i];
   switch (init) {
-    case InitKind::kKaiming: hi = std::sqrt(3.0 / static_cast<double>(std::max<int64_t>(fan_in, 1))); lo = -hi; break;
-    case InitKind::kUniform: break;
-    case InitKind::kBnScale: case InitKind::kBnVar: lo = 0.5; hi = 1.5; break;
-    case InitKind::kInput: lo = -1.0; hi = 1.0; break;
-    case InitKind::kZeros: lo = hi = 0.0; break;
-    case InitKind::kOnes: lo = hi = 1.0; break;
+    case InitKind::kKaiming:
+      hi = std::sqrt(3.0 / static_cast<double>(std::max<int64_t>(fan_in, 1)));
+      lo = -hi;
+      break;
+    case InitKind::kUniform:
+      break;
+    case InitKind::kBnScale:
+    case InitKind::kBnVar:
+      lo = 0.5;
+      hi = 1.5;
+      break;
+    case InitKind::kInput:
+      lo = -1.0;
+      hi = 1.0;
+      break;
+    case InitKind::kZeros:
+      lo = hi = 0.0;
+      break;
+    case InitKind::kOnes:
+      lo = hi = 1.0;
+      break;
   }
   Tensor t(DType::kF32, shape);
   float* p = t.f32();
@@ -215,16 +240,21 @@ Status bind_weights_from_file(Graph& g, const std::string& path, const std::vect
     if (v.is_constant) continue;
     auto it = tensors.find(v.name);
     if (it == tensors.end()) {
-      if (count >= kMaxListed) { ++count; continue; }
+      if (count >= kMaxListed) {
+        ++count;
+        continue;
+      }
       problems << "\n  missing: '" << v.name << "' " << shape_str(v.shape);
       ++count;
       continue;
     }
     if (it->second.dtype() != DType::kF32) {
-      problems << "\n  wrong dtype: '" << v.name << "' is " << dtype_name(it->second.dtype()) << ", expected a float type";
+      problems << "\n  wrong dtype: '" << v.name << "' is " << dtype_name(it->second.dtype())
+               << ", expected a float type";
       ++count;
     } else if (it->second.shape() != v.shape) {
-      problems << "\n  wrong shape: '" << v.name << "' expected " << shape_str(v.shape) << ", got " << shape_str(it->second.shape());
+      problems << "\n  wrong shape: '" << v.name << "' expected " << shape_str(v.shape) << ", got "
+               << shape_str(it->second.shape());
       ++count;
     } else {
       v.data = it->second;
@@ -235,13 +265,18 @@ Status bind_weights_from_file(Graph& g, const std::string& path, const std::vect
     bool ignored = false;
     for (const std::string& pat : ignore) ignored |= fnmatch(pat.c_str(), kv.first.c_str(), 0) == 0;
     if (ignored) continue;
-    if (count >= kMaxListed) { ++count; continue; }
-    problems << "\n  extra: '" << kv.first << "' " << shape_str(kv.second.shape()) << " is not used by model '" << g.name << "'";
+    if (count >= kMaxListed) {
+      ++count;
+      continue;
+    }
+    problems << "\n  extra: '" << kv.first << "' " << shape_str(kv.second.shape()) << " is not used by model '"
+             << g.name << "'";
     ++count;
   }
   if (count > kMaxListed) problems << "\n  ... and " << count - kMaxListed << " more";
   if (count) {
-    return error(StatusCode::kInvalidArgument) << path << ": " << count << " weight problem(s) for model '" << g.name << "':" << problems.str();
+    return error(StatusCode::kInvalidArgument)
+           << path << ": " << count << " weight problem(s) for model '" << g.name << "':" << problems.str();
   }
   return Status();
 }

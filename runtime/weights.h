@@ -5,8 +5,8 @@
 #include <map>
 #include <string>
 
-#include "graph/ir.h"
 #include "graph/base/status.h"
+#include "graph/ir.h"
 
 namespace fusert {
 

@@ -54,12 +54,16 @@ Status bench_model(const std::string& path, int runs, const SessionOptions& base
   for (int i = 0; i < runs + 2; ++i) {
     FUSERT_ASSIGN_OR_RETURN(double x, time_once(*a, in));
     FUSERT_ASSIGN_OR_RETURN(double y, time_once(*b, in));
-    if (i >= 2) { ta.push_back(x); tb.push_back(y); }  // 2 warm-up rounds
+    if (i >= 2) {
+      ta.push_back(x);
+      tb.push_back(y);
+    }  // 2 warm-up rounds
   }
   double ma = median(ta), mb = median(tb);
   std::printf("%-20s %8lld %8lld %12.2f %12.2f %8.2fx %10.2f %8.3f\n", a->graph().name.c_str(),
               static_cast<long long>(a->stats().kernels), static_cast<long long>(b->stats().kernels), ma, mb, ma / mb,
-              static_cast<double>(b->stats().intermediate_bytes) / static_cast<double>(std::max<int64_t>(a->stats().intermediate_bytes, 1)),
+              static_cast<double>(b->stats().intermediate_bytes) /
+                  static_cast<double>(std::max<int64_t>(a->stats().intermediate_bytes, 1)),
               b->stats().fusion_plan_ms);
   return Status();
 }
@@ -71,18 +75,24 @@ int main(int argc, char** argv) {
   SessionOptions base;
   std::vector<std::string> models;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) runs = std::max(1, std::atoi(argv[++i]));
-    else if (!std::strcmp(argv[i], "--device") && i + 1 < argc) base.device = argv[++i];
-    else if (!std::strcmp(argv[i], "--no-cuda-graph")) base.cuda_graph = false;
-    else if (!std::strcmp(argv[i], "--tf32")) base.tf32 = true;
+    if (!std::strcmp(argv[i], "--runs") && i + 1 < argc)
+      runs = std::max(1, std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--device") && i + 1 < argc)
+      base.device = argv[++i];
+    else if (!std::strcmp(argv[i], "--no-cuda-graph"))
+      base.cuda_graph = false;
+    else if (!std::strcmp(argv[i], "--tf32"))
+      base.tf32 = true;
     else if (!std::strcmp(argv[i], "--help")) {
-      std::puts("usage: bench [--runs N] [--device cpu|cuda] [--no-cuda-graph] [--tf32] [model.yaml ...]\n"
-                "  (default: every zoo model, seeded weights, CPU)");
+      std::puts(
+          "usage: bench [--runs N] [--device cpu|cuda] [--no-cuda-graph] [--tf32] [model.yaml ...]\n"
+          "  (default: every zoo model, seeded weights, CPU)");
       return 0;
     } else if (argv[i][0] == '-') {
       std::fprintf(stderr, "bench: unknown option '%s' (see --help)\n", argv[i]);
       return 2;
-    } else models.push_back(argv[i]);
+    } else
+      models.push_back(argv[i]);
   }
   if (base.device != "cpu" && base.device != "cuda") {
     std::fprintf(stderr, "bench: --device: expected cpu or cuda, got '%s'\n", base.device.c_str());
@@ -90,14 +100,15 @@ int main(int argc, char** argv) {
   }
   const bool cuda = base.device == "cuda";
   if (models.empty()) {
-    for (const char* m : {"resnet18", "resnet50", "mobilenet_v2", "efficientnet_lite0", "branch_merge", "bert_base_layer",
-                          "minilm_l6", "multitask_heads", "transformer_block"}) {
+    for (const char* m : {"resnet18", "resnet50", "mobilenet_v2", "efficientnet_lite0", "branch_merge",
+                          "bert_base_layer", "minilm_l6", "multitask_heads", "transformer_block"}) {
       models.push_back(std::string(FUSERT_SOURCE_DIR) + "/models/" + m + ".yaml");
     }
   }
   if (cuda) {
-    std::printf("CUDA latency (CUDA events around the plan, %s%s), median of %d interleaved runs (seeded weights and inputs)\n",
-                base.cuda_graph ? "CUDA Graphs" : "no CUDA Graphs", base.tf32 ? ", TF32" : "", runs);
+    std::printf(
+        "CUDA latency (CUDA events around the plan, %s%s), median of %d interleaved runs (seeded weights and inputs)\n",
+        base.cuda_graph ? "CUDA Graphs" : "no CUDA Graphs", base.tf32 ? ", TF32" : "", runs);
   } else {
     std::printf("CPU latency, median of %d interleaved runs (seeded weights and inputs)\n", runs);
   }

@@ -17,8 +17,8 @@ Status print_verify(Session& s, const TensorMap& inputs) {
   for (const GroupCheck& c : checks) {
     bool ok = !c.nan_mismatch && c.rel_l2 <= 1e-4;
     bad += ok ? 0 : 1;
-    std::printf("  %-48.48s %-30.30s %5d %12.3e %12.3e%s\n", c.group.c_str(), c.kernel.c_str(), c.nodes, c.max_abs, c.rel_l2,
-                ok ? "" : (c.nan_mismatch ? "  NaN/Inf MISMATCH" : "  EXCEEDS 1e-4"));
+    std::printf("  %-48.48s %-30.30s %5d %12.3e %12.3e%s\n", c.group.c_str(), c.kernel.c_str(), c.nodes, c.max_abs,
+                c.rel_l2, ok ? "" : (c.nan_mismatch ? "  NaN/Inf MISMATCH" : "  EXCEEDS 1e-4"));
   }
   if (bad) return error(StatusCode::kInternal) << bad << " fused group(s) disagree with the unfused path";
   std::printf("verify: all groups within relative L2 1e-4\n");
@@ -27,8 +27,10 @@ Status print_verify(Session& s, const TensorMap& inputs) {
 
 Status print_ablation(const InferOptions& o, const TensorMap& inputs) {
   const char* modes[] = {"none", "vertical", "horizontal", "cross", "compound", "all"};
-  std::printf("ablation (%s, %d run%s each after %d warm-up):\n", o.model.c_str(), o.runs, o.runs == 1 ? "" : "s", o.warmup);
-  std::printf("  %-11s %8s %16s %14s %12s %12s\n", "fusion", "kernels", "intermediate B", "peak B", "latency ms", "max |err|");
+  std::printf("ablation (%s, %d run%s each after %d warm-up):\n", o.model.c_str(), o.runs, o.runs == 1 ? "" : "s",
+              o.warmup);
+  std::printf("  %-11s %8s %16s %14s %12s %12s\n", "fusion", "kernels", "intermediate B", "peak B", "latency ms",
+              "max |err|");
   Tensor reference;
   std::string first_output;
   for (const char* mode : modes) {
@@ -36,7 +38,9 @@ Status print_ablation(const InferOptions& o, const TensorMap& inputs) {
     so.fusion = mode;
     FUSERT_ASSIGN_OR_RETURN(auto s, Session::load(o.model, so));
     TensorMap out;
-    for (int i = 0; i < o.warmup; ++i) { FUSERT_ASSIGN_OR_RETURN(out, s->run(inputs)); }
+    for (int i = 0; i < o.warmup; ++i) {
+      FUSERT_ASSIGN_OR_RETURN(out, s->run(inputs));
+    }
     std::vector<double> times;
     for (int i = 0; i < o.runs; ++i) {
       auto t0 = std::chrono::steady_clock::now();

@@ -9,9 +9,9 @@
 
 #include "apps/infer/analysis.h"
 #include "apps/infer/options.h"
-#include "graph/fusion/explain.h"
 #include "apps/infer/report.h"
 #include "apps/infer/text.h"
+#include "graph/fusion/explain.h"
 #include "graph/printer.h"
 #include "runtime/image.h"
 #include "runtime/npy.h"
@@ -29,7 +29,8 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 void list_ops() {
   for (int k = 0; k < static_cast<int>(OpKind::kCount); ++k) {
     const OpInfo& o = op_info(static_cast<OpKind>(k));
-    std::printf("%-20s %-11s inputs %d..%d  %s\n", o.name, pattern_kind_name(o.pattern), o.min_inputs, o.max_inputs, o.doc);
+    std::printf("%-20s %-11s inputs %d..%d  %s\n", o.name, pattern_kind_name(o.pattern), o.min_inputs, o.max_inputs,
+                o.doc);
     for (const AttrSchema& a : o.attrs) {
       std::printf("    %-16s %-6s %s\n", a.name.c_str(), attr_type_name(a.type),
                   a.required ? "required" : ("default " + attr_to_string(a.default_value)).c_str());
@@ -46,22 +47,27 @@ Result<TensorMap> make_inputs(const InferOptions& o, const Session& s) {
   if (ends_with(o.input, ".npy")) {
     FUSERT_ASSIGN_OR_RETURN(Tensor t, read_npy(o.input));
     if (t.shape() != in.shape || t.dtype() != in.dtype) {
-      return error(StatusCode::kShapeMismatch) << o.input << ": input '" << in.name << "' of model '" << s.graph().name
-             << "' expects " << dtype_name(in.dtype) << " " << shape_str(in.shape) << ", the file holds "
-             << dtype_name(t.dtype()) << " " << shape_str(t.shape())
+      return error(StatusCode::kShapeMismatch)
+             << o.input << ": input '" << in.name << "' of model '" << s.graph().name << "' expects "
+             << dtype_name(in.dtype) << " " << shape_str(in.shape) << ", the file holds " << dtype_name(t.dtype())
+             << " " << shape_str(t.shape())
              << (s.graph().inputs.size() > 1 ? " (--input feeds the first graph input only)" : "");
     }
     std::printf("input: %s %s\n", o.input.c_str(), shape_str(t.shape()).c_str());
     return TensorMap{{in.name, t}};
   }
   if (!s.model().preprocess.present) {
-    return error(StatusCode::kInvalidArgument) << o.input << ": model '" << s.graph().name
+    return error(StatusCode::kInvalidArgument)
+           << o.input << ": model '" << s.graph().name
            << "' declares no image preprocessing; pass a .npy tensor of shape " << shape_str(in.shape);
   }
   FUSERT_ASSIGN_OR_RETURN(Tensor img, decode_image(o.input));
-  std::printf("input: %s (%lldx%lld)\n", o.input.c_str(), static_cast<long long>(img.shape()[1]), static_cast<long long>(img.shape()[0]));
+  std::printf("input: %s (%lldx%lld)\n", o.input.c_str(), static_cast<long long>(img.shape()[1]),
+              static_cast<long long>(img.shape()[0]));
   auto x = preprocess_image(img, s.model().preprocess);
-  if (!x.ok()) return error(x.status().code()) << o.input << ": " << x.status().message() << " (preprocess of " << s.model().path << ")";
+  if (!x.ok())
+    return error(x.status().code()) << o.input << ": " << x.status().message() << " (preprocess of " << s.model().path
+                                    << ")";
   return TensorMap{{in.name, *x}};
 }
 
@@ -89,7 +95,8 @@ Status compare_with_cpu(const InferOptions& o, const TensorMap& inputs, const Te
     if (t.dtype() != DType::kF32) {  // integer/bool outputs must match exactly
       const bool same = t.nbytes() == got.nbytes() && std::memcmp(t.raw(), got.raw(), t.nbytes()) == 0;
       ok &= same;
-      std::printf("cuda vs cpu: exact match %s for output '%s' (%s)\n", same ? "yes" : "NO", name.c_str(), dtype_name(t.dtype()));
+      std::printf("cuda vs cpu: exact match %s for output '%s' (%s)\n", same ? "yes" : "NO", name.c_str(),
+                  dtype_name(t.dtype()));
       continue;
     }
     double num = 0, den = 0, max_abs = 0;
@@ -102,8 +109,8 @@ Status compare_with_cpu(const InferOptions& o, const TensorMap& inputs, const Te
     double rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
     bool pass = rel <= bound && std::isfinite(rel);
     ok &= pass;
-    std::printf("cuda vs cpu: rel L2 %.3g, max abs %.3g (bound %.0e) for output '%s': %s\n", rel, max_abs, bound, name.c_str(),
-                pass ? "ok" : "FAIL");
+    std::printf("cuda vs cpu: rel L2 %.3g, max abs %.3g (bound %.0e) for output '%s': %s\n", rel, max_abs, bound,
+                name.c_str(), pass ? "ok" : "FAIL");
   }
   if (!ok) return error(StatusCode::kInternal) << "CUDA output differs from the CPU backend beyond the bound " << bound;
   return Status();
@@ -128,12 +135,14 @@ Status run(InferOptions o) {
   so.plan_only = cuda && (o.explain || !o.session.dump_kernels.empty());
   FUSERT_ASSIGN_OR_RETURN(auto session, Session::load(o.model, so));
   const SessionStats& st = session->stats();
-  std::printf("weights: %s\nplan: %lld nodes -> %lld kernels, peak activations %.2f MiB (%.2f MiB without reuse), plan %.2f ms\n",
-              st.weights_source.c_str(), static_cast<long long>(st.nodes), static_cast<long long>(st.kernels),
-              st.peak_activation_bytes / 1048576.0, st.naive_activation_bytes / 1048576.0, st.plan_ms);
+  std::printf(
+      "weights: %s\nplan: %lld nodes -> %lld kernels, peak activations %.2f MiB (%.2f MiB without reuse), plan %.2f "
+      "ms\n",
+      st.weights_source.c_str(), static_cast<long long>(st.nodes), static_cast<long long>(st.kernels),
+      st.peak_activation_bytes / 1048576.0, st.naive_activation_bytes / 1048576.0, st.plan_ms);
   if (o.session.fusion != "none") {
-    std::printf("fusion: %s (family %s), planner %.2f ms\n", o.session.fusion.c_str(), session->fusion_plan().family.c_str(),
-                st.fusion_plan_ms);
+    std::printf("fusion: %s (family %s), planner %.2f ms\n", o.session.fusion.c_str(),
+                session->fusion_plan().family.c_str(), st.fusion_plan_ms);
   }
   if (o.explain) std::fputs(explain_plan(session->graph(), session->fusion_plan()).c_str(), stdout);
   if (cuda) {
@@ -159,7 +168,9 @@ Status run(InferOptions o) {
   if (o.verify) FUSERT_RETURN_IF_ERROR(print_verify(*session, inputs));
   if (o.ablation) return print_ablation(o, inputs);
   TensorMap outputs;
-  for (int i = 0; i < o.warmup; ++i) { FUSERT_ASSIGN_OR_RETURN(outputs, session->run(inputs)); }
+  for (int i = 0; i < o.warmup; ++i) {
+    FUSERT_ASSIGN_OR_RETURN(outputs, session->run(inputs));
+  }
   std::vector<double> times;
   for (int i = 0; i < o.runs; ++i) {
     auto t0 = std::chrono::steady_clock::now();

@@ -70,7 +70,8 @@ Result<int> parse_int(const std::string& flag, const char* v, int lo, int hi = 1
   char* end = nullptr;
   long x = std::strtol(v, &end, 10);
   if (*v == '\0' || *end != '\0' || x < lo || x > hi) {
-    return error(StatusCode::kInvalidArgument) << flag << ": expected an integer in " << lo << ".." << hi << ", got '" << v << "'";
+    return error(StatusCode::kInvalidArgument)
+           << flag << ": expected an integer in " << lo << ".." << hi << ", got '" << v << "'";
   }
   return static_cast<int>(x);
 }
@@ -82,68 +83,126 @@ Result<InferOptions> parse_args(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
-    if (a == "--help" || a == "-h") { o.help = true; continue; }
-    if (a == "--dump") { o.dump = true; continue; }
-    if (a == "--list-ops") { o.list_ops = true; continue; }
-    if (a == "--seeded") { o.session.seeded = true; continue; }
-    if (a == "--explain") { o.explain = true; continue; }
-    if (a == "--verify") { o.verify = true; continue; }
-    if (a == "--ablation") { o.ablation = true; continue; }
-    if (a == "--profile-guided") { o.session.profile_guided = true; continue; }
-    if (a == "--no-cuda-graph") { o.session.cuda_graph = false; continue; }
-    if (a == "--tf32") { o.session.tf32 = true; continue; }
-    if (a == "--compare-cpu") { o.compare_cpu = true; continue; }
-    static const char* const kWithValue[] = {"--model", "--weights", "--input", "--device", "--threads", "--fusion",
-        "--runs", "--warmup", "--topk", "--output", "--dot", "--stats-json", "--seed", "--text", "--text-file",
-        "--dump-kernels", "--register-budget"};
+    if (a == "--help" || a == "-h") {
+      o.help = true;
+      continue;
+    }
+    if (a == "--dump") {
+      o.dump = true;
+      continue;
+    }
+    if (a == "--list-ops") {
+      o.list_ops = true;
+      continue;
+    }
+    if (a == "--seeded") {
+      o.session.seeded = true;
+      continue;
+    }
+    if (a == "--explain") {
+      o.explain = true;
+      continue;
+    }
+    if (a == "--verify") {
+      o.verify = true;
+      continue;
+    }
+    if (a == "--ablation") {
+      o.ablation = true;
+      continue;
+    }
+    if (a == "--profile-guided") {
+      o.session.profile_guided = true;
+      continue;
+    }
+    if (a == "--no-cuda-graph") {
+      o.session.cuda_graph = false;
+      continue;
+    }
+    if (a == "--tf32") {
+      o.session.tf32 = true;
+      continue;
+    }
+    if (a == "--compare-cpu") {
+      o.compare_cpu = true;
+      continue;
+    }
+    static const char* const kWithValue[] = {
+        "--model",     "--weights",      "--input",          "--device", "--threads",    "--fusion", "--runs",
+        "--warmup",    "--topk",         "--output",         "--dot",    "--stats-json", "--seed",   "--text",
+        "--text-file", "--dump-kernels", "--register-budget"};
     bool known = false;
     for (const char* k : kWithValue) known |= a == k;
     if (!known) return error(StatusCode::kInvalidArgument) << "unknown option '" << a << "' (see --help)";
     const char* v = value();
     if (!v) return error(StatusCode::kInvalidArgument) << a << " needs a value";
-    if (a == "--model") o.model = v;
-    else if (a == "--weights") o.session.weights = v;
-    else if (a == "--input") o.input = v;
-    else if (a == "--device") o.session.device = v;
-    else if (a == "--fusion") o.session.fusion = v;
-    else if (a == "--output") o.output = v;
-    else if (a == "--dot") o.dot = v;
-    else if (a == "--stats-json") o.stats_json = v;
-    else if (a == "--text") o.texts.push_back(v);
-    else if (a == "--text-file") o.text_file = v;
+    if (a == "--model")
+      o.model = v;
+    else if (a == "--weights")
+      o.session.weights = v;
+    else if (a == "--input")
+      o.input = v;
+    else if (a == "--device")
+      o.session.device = v;
+    else if (a == "--fusion")
+      o.session.fusion = v;
+    else if (a == "--output")
+      o.output = v;
+    else if (a == "--dot")
+      o.dot = v;
+    else if (a == "--stats-json")
+      o.stats_json = v;
+    else if (a == "--text")
+      o.texts.push_back(v);
+    else if (a == "--text-file")
+      o.text_file = v;
     else if (a == "--dump-kernels") {
       if (*v == '\0') return error(StatusCode::kInvalidArgument) << "--dump-kernels needs a directory";
       o.session.dump_kernels = v;
+    } else if (a == "--register-budget") {
+      FUSERT_ASSIGN_OR_RETURN(o.session.register_budget, parse_int(a, v, 1, 255));
+    } else if (a == "--threads") {
+      FUSERT_ASSIGN_OR_RETURN(o.session.threads, parse_int(a, v, 0, 1024));
+    } else if (a == "--runs") {
+      FUSERT_ASSIGN_OR_RETURN(o.runs, parse_int(a, v, 1));
+    } else if (a == "--warmup") {
+      FUSERT_ASSIGN_OR_RETURN(o.warmup, parse_int(a, v, 0));
+    } else if (a == "--topk") {
+      FUSERT_ASSIGN_OR_RETURN(o.topk, parse_int(a, v, 1));
+    } else if (a == "--seed") {
+      FUSERT_ASSIGN_OR_RETURN(int s, parse_int(a, v, 0));
+      o.session.seed = static_cast<uint64_t>(s);
     }
-    else if (a == "--register-budget") { FUSERT_ASSIGN_OR_RETURN(o.session.register_budget, parse_int(a, v, 1, 255)); }
-    else if (a == "--threads") { FUSERT_ASSIGN_OR_RETURN(o.session.threads, parse_int(a, v, 0, 1024)); }
-    else if (a == "--runs") { FUSERT_ASSIGN_OR_RETURN(o.runs, parse_int(a, v, 1)); }
-    else if (a == "--warmup") { FUSERT_ASSIGN_OR_RETURN(o.warmup, parse_int(a, v, 0)); }
-    else if (a == "--topk") { FUSERT_ASSIGN_OR_RETURN(o.topk, parse_int(a, v, 1)); }
-    else if (a == "--seed") { FUSERT_ASSIGN_OR_RETURN(int s, parse_int(a, v, 0)); o.session.seed = static_cast<uint64_t>(s); }
   }
   FusionOptions fusion;
   std::string why;
-  if (!parse_fusion_mode(o.session.fusion, &fusion, &why)) return error(StatusCode::kInvalidArgument) << "--fusion: " << why;
+  if (!parse_fusion_mode(o.session.fusion, &fusion, &why))
+    return error(StatusCode::kInvalidArgument) << "--fusion: " << why;
   if ((!o.texts.empty() || !o.text_file.empty()) &&
       (!o.input.empty() || !o.output.empty() || !o.stats_json.empty() || o.verify || o.ablation)) {
-    return error(StatusCode::kInvalidArgument) << "--text/--text-file cannot be combined with --input, --output, --stats-json, --verify or --ablation";
+    return error(StatusCode::kInvalidArgument)
+           << "--text/--text-file cannot be combined with --input, --output, --stats-json, --verify or --ablation";
   }
   if (o.session.device != "cpu" && o.session.device != "cuda") {
     return error(StatusCode::kInvalidArgument) << "--device: expected cpu or cuda, got '" << o.session.device << "'";
   }
   if (o.session.device == "cuda" && (o.verify || o.ablation || o.session.profile_guided)) {
-    return error(StatusCode::kInvalidArgument) << "--verify, --ablation and --profile-guided run on the CPU backend only; "
-                                                  "use --compare-cpu to check --device cuda against the CPU";
+    return error(StatusCode::kInvalidArgument)
+           << "--verify, --ablation and --profile-guided run on the CPU backend only; "
+              "use --compare-cpu to check --device cuda against the CPU";
   }
   if (o.session.device != "cuda") {
-    const char* flag = !o.session.cuda_graph ? "--no-cuda-graph" : o.session.tf32 ? "--tf32" : o.compare_cpu ? "--compare-cpu"
-                       : !o.session.dump_kernels.empty() ? "--dump-kernels" : o.session.register_budget > 0 ? "--register-budget"
-                                                                                                          : nullptr;
+    const char* flag = !o.session.cuda_graph             ? "--no-cuda-graph"
+                       : o.session.tf32                  ? "--tf32"
+                       : o.compare_cpu                   ? "--compare-cpu"
+                       : !o.session.dump_kernels.empty() ? "--dump-kernels"
+                       : o.session.register_budget > 0   ? "--register-budget"
+                                                         : nullptr;
     if (flag) return error(StatusCode::kInvalidArgument) << flag << " needs --device cuda";
   }
   if (o.compare_cpu && (!o.texts.empty() || !o.text_file.empty())) {
-    return error(StatusCode::kInvalidArgument) << "--compare-cpu cannot be combined with --text/--text-file (compare on a tensor input)";
+    return error(StatusCode::kInvalidArgument)
+           << "--compare-cpu cannot be combined with --text/--text-file (compare on a tensor input)";
   }
   return o;
 }

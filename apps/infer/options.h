@@ -9,15 +9,15 @@
 namespace fusert::app {
 
 struct InferOptions {
-  std::string model;           // empty: the default model (EfficientNet-Lite0)
-  std::string input;           // image (.png/.jpg/...) or .npy; empty: default photo or seeded
+  std::string model;  // empty: the default model (EfficientNet-Lite0)
+  std::string input;  // image (.png/.jpg/...) or .npy; empty: default photo or seeded
   std::string output, dot, stats_json;
   std::vector<std::string> texts;  // --text (repeatable) and lines of --text-file
   std::string text_file;
   int runs = 1, warmup = 0, topk = 5;
   bool dump = false, list_ops = false, help = false;
   bool explain = false, verify = false, ablation = false;
-  bool compare_cpu = false;    // --compare-cpu: run the same input on the CPU and compare
+  bool compare_cpu = false;  // --compare-cpu: run the same input on the CPU and compare
   SessionOptions session;
 };
 

@@ -41,8 +41,7 @@ void print_outputs(const TensorMap& outputs, const std::vector<std::string>& lab
     std::vector<int64_t> idx(static_cast<size_t>(c));
     for (int64_t i = 0; i < c; ++i) idx[static_cast<size_t>(i)] = i;
     int64_t k = std::min<int64_t>(topk, c);
-    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
-                      [&](int64_t a, int64_t b) { return x[a] > x[b]; });
+    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int64_t a, int64_t b) { return x[a] > x[b]; });
     bool named = static_cast<int64_t>(labels.size()) == c;
     std::printf("top-%lld (softmax of '%s'):\n", static_cast<long long>(k), name.c_str());
     for (int64_t r = 0; r < k; ++r) {

@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <fstream>
 
+#include "graph/base/file.h"
 #include "runtime/tokenizer.h"
 #include "runtime/unicode_text.h"
-#include "graph/base/file.h"
 
 namespace fusert::app {
 
@@ -34,9 +34,11 @@ Status run_texts(Session& s, const std::vector<std::string>& texts, int runs) {
   ValueId ids = g.find_value("input_ids"), mask = g.find_value("attention_mask");
   if (ids == kNoValue || mask == kNoValue || !g.value(ids).is_graph_input || g.value(ids).dtype != DType::kI64 ||
       g.value(ids).shape.size() != 2 || g.value(ids).shape[0] != 1) {
-    return error(StatusCode::kInvalidArgument) << "--text: model '" << g.name << "' has no i64 [1, S] inputs 'input_ids' and 'attention_mask'";
+    return error(StatusCode::kInvalidArgument)
+           << "--text: model '" << g.name << "' has no i64 [1, S] inputs 'input_ids' and 'attention_mask'";
   }
-  if (s.model().tokenizer_vocab.empty()) return error(StatusCode::kInvalidArgument) << "--text: model '" << g.name << "' declares no tokenizer";
+  if (s.model().tokenizer_vocab.empty())
+    return error(StatusCode::kInvalidArgument) << "--text: model '" << g.name << "' declares no tokenizer";
   FUSERT_ASSIGN_OR_RETURN(WordPieceTokenizer tok, WordPieceTokenizer::load(s.model().tokenizer_vocab));
   const int64_t seq = g.value(ids).shape[1];
   const int64_t max_len = s.model().tokenizer_max_length > 0 ? std::min(s.model().tokenizer_max_length, seq) : seq;
@@ -51,12 +53,15 @@ Status run_texts(Session& s, const std::vector<std::string>& texts, int runs) {
       mask_t.i64()[i] = e.attention_mask[i];
     }
     TensorMap out;
-    for (int r = 0; r < std::max(runs, 1); ++r) { FUSERT_ASSIGN_OR_RETURN(out, s.run({{"input_ids", id_t}, {"attention_mask", mask_t}})); }
+    for (int r = 0; r < std::max(runs, 1); ++r) {
+      FUSERT_ASSIGN_OR_RETURN(out, s.run({{"input_ids", id_t}, {"attention_mask", mask_t}}));
+    }
     const Tensor& y = out.at(g.value(g.outputs[0]).name);
     std::vector<float> v(y.f32(), y.f32() + y.numel());
     double norm = 0;
     for (float x : v) norm += static_cast<double>(x) * x;
-    std::printf("text %zu (%zu tokens): dim %lld, norm %.6f, first [", t + 1, e.ids.size(), static_cast<long long>(v.size()), std::sqrt(norm));
+    std::printf("text %zu (%zu tokens): dim %lld, norm %.6f, first [", t + 1, e.ids.size(),
+                static_cast<long long>(v.size()), std::sqrt(norm));
     for (size_t i = 0; i < std::min<size_t>(5, v.size()); ++i) std::printf("%s%.5f", i ? ", " : "", v[i]);
     std::printf(" ...]  \"%.60s%s\"\n", texts[t].c_str(), texts[t].size() > 60 ? "..." : "");
     emb.push_back(std::move(v));

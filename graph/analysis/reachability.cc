@@ -12,7 +12,8 @@ Reachability::Reachability(const Graph& g)
   for (int a = n_ - 1; a >= 0; --a) {
     uint64_t* ra = &bits_[static_cast<size_t>(a) * words_];
     for (int s : ud.successors(a)) {
-      FUSERT_CHECK(s > a) << "Reachability needs a topologically ordered graph (node " << g.nodes[static_cast<size_t>(s)].name << ")";
+      FUSERT_CHECK(s > a) << "Reachability needs a topologically ordered graph (node "
+                          << g.nodes[static_cast<size_t>(s)].name << ")";
       ra[static_cast<size_t>(s) / 64] |= uint64_t{1} << (s % 64);
       const uint64_t* rs = row(s);
       for (size_t w = 0; w < words_; ++w) ra[w] |= rs[w];
@@ -20,9 +21,7 @@ Reachability::Reachability(const Graph& g)
   }
 }
 
-bool Reachability::reaches(int a, int b) const {
-  return (row(a)[static_cast<size_t>(b) / 64] >> (b % 64)) & 1;
-}
+bool Reachability::reaches(int a, int b) const { return (row(a)[static_cast<size_t>(b) / 64] >> (b % 64)) & 1; }
 
 int Reachability::cycle_witness(const std::vector<int>& group) const {
   std::vector<uint64_t> in_group(words_, 0), below(words_, 0);

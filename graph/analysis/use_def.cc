@@ -13,8 +13,12 @@ void sort_unique(std::vector<int>& v) {
 }  // namespace
 
 UseDef::UseDef(const Graph& g)
-    : uses_(g.values.size()), producer_(g.values.size(), -1), is_output_(g.values.size(), false),
-      succ_(g.nodes.size()), pred_(g.nodes.size()), feeds_output_(g.nodes.size(), false) {
+    : uses_(g.values.size()),
+      producer_(g.values.size(), -1),
+      is_output_(g.values.size(), false),
+      succ_(g.nodes.size()),
+      pred_(g.nodes.size()),
+      feeds_output_(g.nodes.size(), false) {
   for (ValueId o : g.outputs) is_output_[static_cast<size_t>(o)] = true;
   for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
     for (ValueId out : g.nodes[ni].outputs) {
@@ -37,8 +41,6 @@ UseDef::UseDef(const Graph& g)
   for (auto& p : pred_) sort_unique(p);
 }
 
-bool UseDef::single_use(ValueId v) const {
-  return uses(v).size() == 1 && !is_output_[static_cast<size_t>(v)];
-}
+bool UseDef::single_use(ValueId v) const { return uses(v).size() == 1 && !is_output_[static_cast<size_t>(v)]; }
 
 }  // namespace fusert

@@ -5,15 +5,24 @@ namespace fusert {
 
 const char* status_code_name(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "ok";
-    case StatusCode::kInvalidArgument: return "invalid argument";
-    case StatusCode::kParseError: return "parse error";
-    case StatusCode::kNotFound: return "not found";
-    case StatusCode::kShapeMismatch: return "shape mismatch";
-    case StatusCode::kUnsupported: return "unsupported";
-    case StatusCode::kIoError: return "I/O error";
-    case StatusCode::kDeviceError: return "device error";
-    case StatusCode::kInternal: return "internal error";
+    case StatusCode::kOk:
+      return "ok";
+    case StatusCode::kInvalidArgument:
+      return "invalid argument";
+    case StatusCode::kParseError:
+      return "parse error";
+    case StatusCode::kNotFound:
+      return "not found";
+    case StatusCode::kShapeMismatch:
+      return "shape mismatch";
+    case StatusCode::kUnsupported:
+      return "unsupported";
+    case StatusCode::kIoError:
+      return "I/O error";
+    case StatusCode::kDeviceError:
+      return "device error";
+    case StatusCode::kInternal:
+      return "internal error";
   }
   return "unknown";
 }

@@ -45,7 +45,7 @@ class Status {
 template <typename T>
 class Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {  // NOLINT
     if (status_.ok()) status_ = Status(StatusCode::kInternal, "Result built from an ok Status");
   }
@@ -108,10 +108,10 @@ class CheckFailure {
 
 }  // namespace fusert
 
-#define FUSERT_RETURN_IF_ERROR(expr)               \
-  do {                                             \
-    ::fusert::Status _fusert_st = (expr);          \
-    if (!_fusert_st.ok()) return _fusert_st;       \
+#define FUSERT_RETURN_IF_ERROR(expr)         \
+  do {                                       \
+    ::fusert::Status _fusert_st = (expr);    \
+    if (!_fusert_st.ok()) return _fusert_st; \
   } while (0)
 
 #define FUSERT_CONCAT_INNER(a, b) a##b
@@ -122,8 +122,7 @@ class CheckFailure {
   lhs = std::move(tmp).value()
 /// `FUSERT_ASSIGN_OR_RETURN(auto x, f());` unwraps a Result or returns its error. It expands to
 /// several statements: inside an `if`, use braces.
-#define FUSERT_ASSIGN_OR_RETURN(lhs, expr) \
-  FUSERT_ASSIGN_OR_RETURN_IMPL(FUSERT_CONCAT(_fusert_r, __LINE__), lhs, expr)
+#define FUSERT_ASSIGN_OR_RETURN(lhs, expr) FUSERT_ASSIGN_OR_RETURN_IMPL(FUSERT_CONCAT(_fusert_r, __LINE__), lhs, expr)
 
 #define FUSERT_CHECK(cond) \
   if (cond) {              \

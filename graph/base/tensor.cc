@@ -13,12 +13,18 @@ namespace fusert {
 
 const char* dtype_name(DType t) {
   switch (t) {
-    case DType::kF32: return "f32";
-    case DType::kF16: return "f16";
-    case DType::kBF16: return "bf16";
-    case DType::kI64: return "i64";
-    case DType::kI32: return "i32";
-    case DType::kBool: return "bool";
+    case DType::kF32:
+      return "f32";
+    case DType::kF16:
+      return "f16";
+    case DType::kBF16:
+      return "bf16";
+    case DType::kI64:
+      return "i64";
+    case DType::kI32:
+      return "i32";
+    case DType::kBool:
+      return "bool";
   }
   return "?";
 }
@@ -35,11 +41,17 @@ bool parse_dtype(const std::string& s, DType* out) {
 
 size_t dtype_size(DType t) {
   switch (t) {
-    case DType::kF32: return 4;
-    case DType::kF16: case DType::kBF16: return 2;
-    case DType::kI64: return 8;
-    case DType::kI32: return 4;
-    case DType::kBool: return 1;
+    case DType::kF32:
+      return 4;
+    case DType::kF16:
+    case DType::kBF16:
+      return 2;
+    case DType::kI64:
+      return 8;
+    case DType::kI32:
+      return 4;
+    case DType::kBool:
+      return 1;
   }
   return 4;
 }
@@ -82,9 +94,7 @@ static std::shared_ptr<uint8_t> alloc_buffer(size_t nbytes) {
   return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
 }
 
-Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
-  buf_ = alloc_buffer(nbytes());
-}
+Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) { buf_ = alloc_buffer(nbytes()); }
 
 Tensor Tensor::f32(Shape shape, std::vector<float> values) {
   Tensor t(DType::kF32, std::move(shape));

@@ -16,16 +16,16 @@ enum class DType { kF32, kF16, kBF16, kI64, kI32, kBool };
 
 using Shape = std::vector<int64_t>;
 
-const char* dtype_name(DType t);          ///< "f32", "f16", "bf16", "i64", "i32", "bool"
+const char* dtype_name(DType t);  ///< "f32", "f16", "bf16", "i64", "i32", "bool"
 bool parse_dtype(const std::string& s, DType* out);
-size_t dtype_size(DType t);               ///< bytes per element
-int64_t shape_numel(const Shape& s);      ///< product of dims (1 for a scalar)
+size_t dtype_size(DType t);           ///< bytes per element
+int64_t shape_numel(const Shape& s);  ///< product of dims (1 for a scalar)
 /// Largest tensor fusert allocates: 2^31 elements (8 GiB of f32).
 constexpr int64_t kMaxTensorElements = int64_t{1} << 31;
 /// Product of dims into *out; false if a dim is negative or the product exceeds
 /// kMaxTensorElements (or overflows).
 bool checked_numel(const Shape& s, int64_t* out);
-std::string shape_str(const Shape& s);    ///< "[1, 3, 224, 224]"
+std::string shape_str(const Shape& s);  ///< "[1, 3, 224, 224]"
 
 /// A dense row-major tensor. Copies share the buffer (cheap); use clone() for a deep copy.
 class Tensor {

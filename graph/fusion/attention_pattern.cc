@@ -91,7 +91,8 @@ bool match_attention(const Graph& g, int softmax, AttentionMatch* m) {
   r.q = head_source(g, qkn.inputs[0], {0, 2, 1, 3}, &r.nodes);
   r.k = head_source(g, qkn.inputs[1], {0, 2, 3, 1}, &r.nodes);
   int pv = single_consumer_if(g, sm.outputs[0], OpKind::kMatMul);
-  if (r.q == kNoValue || r.k == kNoValue || pv < 0 || g.nodes[static_cast<size_t>(pv)].inputs[0] != sm.outputs[0]) return false;
+  if (r.q == kNoValue || r.k == kNoValue || pv < 0 || g.nodes[static_cast<size_t>(pv)].inputs[0] != sm.outputs[0])
+    return false;
   r.nodes.push_back(pv);
   r.v = head_source(g, g.nodes[static_cast<size_t>(pv)].inputs[1], {0, 2, 1, 3}, &r.nodes);
   int tr = single_consumer_if(g, g.nodes[static_cast<size_t>(pv)].outputs[0], OpKind::kTranspose);
@@ -107,7 +108,9 @@ bool match_attention(const Graph& g, int softmax, AttentionMatch* m) {
   r.head_dim = g.value(g.nodes[static_cast<size_t>(pv)].outputs[0]).shape[3];
   if (ss[2] != ss[3]) return false;  // self-attention only
   for (ValueId t : {r.q, r.k, r.v, r.out}) {
-    if (shape_numel(g.value(t).shape) != r.batch * r.seq * r.heads * r.head_dim || g.value(t).shape.back() != r.heads * r.head_dim) return false;
+    if (shape_numel(g.value(t).shape) != r.batch * r.seq * r.heads * r.head_dim ||
+        g.value(t).shape.back() != r.heads * r.head_dim)
+      return false;
   }
   std::sort(r.nodes.begin(), r.nodes.end());
   *m = r;

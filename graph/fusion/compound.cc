@@ -20,7 +20,8 @@ bool contained_groups(const PlanState& st, const std::vector<int>& nodes, std::s
   for (int n : nodes) {
     int gid = st.group_of(n);
     if (gid < 0) continue;
-    for (int m : st.groups[static_cast<size_t>(gid)].nodes) if (!members.count(m)) return false;
+    for (int m : st.groups[static_cast<size_t>(gid)].nodes)
+      if (!members.count(m)) return false;
     groups->insert(gid);
   }
   return true;
@@ -32,7 +33,9 @@ void form_attention(PlanState& st) {
     if (!match_attention(st.g, static_cast<int>(i), &m)) continue;
     std::set<int> inner;
     if (!contained_groups(st, m.nodes, &inner)) {
-      st.reject(Strategy::kCompound, m.nodes, refuse("claimed") << "attention around '" << st.node(static_cast<int>(i)).name << "' overlaps a group that reaches outside it");
+      st.reject(Strategy::kCompound, m.nodes,
+                refuse("claimed") << "attention around '" << st.node(static_cast<int>(i)).name
+                                  << "' overlaps a group that reaches outside it");
       continue;
     }
     bool hinted = false;
@@ -44,7 +47,8 @@ void form_attention(PlanState& st) {
     }
     for (int gid : inner) st.dissolve(gid);
     st.add_group(Strategy::kCompound, GroupKind::kAttention, m.nodes,
-                 "parallel: all " + std::to_string(m.heads) + " heads in one launch, softmax(QK^T*scale+mask)V; [B,H,S,S] scores never reach memory");
+                 "parallel: all " + std::to_string(m.heads) +
+                     " heads in one launch, softmax(QK^T*scale+mask)V; [B,H,S,S] scores never reach memory");
   }
 }
 
@@ -77,12 +81,21 @@ void form_serial(PlanState& st) {
     for (auto& [sig, gids] : by_sig) {
       if (gids.size() < 2) continue;
       std::vector<int> nodes;
-      for (int gid : gids) nodes.insert(nodes.end(), st.groups[static_cast<size_t>(gid)].nodes.begin(), st.groups[static_cast<size_t>(gid)].nodes.end());
-      if (FusionDecision d = check_no_cycle(g, nodes); !d) { st.reject(Strategy::kCompound, nodes, d); continue; }
-      if (FusionDecision d = backend_supports(st.opt, g, GroupKind::kHorizontalGemm, nodes); !d) { st.reject(Strategy::kCompound, nodes, d); continue; }
+      for (int gid : gids)
+        nodes.insert(nodes.end(), st.groups[static_cast<size_t>(gid)].nodes.begin(),
+                     st.groups[static_cast<size_t>(gid)].nodes.end());
+      if (FusionDecision d = check_no_cycle(g, nodes); !d) {
+        st.reject(Strategy::kCompound, nodes, d);
+        continue;
+      }
+      if (FusionDecision d = backend_supports(st.opt, g, GroupKind::kHorizontalGemm, nodes); !d) {
+        st.reject(Strategy::kCompound, nodes, d);
+        continue;
+      }
       for (int gid : gids) st.dissolve(gid);
       st.add_group(Strategy::kCompound, GroupKind::kHorizontalGemm, nodes,
-                   "serial: vertical inside " + std::to_string(gids.size()) + " branches, then horizontal across (shared input '" + g.values[v].name + "')");
+                   "serial: vertical inside " + std::to_string(gids.size()) +
+                       " branches, then horizontal across (shared input '" + g.values[v].name + "')");
     }
   }
 }
@@ -92,7 +105,8 @@ void add_region(PlanState& st, std::vector<int> children, const std::string& not
   std::sort(children.begin(), children.end());
   children.erase(std::unique(children.begin(), children.end()), children.end());
   if (children.size() < 2) return;
-  for (int c : children) if (st.groups[static_cast<size_t>(c)].parent >= 0) return;
+  for (int c : children)
+    if (st.groups[static_cast<size_t>(c)].parent >= 0) return;
   FusionGroup parent;
   parent.id = static_cast<int>(st.groups.size());
   parent.strategy = Strategy::kCompound;
@@ -118,12 +132,14 @@ std::vector<int> groups_between(const PlanState& st, ValueId from, int to) {
   for (int c : g.value(from).consumers) fwd[static_cast<size_t>(c)] = true;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (!fwd[i]) continue;
-    for (ValueId o : g.nodes[i].outputs) for (int c : g.value(o).consumers) fwd[static_cast<size_t>(c)] = true;
+    for (ValueId o : g.nodes[i].outputs)
+      for (int c : g.value(o).consumers) fwd[static_cast<size_t>(c)] = true;
   }
   bwd[static_cast<size_t>(to)] = true;
   for (size_t i = g.nodes.size(); i-- > 0;) {
     if (!bwd[i]) continue;
-    for (ValueId in : g.nodes[i].inputs) if (in != kNoValue && g.value(in).producer >= 0) bwd[static_cast<size_t>(g.value(in).producer)] = true;
+    for (ValueId in : g.nodes[i].inputs)
+      if (in != kNoValue && g.value(in).producer >= 0) bwd[static_cast<size_t>(g.value(in).producer)] = true;
   }
   std::vector<int> out;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -140,21 +156,26 @@ void form_regions(PlanState& st) {
   for (size_t gi = 0; gi < kernel_groups; ++gi) {
     const FusionGroup& grp = st.groups[gi];
     if (grp.nodes.empty() || grp.strategy != Strategy::kCross) continue;
-    for (int n : grp.nodes) if (is_join(st.g, n)) joins.emplace_back(n, static_cast<int>(gi));
+    for (int n : grp.nodes)
+      if (is_join(st.g, n)) joins.emplace_back(n, static_cast<int>(gi));
   }
   bool transformer = false;
-  for (size_t gi = 0; gi < kernel_groups; ++gi) transformer |= st.groups[gi].kind == GroupKind::kAttention && !st.groups[gi].nodes.empty();
+  for (size_t gi = 0; gi < kernel_groups; ++gi)
+    transformer |= st.groups[gi].kind == GroupKind::kAttention && !st.groups[gi].nodes.empty();
   if (transformer) {
     for (size_t gi = 0; gi < kernel_groups; ++gi) {
       const FusionGroup& att = st.groups[gi];
       if (att.kind != GroupKind::kAttention || att.nodes.empty()) continue;
       // The block: from the attention's first join after it to the second one.
       std::vector<std::pair<int, int>> after;
-      for (auto& j : joins) if (j.first > att.nodes.back()) after.push_back(j);
+      for (auto& j : joins)
+        if (j.first > att.nodes.back()) after.push_back(j);
       if (after.size() < 2) continue;
       ValueId split = st.node(after[0].first).inputs[0];
-      for (ValueId in : st.node(after[0].first).inputs) if (st.group_of(st.g.value(in).producer) != after[0].second) split = in;
-      add_region(st, groups_between(st, split, after[1].first), "parallel: Transformer block (horizontal Q/K/V, attention, FFN, residual + LayerNorm)");
+      for (ValueId in : st.node(after[0].first).inputs)
+        if (st.group_of(st.g.value(in).producer) != after[0].second) split = in;
+      add_region(st, groups_between(st, split, after[1].first),
+                 "parallel: Transformer block (horizontal Q/K/V, attention, FFN, residual + LayerNorm)");
     }
     return;
   }

@@ -29,10 +29,18 @@ int64_t node_flops(const Graph& g, int ni) {
       const Shape& a = g.value(n.inputs[0]).shape;
       return 2 * shape_numel(y) * a.back();
     }
-    case OpKind::kSigmoid: case OpKind::kGelu: case OpKind::kErf: case OpKind::kTanh:
-    case OpKind::kSoftmax: case OpKind::kLayerNormalization: case OpKind::kPow:
+    case OpKind::kSigmoid:
+    case OpKind::kGelu:
+    case OpKind::kErf:
+    case OpKind::kTanh:
+    case OpKind::kSoftmax:
+    case OpKind::kLayerNormalization:
+    case OpKind::kPow:
       return 8 * shape_numel(y);
-    case OpKind::kReshape: case OpKind::kFlatten: case OpKind::kUnsqueeze: case OpKind::kIdentity:
+    case OpKind::kReshape:
+    case OpKind::kFlatten:
+    case OpKind::kUnsqueeze:
+    case OpKind::kIdentity:
       return 0;
     default:
       return shape_numel(y);
@@ -50,11 +58,14 @@ double roofline_ms(const std::string& backend, double flops, double bytes) {
 FusionDecision check_balancing_pays(const std::string& backend, int64_t extra_flops, int64_t bytes_saved,
                                     int launches_saved) {
   double cost = roofline_ms(backend, static_cast<double>(extra_flops), 0);
-  double gain = roofline_ms(backend, 0, static_cast<double>(bytes_saved)) + launches_saved * launch_cost_us(backend) / 1e3;
+  double gain =
+      roofline_ms(backend, 0, static_cast<double>(bytes_saved)) + launches_saved * launch_cost_us(backend) / 1e3;
   if (cost <= gain) return FusionDecision::yes();
   char buf[200];
-  std::snprintf(buf, sizeof buf, "balancing by zero-padding adds %.1f MFLOP (+%.3f ms) for %.2f MiB less traffic (-%.3f ms) on %s",
-                static_cast<double>(extra_flops) / 1e6, cost, static_cast<double>(bytes_saved) / 1048576.0, gain, backend.c_str());
+  std::snprintf(buf, sizeof buf,
+                "balancing by zero-padding adds %.1f MFLOP (+%.3f ms) for %.2f MiB less traffic (-%.3f ms) on %s",
+                static_cast<double>(extra_flops) / 1e6, cost, static_cast<double>(bytes_saved) / 1048576.0, gain,
+                backend.c_str());
   return FusionDecision::no("balancing_cost", buf);
 }
 
@@ -68,12 +79,28 @@ int register_estimate(const Graph& g, const std::vector<int>& nodes) {
       continue;
     }
     bool tensor_operand = false;
-    for (size_t i = 1; i < n.inputs.size(); ++i) tensor_operand |= n.inputs[i] != kNoValue && !g.value(n.inputs[i]).is_constant;
+    for (size_t i = 1; i < n.inputs.size(); ++i)
+      tensor_operand |= n.inputs[i] != kNoValue && !g.value(n.inputs[i]).is_constant;
     switch (n.op) {
-      case OpKind::kGelu: case OpKind::kErf: case OpKind::kTanh: case OpKind::kSigmoid: regs += 8; break;
-      case OpKind::kLayerNormalization: case OpKind::kSoftmax: case OpKind::kGlobalAveragePool: regs += 10; break;
-      case OpKind::kHardSwish: case OpKind::kHardSigmoid: case OpKind::kClip: regs += 3; break;
-      default: regs += 2; break;
+      case OpKind::kGelu:
+      case OpKind::kErf:
+      case OpKind::kTanh:
+      case OpKind::kSigmoid:
+        regs += 8;
+        break;
+      case OpKind::kLayerNormalization:
+      case OpKind::kSoftmax:
+      case OpKind::kGlobalAveragePool:
+        regs += 10;
+        break;
+      case OpKind::kHardSwish:
+      case OpKind::kHardSigmoid:
+      case OpKind::kClip:
+        regs += 3;
+        break;
+      default:
+        regs += 2;
+        break;
     }
     if (tensor_operand) regs += 4;  // operand pointer, index and loaded value
   }

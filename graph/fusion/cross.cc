@@ -81,7 +81,8 @@ std::vector<int> post_chain(PlanState& st, int join) {
 bool stackable(const Graph& g, const Node& c1, const Node& c2, bool* padded) {
   if (c1.op != OpKind::kConv || c2.op != OpKind::kConv || c1.inputs[0] != c2.inputs[0]) return false;
   if (c1.attr_i("group") != 1 || c2.attr_i("group") != 1) return false;
-  if (c1.attr_ints("strides") != c2.attr_ints("strides") || c1.attr_ints("dilations") != c2.attr_ints("dilations")) return false;
+  if (c1.attr_ints("strides") != c2.attr_ints("strides") || c1.attr_ints("dilations") != c2.attr_ints("dilations"))
+    return false;
   StackedConv sc;
   if (!stacked_conv(g, c1, c2, &sc)) return false;
   const Shape& w1 = g.value(c1.inputs[1]).shape;
@@ -113,10 +114,13 @@ void fuse_join(PlanState& st, Strategy s, GroupKind kind, std::vector<int> nodes
   // LayerNorm tail only after a Gemm (the row-blocked GEMM sees whole rows), never a Softmax.
   for (int p : post) {
     const Node& n = st.node(p);
-    const bool norm_ok = n.op == OpKind::kLayerNormalization && kind == GroupKind::kAnchorEpilogue && st.node(nodes.front()).op == OpKind::kGemm;
+    const bool norm_ok = n.op == OpKind::kLayerNormalization && kind == GroupKind::kAnchorEpilogue &&
+                         st.node(nodes.front()).op == OpKind::kGemm;
     if ((n.op == OpKind::kLayerNormalization || n.op == OpKind::kSoftmax) && !norm_ok) {
-      st.reject(s, all, refuse("epilogue") << "'" << n.name << "' (" << op_name(n.op) << ") after the join cannot run in the epilogue of "
-                << group_kind_name(kind) << " '" << st.node(nodes.front()).name << "'");
+      st.reject(s, all,
+                refuse("epilogue") << "'" << n.name << "' (" << op_name(n.op)
+                                   << ") after the join cannot run in the epilogue of " << group_kind_name(kind) << " '"
+                                   << st.node(nodes.front()).name << "'");
       return;
     }
     if (n.op == OpKind::kLayerNormalization) kind = GroupKind::kGemmLayerNorm;
@@ -126,9 +130,16 @@ void fuse_join(PlanState& st, Strategy s, GroupKind kind, std::vector<int> nodes
     int c = st.g.value(last).consumers[0];
     if (st.node(c).op == OpKind::kGlobalAveragePool && st.group_of(c) < 0 && !st.node(c).fuse_never) all.push_back(c);
   }
-  if (FusionDecision d = check_no_cycle(st.g, all); !d) { st.reject(s, all, d); return; }
-  if (FusionDecision d = backend_supports(st.opt, st.g, kind, all, join); !d) { st.reject(s, all, d); return; }
-  for (int gid : dissolve) if (gid >= 0) st.dissolve(gid);
+  if (FusionDecision d = check_no_cycle(st.g, all); !d) {
+    st.reject(s, all, d);
+    return;
+  }
+  if (FusionDecision d = backend_supports(st.opt, st.g, kind, all, join); !d) {
+    st.reject(s, all, d);
+    return;
+  }
+  for (int gid : dissolve)
+    if (gid >= 0) st.dissolve(gid);
   int id = st.add_group(s, kind, all, note);
   st.groups[static_cast<size_t>(id)].imbalance_ratio = ratio;
   st.groups[static_cast<size_t>(id)].balanced = balanced;
@@ -158,7 +169,8 @@ void cross_at_join(PlanState& st, int join) {
     if (same_input && same_shapes && j.op == OpKind::kAdd) {
       double balanced_ratio = padded ? 1.0 : ratio;
       char note[200];
-      std::snprintf(note, sizeof note, "%s%s branch FLOP ratio %.1f%s", a.linear && b.linear ? "re-parameterised into one conv; " : "two branches on one input; ",
+      std::snprintf(note, sizeof note, "%s%s branch FLOP ratio %.1f%s",
+                    a.linear && b.linear ? "re-parameterised into one conv; " : "two branches on one input; ",
                     padded ? "balanced by zero-padding the smaller kernel;" : "", ratio, padded ? " -> 1.0" : "");
       FusionDecision d = check_imbalance(ratio, st.opt.max_imbalance, "conv");
       if (padded) {  // stacking needs equal kernels: the smaller one is zero-padded
@@ -168,22 +180,27 @@ void cross_at_join(PlanState& st, int join) {
         std::vector<int> all = a.nodes;
         all.insert(all.end(), b.nodes.begin(), b.nodes.end());
         all.push_back(join);
-        d = check_balancing_pays(st.opt.backend, extra, bytes_saved(st.g, all, {st.node(join).outputs[0]}), static_cast<int>(all.size()) - 1);
+        d = check_balancing_pays(st.opt.backend, extra, bytes_saved(st.g, all, {st.node(join).outputs[0]}),
+                                 static_cast<int>(all.size()) - 1);
       }
       if (d) {
         std::vector<int> nodes = a.nodes;
         nodes.insert(nodes.end(), b.nodes.begin(), b.nodes.end());
-        fuse_join(st, Strategy::kCross, GroupKind::kBranchMerge, nodes, {a.group, b.group, join_group}, join, post, note, balanced_ratio, padded);
+        fuse_join(st, Strategy::kCross, GroupKind::kBranchMerge, nodes, {a.group, b.group, join_group}, join, post,
+                  note, balanced_ratio, padded);
         return;
       } else {
         st.reject(Strategy::kCross, {a.anchor, b.anchor, join}, d);
       }
-    } else if (same_shapes && a.linear && b.linear && st.node(a.anchor).op == OpKind::kConv && st.node(b.anchor).op == OpKind::kConv && j.op == OpKind::kAdd) {
+    } else if (same_shapes && a.linear && b.linear && st.node(a.anchor).op == OpKind::kConv &&
+               st.node(b.anchor).op == OpKind::kConv && j.op == OpKind::kAdd) {
       FusionDecision d = check_imbalance(ratio, st.opt.max_imbalance, "conv");
       if (d) {
         char note[160];
-        std::snprintf(note, sizeof note, "conv shortcut: both GEMMs accumulate per output tile; branch FLOP ratio %.1f", ratio);
-        fuse_join(st, Strategy::kCross, GroupKind::kConvSum, {a.anchor, b.anchor}, {a.group, b.group, join_group}, join, post, note, ratio, false);
+        std::snprintf(note, sizeof note, "conv shortcut: both GEMMs accumulate per output tile; branch FLOP ratio %.1f",
+                      ratio);
+        fuse_join(st, Strategy::kCross, GroupKind::kConvSum, {a.anchor, b.anchor}, {a.group, b.group, join_group}, join,
+                  post, note, ratio, false);
         return;
       }
       st.reject(Strategy::kCross, {a.anchor, b.anchor, join}, d);
@@ -198,20 +215,22 @@ void cross_at_join(PlanState& st, int join) {
   // The host's epilogue writes one value per element of the anchor's output: a branch that the
   // join broadcasts up (an SE gate [N,C,1,1] times a [N,C,H,W] map) cannot host it.
   if (st.g.value(br.out).shape != out_shape) {
-    st.reject(Strategy::kCross, {br.anchor, join}, refuse("broadcast_join") << "'" << st.g.value(br.out).name << "' "
-              << shape_str(st.g.value(br.out).shape) << " is broadcast to the join's " << shape_str(out_shape)
-              << "; an epilogue of '" << st.node(br.anchor).name << "' writes one value per element of its output");
+    st.reject(Strategy::kCross, {br.anchor, join},
+              refuse("broadcast_join") << "'" << st.g.value(br.out).name << "' " << shape_str(st.g.value(br.out).shape)
+                                       << " is broadcast to the join's " << shape_str(out_shape) << "; an epilogue of '"
+                                       << st.node(br.anchor).name << "' writes one value per element of its output");
     return;
   }
   // The shortcut is the join operand that is not the branch; it may broadcast (per channel,
   // spatial 1x1, scalar, ...): the epilogue indexes it by the output position.
   ValueId other = j.inputs[0] == br.out ? j.inputs[1] : j.inputs[0];
   const bool broadcast = st.g.value(other).shape != out_shape;
-  fuse_join(st, Strategy::kCross, GroupKind::kAnchorEpilogue, br.nodes, {br.group, join_group}, join, post,
-            std::string(broadcast ? "broadcast join into '" : "residual join into '") + st.node(br.anchor).name + "' epilogue; " +
-                (broadcast ? "operand '" : "shortcut '") + st.g.value(other).name + "' " +
-                (broadcast ? shape_str(st.g.value(other).shape) + " broadcast per output element" : std::string("read once")),
-            0, false);
+  fuse_join(
+      st, Strategy::kCross, GroupKind::kAnchorEpilogue, br.nodes, {br.group, join_group}, join, post,
+      std::string(broadcast ? "broadcast join into '" : "residual join into '") + st.node(br.anchor).name +
+          "' epilogue; " + (broadcast ? "operand '" : "shortcut '") + st.g.value(other).name + "' " +
+          (broadcast ? shape_str(st.g.value(other).shape) + " broadcast per output element" : std::string("read once")),
+      0, false);
 }
 
 }  // namespace
@@ -231,8 +250,10 @@ bool stacked_conv(const Graph& g, const Node& c1, const Node& c2, StackedConv* o
     const int64_t th = d1[0] * (out->kh - w[2]) / 2, tw = d1[1] * (out->kw - w[3]) / 2;
     const std::vector<int64_t>& p = c->attr_ints("pads");
     std::vector<int64_t> stacked = {p[0] + th, p[1] + tw, p[2] + th, p[3] + tw};
-    if (pads.empty()) pads = stacked;
-    else if (pads != stacked) return false;
+    if (pads.empty())
+      pads = stacked;
+    else if (pads != stacked)
+      return false;
   }
   out->pads = pads;
   return true;
@@ -243,7 +264,9 @@ void run_cross(PlanState& st) {
     int ni = static_cast<int>(i);
     if (!is_join(st.g, ni) || st.node(ni).fuse_never) continue;
     int gid = st.group_of(ni);
-    if (gid >= 0 && (st.groups[static_cast<size_t>(gid)].strategy != Strategy::kVertical || st.groups[static_cast<size_t>(gid)].nodes.front() != ni)) continue;
+    if (gid >= 0 && (st.groups[static_cast<size_t>(gid)].strategy != Strategy::kVertical ||
+                     st.groups[static_cast<size_t>(gid)].nodes.front() != ni))
+      continue;
     cross_at_join(st, ni);
   }
 }

@@ -36,7 +36,8 @@ double traffic_reduction(const Graph& g, const FusionGroup& grp) {
   int64_t unfused = 0;
   for (int ni : grp.nodes) {
     const Node& n = g.nodes[static_cast<size_t>(ni)];
-    for (ValueId in : n.inputs) if (in != kNoValue && !g.value(in).is_initializer) unfused += value_bytes(g, in);
+    for (ValueId in : n.inputs)
+      if (in != kNoValue && !g.value(in).is_initializer) unfused += value_bytes(g, in);
     for (ValueId out : n.outputs) unfused += value_bytes(g, out);
   }
   return unfused > 0 ? static_cast<double>(grp.bytes_saved) / static_cast<double>(unfused) : 0.0;
@@ -46,7 +47,8 @@ std::string explain_plan(const Graph& g, const FusionPlan& plan) {
   std::ostringstream os;
   auto kernels = plan.kernel_groups();
   int views = 0;
-  for (const FusionGroup* k : kernels) views += k->nodes.size() == 1 && is_alias_op(g.nodes[static_cast<size_t>(k->nodes[0])].op) ? 1 : 0;
+  for (const FusionGroup* k : kernels)
+    views += k->nodes.size() == 1 && is_alias_op(g.nodes[static_cast<size_t>(k->nodes[0])].op) ? 1 : 0;
   os << "fusion plan for '" << g.name << "' (family " << plan.family << "): " << g.nodes.size() << " nodes -> "
      << kernels.size() - views << " kernels (+" << views << " views), planned in " << plan.plan_ms << " ms\n";
   for (const std::string& s : plan.stage_log) os << "  stage " << s << "\n";
@@ -58,16 +60,18 @@ std::string explain_plan(const Graph& g, const FusionPlan& plan) {
                   grp.children.empty() ? group_kind_name(grp.kind) : "region");
     os << head << members(g, grp, grp.children.empty() ? 8 : 3) << "\n";
     if (grp.children.empty()) {
-      os << "         depth " << grp.depth() << " (" << pressure_class(grp.depth()) << " pressure), saved " << mib(grp.bytes_saved)
-         << " (" << static_cast<int>(traffic_reduction(g, grp) * 100 + 0.5) << "% of its traffic), " << grp.launches_saved
-         << " launch(es), registers ~" << grp.register_estimate;
+      os << "         depth " << grp.depth() << " (" << pressure_class(grp.depth()) << " pressure), saved "
+         << mib(grp.bytes_saved) << " (" << static_cast<int>(traffic_reduction(g, grp) * 100 + 0.5)
+         << "% of its traffic), " << grp.launches_saved << " launch(es), registers ~" << grp.register_estimate;
       if (grp.registers_measured >= 0) {
-        os << " (estimate); measured sm_90: " << grp.registers_measured << " registers, " << grp.spill_bytes << " spill bytes";
+        os << " (estimate); measured sm_90: " << grp.registers_measured << " registers, " << grp.spill_bytes
+           << " spill bytes";
       }
-      if (grp.imbalance_ratio > 0) os << ", branch FLOP ratio " << grp.imbalance_ratio << (grp.balanced ? " (balanced)" : "");
+      if (grp.imbalance_ratio > 0)
+        os << ", branch FLOP ratio " << grp.imbalance_ratio << (grp.balanced ? " (balanced)" : "");
     } else {
-      os << "         " << grp.children.size() << " kernel groups over " << grp.depth() << " ops, saved " << mib(grp.bytes_saved)
-         << " and " << grp.launches_saved << " launch(es) in all";
+      os << "         " << grp.children.size() << " kernel groups over " << grp.depth() << " ops, saved "
+         << mib(grp.bytes_saved) << " and " << grp.launches_saved << " launch(es) in all";
     }
     os << "\n";
     if (!grp.note.empty()) os << "         " << grp.note << "\n";
@@ -85,7 +89,8 @@ std::string explain_plan(const Graph& g, const FusionPlan& plan) {
   os << "rejected (" << plan.rejected.size() << "):\n";
   for (const Rejection& r : plan.rejected) {
     os << "  [" << strategy_name(r.strategy) << "] " << r.reason << "  {";
-    for (size_t i = 0; i < r.nodes.size() && i < 6; ++i) os << (i ? ", " : "") << g.nodes[static_cast<size_t>(r.nodes[i])].name;
+    for (size_t i = 0; i < r.nodes.size() && i < 6; ++i)
+      os << (i ? ", " : "") << g.nodes[static_cast<size_t>(r.nodes[i])].name;
     os << (r.nodes.size() > 6 ? ", ..." : "") << "}\n";
   }
   const char* rows[3] = {"2", "3-4", "5+"};
@@ -114,20 +119,26 @@ std::string explain_plan(const Graph& g, const FusionPlan& plan) {
 std::string plan_to_dot(const Graph& g, const FusionPlan& plan) {
   auto color = [](Strategy s) {
     switch (s) {
-      case Strategy::kVertical: return "lightblue";
-      case Strategy::kHorizontal: return "palegreen";
-      case Strategy::kCross: return "orange";
-      case Strategy::kCompound: return "plum";
-      default: return "white";
+      case Strategy::kVertical:
+        return "lightblue";
+      case Strategy::kHorizontal:
+        return "palegreen";
+      case Strategy::kCross:
+        return "orange";
+      case Strategy::kCompound:
+        return "plum";
+      default:
+        return "white";
     }
   };
   std::ostringstream os;
-  os << "digraph \"" << g.name << " plan\" {\n  rankdir=TB;\n  node [shape=box, style=filled, fontname=\"Helvetica\"];\n";
+  os << "digraph \"" << g.name
+     << " plan\" {\n  rankdir=TB;\n  node [shape=box, style=filled, fontname=\"Helvetica\"];\n";
   for (const FusionGroup* grp : plan.kernel_groups()) {
     bool cluster = grp->nodes.size() > 1;
     if (cluster) {
-      os << "  subgraph cluster_" << grp->id << " {\n    label=\"#" << grp->id << " " << strategy_name(grp->strategy) << " "
-         << group_kind_name(grp->kind) << "\";\n    style=filled; color=" << color(grp->strategy) << ";\n";
+      os << "  subgraph cluster_" << grp->id << " {\n    label=\"#" << grp->id << " " << strategy_name(grp->strategy)
+         << " " << group_kind_name(grp->kind) << "\";\n    style=filled; color=" << color(grp->strategy) << ";\n";
     }
     for (int n : grp->nodes) {
       os << (cluster ? "    " : "  ") << "n" << n << " [label=\"" << g.nodes[static_cast<size_t>(n)].name << "\\n"
@@ -141,7 +152,8 @@ std::string plan_to_dot(const Graph& g, const FusionPlan& plan) {
       os << "  n" << g.value(in).producer << " -> n" << i << ";\n";
     }
   }
-  os << "  legend [shape=note, fillcolor=white, label=\"vertical: blue\\nhorizontal: green\\ncross: orange\\ncompound: purple\"];\n}\n";
+  os << "  legend [shape=note, fillcolor=white, label=\"vertical: blue\\nhorizontal: green\\ncross: orange\\ncompound: "
+        "purple\"];\n}\n";
   return os.str();
 }
 
@@ -150,14 +162,18 @@ std::string plan_dump(const Graph& g, const FusionPlan& plan) {
   os << "model " << g.name << " family " << plan.family << " nodes " << g.nodes.size() << " kernels "
      << plan.kernel_groups().size() << "\n";
   for (const FusionGroup& grp : plan.groups) {
-    os << "#" << grp.id << " " << strategy_name(grp.strategy) << " " << (grp.children.empty() ? group_kind_name(grp.kind) : "region");
+    os << "#" << grp.id << " " << strategy_name(grp.strategy) << " "
+       << (grp.children.empty() ? group_kind_name(grp.kind) : "region");
     if (grp.parent >= 0) os << " parent=#" << grp.parent;
     os << " :";
-    if (grp.children.empty()) for (int n : grp.nodes) os << " " << g.nodes[static_cast<size_t>(n)].name;
-    else for (int c : grp.children) os << " #" << c;
+    if (grp.children.empty())
+      for (int n : grp.nodes) os << " " << g.nodes[static_cast<size_t>(n)].name;
+    else
+      for (int c : grp.children) os << " #" << c;
     os << "\n";
   }
-  for (const Rejection& r : plan.rejected) os << "rejected " << strategy_name(r.strategy) << " " << r.key << ": " << r.reason << "\n";
+  for (const Rejection& r : plan.rejected)
+    os << "rejected " << strategy_name(r.strategy) << " " << r.key << ": " << r.reason << "\n";
   return os.str();
 }
 

@@ -7,11 +7,16 @@ namespace fusert {
 
 const char* strategy_name(Strategy s) {
   switch (s) {
-    case Strategy::kNone: return "none";
-    case Strategy::kVertical: return "vertical";
-    case Strategy::kHorizontal: return "horizontal";
-    case Strategy::kCross: return "cross";
-    case Strategy::kCompound: return "compound";
+    case Strategy::kNone:
+      return "none";
+    case Strategy::kVertical:
+      return "vertical";
+    case Strategy::kHorizontal:
+      return "horizontal";
+    case Strategy::kCross:
+      return "cross";
+    case Strategy::kCompound:
+      return "compound";
   }
   return "?";
 }
@@ -28,17 +33,28 @@ bool parse_strategy(const std::string& s, Strategy* out) {
 
 const char* group_kind_name(GroupKind k) {
   switch (k) {
-    case GroupKind::kSingle: return "single";
-    case GroupKind::kAnchorEpilogue: return "anchor+epilogue";
-    case GroupKind::kElementwise: return "elementwise";
-    case GroupKind::kRowNorm: return "row-norm";
-    case GroupKind::kGemmLayerNorm: return "gemm+layernorm";
-    case GroupKind::kHorizontalGemm: return "horizontal-gemm";
-    case GroupKind::kGroupedGemm: return "grouped-gemm";
-    case GroupKind::kGroupedRowNorm: return "grouped-row-norm";
-    case GroupKind::kConvSum: return "conv-sum";
-    case GroupKind::kBranchMerge: return "branch-merge";
-    case GroupKind::kAttention: return "attention";
+    case GroupKind::kSingle:
+      return "single";
+    case GroupKind::kAnchorEpilogue:
+      return "anchor+epilogue";
+    case GroupKind::kElementwise:
+      return "elementwise";
+    case GroupKind::kRowNorm:
+      return "row-norm";
+    case GroupKind::kGemmLayerNorm:
+      return "gemm+layernorm";
+    case GroupKind::kHorizontalGemm:
+      return "horizontal-gemm";
+    case GroupKind::kGroupedGemm:
+      return "grouped-gemm";
+    case GroupKind::kGroupedRowNorm:
+      return "grouped-row-norm";
+    case GroupKind::kConvSum:
+      return "conv-sum";
+    case GroupKind::kBranchMerge:
+      return "branch-merge";
+    case GroupKind::kAttention:
+      return "attention";
   }
   return "?";
 }
@@ -55,7 +71,8 @@ bool parse_fusion_mode(const std::string& mode, FusionOptions* out, std::string*
   while (std::getline(ss, item, ',')) {
     Strategy s;
     if (!parse_strategy(item, &s)) {
-      *error = "unknown fusion strategy '" + item + "' (none, all, or a comma list of vertical, horizontal, cross, compound)";
+      *error = "unknown fusion strategy '" + item +
+               "' (none, all, or a comma list of vertical, horizontal, cross, compound)";
       return false;
     }
     out->enabled.insert(s);
@@ -69,7 +86,8 @@ bool parse_fusion_mode(const std::string& mode, FusionOptions* out, std::string*
 
 std::vector<const FusionGroup*> FusionPlan::kernel_groups() const {
   std::vector<const FusionGroup*> out;
-  for (const FusionGroup& g : groups) if (g.children.empty() && !g.nodes.empty()) out.push_back(&g);
+  for (const FusionGroup& g : groups)
+    if (g.children.empty() && !g.nodes.empty()) out.push_back(&g);
   return out;
 }
 
@@ -89,7 +107,8 @@ std::map<std::string, int> FusionPlan::rejected_by_key() const {
 
 int FusionPlan::fused_ops() const {
   int n = 0;
-  for (const FusionGroup* g : kernel_groups()) if (g->nodes.size() >= 2) n += static_cast<int>(g->nodes.size());
+  for (const FusionGroup* g : kernel_groups())
+    if (g->nodes.size() >= 2) n += static_cast<int>(g->nodes.size());
   return n;
 }
 

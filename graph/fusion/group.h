@@ -20,17 +20,17 @@ bool parse_strategy(const std::string& s, Strategy* out);
 
 /// The kernel shape a group lowers to; backends declare which kinds they support.
 enum class GroupKind {
-  kSingle,           ///< one node, its own kernel (aliases such as Reshape have no kernel)
-  kAnchorEpilogue,   ///< Conv/Gemm/MatMul + elementwise chain (+ residual operand, + GAP tail)
-  kElementwise,      ///< elementwise/broadcast chain in one pass
-  kRowNorm,          ///< elementwise prologue + LayerNorm/Softmax + elementwise post
-  kGemmLayerNorm,    ///< Gemm + elementwise chain + LayerNorm (+ post)
-  kHorizontalGemm,   ///< Gemms (or 1x1 convs) sharing one input: one GEMM on concatenated weights
-  kGroupedGemm,      ///< same-shape Gemms on different inputs: one grouped launch
-  kGroupedRowNorm,   ///< same-shape LayerNorms on different inputs: one launch
-  kConvSum,          ///< cross: two convs joined by Add (+ chain), both computed per output tile
-  kBranchMerge,      ///< cross: two conv branches on one input balanced into one stacked conv
-  kAttention,        ///< softmax(Q K^T * scale + mask) V over the heads, with the head reshapes
+  kSingle,          ///< one node, its own kernel (aliases such as Reshape have no kernel)
+  kAnchorEpilogue,  ///< Conv/Gemm/MatMul + elementwise chain (+ residual operand, + GAP tail)
+  kElementwise,     ///< elementwise/broadcast chain in one pass
+  kRowNorm,         ///< elementwise prologue + LayerNorm/Softmax + elementwise post
+  kGemmLayerNorm,   ///< Gemm + elementwise chain + LayerNorm (+ post)
+  kHorizontalGemm,  ///< Gemms (or 1x1 convs) sharing one input: one GEMM on concatenated weights
+  kGroupedGemm,     ///< same-shape Gemms on different inputs: one grouped launch
+  kGroupedRowNorm,  ///< same-shape LayerNorms on different inputs: one launch
+  kConvSum,         ///< cross: two convs joined by Add (+ chain), both computed per output tile
+  kBranchMerge,     ///< cross: two conv branches on one input balanced into one stacked conv
+  kAttention,       ///< softmax(Q K^T * scale + mask) V over the heads, with the head reshapes
 };
 const char* group_kind_name(GroupKind k);
 
@@ -38,23 +38,23 @@ struct FusionGroup {
   int id = -1;
   Strategy strategy = Strategy::kNone;
   GroupKind kind = GroupKind::kSingle;
-  std::string name;                 ///< e.g. "vertical:layer1.0.conv1+relu"
-  std::vector<int> nodes;           ///< member node indices in topological order
-  std::vector<int> children;        ///< compound only: ids of member groups
-  int parent = -1;                  ///< id of the enclosing compound group, or -1
-  std::vector<ValueId> outputs;     ///< values the group writes to memory
+  std::string name;              ///< e.g. "vertical:layer1.0.conv1+relu"
+  std::vector<int> nodes;        ///< member node indices in topological order
+  std::vector<int> children;     ///< compound only: ids of member groups
+  int parent = -1;               ///< id of the enclosing compound group, or -1
+  std::vector<ValueId> outputs;  ///< values the group writes to memory
   // Cost-model annotations (graph/fusion/cost_model.h)
-  int64_t bytes_saved = 0;          ///< intermediate bytes not written + not read again
+  int64_t bytes_saved = 0;  ///< intermediate bytes not written + not read again
   int64_t launches_saved = 0;
-  int register_estimate = 0;        ///< registers per thread (estimate or measured)
-  int registers_measured = -1;      ///< CUDA: nvJitLink's count for the group's generated kernel
-  int spill_bytes = -1;             ///< CUDA: spill stores + loads of that kernel
-  double imbalance_ratio = 0;       ///< cross groups: max/min branch FLOPs (after balancing)
-  bool balanced = false;            ///< cross groups: cheaper branch zero-padded
-  int join = -1;                    ///< cross groups: the join node (Add/Mul/Sub) the branches meet at
-  std::string note;                 ///< planner remark shown by --explain
-  std::string host_reason;          ///< single-op group the backend cannot run: it runs on the
-                                    ///< host, for this reason (decided by the planner, shown by --explain)
+  int register_estimate = 0;    ///< registers per thread (estimate or measured)
+  int registers_measured = -1;  ///< CUDA: nvJitLink's count for the group's generated kernel
+  int spill_bytes = -1;         ///< CUDA: spill stores + loads of that kernel
+  double imbalance_ratio = 0;   ///< cross groups: max/min branch FLOPs (after balancing)
+  bool balanced = false;        ///< cross groups: cheaper branch zero-padded
+  int join = -1;                ///< cross groups: the join node (Add/Mul/Sub) the branches meet at
+  std::string note;             ///< planner remark shown by --explain
+  std::string host_reason;      ///< single-op group the backend cannot run: it runs on the
+                                ///< host, for this reason (decided by the planner, shown by --explain)
   int depth() const { return static_cast<int>(nodes.size()); }
 };
 
@@ -69,11 +69,11 @@ struct Rejection {
 /// Which strategies run, and knobs of the cost model.
 struct FusionOptions {
   std::set<Strategy> enabled = {Strategy::kVertical, Strategy::kHorizontal, Strategy::kCross, Strategy::kCompound};
-  double max_imbalance = 3.0;        ///< the source's 1:3 rule
-  int register_budget = 64;          ///< registers per thread for full occupancy (CPU: vector regs)
-  double max_peak_growth = 0.25;     ///< refuse a merge raising peak activation bytes by more
+  double max_imbalance = 3.0;                ///< the source's 1:3 rule
+  int register_budget = 64;                  ///< registers per thread for full occupancy (CPU: vector regs)
+  double max_peak_growth = 0.25;             ///< refuse a merge raising peak activation bytes by more
   std::map<std::string, double> profile_ms;  ///< profile-guided: measured ms per node name
-  std::string backend = "cpu";       ///< "cpu" or "cuda": capability set and launch cost
+  std::string backend = "cpu";               ///< "cpu" or "cuda": capability set and launch cost
   /// Measured register pressure (CUDA): compiles the kernel a candidate group would get and
   /// reports registers per thread and spill bytes; false when it has no generated kernel;
   /// registers -1 when the candidate cannot be generated (the reason in the string).
@@ -98,10 +98,10 @@ struct FusionOptions {
 bool parse_fusion_mode(const std::string& mode, FusionOptions* out, std::string* error);
 
 struct FusionPlan {
-  std::vector<FusionGroup> groups;   ///< kernel groups first-class; compound groups hold children
-  std::vector<int> group_of_node;    ///< node index -> id of its kernel group
+  std::vector<FusionGroup> groups;  ///< kernel groups first-class; compound groups hold children
+  std::vector<int> group_of_node;   ///< node index -> id of its kernel group
   std::vector<Rejection> rejected;
-  std::string family;                ///< "cnn-small", "cnn-residual", "transformer", "generic"
+  std::string family;                  ///< "cnn-small", "cnn-residual", "transformer", "generic"
   std::vector<std::string> stage_log;  ///< one line per planner stage
   double plan_ms = 0;
 

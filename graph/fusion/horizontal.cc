@@ -28,8 +28,8 @@ FusionDecision check_peak(const PlanState& st, const std::vector<int>& members) 
   int64_t base = peak_live_bytes(st.g, {}, {});
   int64_t merged = peak_live_bytes(st.g, early, at);
   if (base > 0 && static_cast<double>(merged - base) > st.opt.max_peak_growth * static_cast<double>(base)) {
-    return refuse("peak_memory") << "peak activation memory would grow from " << base << " to " << merged << " bytes (> "
-                                 << static_cast<int>(st.opt.max_peak_growth * 100) << "%)";
+    return refuse("peak_memory") << "peak activation memory would grow from " << base << " to " << merged
+                                 << " bytes (> " << static_cast<int>(st.opt.max_peak_growth * 100) << "%)";
   }
   return FusionDecision::yes();
 }
@@ -55,13 +55,20 @@ void try_merge(PlanState& st, std::vector<int> members, GroupKind kind, const st
   if (members.size() < 2) return;
   std::vector<int> cold;
   for (int m : members) {
-    if (hot(st, m)) st.reject(Strategy::kHorizontal, {m}, refuse("profile_hot") << "'" << st.node(m).name << "' is a hot op (profile), left to vertical fusion");
-    else cold.push_back(m);
+    if (hot(st, m))
+      st.reject(Strategy::kHorizontal, {m},
+                refuse("profile_hot") << "'" << st.node(m).name << "' is a hot op (profile), left to vertical fusion");
+    else
+      cold.push_back(m);
   }
   members = cold;
   if (members.size() < 2) return;
-  for (FusionDecision d : {check_no_cycle(st.g, members), check_peak(st, members), backend_supports(st.opt, st.g, kind, members)}) {
-    if (!d) { st.reject(Strategy::kHorizontal, members, d); return; }
+  for (FusionDecision d :
+       {check_no_cycle(st.g, members), check_peak(st, members), backend_supports(st.opt, st.g, kind, members)}) {
+    if (!d) {
+      st.reject(Strategy::kHorizontal, members, d);
+      return;
+    }
   }
   st.add_group(Strategy::kHorizontal, kind, members, note + " (" + names(st, members) + ")");
 }
@@ -101,7 +108,8 @@ std::vector<int> node_levels(const Graph& g) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     for (ValueId in : g.nodes[i].inputs) {
       if (in == kNoValue || g.value(in).producer < 0) continue;
-      level[i] = std::max(level[i], level[static_cast<size_t>(g.value(in).producer)] + (is_alias_op(g.nodes[static_cast<size_t>(g.value(in).producer)].op) ? 0 : 1));
+      level[i] = std::max(level[i], level[static_cast<size_t>(g.value(in).producer)] +
+                                        (is_alias_op(g.nodes[static_cast<size_t>(g.value(in).producer)].op) ? 0 : 1));
     }
   }
   return level;
@@ -116,10 +124,12 @@ void run_horizontal(PlanState& st) {
       const Node& n = st.node(c);
       if (n.inputs[0] != static_cast<ValueId>(v) || st.group_of(c) >= 0 || n.fuse_never) continue;
       std::string sig = horizontal_signature(g, c, false);
-      if (!sig.empty() && std::find(by_sig[sig].begin(), by_sig[sig].end(), c) == by_sig[sig].end()) by_sig[sig].push_back(c);
+      if (!sig.empty() && std::find(by_sig[sig].begin(), by_sig[sig].end(), c) == by_sig[sig].end())
+        by_sig[sig].push_back(c);
     }
     for (auto& [sig, members] : by_sig) {
-      try_merge(st, members, GroupKind::kHorizontalGemm, "shared input '" + g.values[v].name + "', concatenated weights");
+      try_merge(st, members, GroupKind::kHorizontalGemm,
+                "shared input '" + g.values[v].name + "', concatenated weights");
     }
   }
   // 2. Same-level, same-shape ops on different inputs: one grouped launch.
@@ -134,7 +144,8 @@ void run_horizontal(PlanState& st) {
   for (auto& [sig, members] : by_sig) {
     bool ln = st.node(members[0]).op == OpKind::kLayerNormalization;
     if (st.node(members[0]).op == OpKind::kConv) continue;  // grouped convs: not a pattern here
-    try_merge(st, members, ln ? GroupKind::kGroupedRowNorm : GroupKind::kGroupedGemm, "same-level same-shape, grouped launch");
+    try_merge(st, members, ln ? GroupKind::kGroupedRowNorm : GroupKind::kGroupedGemm,
+              "same-level same-shape, grouped launch");
   }
 }
 

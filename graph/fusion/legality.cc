@@ -38,9 +38,12 @@ int PlanState::add_group(Strategy s, GroupKind kind, std::vector<int> nodes, con
     // Members run one after another per tile: pressure is the largest member's, and a shared
     // input is read once instead of once per member.
     int anchors = 0;
-    for (int ni : nodes) anchors += op_info(node(ni).op).pattern == PatternKind::kAnchor || node(ni).op == OpKind::kLayerNormalization ? 1 : 0;
+    for (int ni : nodes)
+      anchors +=
+          op_info(node(ni).op).pattern == PatternKind::kAnchor || node(ni).op == OpKind::kLayerNormalization ? 1 : 0;
     grp.register_estimate /= std::max(anchors, 1);
-    if (kind == GroupKind::kHorizontalGemm && anchors > 1) grp.bytes_saved += (anchors - 1) * value_bytes(g, node(nodes.front()).inputs[0]);
+    if (kind == GroupKind::kHorizontalGemm && anchors > 1)
+      grp.bytes_saved += (anchors - 1) * value_bytes(g, node(nodes.front()).inputs[0]);
   }
   grp.note = note;
   grp.name = std::string(strategy_name(s)) + ":" + node(nodes.front()).name;
@@ -52,7 +55,8 @@ int PlanState::add_group(Strategy s, GroupKind kind, std::vector<int> nodes, con
 
 void PlanState::dissolve(int id) {
   FusionGroup& grp = groups[static_cast<size_t>(id)];
-  for (int ni : grp.nodes) if (claim[static_cast<size_t>(ni)] == id) claim[static_cast<size_t>(ni)] = -1;
+  for (int ni : grp.nodes)
+    if (claim[static_cast<size_t>(ni)] == id) claim[static_cast<size_t>(ni)] = -1;
   grp.nodes.clear();
   grp.outputs.clear();
 }
@@ -69,7 +73,8 @@ void PlanState::reject(Strategy s, std::vector<int> nodes, const FusionDecision&
 FusionDecision check_single_use(const Graph& g, ValueId v) {
   const Value& val = g.value(v);
   if (val.is_graph_output) return refuse("graph_output") << "'" << val.name << "' is a graph output";
-  if (val.consumers.size() != 1) return refuse("multi_use") << "'" << val.name << "' has " << val.consumers.size() << " consumers";
+  if (val.consumers.size() != 1)
+    return refuse("multi_use") << "'" << val.name << "' has " << val.consumers.size() << " consumers";
   return FusionDecision::yes();
 }
 
@@ -94,7 +99,8 @@ FusionDecision check_no_cycle(const Graph& g, const std::vector<int>& nodes) {
     for (ValueId v : g.nodes[static_cast<size_t>(x)].outputs) {
       for (int c : g.value(v).consumers) {
         if (members.count(c)) {
-          return refuse("cycle") << "merging would create a cycle through '" << g.nodes[static_cast<size_t>(x)].name << "'";
+          return refuse("cycle") << "merging would create a cycle through '" << g.nodes[static_cast<size_t>(x)].name
+                                 << "'";
         }
       }
     }
@@ -106,7 +112,9 @@ FusionDecision check_no_cycle(const Graph& g, const std::vector<int>& nodes) {
 FusionDecision check_fusible(const PlanState& st, int ni) {
   const Node& n = st.node(ni);
   if (n.fuse_never) return refuse("hint") << "'" << n.name << "' has the hint fuse: never";
-  if (st.group_of(ni) >= 0) return refuse("claimed") << "'" << n.name << "' is already in " << st.groups[static_cast<size_t>(st.group_of(ni))].name;
+  if (st.group_of(ni) >= 0)
+    return refuse("claimed") << "'" << n.name << "' is already in "
+                             << st.groups[static_cast<size_t>(st.group_of(ni))].name;
   return FusionDecision::yes();
 }
 
@@ -118,13 +126,15 @@ bool is_epilogue_op(const Graph& g, int ni, ValueId running) {
   const Node& n = g.nodes[static_cast<size_t>(ni)];
   PatternKind p = op_info(n.op).pattern;
   if (p != PatternKind::kElementwise && p != PatternKind::kBroadcast) return false;
-  if (n.op == OpKind::kBatchNormalization || n.op == OpKind::kCast || n.op == OpKind::kWhere || is_alias_op(n.op)) return false;
+  if (n.op == OpKind::kBatchNormalization || n.op == OpKind::kCast || n.op == OpKind::kWhere || is_alias_op(n.op))
+    return false;
   const Value& out = g.value(n.outputs[0]);
   if (out.dtype != DType::kF32) return false;
   // The running value keeps its shape through the chain: an operand that broadcasts the result
   // up to a larger shape is not an epilogue (the kernel writes one value per running element).
   if (running != kNoValue) return g.value(running).shape == out.shape && g.value(running).dtype == DType::kF32;
-  for (ValueId in : n.inputs) if (in != kNoValue && g.value(in).shape == out.shape) return true;
+  for (ValueId in : n.inputs)
+    if (in != kNoValue && g.value(in).shape == out.shape) return true;
   return false;
 }
 
@@ -144,7 +154,8 @@ FusionDecision backend_supports(const FusionOptions& opt, const Graph& g, GroupK
   if (!opt.supports) return FusionDecision::yes();
   FusionDecision d = opt.supports(g, candidate_group(g, kind, nodes, join));
   if (d) return d;
-  return refuse("backend") << opt.backend << " cannot run this " << group_kind_name(kind) << " group as one launch: " << d.reason();
+  return refuse("backend") << opt.backend << " cannot run this " << group_kind_name(kind)
+                           << " group as one launch: " << d.reason();
 }
 
 }  // namespace fusert

@@ -15,12 +15,11 @@ namespace fusert {
 struct PlanState {
   const Graph& g;
   const FusionOptions& opt;
-  std::vector<int> claim;            ///< node -> kernel group id, -1 while unclaimed
+  std::vector<int> claim;  ///< node -> kernel group id, -1 while unclaimed
   std::vector<FusionGroup> groups;
   std::vector<Rejection> rejected;
 
-  PlanState(const Graph& graph, const FusionOptions& options)
-      : g(graph), opt(options), claim(graph.nodes.size(), -1) {}
+  PlanState(const Graph& graph, const FusionOptions& options) : g(graph), opt(options), claim(graph.nodes.size(), -1) {}
   bool enabled(Strategy s) const { return opt.enabled.count(s) > 0; }
   const Node& node(int i) const { return g.nodes[static_cast<size_t>(i)]; }
   /// Adds a kernel group over `nodes` (claims them), computing outputs and cost annotations.

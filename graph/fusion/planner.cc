@@ -32,7 +32,8 @@ std::vector<Stage> stages_for(const std::string& family) {
 Status order_groups(PlanState& st, FusionPlan* plan) {
   const Graph& g = st.g;
   std::vector<int> kernel;
-  for (const FusionGroup& grp : st.groups) if (grp.children.empty() && !grp.nodes.empty()) kernel.push_back(grp.id);
+  for (const FusionGroup& grp : st.groups)
+    if (grp.children.empty() && !grp.nodes.empty()) kernel.push_back(grp.id);
   std::vector<int> indeg(st.groups.size(), 0);
   std::vector<std::vector<int>> succ(st.groups.size());
   for (int gid : kernel) {
@@ -50,13 +51,15 @@ Status order_groups(PlanState& st, FusionPlan* plan) {
   auto first_node = [&](int gid) { return st.groups[static_cast<size_t>(gid)].nodes.front(); };
   auto later = [&](int a, int b) { return first_node(a) > first_node(b); };
   std::priority_queue<int, std::vector<int>, decltype(later)> ready(later);
-  for (int gid : kernel) if (indeg[static_cast<size_t>(gid)] == 0) ready.push(gid);
+  for (int gid : kernel)
+    if (indeg[static_cast<size_t>(gid)] == 0) ready.push(gid);
   std::vector<int> order;
   while (!ready.empty()) {
     int gid = ready.top();
     ready.pop();
     order.push_back(gid);
-    for (int s : succ[static_cast<size_t>(gid)]) if (--indeg[static_cast<size_t>(s)] == 0) ready.push(s);
+    for (int s : succ[static_cast<size_t>(gid)])
+      if (--indeg[static_cast<size_t>(s)] == 0) ready.push(s);
   }
   if (order.size() != kernel.size()) return error(StatusCode::kInternal) << "fusion plan has a cycle between groups";
   // Renumber: kernel groups in execution order first, then compound regions.
@@ -92,7 +95,10 @@ std::string detect_family(const Graph& g) {
       ValueId in = n.inputs[0];
       for (int hops = 0; hops < 3 && in != kNoValue && g.value(in).producer >= 0; ++hops) {
         const Node& p = g.nodes[static_cast<size_t>(g.value(in).producer)];
-        if (p.op == OpKind::kMatMul) { attention = true; break; }
+        if (p.op == OpKind::kMatMul) {
+          attention = true;
+          break;
+        }
         in = p.inputs[0];
       }
     }
@@ -101,7 +107,9 @@ std::string detect_family(const Graph& g) {
       const Shape& x = g.value(n.inputs[0]).shape;
       depthwise |= n.attr_i("group") > 1 && n.attr_i("group") == x[1];
     }
-    if (n.op == OpKind::kAdd && n.inputs.size() == 2 && g.value(n.inputs[0]).producer >= 0 && g.value(n.inputs[1]).producer >= 0) join = true;
+    if (n.op == OpKind::kAdd && n.inputs.size() == 2 && g.value(n.inputs[0]).producer >= 0 &&
+        g.value(n.inputs[1]).producer >= 0)
+      join = true;
   }
   if (attention) return "transformer";
   if (depthwise) return "cnn-mobile";
@@ -128,7 +136,8 @@ Result<FusionPlan> plan_fusion(const Graph& g, const FusionOptions& opt) {
     const int id = st.add_group(Strategy::kNone, GroupKind::kSingle, {static_cast<int>(i)});
     // Capability for single ops: one the backend cannot run is planned on the host, up front.
     if (opt.supports && !is_alias_op(g.nodes[i].op)) {
-      if (FusionDecision d = opt.supports(g, candidate_group(g, GroupKind::kSingle, {static_cast<int>(i)})); !d) st.groups[static_cast<size_t>(id)].host_reason = d.reason();
+      if (FusionDecision d = opt.supports(g, candidate_group(g, GroupKind::kSingle, {static_cast<int>(i)})); !d)
+        st.groups[static_cast<size_t>(id)].host_reason = d.reason();
     }
   }
   FUSERT_RETURN_IF_ERROR(order_groups(st, &plan));

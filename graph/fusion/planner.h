@@ -2,8 +2,8 @@
 // FusionPlan (kernel groups in execution order, compound regions, refusals with reasons).
 #pragma once
 
-#include "graph/fusion/group.h"
 #include "graph/base/status.h"
+#include "graph/fusion/group.h"
 
 namespace fusert {
 

@@ -21,10 +21,14 @@ bool is_row_norm(const Graph& g, int ni) {
 // Kind of the group a chain head starts, or false if `ni` cannot head a chain.
 bool head_kind(const Graph& g, int ni, GroupKind* kind) {
   const Node& n = g.nodes[static_cast<size_t>(ni)];
-  if (op_info(n.op).pattern == PatternKind::kAnchor) *kind = GroupKind::kAnchorEpilogue;
-  else if (is_row_norm(g, ni)) *kind = GroupKind::kRowNorm;
-  else if (is_epilogue_op(g, ni) || (is_join(g, ni) && g.value(n.outputs[0]).dtype == DType::kF32)) *kind = GroupKind::kElementwise;
-  else return false;
+  if (op_info(n.op).pattern == PatternKind::kAnchor)
+    *kind = GroupKind::kAnchorEpilogue;
+  else if (is_row_norm(g, ni))
+    *kind = GroupKind::kRowNorm;
+  else if (is_epilogue_op(g, ni) || (is_join(g, ni) && g.value(n.outputs[0]).dtype == DType::kF32))
+    *kind = GroupKind::kElementwise;
+  else
+    return false;
   return true;
 }
 
@@ -60,18 +64,24 @@ void cut_row_norm_chain(PlanState& st, std::vector<int>* chain, GroupKind* kind)
   const Graph& g = st.g;
   size_t norm = 0;
   while (norm < chain->size() && st.node((*chain)[norm]).op != OpKind::kLayerNormalization &&
-         st.node((*chain)[norm]).op != OpKind::kSoftmax) ++norm;
+         st.node((*chain)[norm]).op != OpKind::kSoftmax)
+    ++norm;
   for (size_t i = 0; i < chain->size(); ++i) {
     const Node& n = st.node((*chain)[i]);
-    if (op_info(n.op).pattern == PatternKind::kAnchor || n.op == OpKind::kLayerNormalization || n.op == OpKind::kSoftmax) continue;
+    if (op_info(n.op).pattern == PatternKind::kAnchor || n.op == OpKind::kLayerNormalization ||
+        n.op == OpKind::kSoftmax)
+      continue;
     if (op_info(n.op).pattern != PatternKind::kBroadcast) continue;
     const Shape& out = g.value(n.outputs[0]).shape;
     for (ValueId in : n.inputs) {
       if (in == kNoValue || g.value(in).shape == out || shape_numel(g.value(in).shape) == 1) continue;
-      st.reject(Strategy::kVertical, *chain, refuse("broadcast_operand") << "'" << n.name << "' broadcasts '" << g.value(in).name
-                << "' " << shape_str(g.value(in).shape) << " inside a row-norm kernel; chain cut before '" << st.node((*chain)[norm]).name << "'");
+      st.reject(Strategy::kVertical, *chain,
+                refuse("broadcast_operand")
+                    << "'" << n.name << "' broadcasts '" << g.value(in).name << "' " << shape_str(g.value(in).shape)
+                    << " inside a row-norm kernel; chain cut before '" << st.node((*chain)[norm]).name << "'");
       chain->resize(norm);
-      *kind = op_info(st.node(chain->front()).op).pattern == PatternKind::kAnchor ? GroupKind::kAnchorEpilogue : GroupKind::kElementwise;
+      *kind = op_info(st.node(chain->front()).op).pattern == PatternKind::kAnchor ? GroupKind::kAnchorEpilogue
+                                                                                  : GroupKind::kElementwise;
       return;
     }
   }
@@ -82,17 +92,19 @@ void cut_row_norm_chain(PlanState& st, std::vector<int>* chain, GroupKind* kind)
 // A split only helps when the pieces are lighter: the candidate is refused when its kernel
 // spills (and the pieces' kernels do not) or exceeds the budget and needs more registers than
 // the kernels the pieces would run anyway (the chain so far, and the next op alone).
-FusionDecision check_measured_registers(PlanState& st, const std::vector<int>& grown, GroupKind kind, GroupKind chain_kind,
-                                        int next) {
+FusionDecision check_measured_registers(PlanState& st, const std::vector<int>& grown, GroupKind kind,
+                                        GroupKind chain_kind, int next) {
   if (!st.opt.measure_registers) return FusionDecision::yes();
   int regs = 0, spill = 0;
   std::string kernel;
   if (!st.opt.measure_registers(st.g, kind, grown, &regs, &spill, &kernel)) return FusionDecision::yes();
-  if (regs < 0) return refuse("backend") << "no " << st.opt.backend << " kernel for depth " << grown.size() << ": " << kernel;
+  if (regs < 0)
+    return refuse("backend") << "no " << st.opt.backend << " kernel for depth " << grown.size() << ": " << kernel;
   int piece_regs = 0, piece_spill = 0;
   std::vector<int> chain(grown.begin(), grown.end() - 1);
   const GroupKind single = GroupKind::kSingle;
-  for (const auto& [nodes, k] : {std::make_pair(chain, chain.size() > 1 ? chain_kind : single), std::make_pair(std::vector<int>{next}, single)}) {
+  for (const auto& [nodes, k] : {std::make_pair(chain, chain.size() > 1 ? chain_kind : single),
+                                 std::make_pair(std::vector<int>{next}, single)}) {
     int r = 0, s = 0;
     std::string name;
     if (st.opt.measure_registers(st.g, k, nodes, &r, &s, &name) && r > 0) {
@@ -103,10 +115,11 @@ FusionDecision check_measured_registers(PlanState& st, const std::vector<int>& g
   const bool spills = spill > 0 && piece_spill == 0;
   const bool heavy = regs > st.opt.measured_register_budget && regs > piece_regs;
   if (spills || heavy) {
-    return refuse("register_pressure") << "register pressure (measured, nvJitLink sm_90): depth " << grown.size() << " kernel "
-                                       << kernel << " uses " << regs << " registers, " << spill << " spill bytes > budget "
-                                       << st.opt.measured_register_budget << " registers, 0 spills (split kernels: at most "
-                                       << piece_regs << " registers, " << piece_spill << " spill bytes); chain split before '"
+    return refuse("register_pressure") << "register pressure (measured, nvJitLink sm_90): depth " << grown.size()
+                                       << " kernel " << kernel << " uses " << regs << " registers, " << spill
+                                       << " spill bytes > budget " << st.opt.measured_register_budget
+                                       << " registers, 0 spills (split kernels: at most " << piece_regs
+                                       << " registers, " << piece_spill << " spill bytes); chain split before '"
                                        << st.node(next).name << "'";
   }
   return FusionDecision::yes();
@@ -134,23 +147,40 @@ void grow_chain(PlanState& st, int head) {
       for (int other : v.consumers) {
         GroupKind k2 = kind;
         Phase p2 = phase;
-        if (accepts(g, other, cur, conv, &k2, &p2) && st.group_of(other) < 0) { st.reject(Strategy::kVertical, {chain.back(), other}, d); break; }
+        if (accepts(g, other, cur, conv, &k2, &p2) && st.group_of(other) < 0) {
+          st.reject(Strategy::kVertical, {chain.back(), other}, d);
+          break;
+        }
       }
       break;
     }
     if (!candidate) break;
-    if (FusionDecision f = check_fusible(st, c); !f) { st.reject(Strategy::kVertical, {chain.back(), c}, f); break; }
+    if (FusionDecision f = check_fusible(st, c); !f) {
+      st.reject(Strategy::kVertical, {chain.back(), c}, f);
+      break;
+    }
     std::vector<int> grown = chain;
     grown.push_back(c);
     int regs = register_estimate(g, grown);
     if (!st.opt.measure_registers && grown.size() >= 5 && regs > st.opt.register_budget) {  // CUDA measures instead
-      st.reject(Strategy::kVertical, grown, refuse("register_pressure") << "register pressure: depth " << grown.size()
-                << " (high) needs ~" << regs << " registers > budget " << st.opt.register_budget << "; chain split before '" << st.node(c).name << "'");
+      st.reject(Strategy::kVertical, grown,
+                refuse("register_pressure") << "register pressure: depth " << grown.size() << " (high) needs ~" << regs
+                                            << " registers > budget " << st.opt.register_budget
+                                            << "; chain split before '" << st.node(c).name << "'");
       break;
     }
-    if (FusionDecision f = check_no_cycle(g, grown); !f) { st.reject(Strategy::kVertical, grown, f); break; }
-    if (FusionDecision f = backend_supports(st.opt, g, next_kind, grown); !f) { st.reject(Strategy::kVertical, grown, f); break; }
-    if (FusionDecision f = check_measured_registers(st, grown, next_kind, kind, c); !f) { st.reject(Strategy::kVertical, grown, f); break; }
+    if (FusionDecision f = check_no_cycle(g, grown); !f) {
+      st.reject(Strategy::kVertical, grown, f);
+      break;
+    }
+    if (FusionDecision f = backend_supports(st.opt, g, next_kind, grown); !f) {
+      st.reject(Strategy::kVertical, grown, f);
+      break;
+    }
+    if (FusionDecision f = check_measured_registers(st, grown, next_kind, kind, c); !f) {
+      st.reject(Strategy::kVertical, grown, f);
+      break;
+    }
     chain = grown;
     kind = next_kind;
     phase = next_phase;
@@ -159,7 +189,10 @@ void grow_chain(PlanState& st, int head) {
   if (kind == GroupKind::kRowNorm || kind == GroupKind::kGemmLayerNorm) cut_row_norm_chain(st, &chain, &kind);
   if (chain.size() < 2) return;
   // The cut may leave a chain of another kind than the one the backend was asked about.
-  if (FusionDecision f = backend_supports(st.opt, g, kind, chain); !f) { st.reject(Strategy::kVertical, chain, f); return; }
+  if (FusionDecision f = backend_supports(st.opt, g, kind, chain); !f) {
+    st.reject(Strategy::kVertical, chain, f);
+    return;
+  }
   st.add_group(Strategy::kVertical, kind, chain);
 }
 

@@ -20,7 +20,8 @@ constexpr int kMaxTemplateDepth = 16;
 
 class Loader {
  public:
-  Loader(std::string file, std::string base_dir) : file_(file), base_dir_(std::move(base_dir)), cur_file_(std::move(file)) {}
+  Loader(std::string file, std::string base_dir)
+      : file_(file), base_dir_(std::move(base_dir)), cur_file_(std::move(file)) {}
   Status load(const YAML::Node& root, ModelSpec* spec);
 
  private:
@@ -63,7 +64,8 @@ class Loader {
   std::string file_, base_dir_, via_;
   std::string cur_file_;
   std::vector<std::string> include_stack_;  // files being included, outermost first
-  std::set<std::string> included_;          // files already read  // file whose YAML is being read (differs inside included templates)
+  std::set<std::string>
+      included_;  // files already read  // file whose YAML is being read (differs inside included templates)
   std::map<std::string, YAML::Node> templates_;
   std::map<std::string, std::string> template_files_;  // template name -> file defining it
   std::set<std::string> node_names_;

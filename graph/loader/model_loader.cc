@@ -6,10 +6,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "graph/base/file.h"
 #include "graph/loader/loader_impl.h"
 #include "graph/shape_inference.h"
 #include "graph/verifier.h"
-#include "graph/base/file.h"
 
 namespace fusert::detail {
 
@@ -44,8 +44,11 @@ Status Loader::check_keys(const YAML::Node& n, const std::set<std::string>& allo
 
 Status Loader::load(const YAML::Node& root, ModelSpec* spec) {
   if (!root.IsMap()) return fail(root) << "a model file must be a YAML mapping";
-  FUSERT_RETURN_IF_ERROR(check_keys(root, {"fusert", "name", "description", "inputs", "outputs", "preprocess",
-      "labels", "weights", "weights_fetch", "weights_ignore", "tokenizer", "include", "templates", "initializers", "nodes"}, "the model file"));
+  FUSERT_RETURN_IF_ERROR(
+      check_keys(root,
+                 {"fusert", "name", "description", "inputs", "outputs", "preprocess", "labels", "weights",
+                  "weights_fetch", "weights_ignore", "tokenizer", "include", "templates", "initializers", "nodes"},
+                 "the model file"));
   Bindings none;
   FUSERT_RETURN_IF_ERROR(require_key(root, "fusert", "'fusert' (format version)"));
   FUSERT_ASSIGN_OR_RETURN(int64_t version, integer(root["fusert"], none, "'fusert' (format version)"));
@@ -55,9 +58,17 @@ Status Loader::load(const YAML::Node& root, ModelSpec* spec) {
   FUSERT_RETURN_IF_ERROR(require_key(root, "name", "'name'"));
   FUSERT_ASSIGN_OR_RETURN(g.name, scalar(root["name"], none, "'name'"));
   if (root["description"]) spec->description = root["description"].as<std::string>("");
-  if (root["labels"]) { FUSERT_ASSIGN_OR_RETURN(std::string l, scalar(root["labels"], none, "'labels'")); spec->labels_path = resolve(l); }
-  if (root["weights"]) { FUSERT_ASSIGN_OR_RETURN(std::string w, scalar(root["weights"], none, "'weights'")); spec->weights_path = resolve(w); }
-  if (root["weights_fetch"]) { FUSERT_ASSIGN_OR_RETURN(spec->weights_fetch, scalar(root["weights_fetch"], none, "'weights_fetch'")); }
+  if (root["labels"]) {
+    FUSERT_ASSIGN_OR_RETURN(std::string l, scalar(root["labels"], none, "'labels'"));
+    spec->labels_path = resolve(l);
+  }
+  if (root["weights"]) {
+    FUSERT_ASSIGN_OR_RETURN(std::string w, scalar(root["weights"], none, "'weights'"));
+    spec->weights_path = resolve(w);
+  }
+  if (root["weights_fetch"]) {
+    FUSERT_ASSIGN_OR_RETURN(spec->weights_fetch, scalar(root["weights_fetch"], none, "'weights_fetch'"));
+  }
   if (root["preprocess"]) FUSERT_RETURN_IF_ERROR(read_preprocess(root["preprocess"], &spec->preprocess));
   if (const YAML::Node ig = root["weights_ignore"]) {
     if (!ig.IsSequence()) return fail(ig) << "'weights_ignore' must be a list of tensor-name globs";
@@ -70,7 +81,9 @@ Status Loader::load(const YAML::Node& root, ModelSpec* spec) {
     FUSERT_RETURN_IF_ERROR(check_keys(t, {"vocab", "max_length"}, "'tokenizer'"));
     FUSERT_ASSIGN_OR_RETURN(std::string vocab, scalar(t["vocab"], none, "'tokenizer' vocab"));
     spec->tokenizer_vocab = resolve(vocab);
-    if (t["max_length"]) { FUSERT_ASSIGN_OR_RETURN(spec->tokenizer_max_length, integer(t["max_length"], none, "'tokenizer' max_length")); }
+    if (t["max_length"]) {
+      FUSERT_ASSIGN_OR_RETURN(spec->tokenizer_max_length, integer(t["max_length"], none, "'tokenizer' max_length"));
+    }
   }
   if (!root["inputs"] || !root["inputs"].IsSequence()) return fail(root) << "'inputs' (a list) is required";
   FUSERT_RETURN_IF_ERROR(read_inputs(root["inputs"], g));
@@ -81,7 +94,8 @@ Status Loader::load(const YAML::Node& root, ModelSpec* spec) {
   if (!root["nodes"] || !root["nodes"].IsSequence()) return fail(root) << "'nodes' (a list) is required";
   FUSERT_RETURN_IF_ERROR(expand_list(root["nodes"], none, false, g, 0));
   const YAML::Node outs = root["outputs"];
-  if (!outs || !outs.IsSequence() || outs.size() == 0) return fail(root) << "'outputs' (a non-empty list of value names) is required";
+  if (!outs || !outs.IsSequence() || outs.size() == 0)
+    return fail(root) << "'outputs' (a non-empty list of value names) is required";
   for (const YAML::Node& o : outs) {
     FUSERT_ASSIGN_OR_RETURN(std::string name, scalar(o, none, "output name"));
     ValueId id = g.find_value(name);
@@ -114,8 +128,10 @@ Status Loader::read_includes(const YAML::Node& list, const std::string& file, co
     if (depth >= kMaxTemplateDepth) return fail(list) << "includes nested deeper than " << kMaxTemplateDepth;
     for (const YAML::Node& item : list) {
       const std::string p = item.Scalar();
-      const std::string path = p.empty() || p[0] == '/' ? p : (std::filesystem::path(dir) / p).lexically_normal().string();
-      if (Status chk = check_regular_file(path, "included model file"); !chk.ok() && chk.code() != StatusCode::kNotFound) {
+      const std::string path =
+          p.empty() || p[0] == '/' ? p : (std::filesystem::path(dir) / p).lexically_normal().string();
+      if (Status chk = check_regular_file(path, "included model file");
+          !chk.ok() && chk.code() != StatusCode::kNotFound) {
         return fail(item, chk.code()) << chk.message();
       }
       if (std::find(include_stack_.begin(), include_stack_.end(), path) != include_stack_.end()) {
@@ -130,7 +146,8 @@ Status Loader::read_includes(const YAML::Node& list, const std::string& file, co
       } catch (const YAML::BadFile&) {
         return fail(item, StatusCode::kNotFound) << "cannot open included file '" << path << "'";
       } catch (const YAML::Exception& e) {
-        return error(StatusCode::kParseError) << path << ":" << e.mark.line + 1 << ":" << e.mark.column + 1 << ": malformed YAML: " << e.msg;
+        return error(StatusCode::kParseError)
+               << path << ":" << e.mark.line + 1 << ":" << e.mark.column + 1 << ": malformed YAML: " << e.msg;
       }
       if (!other.IsMap()) return fail(item) << "included file '" << path << "' is not a YAML mapping";
       const std::string other_dir = std::filesystem::path(path).parent_path().string();
@@ -169,10 +186,12 @@ Status Loader::read_inputs(const YAML::Node& list, Graph& g) {
     }
     v.shape_known = true;
     if (int64_t count = 0; !checked_numel(v.shape, &count)) {
-      return fail(in["shape"]) << "input '" << name << "' " << shape_str(v.shape) << " exceeds " << kMaxTensorElements << " elements";
+      return fail(in["shape"]) << "input '" << name << "' " << shape_str(v.shape) << " exceeds " << kMaxTensorElements
+                               << " elements";
     }
     std::string dt = in["dtype"] ? in["dtype"].Scalar() : "f32";
-    if (!parse_dtype(dt, &v.dtype)) return fail(in["dtype"]) << "unknown dtype '" << dt << "' (f32, f16, bf16, i64, i32)";
+    if (!parse_dtype(dt, &v.dtype))
+      return fail(in["dtype"]) << "unknown dtype '" << dt << "' (f32, f16, bf16, i64, i32)";
     g.inputs.push_back(g.find_value(name));
   }
   if (g.inputs.empty()) return fail(list) << "the model needs at least one input";
@@ -180,7 +199,8 @@ Status Loader::read_inputs(const YAML::Node& list, Graph& g) {
 }
 
 Status Loader::read_preprocess(const YAML::Node& n, PreprocessSpec* p) {
-  FUSERT_RETURN_IF_ERROR(check_keys(n, {"resize", "crop", "divisor", "mean", "std", "color", "layout"}, "'preprocess'"));
+  FUSERT_RETURN_IF_ERROR(
+      check_keys(n, {"resize", "crop", "divisor", "mean", "std", "color", "layout"}, "'preprocess'"));
   Bindings none;
   p->present = true;
   try {
@@ -194,10 +214,13 @@ Status Loader::read_preprocess(const YAML::Node& n, PreprocessSpec* p) {
   } catch (const YAML::Exception& e) {
     return fail(n) << "bad 'preprocess' value: " << e.msg;
   }
-  if (p->resize < 0 || p->resize > 16384) return fail(n["resize"]) << "'preprocess' resize must be in 0..16384, got " << p->resize;
-  if (p->crop < 0 || p->crop > 16384) return fail(n["crop"]) << "'preprocess' crop must be in 0..16384, got " << p->crop;
+  if (p->resize < 0 || p->resize > 16384)
+    return fail(n["resize"]) << "'preprocess' resize must be in 0..16384, got " << p->resize;
+  if (p->crop < 0 || p->crop > 16384)
+    return fail(n["crop"]) << "'preprocess' crop must be in 0..16384, got " << p->crop;
   if (p->mean.size() != 3 || p->std.size() != 3) return fail(n) << "'preprocess' mean and std need 3 values";
-  for (double s : p->std) if (s == 0) return fail(n) << "'preprocess' std must be non-zero";
+  for (double s : p->std)
+    if (s == 0) return fail(n) << "'preprocess' std must be non-zero";
   if (p->divisor == 0) return fail(n) << "'preprocess' divisor must be non-zero";
   if (p->color != "RGB" && p->color != "BGR") return fail(n) << "'preprocess' color must be RGB or BGR";
   if (p->layout != "NCHW") return fail(n) << "'preprocess' layout must be NCHW";
@@ -235,8 +258,8 @@ static Result<ModelSpec> load_root(const std::string& text, bool is_file, const 
   } catch (const YAML::BadFile&) {
     return error(StatusCode::kNotFound) << name << ": cannot open model file";
   } catch (const YAML::Exception& e) {
-    return error(StatusCode::kParseError) << name << ":" << e.mark.line + 1 << ":" << e.mark.column + 1
-                                          << ": malformed YAML: " << e.msg;
+    return error(StatusCode::kParseError)
+           << name << ":" << e.mark.line + 1 << ":" << e.mark.column + 1 << ": malformed YAML: " << e.msg;
   }
   return spec;
 }

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "graph/ir.h"
 #include "graph/base/status.h"
+#include "graph/ir.h"
 
 namespace fusert {
 
@@ -25,12 +25,12 @@ struct ModelSpec {
   Graph graph;
   std::string path, description;
   PreprocessSpec preprocess;
-  std::string labels_path;    ///< empty when the model declares none
-  std::string weights_path;   ///< the model's default weights file, empty when none
-  std::string weights_fetch;  ///< command that produces weights_path, for error messages
+  std::string labels_path;                  ///< empty when the model declares none
+  std::string weights_path;                 ///< the model's default weights file, empty when none
+  std::string weights_fetch;                ///< command that produces weights_path, for error messages
   std::vector<std::string> weights_ignore;  ///< globs of weights-file tensors the model does not use
-  std::string tokenizer_vocab;      ///< WordPiece vocab.txt for text inputs, empty when none
-  int64_t tokenizer_max_length = 0; ///< tokens per text incl. [CLS]/[SEP] (0: the input's length)
+  std::string tokenizer_vocab;              ///< WordPiece vocab.txt for text inputs, empty when none
+  int64_t tokenizer_max_length = 0;         ///< tokens per text incl. [CLS]/[SEP] (0: the input's length)
 };
 
 /// Reads and expands `path`. Errors name file:line:column (and the template use site).

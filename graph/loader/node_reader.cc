@@ -35,15 +35,18 @@ Result<AttrValue> Loader::read_attr(const YAML::Node& n, const Bindings& env, co
   AttrValue out;
   out.type = schema.type;
   auto wrong = [&](const std::string& got) -> Result<AttrValue> {
-    return fail(n, StatusCode::kInvalidArgument) << "node '" << node_name << "': attribute '" << schema.name << "' expects "
-           << attr_type_name(schema.type) << ", got " << got;
+    return fail(n, StatusCode::kInvalidArgument) << "node '" << node_name << "': attribute '" << schema.name
+                                                 << "' expects " << attr_type_name(schema.type) << ", got " << got;
   };
   bool list = schema.type == AttrType::kInts || schema.type == AttrType::kFloats;
   if (list != n.IsSequence()) return wrong(n.IsSequence() ? "a list" : "a scalar");
   if (!list) {
     FUSERT_ASSIGN_OR_RETURN(std::string s, scalar(n, env, "attribute value"));
     AttrValue a = classify(s);
-    if (schema.type == AttrType::kString) { out.s = s; return out; }
+    if (schema.type == AttrType::kString) {
+      out.s = s;
+      return out;
+    }
     if (a.type == AttrType::kString) return wrong("string '" + s + "'");
     if (schema.type == AttrType::kInt && a.type != AttrType::kInt) return wrong("float " + s);
     out.i = a.i;
@@ -55,8 +58,10 @@ Result<AttrValue> Loader::read_attr(const YAML::Node& n, const Bindings& env, co
     AttrValue a = classify(s);
     if (a.type == AttrType::kString) return wrong("a list holding '" + s + "'");
     if (schema.type == AttrType::kInts && a.type != AttrType::kInt) return wrong("a list holding float " + s);
-    if (schema.type == AttrType::kInts) out.ints.push_back(a.i);
-    else out.floats.push_back(a.type == AttrType::kInt ? static_cast<double>(a.i) : a.f);
+    if (schema.type == AttrType::kInts)
+      out.ints.push_back(a.i);
+    else
+      out.floats.push_back(a.type == AttrType::kInt ? static_cast<double>(a.i) : a.f);
   }
   return out;
 }
@@ -71,7 +76,8 @@ Status Loader::add_node(const YAML::Node& n, const Bindings& env, Graph& g) {
   FUSERT_RETURN_IF_ERROR(require_key(n, "op", "node '" + node.name + "': 'op'"));
   FUSERT_ASSIGN_OR_RETURN(std::string op, scalar(n["op"], env, "node 'op'"));
   if (!find_op(op, &node.op)) {
-    return fail(n["op"], StatusCode::kUnsupported) << "node '" << node.name << "': unknown op '" << op << "'; known ops: " << known_op_names();
+    return fail(n["op"], StatusCode::kUnsupported)
+           << "node '" << node.name << "': unknown op '" << op << "'; known ops: " << known_op_names();
   }
   const OpInfo& info = op_info(node.op);
   for (const char* key : {"inputs", "outputs"}) {
@@ -85,11 +91,13 @@ Status Loader::add_node(const YAML::Node& n, const Bindings& env, Graph& g) {
     }
   }
   if (node.outputs.empty() || static_cast<int>(node.outputs.size()) > info.max_outputs) {
-    return fail(n) << "node '" << node.name << "' (" << op << ") has 1.." << info.max_outputs << " outputs, got " << node.outputs.size();
+    return fail(n) << "node '" << node.name << "' (" << op << ") has 1.." << info.max_outputs << " outputs, got "
+                   << node.outputs.size();
   }
   int count = static_cast<int>(node.inputs.size());
   if (count < info.min_inputs || count > info.max_inputs) {
-    return fail(n) << "node '" << node.name << "' (" << op << ") takes " << info.min_inputs << ".." << info.max_inputs << " inputs, got " << count;
+    return fail(n) << "node '" << node.name << "' (" << op << ") takes " << info.min_inputs << ".." << info.max_inputs
+                   << " inputs, got " << count;
   }
   if (const YAML::Node attrs = n["attrs"]) {
     if (!attrs.IsMap()) return fail(attrs) << "node '" << node.name << "': 'attrs' must be a mapping";
@@ -99,7 +107,8 @@ Status Loader::add_node(const YAML::Node& n, const Bindings& env, Graph& g) {
       if (!schema) {
         std::string list;
         for (const AttrSchema& a : info.attrs) list += (list.empty() ? "" : ", ") + a.name;
-        return fail(kv.first, StatusCode::kInvalidArgument) << "node '" << node.name << "': " << op << " has no attribute '" << key
+        return fail(kv.first, StatusCode::kInvalidArgument)
+               << "node '" << node.name << "': " << op << " has no attribute '" << key
                << "' (attributes: " << (list.empty() ? "none" : list) << ")";
       }
       FUSERT_ASSIGN_OR_RETURN(node.attrs[key], read_attr(kv.second, env, *schema, node.name));
@@ -107,7 +116,9 @@ Status Loader::add_node(const YAML::Node& n, const Bindings& env, Graph& g) {
   }
   for (const AttrSchema& a : info.attrs) {
     if (node.attrs.count(a.name)) continue;
-    if (a.required) return fail(n, StatusCode::kInvalidArgument) << "node '" << node.name << "' (" << op << ") needs attribute '" << a.name << "'";
+    if (a.required)
+      return fail(n, StatusCode::kInvalidArgument)
+             << "node '" << node.name << "' (" << op << ") needs attribute '" << a.name << "'";
     node.attrs[a.name] = a.default_value;
   }
   if (n["fuse"]) {
@@ -132,7 +143,8 @@ Status Loader::add_initializer(const YAML::Node& n, const Bindings& env, Graph& 
       for (ValueId out : node.outputs) produced = produced || out == prev;
     }
     const Value& pv = g.value(prev);
-    if (pv.is_initializer || pv.is_graph_input || produced) return fail(n) << "duplicate initializer or value '" << name << "'";
+    if (pv.is_initializer || pv.is_graph_input || produced)
+      return fail(n) << "duplicate initializer or value '" << name << "'";
   }
   Value v;
   v.name = name;
@@ -146,12 +158,14 @@ Status Loader::add_initializer(const YAML::Node& n, const Bindings& env, Graph& 
   }
   v.shape_known = true;
   if (int64_t count = 0; !checked_numel(v.shape, &count)) {
-    return fail(n["shape"]) << "initializer '" << name << "' " << shape_str(v.shape) << " exceeds " << kMaxTensorElements << " elements";
+    return fail(n["shape"]) << "initializer '" << name << "' " << shape_str(v.shape) << " exceeds "
+                            << kMaxTensorElements << " elements";
   }
   v.init = v.shape.size() >= 2 ? InitKind::kKaiming : InitKind::kUniform;
   if (n["init"]) {
     FUSERT_ASSIGN_OR_RETURN(std::string k, scalar(n["init"], env, "'init'"));
-    if (!parse_init_kind(k, &v.init)) return fail(n["init"]) << "unknown init '" << k << "' (kaiming, uniform, bn_scale, bn_var, input, zeros, ones)";
+    if (!parse_init_kind(k, &v.init))
+      return fail(n["init"]) << "unknown init '" << k << "' (kaiming, uniform, bn_scale, bn_var, input, zeros, ones)";
   }
   if (n["dtype"]) {
     FUSERT_ASSIGN_OR_RETURN(std::string dt, scalar(n["dtype"], env, "'dtype'"));
@@ -160,20 +174,27 @@ Status Loader::add_initializer(const YAML::Node& n, const Bindings& env, Graph& 
   if (const YAML::Node val = n["value"]) {
     v.is_constant = true;
     std::vector<YAML::Node> items;
-    if (val.IsSequence()) for (const YAML::Node& e : val) items.push_back(e);
-    else items.push_back(val);
+    if (val.IsSequence())
+      for (const YAML::Node& e : val) items.push_back(e);
+    else
+      items.push_back(val);
     if (static_cast<int64_t>(items.size()) != shape_numel(v.shape)) {
-      return fail(val, StatusCode::kShapeMismatch) << "constant '" << name << "' has " << items.size() << " values for shape " << shape_str(v.shape);
+      return fail(val, StatusCode::kShapeMismatch)
+             << "constant '" << name << "' has " << items.size() << " values for shape " << shape_str(v.shape);
     }
     v.data = Tensor(v.dtype, v.shape);
     for (size_t i = 0; i < items.size(); ++i) {
       FUSERT_ASSIGN_OR_RETURN(std::string s, scalar(items[i], env, "constant value"));
       AttrValue a = classify(s);
-      if (a.type == AttrType::kString) return fail(items[i]) << "constant '" << name << "': '" << s << "' is not a number";
+      if (a.type == AttrType::kString)
+        return fail(items[i]) << "constant '" << name << "': '" << s << "' is not a number";
       double d = a.type == AttrType::kInt ? static_cast<double>(a.i) : a.f;
-      if (v.dtype == DType::kI64) v.data.i64()[i] = a.type == AttrType::kInt ? a.i : static_cast<int64_t>(d);
-      else if (v.dtype == DType::kF32) v.data.f32()[i] = static_cast<float>(d);
-      else return fail(n["dtype"]) << "constants must be f32 or i64";
+      if (v.dtype == DType::kI64)
+        v.data.i64()[i] = a.type == AttrType::kInt ? a.i : static_cast<int64_t>(d);
+      else if (v.dtype == DType::kF32)
+        v.data.f32()[i] = static_cast<float>(d);
+      else
+        return fail(n["dtype"]) << "constants must be f32 or i64";
     }
   } else if (v.dtype != DType::kF32) {
     return fail(n) << "weight '" << name << "' must be f32 (weights are converted to f32 on load)";
@@ -188,14 +209,20 @@ Status Loader::expand_use(const YAML::Node& use, const Bindings& env, Graph& g, 
   FUSERT_ASSIGN_OR_RETURN(std::string name, scalar(use["use"], env, "'use'"));
   auto it = templates_.find(name);
   if (it == templates_.end()) return fail(use["use"]) << "unknown template '" << name << "'";
-  if (depth >= kMaxTemplateDepth) return fail(use) << "templates nested deeper than " << kMaxTemplateDepth << " (recursive use of '" << name << "'?)";
+  if (depth >= kMaxTemplateDepth)
+    return fail(use) << "templates nested deeper than " << kMaxTemplateDepth << " (recursive use of '" << name << "'?)";
   const YAML::Node tpl = it->second;
   FUSERT_RETURN_IF_ERROR(check_keys(tpl, {"params", "initializers", "nodes", "description"}, "a template"));
   std::set<std::string> params;
-  if (tpl["params"]) for (const YAML::Node& p : tpl["params"]) params.insert(p.Scalar());
+  if (tpl["params"])
+    for (const YAML::Node& p : tpl["params"]) params.insert(p.Scalar());
   int64_t repeat = 1, start = 0;
-  if (use["repeat"]) { FUSERT_ASSIGN_OR_RETURN(repeat, integer(use["repeat"], env, "'repeat'")); }
-  if (use["start"]) { FUSERT_ASSIGN_OR_RETURN(start, integer(use["start"], env, "'start'")); }
+  if (use["repeat"]) {
+    FUSERT_ASSIGN_OR_RETURN(repeat, integer(use["repeat"], env, "'repeat'"));
+  }
+  if (use["start"]) {
+    FUSERT_ASSIGN_OR_RETURN(start, integer(use["start"], env, "'start'"));
+  }
   if (repeat < 1 || repeat > 100000) return fail(use) << "'repeat' must be in 1..100000, got " << repeat;
   if (start < -1000000000 || start > 1000000000) return fail(use) << "'start' must be within +-1e9, got " << start;
   std::string chain_in, chain_out;
@@ -203,7 +230,8 @@ Status Loader::expand_use(const YAML::Node& use, const Bindings& env, Graph& g, 
     if (!c.IsSequence() || c.size() != 2) return fail(c) << "'chain' must be [input_param, output_param]";
     chain_in = c[0].Scalar();
     chain_out = c[1].Scalar();
-    if (!params.count(chain_in) || !params.count(chain_out)) return fail(c) << "'chain' names must be parameters of '" << name << "'";
+    if (!params.count(chain_in) || !params.count(chain_out))
+      return fail(c) << "'chain' names must be parameters of '" << name << "'";
   }
   const YAML::Node args = use["args"];
   if (args && !args.IsMap()) return fail(args) << "'args' must be a mapping";

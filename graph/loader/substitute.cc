@@ -23,10 +23,15 @@ class ExprParser {
   }
 
  private:
-  void skip() { while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_; }
+  void skip() {
+    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+  }
   bool eat(char ch) {
     skip();
-    if (pos_ < s_.size() && s_[pos_] == ch) { ++pos_; return true; }
+    if (pos_ < s_.size() && s_[pos_] == ch) {
+      ++pos_;
+      return true;
+    }
     return false;
   }
   Status sum(int64_t* v) {
@@ -49,10 +54,14 @@ class ExprParser {
     for (;;) {
       int64_t r = 0;
       char op = 0;
-      if (eat('*')) op = '*';
-      else if (eat('/')) op = '/';
-      else if (eat('%')) op = '%';
-      else return Status();
+      if (eat('*'))
+        op = '*';
+      else if (eat('/'))
+        op = '/';
+      else if (eat('%'))
+        op = '%';
+      else
+        return Status();
       FUSERT_RETURN_IF_ERROR(atom(&r));
       if (op != '*' && r == 0) return error(StatusCode::kParseError) << "division by zero";
       if (op != '*' && r == -1 && *v == INT64_MIN) return overflow();
@@ -66,7 +75,10 @@ class ExprParser {
   Status overflow() const { return error(StatusCode::kParseError) << "integer overflow"; }
   Status atom(int64_t* v) {
     if (++depth_ > 200) return error(StatusCode::kParseError) << "expression nested deeper than 200";
-    struct Leave { int& d; ~Leave() { --d; } } leave{depth_};
+    struct Leave {
+      int& d;
+      ~Leave() { --d; }
+    } leave{depth_};
     skip();
     if (eat('(')) {
       FUSERT_RETURN_IF_ERROR(sum(v));
@@ -108,7 +120,8 @@ class ExprParser {
 
 bool is_identifier(const std::string& s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  for (char ch : s) if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_') return false;
+  for (char ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_') return false;
   return true;
 }
 
@@ -132,7 +145,8 @@ Result<std::string> substitute(const std::string& text, const Bindings& env) {
     trimmed.erase(trimmed.find_last_not_of(' ') + 1);
     if (is_identifier(trimmed)) {
       auto it = env.find(trimmed);
-      if (it == env.end()) return error(StatusCode::kParseError) << "unknown parameter '" << trimmed << "' in '" << text << "'";
+      if (it == env.end())
+        return error(StatusCode::kParseError) << "unknown parameter '" << trimmed << "' in '" << text << "'";
       out += it->second;
     } else {
       ExprParser p(expr, env);

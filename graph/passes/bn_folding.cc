@@ -73,7 +73,8 @@ class BnFoldingPass : public Pass {
       // Links are stale within a sweep: a producer already folded into waits for the next.
       if (p < 0 || erased[static_cast<size_t>(p)] || !ud.single_use(t)) continue;
       Node& prod = g.nodes[static_cast<size_t>(p)];
-      bool ok = prod.op == OpKind::kConv ? fold_conv(g, prod, g.nodes[i]) : prod.op == OpKind::kGemm && fold_gemm(g, prod, g.nodes[i]);
+      bool ok = prod.op == OpKind::kConv ? fold_conv(g, prod, g.nodes[i])
+                                         : prod.op == OpKind::kGemm && fold_gemm(g, prod, g.nodes[i]);
       if (!ok) continue;
       prod.outputs[0] = g.nodes[i].outputs[0];  // the producer now writes the BN's output name
       erased[i] = true;
@@ -105,7 +106,8 @@ class BnFoldingPass : public Pass {
         w2.f32()[c * per + k] = static_cast<float>(w->f32()[c * per + k] * p.s[static_cast<size_t>(c)]);
       }
       double bias = b ? b->f32()[c] : 0.0;
-      b2.f32()[c] = static_cast<float>((bias - p.mean[static_cast<size_t>(c)]) * p.s[static_cast<size_t>(c)] + p.beta[static_cast<size_t>(c)]);
+      b2.f32()[c] = static_cast<float>((bias - p.mean[static_cast<size_t>(c)]) * p.s[static_cast<size_t>(c)] +
+                                       p.beta[static_cast<size_t>(c)]);
     }
     set_folded(g, conv, std::move(w2), std::move(b2));
     return true;
@@ -129,7 +131,8 @@ class BnFoldingPass : public Pass {
     for (int64_t r = 0; r < w->shape()[0]; ++r) {
       for (int64_t q = 0; q < w->shape()[1]; ++q) {
         const int64_t col = tb ? r : q;  // the output column this element feeds
-        w2.f32()[r * w->shape()[1] + q] = static_cast<float>(w->f32()[r * w->shape()[1] + q] * p.s[static_cast<size_t>(col)]);
+        w2.f32()[r * w->shape()[1] + q] =
+            static_cast<float>(w->f32()[r * w->shape()[1] + q] * p.s[static_cast<size_t>(col)]);
       }
     }
     // C as [cm, cn] with broadcast dims of size 1.

@@ -82,7 +82,8 @@ Tensor fold_transpose(const FoldInput& f) {
   const Tensor& x = *f.in[0];
   const std::vector<int64_t>& perm = f.node.attr_ints("perm");
   Strides own = strides_of(x.shape()), st(perm.size());
-  for (size_t d = 0; d < perm.size(); ++d) st[d] = own[static_cast<size_t>(perm[d])];  // Y[.., i_d, ..] = X[.., i_perm[d], ..]
+  for (size_t d = 0; d < perm.size(); ++d)
+    st[d] = own[static_cast<size_t>(perm[d])];  // Y[.., i_d, ..] = X[.., i_perm[d], ..]
   return affine_copy(x, f.out_shape, 0, st);
 }
 
@@ -92,7 +93,8 @@ Tensor fold_slice(const FoldInput& f) {
   const Tensor& x = *f.in[0];
   std::vector<int64_t> starts = ints_of(f.in[1]), axes = ints_of(f.in.size() > 3 ? f.in[3] : nullptr),
                        steps = ints_of(f.in.size() > 4 ? f.in[4] : nullptr);
-  if (axes.empty()) for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
   if (steps.empty()) steps.assign(starts.size(), 1);
   Strides own = strides_of(x.shape()), st = own;
   int64_t base = 0;
@@ -120,7 +122,8 @@ Tensor fold_concat(const FoldInput& f) {
     const int64_t row = t->shape()[static_cast<size_t>(axis)] * inner;
     for (int64_t o = 0; o < outer; ++o) {
       std::memcpy(static_cast<uint8_t*>(y.raw()) + static_cast<size_t>(o * out_row + at) * es,
-                  static_cast<const uint8_t*>(t->raw()) + static_cast<size_t>(o * row) * es, static_cast<size_t>(row) * es);
+                  static_cast<const uint8_t*>(t->raw()) + static_cast<size_t>(o * row) * es,
+                  static_cast<size_t>(row) * es);
     }
     at += row;
   }
@@ -153,10 +156,14 @@ std::optional<Tensor> fold_gather(const FoldInput& f) {
 
 double load(const Tensor& t, int64_t i) {
   switch (t.dtype()) {
-    case DType::kF32: return t.f32()[i];
-    case DType::kI32: return static_cast<const int32_t*>(t.raw())[i];
-    case DType::kBool: return static_cast<const uint8_t*>(t.raw())[i];
-    default: return static_cast<double>(t.i64()[i]);
+    case DType::kF32:
+      return t.f32()[i];
+    case DType::kI32:
+      return static_cast<const int32_t*>(t.raw())[i];
+    case DType::kBool:
+      return static_cast<const uint8_t*>(t.raw())[i];
+    default:
+      return static_cast<double>(t.i64()[i]);
   }
 }
 
@@ -166,10 +173,15 @@ std::optional<Tensor> fold_cast(const FoldInput& f) {
   const Tensor& x = *f.in[0];
   Tensor y(f.out_dtype, f.out_shape);
   for (int64_t i = 0; i < x.numel(); ++i) {
-    if (x.dtype() == DType::kI64 && f.out_dtype == DType::kI64) { y.i64()[i] = x.i64()[i]; continue; }
+    if (x.dtype() == DType::kI64 && f.out_dtype == DType::kI64) {
+      y.i64()[i] = x.i64()[i];
+      continue;
+    }
     double v = load(x, i);
     switch (f.out_dtype) {
-      case DType::kF32: y.f32()[i] = x.dtype() == DType::kF32 ? x.f32()[i] : static_cast<float>(v); break;
+      case DType::kF32:
+        y.f32()[i] = x.dtype() == DType::kF32 ? x.f32()[i] : static_cast<float>(v);
+        break;
       case DType::kI64:
         if (!std::isfinite(v) || std::fabs(v) >= 9.2e18) return std::nullopt;
         y.i64()[i] = static_cast<int64_t>(v);
@@ -178,8 +190,11 @@ std::optional<Tensor> fold_cast(const FoldInput& f) {
         if (!std::isfinite(v) || std::fabs(v) >= 2147483648.0) return std::nullopt;
         static_cast<int32_t*>(y.raw())[i] = static_cast<int32_t>(v);
         break;
-      case DType::kBool: static_cast<uint8_t*>(y.raw())[i] = v != 0 ? 1 : 0; break;
-      default: return std::nullopt;
+      case DType::kBool:
+        static_cast<uint8_t*>(y.raw())[i] = v != 0 ? 1 : 0;
+        break;
+      default:
+        return std::nullopt;
     }
   }
   return y;
@@ -203,12 +218,23 @@ std::optional<Tensor> fold_binary(const FoldInput& f) {
     const float *pa = a.f32(), *pb = b.f32();
     float* py = y.f32();
     switch (op) {
-      case OpKind::kAdd: run([&](int64_t k, int64_t i, int64_t j) { py[k] = pa[i] + pb[j]; }); break;
-      case OpKind::kSub: run([&](int64_t k, int64_t i, int64_t j) { py[k] = pa[i] - pb[j]; }); break;
-      case OpKind::kMul: run([&](int64_t k, int64_t i, int64_t j) { py[k] = pa[i] * pb[j]; }); break;
-      case OpKind::kDiv: run([&](int64_t k, int64_t i, int64_t j) { py[k] = pa[i] / pb[j]; }); break;
-      case OpKind::kPow: run([&](int64_t k, int64_t i, int64_t j) { py[k] = std::pow(pa[i], pb[j]); }); break;
-      default: return std::nullopt;
+      case OpKind::kAdd:
+        run([&](int64_t k, int64_t i, int64_t j) { py[k] = pa[i] + pb[j]; });
+        break;
+      case OpKind::kSub:
+        run([&](int64_t k, int64_t i, int64_t j) { py[k] = pa[i] - pb[j]; });
+        break;
+      case OpKind::kMul:
+        run([&](int64_t k, int64_t i, int64_t j) { py[k] = pa[i] * pb[j]; });
+        break;
+      case OpKind::kDiv:
+        run([&](int64_t k, int64_t i, int64_t j) { py[k] = pa[i] / pb[j]; });
+        break;
+      case OpKind::kPow:
+        run([&](int64_t k, int64_t i, int64_t j) { py[k] = std::pow(pa[i], pb[j]); });
+        break;
+      default:
+        return std::nullopt;
     }
     return y;
   }
@@ -216,16 +242,25 @@ std::optional<Tensor> fold_binary(const FoldInput& f) {
   const int64_t *pa = a.i64(), *pb = b.i64();
   int64_t* py = y.i64();
   switch (op) {
-    case OpKind::kAdd: run([&](int64_t k, int64_t i, int64_t j) { py[k] = pa[i] + pb[j]; }); break;
-    case OpKind::kSub: run([&](int64_t k, int64_t i, int64_t j) { py[k] = pa[i] - pb[j]; }); break;
-    case OpKind::kMul: run([&](int64_t k, int64_t i, int64_t j) { py[k] = pa[i] * pb[j]; }); break;
+    case OpKind::kAdd:
+      run([&](int64_t k, int64_t i, int64_t j) { py[k] = pa[i] + pb[j]; });
+      break;
+    case OpKind::kSub:
+      run([&](int64_t k, int64_t i, int64_t j) { py[k] = pa[i] - pb[j]; });
+      break;
+    case OpKind::kMul:
+      run([&](int64_t k, int64_t i, int64_t j) { py[k] = pa[i] * pb[j]; });
+      break;
     case OpKind::kDiv:
       run([&](int64_t k, int64_t i, int64_t j) {
-        if (pb[j] == 0) ok = false;
-        else py[k] = pa[i] / pb[j];
+        if (pb[j] == 0)
+          ok = false;
+        else
+          py[k] = pa[i] / pb[j];
       });
       break;
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
   if (!ok) return std::nullopt;
   return y;
@@ -240,12 +275,23 @@ std::optional<Tensor> fold_unary(const FoldInput& f) {
   for (int64_t i = 0; i < x.numel(); ++i) {
     float v = px[i];
     switch (f.node.op) {
-      case OpKind::kSqrt: py[i] = std::sqrt(v); break;
-      case OpKind::kErf: py[i] = std::erf(v); break;
-      case OpKind::kTanh: py[i] = std::tanh(v); break;
-      case OpKind::kRelu: py[i] = v > 0.f ? v : 0.f; break;
-      case OpKind::kSigmoid: py[i] = 1.f / (1.f + std::exp(-v)); break;
-      default: return std::nullopt;
+      case OpKind::kSqrt:
+        py[i] = std::sqrt(v);
+        break;
+      case OpKind::kErf:
+        py[i] = std::erf(v);
+        break;
+      case OpKind::kTanh:
+        py[i] = std::tanh(v);
+        break;
+      case OpKind::kRelu:
+        py[i] = v > 0.f ? v : 0.f;
+        break;
+      case OpKind::kSigmoid:
+        py[i] = 1.f / (1.f + std::exp(-v));
+        break;
+      default:
+        return std::nullopt;
     }
   }
   return y;
@@ -253,18 +299,35 @@ std::optional<Tensor> fold_unary(const FoldInput& f) {
 
 std::optional<Tensor> fold(const FoldInput& f) {
   switch (f.node.op) {
-    case OpKind::kReshape: case OpKind::kUnsqueeze: case OpKind::kFlatten: case OpKind::kIdentity:
+    case OpKind::kReshape:
+    case OpKind::kUnsqueeze:
+    case OpKind::kFlatten:
+    case OpKind::kIdentity:
       return f.in[0]->clone().reshaped(f.out_shape);  // row-major order is unchanged
-    case OpKind::kTranspose: return fold_transpose(f);
-    case OpKind::kSlice: return fold_slice(f);
-    case OpKind::kConcat: return fold_concat(f);
-    case OpKind::kGather: return fold_gather(f);
-    case OpKind::kCast: return fold_cast(f);
-    case OpKind::kAdd: case OpKind::kSub: case OpKind::kMul: case OpKind::kDiv: case OpKind::kPow:
+    case OpKind::kTranspose:
+      return fold_transpose(f);
+    case OpKind::kSlice:
+      return fold_slice(f);
+    case OpKind::kConcat:
+      return fold_concat(f);
+    case OpKind::kGather:
+      return fold_gather(f);
+    case OpKind::kCast:
+      return fold_cast(f);
+    case OpKind::kAdd:
+    case OpKind::kSub:
+    case OpKind::kMul:
+    case OpKind::kDiv:
+    case OpKind::kPow:
       return fold_binary(f);
-    case OpKind::kSqrt: case OpKind::kErf: case OpKind::kTanh: case OpKind::kRelu: case OpKind::kSigmoid:
+    case OpKind::kSqrt:
+    case OpKind::kErf:
+    case OpKind::kTanh:
+    case OpKind::kRelu:
+    case OpKind::kSigmoid:
       return fold_unary(f);
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 

@@ -77,7 +77,8 @@ class GeluRule : public RewriteRule {
     const int r = producer(g, inner, OpKind::kAdd);
     if (r < 0 || sole_consumer(g, inner) < 0) return kNoValue;
     for (int j = 0; j < 2; ++j) {  // Add(x, k) or Add(k, x)
-      const ValueId x = node_at(g, r).inputs[static_cast<size_t>(j)], k = node_at(g, r).inputs[static_cast<size_t>(1 - j)];
+      const ValueId x = node_at(g, r).inputs[static_cast<size_t>(j)],
+                    k = node_at(g, r).inputs[static_cast<size_t>(1 - j)];
       const int kn = producer(g, k, OpKind::kMul);
       if (kn < 0 || sole_consumer(g, k) < 0) continue;
       const ValueId cube = mul_by_scalar(g, node_at(g, kn), kTanhCubic);
@@ -102,7 +103,8 @@ class GeluRule : public RewriteRule {
     if (n.op != OpKind::kMul) return false;
     const ValueId sq = other_input(n, x);
     const int s = producer(g, sq, OpKind::kMul);
-    if (s < 0 || sole_consumer(g, sq) != p || node_at(g, s).inputs[0] != x || node_at(g, s).inputs[1] != x) return false;
+    if (s < 0 || sole_consumer(g, sq) != p || node_at(g, s).inputs[0] != x || node_at(g, s).inputs[1] != x)
+      return false;
     nodes->insert(nodes->end(), {p, s});
     return true;
   }

@@ -59,11 +59,13 @@ class LayerNormRule : public RewriteRule {
     if (add_eps < 0) return false;
     double eps;
     const Node& ae = g.nodes[static_cast<size_t>(add_eps)];
-    if (!scalar_constant(g, other_input(ae, var), &eps) || g.value(ae.outputs[0]).shape != g.value(var).shape) return false;
+    if (!scalar_constant(g, other_input(ae, var), &eps) || g.value(ae.outputs[0]).shape != g.value(var).shape)
+      return false;
     const int sqrt = sole_consumer(g, ae.outputs[0], OpKind::kSqrt);
     if (sqrt < 0 || sole_consumer(g, g.nodes[static_cast<size_t>(sqrt)].outputs[0]) != div) return false;
     const Node& dn = g.nodes[static_cast<size_t>(div)];
-    if (dn.inputs[1] != g.nodes[static_cast<size_t>(sqrt)].outputs[0] || g.value(dn.outputs[0]).shape != xv.shape) return false;
+    if (dn.inputs[1] != g.nodes[static_cast<size_t>(sqrt)].outputs[0] || g.value(dn.outputs[0]).shape != xv.shape)
+      return false;
 
     m->root = div;
     m->erased = {anchor, sub, pow, rm2, add_eps, sqrt};
@@ -81,7 +83,8 @@ class LayerNormRule : public RewriteRule {
       if (v == kNoValue || g.value(v).shape != Shape{c}) return false;
       const int p = g.value(v).producer;
       if (p == m->root) return false;
-      for (int e : m->erased) if (p == e) return false;
+      for (int e : m->erased)
+        if (p == e) return false;
       return true;
     };
     ValueId cur = g.nodes[static_cast<size_t>(m->root)].outputs[0];

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "graph/ir.h"
 #include "graph/base/status.h"
+#include "graph/ir.h"
 
 namespace fusert {
 

@@ -20,21 +20,23 @@ Status verify_graph_after_pass(const Graph& g, const std::string& pass) {
   for (const Value& v : g.values) {
     if (!v.is_initializer || v.data.empty()) continue;
     if (v.data.shape() != v.shape || v.data.dtype() != v.dtype) {
-      return error(StatusCode::kInternal) << "after pass '" << pass << "': initializer '" << v.name << "' is declared "
-             << dtype_name(v.dtype) << " " << shape_str(v.shape) << " but holds " << dtype_name(v.data.dtype()) << " "
-             << shape_str(v.data.shape());
+      return error(StatusCode::kInternal)
+             << "after pass '" << pass << "': initializer '" << v.name << "' is declared " << dtype_name(v.dtype) << " "
+             << shape_str(v.shape) << " but holds " << dtype_name(v.data.dtype()) << " " << shape_str(v.data.shape());
     }
   }
   Graph copy = g;  // tensors share buffers: cheap
   st = infer_shapes(copy);
-  if (!st.ok()) return error(StatusCode::kInternal) << "after pass '" << pass << "': shape inference fails: " << st.message();
+  if (!st.ok())
+    return error(StatusCode::kInternal) << "after pass '" << pass << "': shape inference fails: " << st.message();
   for (const Node& n : g.nodes) {
     for (ValueId out : n.outputs) {
       const Value& have = g.value(out);
       const Value& want = copy.value(out);
       if (have.shape != want.shape || have.dtype != want.dtype) {
-        return error(StatusCode::kInternal) << "after pass '" << pass << "': value '" << have.name << "' of node '" << n.name
-               << "' is " << dtype_name(have.dtype) << " " << shape_str(have.shape) << " but shape inference gives "
+        return error(StatusCode::kInternal)
+               << "after pass '" << pass << "': value '" << have.name << "' of node '" << n.name << "' is "
+               << dtype_name(have.dtype) << " " << shape_str(have.shape) << " but shape inference gives "
                << dtype_name(want.dtype) << " " << shape_str(want.shape);
       }
     }
@@ -76,7 +78,10 @@ std::vector<std::string> PassManager::log_lines() const {
 
 Result<std::vector<std::string>> run_canonicalize(Graph& g, bool verify) {
   PassManager pm(verify);
-  pm.add(make_constant_folding_pass()).add(make_bn_folding_pass()).add(make_pattern_rewrite_pass()).add(make_dead_code_pass());
+  pm.add(make_constant_folding_pass())
+      .add(make_bn_folding_pass())
+      .add(make_pattern_rewrite_pass())
+      .add(make_dead_code_pass());
   FUSERT_ASSIGN_OR_RETURN(bool changed, pm.run(g));
   (void)changed;
   return pm.log_lines();

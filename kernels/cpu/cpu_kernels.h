@@ -51,9 +51,9 @@ void matmul(const MatMulParams& p, const float* a, const float* b, float* y);
 /// output [N,M,OH,OW]. Pads are explicit (auto_pad already resolved). ONNX Conv semantics.
 /// Uses im2col + GEMM per group; group == C == M takes a direct depthwise path.
 struct ConvParams {
-  int64_t n = 1, c = 0, h = 0, w = 0;    // input
-  int64_t m = 0, kh = 1, kw = 1;         // output channels, kernel
-  int64_t oh = 0, ow = 0;                // output spatial
+  int64_t n = 1, c = 0, h = 0, w = 0;  // input
+  int64_t m = 0, kh = 1, kw = 1;       // output channels, kernel
+  int64_t oh = 0, ow = 0;              // output spatial
   int64_t stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1;
   int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
   int64_t group = 1;
@@ -62,8 +62,8 @@ void conv2d(const ConvParams& p, const float* x, const float* w, const float* bi
 
 /// BatchNormalization (inference): y = scale * (x - mean) / sqrt(var + epsilon) + bias, per
 /// channel of an [N,C,spatial...] tensor (spatial = product of trailing dims, may be 1).
-void batch_norm(int64_t n, int64_t c, int64_t spatial, const float* x, const float* scale,
-                const float* bias, const float* mean, const float* var, float epsilon, float* y);
+void batch_norm(int64_t n, int64_t c, int64_t spatial, const float* x, const float* scale, const float* bias,
+                const float* mean, const float* var, float epsilon, float* y);
 
 // ---------------------------------------------------------------- Pooling
 /// MaxPool / AveragePool over NCHW (ONNX semantics; pads explicit, ceil_mode resolved into oh/ow).
@@ -93,8 +93,7 @@ void hard_swish(int64_t count, const float* x, float* y);
 enum class BinaryKind { kAdd, kSub, kMul, kDiv, kPow };
 /// Numpy-broadcast binary op. Shapes are already padded to the output rank; a_shape[d] and
 /// b_shape[d] are each 1 or out_shape[d].
-void binary(BinaryKind kind, const std::vector<int64_t>& out_shape,
-            const std::vector<int64_t>& a_shape, const float* a,
+void binary(BinaryKind kind, const std::vector<int64_t>& out_shape, const std::vector<int64_t>& a_shape, const float* a,
             const std::vector<int64_t>& b_shape, const float* b, float* y);
 
 // ---------------------------------------------------------------- Data movement
@@ -104,11 +103,10 @@ void binary(BinaryKind kind, const std::vector<int64_t>& out_shape,
 void softmax(int64_t outer, int64_t axis_len, int64_t inner, const float* x, float* y);
 
 /// Transpose of a tensor of rank <= 6: y has dims in_shape[perm[i]].
-void transpose(const std::vector<int64_t>& in_shape, const std::vector<int64_t>& perm,
-               const float* x, float* y);
+void transpose(const std::vector<int64_t>& in_shape, const std::vector<int64_t>& perm, const float* x, float* y);
 
 /// Concat along an axis: each input viewed as [outer, len_i * inner]; y is [outer, sum(len) * inner].
-void concat(int64_t outer, int64_t inner, const std::vector<int64_t>& lens,
-            const std::vector<const float*>& xs, float* y);
+void concat(int64_t outer, int64_t inner, const std::vector<int64_t>& lens, const std::vector<const float*>& xs,
+            float* y);
 
 }  // namespace fusert::cpu

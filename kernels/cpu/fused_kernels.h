@@ -15,19 +15,24 @@ namespace fusert::cpu {
 // ---------------------------------------------------------------- Epilogues
 /// One elementwise operation of an epilogue, applied in order to the running value v.
 enum class EpOp {
-  kAddTensor,   ///< v = v + t   (or t + v)
-  kSubTensor,   ///< v = v - t   (or t - v when operand_first)
-  kMulTensor,   ///< v = v * t
-  kDivTensor,   ///< v = v / t   (or t / v when operand_first)
-  kPowTensor,   ///< v = pow(v, t) (or pow(t, v) when operand_first)
-  kRelu,        ///< v = max(v, 0); NaN stays NaN
-  kClip,        ///< v = min(max(v, a), b); NaN stays NaN; bounds exact
-  kSigmoid,     ///< v = 1 / (1 + exp(-v))
-  kHardSigmoid, ///< v = max(0, min(1, a * v + b))
-  kHardSwish,   ///< v = v * max(0, min(1, v / 6 + 0.5))
-  kGelu,        ///< v = v/2 * (1 + erf(v / sqrt(2)))
-  kGeluTanh,    ///< v = v/2 * (1 + tanh(sqrt(2/pi) * (v + 0.044715 v^3)))
-  kTanh, kErf, kSqrt, kNeg, kExp, kIdentity,
+  kAddTensor,    ///< v = v + t   (or t + v)
+  kSubTensor,    ///< v = v - t   (or t - v when operand_first)
+  kMulTensor,    ///< v = v * t
+  kDivTensor,    ///< v = v / t   (or t / v when operand_first)
+  kPowTensor,    ///< v = pow(v, t) (or pow(t, v) when operand_first)
+  kRelu,         ///< v = max(v, 0); NaN stays NaN
+  kClip,         ///< v = min(max(v, a), b); NaN stays NaN; bounds exact
+  kSigmoid,      ///< v = 1 / (1 + exp(-v))
+  kHardSigmoid,  ///< v = max(0, min(1, a * v + b))
+  kHardSwish,    ///< v = v * max(0, min(1, v / 6 + 0.5))
+  kGelu,         ///< v = v/2 * (1 + erf(v / sqrt(2)))
+  kGeluTanh,     ///< v = v/2 * (1 + tanh(sqrt(2/pi) * (v + 0.044715 v^3)))
+  kTanh,
+  kErf,
+  kSqrt,
+  kNeg,
+  kExp,
+  kIdentity,
 };
 
 /// How a tensor operand is indexed relative to the output element (logical index).
@@ -43,11 +48,11 @@ enum class OperandMode {
 
 struct EpilogueStep {
   EpOp op = EpOp::kIdentity;
-  float a = 0.f, b = 0.f;            ///< Clip bounds, HardSigmoid alpha/beta
-  const float* operand = nullptr;    ///< tensor ops only; bound per run
+  float a = 0.f, b = 0.f;          ///< Clip bounds, HardSigmoid alpha/beta
+  const float* operand = nullptr;  ///< tensor ops only; bound per run
   OperandMode mode = OperandMode::kFull;
-  std::vector<int64_t> strides;      ///< kStrided: one per output dim (0 = broadcast)
-  bool operand_first = false;        ///< t op v instead of v op t (Sub, Div, Pow)
+  std::vector<int64_t> strides;  ///< kStrided: one per output dim (0 = broadcast)
+  bool operand_first = false;    ///< t op v instead of v op t (Sub, Div, Pow)
 };
 
 /// Reduction applied after the elementwise steps.
@@ -61,23 +66,23 @@ enum class EpTail {
 struct Epilogue {
   std::vector<EpilogueStep> steps;
   EpTail tail = EpTail::kNone;
-  const float* ln_scale = nullptr;   ///< kLayerNorm: [N]
-  const float* ln_shift = nullptr;   ///< kLayerNorm: [N], nullable
+  const float* ln_scale = nullptr;  ///< kLayerNorm: [N]
+  const float* ln_shift = nullptr;  ///< kLayerNorm: [N], nullable
   float ln_epsilon = 1e-5f;
-  std::vector<EpilogueStep> post;    ///< steps applied after the tail (e.g. Relu after LayerNorm)
-  std::vector<int64_t> out_shape;    ///< logical output shape, for kStrided operands
-                                     ///< `steps` (and `post` without a tail) index this shape; for
-                                     ///< conv it is the pre-pool [N, M, OH, OW]; `post` after
-                                     ///< kGlobalAvgPool indexes the pooled [N, M] instead
-                                     ///< (kStrided post strides over a 4-D shape: first two used)
+  std::vector<EpilogueStep> post;  ///< steps applied after the tail (e.g. Relu after LayerNorm)
+  std::vector<int64_t> out_shape;  ///< logical output shape, for kStrided operands
+                                   ///< `steps` (and `post` without a tail) index this shape; for
+                                   ///< conv it is the pre-pool [N, M, OH, OW]; `post` after
+                                   ///< kGlobalAvgPool indexes the pooled [N, M] instead
+                                   ///< (kStrided post strides over a 4-D shape: first two used)
 };
 
 /// Applies `ep.steps` to a contiguous run of `count` values starting at logical flat output
 /// index `flat0`, with conv/gemm channel index rules given by (channels, spatial): for conv the
 /// output is [N, channels, spatial]; for gemm pass channels = N columns, spatial = 1 and rows
 /// via flat index. Exposed for tests and for other fused kernels.
-void apply_epilogue_steps(const std::vector<EpilogueStep>& steps, const std::vector<int64_t>& out_shape,
-                          int64_t flat0, int64_t count, int64_t channels, int64_t spatial, float* v);
+void apply_epilogue_steps(const std::vector<EpilogueStep>& steps, const std::vector<int64_t>& out_shape, int64_t flat0,
+                          int64_t count, int64_t channels, int64_t spatial, float* v);
 
 // ---------------------------------------------------------------- Anchors with epilogues
 /// conv2d (as cpu::conv2d) + bias + epilogue per output-channel block while in cache.
@@ -85,8 +90,7 @@ void apply_epilogue_steps(const std::vector<EpilogueStep>& steps, const std::vec
 /// y must not alias x or w. It may alias an epilogue operand (a residual whose buffer is reused
 /// for the output): tiles are then finished in scratch and copied, so the operand is read
 /// before it is overwritten. The same holds for every conv and gemm kernel below.
-void conv2d_fused(const ConvParams& p, const float* x, const float* w, const float* bias, const Epilogue& ep,
-                  float* y);
+void conv2d_fused(const ConvParams& p, const float* x, const float* w, const float* bias, const Epilogue& ep, float* y);
 
 /// Cross group with two convolutions whose outputs are added (a residual join with a conv on
 /// the shortcut, e.g. ResNet's conv3 + downsample): y = ep(conv(p1, x1, w1) + conv(p2, x2, w2) + bias)
@@ -120,7 +124,7 @@ void matmul_fused(const MatMulParams& p, const float* a, const float* b, const E
 /// while the block is in cache.
 struct HorizontalMember {
   int64_t n = 0;
-  Epilogue ep;       ///< ep.out_shape = {M, n}; kPerChannel operands index within the member
+  Epilogue ep;  ///< ep.out_shape = {M, n}; kPerChannel operands index within the member
   float* y = nullptr;
 };
 void gemm_horizontal(int64_t m, int64_t k, const float* a, const float* w_cat, const float* b_cat,
@@ -130,7 +134,7 @@ void gemm_horizontal(int64_t m, int64_t k, const float* a, const float* w_cat, c
 /// y_i = ep_i(a_i [M, K] * w_i^T + b_i) for i in members, one parallel loop over (member, row block).
 struct GroupedGemmMember {
   const float* a = nullptr;
-  const float* w = nullptr;   ///< [N, K] (transB layout)
+  const float* w = nullptr;  ///< [N, K] (transB layout)
   const float* bias = nullptr;
   Epilogue ep;
   float* y = nullptr;
@@ -145,10 +149,10 @@ void gemm_grouped(int64_t m, int64_t n, int64_t k, std::vector<GroupedGemmMember
 /// alias an input only when that input is read with contiguous strides (in-place update).
 struct ElementwiseInstr {
   EpOp op = EpOp::kIdentity;
-  int dst = 0;               ///< register written
-  int src = 0;               ///< register read as v
-  int src2 = -1;             ///< register used as the tensor operand t (binary ops), or -1
-  int input = -1;            ///< or: input index used as t (binary ops), -1 if none
+  int dst = 0;     ///< register written
+  int src = 0;     ///< register read as v
+  int src2 = -1;   ///< register used as the tensor operand t (binary ops), or -1
+  int input = -1;  ///< or: input index used as t (binary ops), -1 if none
   float a = 0.f, b = 0.f;
   bool operand_first = false;
 };
@@ -156,9 +160,9 @@ struct ElementwiseProgram {
   std::vector<int64_t> out_shape;
   std::vector<std::vector<int64_t>> input_strides;  ///< per input: element strides over out_shape
   int num_registers = 1;
-  std::vector<std::pair<int, int>> loads;           ///< (register, input) loaded before the code
+  std::vector<std::pair<int, int>> loads;  ///< (register, input) loaded before the code
   std::vector<ElementwiseInstr> code;
-  std::vector<std::pair<int, int>> stores;          ///< (register, output index)
+  std::vector<std::pair<int, int>> stores;  ///< (register, output index)
 };
 void run_elementwise_program(const ElementwiseProgram& prog, const std::vector<const float*>& inputs,
                              const std::vector<float*>& outputs);

@@ -2,9 +2,9 @@
 // A team is only forked when each thread gets enough work to pay for the fork/join.
 #pragma once
 
+#include <omp.h>
 #include <Eigen/Core>
 #include <cstdint>
-#include <omp.h>
 
 namespace fusert::cpu::detail {
 

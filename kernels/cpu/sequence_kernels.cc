@@ -6,8 +6,8 @@
 
 namespace fusert::cpu {
 
-void layer_norm(int64_t outer, int64_t inner, const float* x, const float* scale, const float* bias,
-                float epsilon, float* y) {
+void layer_norm(int64_t outer, int64_t inner, const float* x, const float* scale, const float* bias, float epsilon,
+                float* y) {
 #pragma omp parallel for schedule(static) if (outer > 4)
   for (int64_t r = 0; r < outer; ++r) {
     const float* xr = x + r * inner;
@@ -55,20 +55,22 @@ void slice_axis(int64_t outer, int64_t len_in, int64_t inner, int64_t start, int
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t j = 0; j < len_out; ++j) {
       int64_t s = start + j * step;
-      std::memcpy(dst + static_cast<size_t>(o * len_out + j) * row, src + static_cast<size_t>(o * len_in + s) * row, row);
+      std::memcpy(dst + static_cast<size_t>(o * len_out + j) * row, src + static_cast<size_t>(o * len_in + s) * row,
+                  row);
     }
   }
 }
 
-void gather(int64_t outer, int64_t len, int64_t inner, const int64_t* indices, int64_t n_indices,
-            size_t esize, const void* x, void* y) {
+void gather(int64_t outer, int64_t len, int64_t inner, const int64_t* indices, int64_t n_indices, size_t esize,
+            const void* x, void* y) {
   const auto* src = static_cast<const uint8_t*>(x);
   auto* dst = static_cast<uint8_t*>(y);
   const size_t row = static_cast<size_t>(inner) * esize;
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t j = 0; j < n_indices; ++j) {
       int64_t k = indices[j] < 0 ? indices[j] + len : indices[j];
-      std::memcpy(dst + static_cast<size_t>(o * n_indices + j) * row, src + static_cast<size_t>(o * len + k) * row, row);
+      std::memcpy(dst + static_cast<size_t>(o * n_indices + j) * row, src + static_cast<size_t>(o * len + k) * row,
+                  row);
     }
   }
 }
@@ -106,10 +108,14 @@ void where(const std::vector<int64_t>& out_shape, const std::vector<int64_t>& c_
 namespace {
 double load_as_double(int type, const void* x, int64_t i) {
   switch (type) {
-    case 1: return static_cast<const float*>(x)[i];
-    case 6: return static_cast<const int32_t*>(x)[i];
-    case 7: return static_cast<double>(static_cast<const int64_t*>(x)[i]);
-    default: return static_cast<const uint8_t*>(x)[i] != 0;
+    case 1:
+      return static_cast<const float*>(x)[i];
+    case 6:
+      return static_cast<const int32_t*>(x)[i];
+    case 7:
+      return static_cast<double>(static_cast<const int64_t*>(x)[i]);
+    default:
+      return static_cast<const uint8_t*>(x)[i] != 0;
   }
 }
 }  // namespace
@@ -118,10 +124,18 @@ void cast(int64_t count, int from, const void* x, int to, void* y) {
   for (int64_t i = 0; i < count; ++i) {
     double v = load_as_double(from, x, i);
     switch (to) {
-      case 1: static_cast<float*>(y)[i] = static_cast<float>(v); break;
-      case 6: static_cast<int32_t*>(y)[i] = static_cast<int32_t>(v); break;
-      case 7: static_cast<int64_t*>(y)[i] = static_cast<int64_t>(v); break;
-      default: static_cast<uint8_t*>(y)[i] = v != 0 ? 1 : 0; break;
+      case 1:
+        static_cast<float*>(y)[i] = static_cast<float>(v);
+        break;
+      case 6:
+        static_cast<int32_t*>(y)[i] = static_cast<int32_t>(v);
+        break;
+      case 7:
+        static_cast<int64_t*>(y)[i] = static_cast<int64_t>(v);
+        break;
+      default:
+        static_cast<uint8_t*>(y)[i] = v != 0 ? 1 : 0;
+        break;
     }
   }
 }

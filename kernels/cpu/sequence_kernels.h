@@ -12,8 +12,8 @@ namespace fusert::cpu {
 /// LayerNormalization (ONNX opset 17) over an [outer, inner] view: per row,
 /// y = (x - mean) / sqrt(var + epsilon) * scale + bias, population variance, accumulated in
 /// double. scale/bias are [inner]; bias nullable.
-void layer_norm(int64_t outer, int64_t inner, const float* x, const float* scale, const float* bias,
-                float epsilon, float* y);
+void layer_norm(int64_t outer, int64_t inner, const float* x, const float* scale, const float* bias, float epsilon,
+                float* y);
 
 /// GELU (ONNX Gelu, opset 20): exact erf form, or the tanh approximation when `tanh_approx`.
 void gelu(int64_t count, const float* x, bool tanh_approx, float* y);
@@ -30,8 +30,8 @@ void slice_axis(int64_t outer, int64_t len_in, int64_t inner, int64_t start, int
 
 /// Gather along an axis: x viewed as [outer, len, inner], indices (int64, already validated to
 /// lie in [-len, len)), y = [outer, n_indices, inner].
-void gather(int64_t outer, int64_t len, int64_t inner, const int64_t* indices, int64_t n_indices,
-            size_t esize, const void* x, void* y);
+void gather(int64_t outer, int64_t len, int64_t inner, const int64_t* indices, int64_t n_indices, size_t esize,
+            const void* x, void* y);
 
 /// Where with numpy broadcasting; shapes padded to the output rank. cond is bytes (bool).
 void where(const std::vector<int64_t>& out_shape, const std::vector<int64_t>& c_shape, const uint8_t* cond,

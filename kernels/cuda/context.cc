@@ -71,8 +71,9 @@ Result<std::unique_ptr<Context>> Context::create(int device, size_t workspace_by
   ctx->name_ = name.str();
   // Generated kernels are sm_90 cubins (no PTX): they load on compute capability 9.0 only.
   if (prop.major != 9 || prop.minor != 0) {
-    return error(StatusCode::kDeviceError) << "--device cuda: " << ctx->name_ << " is not supported: fusert's generated kernels target "
-                                           << kTargetArch << " (H100/H200); use --device cpu";
+    return error(StatusCode::kDeviceError)
+           << "--device cuda: " << ctx->name_ << " is not supported: fusert's generated kernels target " << kTargetArch
+           << " (H100/H200); use --device cpu";
   }
 
   CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->stream_, cudaStreamNonBlocking), what);

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cuda/nvrtc_compiler.h"
 #include "graph/base/status.h"
+#include "kernels/cuda/nvrtc_compiler.h"
 
 namespace fusert::cuda {
 

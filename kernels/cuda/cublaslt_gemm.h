@@ -21,7 +21,7 @@ struct GemmDesc {
   bool trans_a = false, trans_b = false;
   int64_t batch = 1;
   int64_t stride_a = 0, stride_b = 0, stride_c = 0, stride_d = 0;  ///< elements between batches (0 = broadcast)
-  float alpha = 1.f, beta = 0.f;   ///< beta != 0 reads C
+  float alpha = 1.f, beta = 0.f;                                   ///< beta != 0 reads C
   bool bias = false;
   enum Act { kNone, kRelu, kGeluTanh } act = kNone;
 };

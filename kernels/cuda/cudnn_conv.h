@@ -14,9 +14,9 @@
 namespace fusert::cuda {
 
 struct ConvEpilogue {
-  bool bias = false;   ///< add bias [M] per output channel
-  bool z = false;      ///< add z [N, M, OH, OW] (residual) before the activation
-  bool relu = false;   ///< max(0, .) last
+  bool bias = false;  ///< add bias [M] per output channel
+  bool z = false;     ///< add z [N, M, OH, OW] (residual) before the activation
+  bool relu = false;  ///< max(0, .) last
 };
 
 class CudnnConv {
@@ -44,7 +44,7 @@ class CudnnConv {
   cudnnActivationDescriptor_t act_ = nullptr;
   cudnnConvolutionFwdAlgo_t algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
   size_t workspace_bytes_ = 0;
-  size_t y_bytes_ = 0;  ///< output bytes (the zero buffer standing in for z must cover them)
+  size_t y_bytes_ = 0;          ///< output bytes (the zero buffer standing in for z must cover them)
   float* zero_bias_ = nullptr;  ///< [M] zeros: cuDNN's fused call needs a bias even when the node has none
 };
 

@@ -235,9 +235,9 @@ bool parse_meta(const std::string& text, CompiledKernel* k, size_t* cubin_bytes,
   while (in >> key) {
     if (key == "end") {
       // Numbers from a file: a hand-edited or damaged .meta is a miss, never a plan input.
-      const bool sane = k->registers > 0 && k->registers <= 255 && k->spill_store_bytes >= 0 && k->spill_load_bytes >= 0 &&
-                        k->stack_bytes >= 0 && k->spill_store_bytes < (1 << 24) && k->spill_load_bytes < (1 << 24) &&
-                        k->stack_bytes < (1 << 24);
+      const bool sane = k->registers > 0 && k->registers <= 255 && k->spill_store_bytes >= 0 &&
+                        k->spill_load_bytes >= 0 && k->stack_bytes >= 0 && k->spill_store_bytes < (1 << 24) &&
+                        k->spill_load_bytes < (1 << 24) && k->stack_bytes < (1 << 24);
       return seen == 7 && sane;
     }
     bool ok = true;

@@ -13,15 +13,15 @@
 namespace fusert::cuda {
 
 struct CompiledKernel {
-  std::string entry;           ///< entry function name
-  std::string hash;            ///< 16 hex digits: cache key
-  std::vector<char> cubin;     ///< linked sm_90 cubin
-  int registers = 0;           ///< registers per thread (ptxas "Used N registers")
-  int spill_store_bytes = 0;   ///< ptxas "N bytes spill stores"
-  int spill_load_bytes = 0;    ///< ptxas "N bytes spill loads"
-  int stack_bytes = 0;         ///< ptxas "N bytes stack frame"
-  bool from_cache = false;     ///< read from the disk cache (no compile)
-  double compile_ms = 0;       ///< NVRTC + nvJitLink wall time (0 when cached)
+  std::string entry;          ///< entry function name
+  std::string hash;           ///< 16 hex digits: cache key
+  std::vector<char> cubin;    ///< linked sm_90 cubin
+  int registers = 0;          ///< registers per thread (ptxas "Used N registers")
+  int spill_store_bytes = 0;  ///< ptxas "N bytes spill stores"
+  int spill_load_bytes = 0;   ///< ptxas "N bytes spill loads"
+  int stack_bytes = 0;        ///< ptxas "N bytes stack frame"
+  bool from_cache = false;    ///< read from the disk cache (no compile)
+  double compile_ms = 0;      ///< NVRTC + nvJitLink wall time (0 when cached)
   int spill_bytes() const { return spill_store_bytes + spill_load_bytes; }
 };
 

@@ -18,7 +18,8 @@ namespace {
 
 Status dump_kernels(const CudaPlan& plan, const std::string& dir) {
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return error(StatusCode::kIoError) << dir << ": cannot create the --dump-kernels directory (" << std::strerror(errno) << ")";
+    return error(StatusCode::kIoError) << dir << ": cannot create the --dump-kernels directory ("
+                                       << std::strerror(errno) << ")";
   }
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
@@ -121,11 +122,11 @@ std::string CudaBackend::report(const Graph& g) const {
   int copies = 0;
   for (const DeviceStep& d : p.dsteps) copies += d.host ? 0 : d.copy_launches;
   const std::string cache = kernel_cache_dir();
-  os << "cuda plan (" << kTargetArch << "): " << launches << " launch" << (launches == 1 ? "" : "es") << " per inference (" << lib
-     << " cuDNN/cuBLASLt, " << launches - lib - copies << " generated, " << copies << " copies), " << p.kernels.size()
-     << " distinct generated kernel" << (p.kernels.size() == 1 ? "" : "s") << ", " << host << " host-fallback step"
-     << (host == 1 ? "" : "s") << "; NVRTC+nvJitLink " << p.compile_ms << " ms this load (kernel cache: " << cache_state(cache)
-     << ")\n";
+  os << "cuda plan (" << kTargetArch << "): " << launches << " launch" << (launches == 1 ? "" : "es")
+     << " per inference (" << lib << " cuDNN/cuBLASLt, " << launches - lib - copies << " generated, " << copies
+     << " copies), " << p.kernels.size() << " distinct generated kernel" << (p.kernels.size() == 1 ? "" : "s") << ", "
+     << host << " host-fallback step" << (host == 1 ? "" : "s") << "; NVRTC+nvJitLink " << p.compile_ms
+     << " ms this load (kernel cache: " << cache_state(cache) << ")\n";
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const Step& s = p.steps[i];
     const DeviceStep& d = p.dsteps[i];
@@ -142,10 +143,12 @@ std::string CudaBackend::report(const Graph& g) const {
     }
     for (int k : d.kernels) {
       const GeneratedKernel& gk = p.kernels[static_cast<size_t>(k)];
-      os << (first ? "" : " + ") << gk.src.entry << " [" << gk.bin.registers << " regs, " << gk.bin.spill_bytes() << " spill bytes]";
+      os << (first ? "" : " + ") << gk.src.entry << " [" << gk.bin.registers << " regs, " << gk.bin.spill_bytes()
+         << " spill bytes]";
       first = false;
     }
-    if (d.copy_launches) os << (first ? "" : " + ") << d.copy_launches << " copy launch" << (d.copy_launches > 1 ? "es" : "");
+    if (d.copy_launches)
+      os << (first ? "" : " + ") << d.copy_launches << " copy launch" << (d.copy_launches > 1 ? "es" : "");
     os << "\n";
   }
   return os.str();

@@ -19,7 +19,8 @@ size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 // Device or host pointers of every value: arena slots, or weights.
 class Table : public BufferTable {
  public:
-  Table(const Graph& g, const ExecutionPlan& p, uint8_t* arena, uint8_t* weights, const std::map<ValueId, size_t>* offsets)
+  Table(const Graph& g, const ExecutionPlan& p, uint8_t* arena, uint8_t* weights,
+        const std::map<ValueId, size_t>* offsets)
       : g_(g), p_(p), arena_(arena), weights_(weights), offsets_(offsets) {}
   void* raw(ValueId id) const override {
     ValueId root = p_.slots[static_cast<size_t>(id)].root;
@@ -49,14 +50,15 @@ ValueId root_of(const ExecutionPlan& p, ValueId id) {
 
 }  // namespace
 
-Result<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Graph& g, const CudaPlan& plan, const ExecutionPlan& memory,
-                                                           const ExecutorOptions& opt) {
+Result<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Graph& g, const CudaPlan& plan,
+                                                           const ExecutionPlan& memory, const ExecutorOptions& opt) {
   std::unique_ptr<CudaExecutor> ex(new CudaExecutor(g, plan, memory));
   ex->opt_ = opt;
   FUSERT_ASSIGN_OR_RETURN(ex->ctx_, Context::create(0));
   ex->ctx_->tf32 = opt.tf32;
   const std::string what = "executor";
-  CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&ex->arena_), std::max<size_t>(memory.arena_bytes, kAlign)), "activation arena");
+  CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&ex->arena_), std::max<size_t>(memory.arena_bytes, kAlign)),
+             "activation arena");
   // Zeroed once: a library call that names a buffer it does not read (cuDNN's z with alpha2 = 0)
   // never sees uninitialised NaN bit patterns.
   CUDA_CHECK(cudaMemset(ex->arena_, 0, std::max<size_t>(memory.arena_bytes, kAlign)), "activation arena");
@@ -87,8 +89,9 @@ Result<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Graph& g, const
   size_t scratch = kAlign;
   for (const DeviceStep& d : plan.dsteps) scratch = std::max(scratch, d.scratch_bytes);
   CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&ex->scratch_), scratch), "scratch");
-  CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&ex->alias_scratch_), std::max<size_t>(2 * plan.alias_scratch_bytes, kAlign)),
-             "alias scratch");
+  CUDA_CHECK(
+      cudaMalloc(reinterpret_cast<void**>(&ex->alias_scratch_), std::max<size_t>(2 * plan.alias_scratch_bytes, kAlign)),
+      "alias scratch");
   for (const GeneratedKernel& k : plan.kernels) {
     FUSERT_ASSIGN_OR_RETURN(LoadedKernel lk, ex->ctx_->load(k.bin, k.groups.empty() ? k.src.entry : k.groups[0]));
     ex->kernels_.push_back(lk);
@@ -132,14 +135,16 @@ Status CudaExecutor::enqueue_steps(const RunEnv& env, bool capturing) {
     for (ValueId v : step.inputs) {
       if (g_.value(root_of(mem_, v)).is_initializer) continue;
       const BufferSlot& sl = mem_.slots[static_cast<size_t>(v)];
-      CUDA_CHECK(cudaMemcpyAsync(host_arena_ + sl.offset, arena_ + sl.offset, sl.bytes, cudaMemcpyDeviceToHost, s), step.name);
+      CUDA_CHECK(cudaMemcpyAsync(host_arena_ + sl.offset, arena_ + sl.offset, sl.bytes, cudaMemcpyDeviceToHost, s),
+                 step.name);
     }
     CUDA_CHECK(cudaStreamSynchronize(s), step.name);
     if (step.check) FUSERT_RETURN_IF_ERROR(step.check(host));
     step.run(host);
     for (ValueId v : step.outputs) {
       const BufferSlot& sl = mem_.slots[static_cast<size_t>(v)];
-      CUDA_CHECK(cudaMemcpyAsync(arena_ + sl.offset, host_arena_ + sl.offset, sl.bytes, cudaMemcpyHostToDevice, s), step.name);
+      CUDA_CHECK(cudaMemcpyAsync(arena_ + sl.offset, host_arena_ + sl.offset, sl.bytes, cudaMemcpyHostToDevice, s),
+                 step.name);
     }
   }
   return Status();
@@ -163,13 +168,15 @@ Result<std::map<std::string, Tensor>> CudaExecutor::run(const std::map<std::stri
   // A capture that fails turns CUDA Graphs off for this executor, with a warning.
   if (opt_.cuda_graph && !has_host_steps_ && runs_ > 0 && !graph_exec_) {
     cudaGraph_t captured = nullptr;
-    Status st = cuda_status(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture", "CUDA Graph");
+    Status st = cuda_status(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture",
+                            "CUDA Graph");
     if (st.ok()) {
       st = enqueue_steps(env, true);
       cudaError_t end = cudaStreamEndCapture(s, &captured);
       if (st.ok()) st = cuda_status(end, "cudaStreamEndCapture", "CUDA Graph");
     }
-    if (st.ok()) st = cuda_status(cudaGraphInstantiate(&graph_exec_, captured, 0), "cudaGraphInstantiate", "CUDA Graph");
+    if (st.ok())
+      st = cuda_status(cudaGraphInstantiate(&graph_exec_, captured, 0), "cudaGraphInstantiate", "CUDA Graph");
     if (captured) cudaGraphDestroy(captured);
     if (!st.ok()) {
       cudaGetLastError();
@@ -191,13 +198,15 @@ Result<std::map<std::string, Tensor>> CudaExecutor::run(const std::map<std::stri
   for (ValueId id : g_.outputs) {
     const BufferSlot& sl = mem_.slots[static_cast<size_t>(id)];
     if (g_.value(root_of(mem_, id)).is_initializer) continue;
-    CUDA_CHECK(cudaMemcpyAsync(host_arena_ + sl.offset, arena_ + sl.offset, sl.bytes, cudaMemcpyDeviceToHost, s), "output");
+    CUDA_CHECK(cudaMemcpyAsync(host_arena_ + sl.offset, arena_ + sl.offset, sl.bytes, cudaMemcpyDeviceToHost, s),
+               "output");
   }
   CUDA_CHECK(cudaStreamSynchronize(s), "run");
   float ms = 0;
   CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_), "timing");
   last_ms_ = ms;
-  for (const DeviceStep& d : plan_.dsteps) if (d.after) FUSERT_RETURN_IF_ERROR(d.after());
+  for (const DeviceStep& d : plan_.dsteps)
+    if (d.after) FUSERT_RETURN_IF_ERROR(d.after());
   std::map<std::string, Tensor> out;
   Table host(g_, mem_, host_arena_, nullptr, nullptr);
   for (ValueId id : g_.outputs) {

@@ -7,8 +7,8 @@
 #include <memory>
 #include <string>
 
-#include "runtime/cuda/cuda_lowering.h"
 #include "graph/base/tensor.h"
+#include "runtime/cuda/cuda_lowering.h"
 
 namespace fusert::cuda {
 
@@ -41,9 +41,9 @@ class CudaExecutor {
   ExecutorOptions opt_;
   std::unique_ptr<Context> ctx_;
   std::vector<LoadedKernel> kernels_;
-  uint8_t* arena_ = nullptr;      ///< device
-  uint8_t* host_arena_ = nullptr; ///< pinned host mirror (staging, host-fallback steps)
-  uint8_t* weights_ = nullptr;    ///< device
+  uint8_t* arena_ = nullptr;       ///< device
+  uint8_t* host_arena_ = nullptr;  ///< pinned host mirror (staging, host-fallback steps)
+  uint8_t* weights_ = nullptr;     ///< device
   float* scratch_ = nullptr;
   float* alias_scratch_ = nullptr;
   std::map<ValueId, size_t> weight_offset_;

@@ -50,7 +50,8 @@ Status MultiLaunch::run(const RunEnv& env, const std::string& what) const {
       most = std::max<int64_t>(most, args.m[members].numel);
     }
     dim3 grid(grid_1d(most, blocks[l]), static_cast<unsigned>(members));
-    FUSERT_RETURN_IF_ERROR(env.ctx.launch(env.kernels[static_cast<size_t>(kernels[l])], grid, dim3(blocks[l]), 0, &args, what));
+    FUSERT_RETURN_IF_ERROR(
+        env.ctx.launch(env.kernels[static_cast<size_t>(kernels[l])], grid, dim3(blocks[l]), 0, &args, what));
   }
   return Status();
 }
@@ -62,11 +63,16 @@ bool row_strides(const Shape& v_shape, const Shape& shape, std::vector<int64_t>*
   const int64_t inner = shape.back();
   const bool lead_ones = std::all_of(v.begin(), v.end() - 1, [](int64_t d) { return d == 1; });
   const bool lead_equal = std::equal(v.begin(), v.end() - 1, shape.begin());
-  if (v == shape) *strides = {inner, 1};
-  else if (shape_numel(v) == 1) *strides = {0, 0};
-  else if (lead_ones && v.back() == inner) *strides = {0, 1};
-  else if (lead_equal && v.back() == 1) *strides = {1, 0};
-  else return false;
+  if (v == shape)
+    *strides = {inner, 1};
+  else if (shape_numel(v) == 1)
+    *strides = {0, 0};
+  else if (lead_ones && v.back() == inner)
+    *strides = {0, 1};
+  else if (lead_equal && v.back() == 1)
+    *strides = {1, 0};
+  else
+    return false;
   return true;
 }
 
@@ -87,7 +93,10 @@ FzRowArgs row_args(const BoundProgram& bp, int64_t outer, int64_t inner, const R
 // Adds a row-program input with [row, col] strides; false if it is not row-indexable.
 bool add_row_input(const Graph& g, BoundProgram& bp, ValueId v, const Shape& shape, int* index) {
   for (size_t i = 0; i < bp.inputs.size(); ++i) {
-    if (bp.inputs[i].kind == Binding::kValue && bp.inputs[i].value == v) { *index = static_cast<int>(i); return true; }
+    if (bp.inputs[i].kind == Binding::kValue && bp.inputs[i].value == v) {
+      *index = static_cast<int>(i);
+      return true;
+    }
   }
   std::vector<int64_t> st;
   if (!row_strides(g.value(v).shape, shape, &st)) return false;
@@ -111,7 +120,6 @@ bool append_row_steps(const Graph& g, BoundProgram& bp, const std::vector<cpu::E
   }
   return true;
 }
-
 
 namespace {
 
@@ -163,33 +171,39 @@ Status lower_row_norm_cuda(GroupLowering& gl) {
   const FusionGroup& grp = gl.grp;
   size_t norm_at = 0;
   while (norm_at < grp.nodes.size() && node_at(g, grp.nodes[norm_at]).op != OpKind::kLayerNormalization &&
-         node_at(g, grp.nodes[norm_at]).op != OpKind::kSoftmax) ++norm_at;
+         node_at(g, grp.nodes[norm_at]).op != OpKind::kSoftmax)
+    ++norm_at;
   if (norm_at == grp.nodes.size()) return error(StatusCode::kInternal) << "row-norm group without a norm";
   const Node& norm = node_at(g, grp.nodes[norm_at]);
   const Shape shape = g.value(norm.inputs[0]).shape;
   if (norm.op == OpKind::kSoftmax) {
     int64_t axis = norm.attr_i("axis");
     if (axis < 0) axis += static_cast<int64_t>(shape.size());
-    if (axis != static_cast<int64_t>(shape.size()) - 1) return error(StatusCode::kUnsupported) << "softmax not over the last axis";
+    if (axis != static_cast<int64_t>(shape.size()) - 1)
+      return error(StatusCode::kUnsupported) << "softmax not over the last axis";
   } else {
     int64_t axis = norm.attr_i("axis");
     if (axis < 0) axis += static_cast<int64_t>(shape.size());
-    if (axis != static_cast<int64_t>(shape.size()) - 1) return error(StatusCode::kUnsupported) << "LayerNorm not over the last axis";
+    if (axis != static_cast<int64_t>(shape.size()) - 1)
+      return error(StatusCode::kUnsupported) << "LayerNorm not over the last axis";
   }
   const int64_t inner = shape.back(), outer = shape_numel(shape) / std::max<int64_t>(inner, 1);
   ValueId x = norm.inputs[0];
   const Node& head = node_at(g, grp.nodes[0]);
   if (norm_at > 0) {
     x = kNoValue;
-    for (ValueId in : head.inputs) if (x == kNoValue && in != kNoValue && g.value(in).shape == shape) x = in;
+    for (ValueId in : head.inputs)
+      if (x == kNoValue && in != kNoValue && g.value(in).shape == shape) x = in;
     if (x == kNoValue) return error(StatusCode::kUnsupported) << "row-norm prologue head has no full-shape input";
   }
   lowering::EpilogueTemplate pro, post;
   std::string why;
   std::vector<int> pro_nodes(grp.nodes.begin(), grp.nodes.begin() + static_cast<long>(norm_at));
   std::vector<int> post_nodes(grp.nodes.begin() + static_cast<long>(norm_at) + 1, grp.nodes.end());
-  if (!lowering::build_epilogue(g, pro_nodes, x, shape, false, &pro, &why)) return error(StatusCode::kUnsupported) << why;
-  if (!lowering::build_epilogue(g, post_nodes, norm.outputs[0], shape, false, &post, &why)) return error(StatusCode::kUnsupported) << why;
+  if (!lowering::build_epilogue(g, pro_nodes, x, shape, false, &pro, &why))
+    return error(StatusCode::kUnsupported) << why;
+  if (!lowering::build_epilogue(g, post_nodes, norm.outputs[0], shape, false, &post, &why))
+    return error(StatusCode::kUnsupported) << why;
   auto bp = std::make_shared<BoundProgram>();
   int xi = 0;
   if (!add_row_input(g, *bp, x, shape, &xi) || xi != 0) return error(StatusCode::kUnsupported) << "row-norm input";
@@ -203,12 +217,15 @@ Status lower_row_norm_cuda(GroupLowering& gl) {
   spec.post.stores.push_back({0, 0});
   if (spec.kind == cpu::RowNorm::kLayerNorm) {
     spec.eps = static_cast<float>(norm.attr_f("epsilon"));
-    if (!add_row_input(g, *bp, norm.inputs[1], shape, &spec.scale_input)) return error(StatusCode::kUnsupported) << "LayerNorm scale";
+    if (!add_row_input(g, *bp, norm.inputs[1], shape, &spec.scale_input))
+      return error(StatusCode::kUnsupported) << "LayerNorm scale";
     ValueId shift = opt_input(norm, 2);
-    if (shift != kNoValue && !add_row_input(g, *bp, shift, shape, &spec.shift_input)) return error(StatusCode::kUnsupported) << "LayerNorm shift";
+    if (shift != kNoValue && !add_row_input(g, *bp, shift, shape, &spec.shift_input))
+      return error(StatusCode::kUnsupported) << "LayerNorm shift";
   }
   if (bp->inputs.size() > FZ_MAX_INPUTS) return error(StatusCode::kUnsupported) << "too many operands";
-  if (row_norm_shared_bytes(inner) > kMaxDynamicShared) return error(StatusCode::kUnsupported) << "row of " << inner << " values exceeds shared memory";
+  if (row_norm_shared_bytes(inner) > kMaxDynamicShared)
+    return error(StatusCode::kUnsupported) << "row of " << inner << " values exceeds shared memory";
   KernelSource src = gen_row_norm(spec);
   FUSERT_ASSIGN_OR_RETURN(int k, gl.kernel(src));
   ValueId y = grp.outputs.at(0);
@@ -217,7 +234,8 @@ Status lower_row_norm_cuda(GroupLowering& gl) {
   const int block = src.block;
   gl.ds.run = [=](const RunEnv& env) {
     FzRowArgs a = row_args(*bp, outer, inner, env, env.dev.f32(y));
-    return env.ctx.launch(env.kernels[static_cast<size_t>(k)], dim3(static_cast<unsigned>(outer)), dim3(block), shared, &a, what);
+    return env.ctx.launch(env.kernels[static_cast<size_t>(k)], dim3(static_cast<unsigned>(outer)), dim3(block), shared,
+                          &a, what);
   };
   return Status();
 }
@@ -226,10 +244,13 @@ Status lower_row_norm_cuda(GroupLowering& gl) {
 Status lower_attention_cuda(GroupLowering& gl) {
   const Graph& g = gl.g;
   int softmax = -1;
-  for (int ni : gl.grp.nodes) if (node_at(g, ni).op == OpKind::kSoftmax) softmax = ni;
+  for (int ni : gl.grp.nodes)
+    if (node_at(g, ni).op == OpKind::kSoftmax) softmax = ni;
   AttentionMatch m;
-  if (softmax < 0 || !match_attention(g, softmax, &m)) return error(StatusCode::kInternal) << "attention pattern no longer matches";
-  if (attention_shared_bytes(m.seq, m.head_dim) > kMaxDynamicShared) return error(StatusCode::kUnsupported) << "sequence too long for shared memory";
+  if (softmax < 0 || !match_attention(g, softmax, &m))
+    return error(StatusCode::kInternal) << "attention pattern no longer matches";
+  if (attention_shared_bytes(m.seq, m.head_dim) > kMaxDynamicShared)
+    return error(StatusCode::kUnsupported) << "sequence too long for shared memory";
   AttentionSpec spec;
   spec.head_dim = m.head_dim;
   spec.has_mask = m.mask != kNoValue;
@@ -263,15 +284,26 @@ namespace {
 
 Status lower_group(GroupLowering& gl) {
   switch (gl.grp.kind) {
-    case GroupKind::kSingle: return lower_single_cuda(gl);
-    case GroupKind::kAnchorEpilogue: case GroupKind::kGemmLayerNorm: return lower_anchor_cuda(gl);
-    case GroupKind::kElementwise: return lower_elementwise_cuda(gl);
-    case GroupKind::kRowNorm: return lower_row_norm_cuda(gl);
-    case GroupKind::kAttention: return lower_attention_cuda(gl);
-    case GroupKind::kConvSum: return lower_conv_sum_cuda(gl);
-    case GroupKind::kHorizontalGemm: return lower_horizontal_cuda(gl);
-    case GroupKind::kBranchMerge: return lower_branch_merge_cuda(gl);
-    case GroupKind::kGroupedGemm: case GroupKind::kGroupedRowNorm: return lower_grouped_cuda(gl);
+    case GroupKind::kSingle:
+      return lower_single_cuda(gl);
+    case GroupKind::kAnchorEpilogue:
+    case GroupKind::kGemmLayerNorm:
+      return lower_anchor_cuda(gl);
+    case GroupKind::kElementwise:
+      return lower_elementwise_cuda(gl);
+    case GroupKind::kRowNorm:
+      return lower_row_norm_cuda(gl);
+    case GroupKind::kAttention:
+      return lower_attention_cuda(gl);
+    case GroupKind::kConvSum:
+      return lower_conv_sum_cuda(gl);
+    case GroupKind::kHorizontalGemm:
+      return lower_horizontal_cuda(gl);
+    case GroupKind::kBranchMerge:
+      return lower_branch_merge_cuda(gl);
+    case GroupKind::kGroupedGemm:
+    case GroupKind::kGroupedRowNorm:
+      return lower_grouped_cuda(gl);
   }
   return error(StatusCode::kInternal) << "unknown group kind";
 }
@@ -299,8 +331,9 @@ Result<CudaPlan> lower_plan_cuda(const Graph& g, const FusionPlan& plan) {
       GroupLowering gl{g, *grp, table, ds};
       Status st = lower_group(gl);
       if (st.code() == StatusCode::kUnsupported) {  // capability and lowering disagree: a bug
-        return error(StatusCode::kInternal) << "CUDA lowering of group " << grp->name << ": the capability check accepted it, "
-                                            << "but lowering refused it: " << st.message();
+        return error(StatusCode::kInternal)
+               << "CUDA lowering of group " << grp->name << ": the capability check accepted it, "
+               << "but lowering refused it: " << st.message();
       } else if (!st.ok()) {
         return error(st.code()) << "CUDA lowering of group " << grp->name << ": " << st.message();
       }
@@ -313,7 +346,8 @@ Result<CudaPlan> lower_plan_cuda(const Graph& g, const FusionPlan& plan) {
     }
     for (ValueId v : s.outputs) {
       const Value& val = g.value(v);
-      cp.alias_scratch_bytes = std::max(cp.alias_scratch_bytes, static_cast<size_t>(shape_numel(val.shape)) * dtype_size(val.dtype));
+      cp.alias_scratch_bytes =
+          std::max(cp.alias_scratch_bytes, static_cast<size_t>(shape_numel(val.shape)) * dtype_size(val.dtype));
     }
     cp.steps.push_back(std::move(s));
     cp.dsteps.push_back(std::move(ds));

@@ -58,7 +58,8 @@ Status build_remainder(GroupLowering& gl, const lowering::EpilogueTemplate& t, s
     bp.append_steps(g, steps, ops, 0);
     bp.prog.stores.push_back({0, 0});
     bp.outputs.push_back(y);
-    if (bp.inputs.size() > FZ_MAX_INPUTS || shape.size() > FZ_MAX_RANK) return error(StatusCode::kUnsupported) << "too many epilogue operands";
+    if (bp.inputs.size() > FZ_MAX_INPUTS || shape.size() > FZ_MAX_RANK)
+      return error(StatusCode::kUnsupported) << "too many epilogue operands";
     KernelSource src = gen_elementwise(bp.prog);
     r->block = src.block;
     FUSERT_ASSIGN_OR_RETURN(r->kernel, gl.kernel(src));
@@ -121,12 +122,14 @@ Status build_remainder(GroupLowering& gl, const lowering::EpilogueTemplate& t, s
   }
   spec.pre.stores.push_back({0, 0});
   spec.post.stores.push_back({0, 0});
-  if (!add_row_input(g, bp, t.ln_scale, shape, &spec.scale_input)) return error(StatusCode::kUnsupported) << "LayerNorm scale";
+  if (!add_row_input(g, bp, t.ln_scale, shape, &spec.scale_input))
+    return error(StatusCode::kUnsupported) << "LayerNorm scale";
   if (t.ln_shift != kNoValue && !add_row_input(g, bp, t.ln_shift, shape, &spec.shift_input)) {
     return error(StatusCode::kUnsupported) << "LayerNorm shift";
   }
   if (bp.inputs.size() > FZ_MAX_INPUTS) return error(StatusCode::kUnsupported) << "too many epilogue operands";
-  if (row_norm_shared_bytes(r->inner) > kMaxDynamicShared) return error(StatusCode::kUnsupported) << "LayerNorm row exceeds shared memory";
+  if (row_norm_shared_bytes(r->inner) > kMaxDynamicShared)
+    return error(StatusCode::kUnsupported) << "LayerNorm row exceeds shared memory";
   KernelSource src = gen_row_norm(spec);
   r->block = src.block;
   r->shared = row_norm_shared_bytes(r->inner);
@@ -136,8 +139,10 @@ Status build_remainder(GroupLowering& gl, const lowering::EpilogueTemplate& t, s
 
 Status run_remainder(const RunEnv& env, const Remainder& r, ValueId y, const std::string& what) {
   switch (r.kind) {
-    case Remainder::kNone: return Status();
-    case Remainder::kElementwise: return launch_program(env, r.kernel, *r.bp, what);
+    case Remainder::kNone:
+      return Status();
+    case Remainder::kElementwise:
+      return launch_program(env, r.kernel, *r.bp, what);
     case Remainder::kPool: {
       FzPoolArgs a;
       std::memset(&a, 0, sizeof a);
@@ -157,8 +162,8 @@ Status run_remainder(const RunEnv& env, const Remainder& r, ValueId y, const std
     }
     case Remainder::kRowNorm: {
       FzRowArgs a = row_args(*r.bp, r.outer, r.inner, env, env.dev.f32(y));
-      return env.ctx.launch(env.kernels[static_cast<size_t>(r.kernel)], dim3(static_cast<unsigned>(r.outer)), dim3(r.block),
-                            r.shared, &a, what);
+      return env.ctx.launch(env.kernels[static_cast<size_t>(r.kernel)], dim3(static_cast<unsigned>(r.outer)),
+                            dim3(r.block), r.shared, &a, what);
     }
   }
   return Status();
@@ -182,7 +187,8 @@ bool gemm_bias(const Graph& g, const Node& n, int64_t cols, std::vector<float>* 
     return *full_c;
   }
   bias->assign(static_cast<size_t>(cols), 0.f);
-  for (int64_t i = 0; i < cols; ++i) (*bias)[static_cast<size_t>(i)] = beta * cv.data.f32()[cv.data.numel() == 1 ? 0 : i];
+  for (int64_t i = 0; i < cols; ++i)
+    (*bias)[static_cast<size_t>(i)] = beta * cv.data.f32()[cv.data.numel() == 1 ? 0 : i];
   return true;
 }
 
@@ -197,9 +203,11 @@ Status lower_anchor_cuda(GroupLowering& gl) {
   lowering::EpilogueTemplate t;
   std::string why;
   std::vector<int> chain(grp.nodes.begin() + 1, grp.nodes.end());
-  if (!lowering::build_epilogue(g, chain, a.outputs[0], shape, conv, &t, &why)) return error(StatusCode::kUnsupported) << why;
+  if (!lowering::build_epilogue(g, chain, a.outputs[0], shape, conv, &t, &why))
+    return error(StatusCode::kUnsupported) << why;
   for (int ni : grp.nodes) {
-    for (ValueId v : node_at(g, ni).inputs) if (v != kNoValue && g.value(v).dtype != DType::kF32) return error(StatusCode::kUnsupported) << "non-f32 operand";
+    for (ValueId v : node_at(g, ni).inputs)
+      if (v != kNoValue && g.value(v).dtype != DType::kF32) return error(StatusCode::kUnsupported) << "non-f32 operand";
   }
   auto state = std::make_shared<AnchorState>();
   auto rem = std::make_shared<Remainder>();
@@ -234,7 +242,8 @@ Status lower_anchor_cuda(GroupLowering& gl) {
     FUSERT_RETURN_IF_ERROR(build_remainder(gl, t, used, shape, &p, rem.get()));
     const bool direct = rem->kind == Remainder::kNone;
     if (!direct) {
-      for (Binding& bd : rem->bp->inputs) if (bd.kind == Binding::kScratch) bd.offset += pad_elems;
+      for (Binding& bd : rem->bp->inputs)
+        if (bd.kind == Binding::kScratch) bd.offset += pad_elems;
     }
     gl.ds.scratch_bytes = static_cast<size_t>(pad_elems + (direct ? 0 : shape_numel(shape))) * sizeof(float);
     gl.ds.library_calls = 1;
@@ -251,8 +260,10 @@ Status lower_anchor_cuda(GroupLowering& gl) {
     gl.ds.run = [=](const RunEnv& env) -> Status {
       const float* in = env.dev.f32(x);
       if (pad_copy) {
-        CUDA_CHECK(cudaMemsetAsync(env.scratch, 0, static_cast<size_t>(pad_elems) * sizeof(float), env.ctx.stream()), what);
-        CUDA_CHECK(strided_copy(4, xshape, in, 0, xstrides, env.scratch, pad_offset, pstrides, 4, env.ctx.stream()), what);
+        CUDA_CHECK(cudaMemsetAsync(env.scratch, 0, static_cast<size_t>(pad_elems) * sizeof(float), env.ctx.stream()),
+                   what);
+        CUDA_CHECK(strided_copy(4, xshape, in, 0, xstrides, env.scratch, pad_offset, pstrides, 4, env.ctx.stream()),
+                   what);
         in = env.scratch;
       }
       float* out = direct ? env.dev.f32(y) : env.scratch + pad_elems;
@@ -269,7 +280,9 @@ Status lower_anchor_cuda(GroupLowering& gl) {
   ValueId bias_value = kNoValue;
   if (a.op == OpKind::kGemm) {
     cpu::GemmParams p = lowering::gemm_params(g, a);
-    d.m = p.m; d.n = p.n; d.k = p.k;
+    d.m = p.m;
+    d.n = p.n;
+    d.k = p.k;
     d.trans_a = p.trans_a;
     d.trans_b = p.trans_b;
     d.alpha = p.alpha;
@@ -283,13 +296,19 @@ Status lower_anchor_cuda(GroupLowering& gl) {
     cpu::MatMulParams p = lowering::matmul_params(g, a);
     auto regular = [&](const std::vector<int64_t>& idx, int64_t* step) {
       bool seq = true, zero = true;
-      for (size_t i = 0; i < idx.size(); ++i) { seq &= idx[i] == static_cast<int64_t>(i); zero &= idx[i] == 0; }
+      for (size_t i = 0; i < idx.size(); ++i) {
+        seq &= idx[i] == static_cast<int64_t>(i);
+        zero &= idx[i] == 0;
+      }
       *step = zero ? 0 : 1;
       return seq || zero;
     };
     int64_t sa = 0, sb = 0;
-    if (!regular(p.a_batch_index, &sa) || !regular(p.b_batch_index, &sb)) return error(StatusCode::kUnsupported) << "MatMul batch broadcast pattern";
-    d.m = p.m; d.n = p.n; d.k = p.k;
+    if (!regular(p.a_batch_index, &sa) || !regular(p.b_batch_index, &sb))
+      return error(StatusCode::kUnsupported) << "MatMul batch broadcast pattern";
+    d.m = p.m;
+    d.n = p.n;
+    d.k = p.k;
     if (sb == 0 && sa == 1) {  // weights shared by every batch: one GEMM over all rows
       d.m = p.m * p.batch;
     } else {
@@ -310,7 +329,8 @@ Status lower_anchor_cuda(GroupLowering& gl) {
     return error(StatusCode::kUnsupported) << op_name(a.op) << " anchor";
   }
   if (!bias.empty()) d.bias = true;
-  if (C == kNoValue && used < steps.size() && steps[used].op == cpu::EpOp::kAddTensor && is_full(g, t.step_operands[used], shape)) {
+  if (C == kNoValue && used < steps.size() && steps[used].op == cpu::EpOp::kAddTensor &&
+      is_full(g, t.step_operands[used], shape)) {
     C = t.step_operands[used++];
     d.beta = 1.f;
   }
@@ -337,7 +357,8 @@ Status lower_anchor_cuda(GroupLowering& gl) {
   gl.ds.run = [=](const RunEnv& env) -> Status {
     float* out = direct ? env.dev.f32(y) : env.scratch;
     const float* bp = state->bias ? state->bias->get() : bias_value != kNoValue ? env.dev.f32(bias_value) : nullptr;
-    FUSERT_RETURN_IF_ERROR(state->gemm->run(env.ctx, env.dev.f32(A), env.dev.f32(B), bp, C == kNoValue ? nullptr : env.dev.f32(C), out));
+    FUSERT_RETURN_IF_ERROR(
+        state->gemm->run(env.ctx, env.dev.f32(A), env.dev.f32(B), bp, C == kNoValue ? nullptr : env.dev.f32(C), out));
     return run_remainder(env, *rem, y, what);
   };
   return Status();
@@ -351,15 +372,18 @@ Status lower_conv_sum_cuda(GroupLowering& gl) {
   const Node& c1 = node_at(g, grp.nodes[0]);
   const Node& c2 = node_at(g, grp.nodes[1]);
   const Node& join = node_at(g, grp.nodes[2]);
-  if (c1.op != OpKind::kConv || c2.op != OpKind::kConv || join.op != OpKind::kAdd) return error(StatusCode::kInternal) << "conv-sum group shape";
+  if (c1.op != OpKind::kConv || c2.op != OpKind::kConv || join.op != OpKind::kAdd)
+    return error(StatusCode::kInternal) << "conv-sum group shape";
   const Shape shape = g.value(join.outputs[0]).shape;
   lowering::EpilogueTemplate t;
   std::string why;
   std::vector<int> chain(grp.nodes.begin() + 3, grp.nodes.end());
-  if (!lowering::build_epilogue(g, chain, join.outputs[0], shape, true, &t, &why)) return error(StatusCode::kUnsupported) << why;
+  if (!lowering::build_epilogue(g, chain, join.outputs[0], shape, true, &t, &why))
+    return error(StatusCode::kUnsupported) << why;
   cpu::ConvParams p1 = lowering::conv_params(g, c1), p2 = lowering::conv_params(g, c2);
   for (const cpu::ConvParams* p : {&p1, &p2}) {
-    if (p->pad_top != p->pad_bottom || p->pad_left != p->pad_right) return error(StatusCode::kUnsupported) << "asymmetric pads";
+    if (p->pad_top != p->pad_bottom || p->pad_left != p->pad_right)
+      return error(StatusCode::kUnsupported) << "asymmetric pads";
   }
   std::vector<float> bias(static_cast<size_t>(p1.m), 0.f);
   for (const Node* c : {&c1, &c2}) {
@@ -384,7 +408,8 @@ Status lower_conv_sum_cuda(GroupLowering& gl) {
   // scratch: [0, plane) conv2's result; [plane, 2 plane) conv1's when a remainder follows
   gl.ds.scratch_bytes = (direct ? 1 : 2) * plane * sizeof(float);
   if (!direct) {
-    for (Binding& b : rem->bp->inputs) if (b.kind == Binding::kScratch) b.offset = static_cast<int64_t>(plane);
+    for (Binding& b : rem->bp->inputs)
+      if (b.kind == Binding::kScratch) b.offset = static_cast<int64_t>(plane);
   }
   gl.ds.library_calls = 2;
   auto state = std::make_shared<AnchorState>();
@@ -401,7 +426,8 @@ Status lower_conv_sum_cuda(GroupLowering& gl) {
   gl.ds.run = [=](const RunEnv& env) -> Status {
     FUSERT_RETURN_IF_ERROR(state->conv2->run(env.ctx, env.dev.f32(x2), env.dev.f32(w2), nullptr, nullptr, env.scratch));
     float* out = direct ? env.dev.f32(y) : env.scratch + plane;
-    FUSERT_RETURN_IF_ERROR(state->conv->run(env.ctx, env.dev.f32(x1), env.dev.f32(w1), state->bias->get(), env.scratch, out));
+    FUSERT_RETURN_IF_ERROR(
+        state->conv->run(env.ctx, env.dev.f32(x1), env.dev.f32(w1), state->bias->get(), env.scratch, out));
     return run_remainder(env, *rem, y, what);
   };
   return Status();

@@ -34,7 +34,6 @@ struct MultiLaunch {
   Status run(const RunEnv& env, const std::string& what) const;
 };
 
-
 /// Row strides [row, col] of value `v` broadcast to `shape` viewed as [outer, inner = last dim];
 /// false when the operand is not full, per-column, per-row or scalar.
 bool row_strides(const Shape& v, const Shape& shape, std::vector<int64_t>* strides);

@@ -27,19 +27,22 @@ Status lower_horizontal_conv_cuda(GroupLowering& gl) {
   auto chains = lowering::member_chains(g, gl.grp);
   const Node& first = node_at(g, chains[0][0]);
   cpu::ConvParams p = lowering::conv_params(g, first);
-  if (p.pad_top != p.pad_bottom || p.pad_left != p.pad_right) return error(StatusCode::kUnsupported) << "asymmetric pads";
+  if (p.pad_top != p.pad_bottom || p.pad_left != p.pad_right)
+    return error(StatusCode::kUnsupported) << "asymmetric pads";
   const int64_t hw = p.oh * p.ow;
   std::vector<float> w, bias;
   std::vector<int64_t> offsets;
   int64_t total = 0;
   for (const auto& chain : chains) {
     const Node& n = node_at(g, chain[0]);
-    if (!weights_present(g, n)) return error(StatusCode::kUnsupported) << "horizontal member '" << n.name << "' needs weight initializers";
+    if (!weights_present(g, n))
+      return error(StatusCode::kUnsupported) << "horizontal member '" << n.name << "' needs weight initializers";
     const Tensor& wt = g.value(n.inputs[1]).data;
     gl.ds.skip_weights.insert(gl.ds.skip_weights.end(), n.inputs.begin() + 1, n.inputs.end());
     w.insert(w.end(), wt.f32(), wt.f32() + wt.numel());
     const int64_t m = wt.shape()[0];
-    for (int64_t i = 0; i < m; ++i) bias.push_back(n.inputs.size() > 2 && n.inputs[2] != kNoValue ? g.value(n.inputs[2]).data.f32()[i] : 0.f);
+    for (int64_t i = 0; i < m; ++i)
+      bias.push_back(n.inputs.size() > 2 && n.inputs[2] != kNoValue ? g.value(n.inputs[2]).data.f32()[i] : 0.f);
     offsets.push_back(total);
     total += m;
   }
@@ -51,7 +54,8 @@ Status lower_horizontal_conv_cuda(GroupLowering& gl) {
     std::string why;
     std::vector<int> tail(chains[i].begin() + 1, chains[i].end());
     if (!lowering::build_epilogue(g, tail, n.outputs[0], shape, true, &t, &why) || t.ep.tail != cpu::EpTail::kNone) {
-      return error(StatusCode::kUnsupported) << "horizontal conv member '" << n.name << "': " << (why.empty() ? "reducing tail" : why);
+      return error(StatusCode::kUnsupported)
+             << "horizontal conv member '" << n.name << "': " << (why.empty() ? "reducing tail" : why);
     }
     auto bp = std::make_shared<BoundProgram>();
     bp->prog.out_shape = shape;
@@ -73,7 +77,10 @@ Status lower_horizontal_conv_cuda(GroupLowering& gl) {
   p.m = total;
   gl.ds.scratch_bytes = static_cast<size_t>(p.n * total * hw) * sizeof(float);
   gl.ds.library_calls = 1;
-  struct State { std::unique_ptr<CudnnConv> conv; ConstPtr w, b; };
+  struct State {
+    std::unique_ptr<CudnnConv> conv;
+    ConstPtr w, b;
+  };
   auto state = std::make_shared<State>();
   state->w = make_const(std::move(w));
   state->b = make_const(std::move(bias));
@@ -88,7 +95,8 @@ Status lower_horizontal_conv_cuda(GroupLowering& gl) {
     return ctx.reserve_workspace(state->conv->workspace_bytes());
   };
   gl.ds.run = [=](const RunEnv& env) -> Status {
-    FUSERT_RETURN_IF_ERROR(state->conv->run(env.ctx, env.dev.f32(x), state->w->get(), state->b->get(), nullptr, env.scratch));
+    FUSERT_RETURN_IF_ERROR(
+        state->conv->run(env.ctx, env.dev.f32(x), state->w->get(), state->b->get(), nullptr, env.scratch));
     FUSERT_RETURN_IF_ERROR(multi->run(env, what));
     return Status();
   };
@@ -132,7 +140,8 @@ Status lower_grouped_cuda(GroupLowering& gl) {
       members.push_back(bp);
       ys.push_back(n.outputs[0]);
     }
-    if (row_norm_shared_bytes(inner) > kMaxDynamicShared) return error(StatusCode::kUnsupported) << "LayerNorm row exceeds shared memory";
+    if (row_norm_shared_bytes(inner) > kMaxDynamicShared)
+      return error(StatusCode::kUnsupported) << "LayerNorm row exceeds shared memory";
     KernelSource src = gen_row_norm(spec);
     FUSERT_ASSIGN_OR_RETURN(int k, gl.kernel(src));
     for (size_t extra = 1; extra < members.size(); ++extra) gl.ds.kernels.push_back(k);  // one launch per member
@@ -141,8 +150,8 @@ Status lower_grouped_cuda(GroupLowering& gl) {
     gl.ds.run = [=](const RunEnv& env) -> Status {
       for (size_t i = 0; i < members.size(); ++i) {
         FzRowArgs a = row_args(*members[i], outer, inner, env, env.dev.f32(ys[i]));
-        FUSERT_RETURN_IF_ERROR(env.ctx.launch(env.kernels[static_cast<size_t>(k)], dim3(static_cast<unsigned>(outer)), dim3(block),
-                                              shared, &a, what));
+        FUSERT_RETURN_IF_ERROR(env.ctx.launch(env.kernels[static_cast<size_t>(k)], dim3(static_cast<unsigned>(outer)),
+                                              dim3(block), shared, &a, what));
       }
       return Status();
     };
@@ -151,7 +160,8 @@ Status lower_grouped_cuda(GroupLowering& gl) {
   if (first.op != OpKind::kGemm) return error(StatusCode::kUnsupported) << "grouped " << op_name(first.op);
   // Same-shape Gemms on different inputs: one pointer-array batched cuBLAS GEMM, then one
   // multi-tensor kernel adding each member's bias in place (up to FZ_MAX_MEMBERS per launch).
-  const int64_t m = g.value(first.outputs[0]).shape[0], n = g.value(first.outputs[0]).shape[1], k = g.value(first.inputs[0]).shape[1];
+  const int64_t m = g.value(first.outputs[0]).shape[0], n = g.value(first.outputs[0]).shape[1],
+                k = g.value(first.inputs[0]).shape[1];
   std::vector<float> w_cat, b_cat;
   std::vector<ValueId> as, ys;
   for (const auto& chain : chains) {
@@ -170,7 +180,9 @@ Status lower_grouped_cuda(GroupLowering& gl) {
     ConstPtr w, b;
     const float** ptrs = nullptr;         ///< device: a[batch], w[batch], y[batch]
     std::vector<const float*> host_ptrs;  ///< what `ptrs` holds (uploaded when it changes)
-    ~State() { if (ptrs) cudaFree(ptrs); }
+    ~State() {
+      if (ptrs) cudaFree(ptrs);
+    }
   };
   auto state = std::make_shared<State>();
   state->w = make_const(std::move(w_cat));
@@ -203,7 +215,9 @@ Status lower_grouped_cuda(GroupLowering& gl) {
   gl.ds.prepare = [=](Context&) -> Status {
     FUSERT_RETURN_IF_ERROR(state->w->upload(what));
     FUSERT_RETURN_IF_ERROR(state->b->upload(what));
-    if (!state->ptrs) CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&state->ptrs), 3 * static_cast<size_t>(batch) * sizeof(float*)), what);
+    if (!state->ptrs)
+      CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&state->ptrs), 3 * static_cast<size_t>(batch) * sizeof(float*)),
+                 what);
     return Status();
   };
   gl.ds.run = [=](const RunEnv& env) -> Status {
@@ -215,8 +229,8 @@ Status lower_grouped_cuda(GroupLowering& gl) {
     for (int i = 0; i < batch; ++i) ptrs.push_back(env.dev.f32(ys[static_cast<size_t>(i)]));
     if (ptrs != state->host_ptrs) {  // stream-ordered (a legacy-stream cudaMemcpy would not be)
       state->host_ptrs = ptrs;
-      CUDA_CHECK(cudaMemcpyAsync(state->ptrs, state->host_ptrs.data(), ptrs.size() * sizeof(float*), cudaMemcpyHostToDevice,
-                                 env.ctx.stream()),
+      CUDA_CHECK(cudaMemcpyAsync(state->ptrs, state->host_ptrs.data(), ptrs.size() * sizeof(float*),
+                                 cudaMemcpyHostToDevice, env.ctx.stream()),
                  what);
     }
     FUSERT_RETURN_IF_ERROR(gemm_batched_nt(env.ctx, m, n, k, state->ptrs, state->ptrs + batch,

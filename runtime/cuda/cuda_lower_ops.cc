@@ -15,11 +15,24 @@ const Node& node_at(const Graph& g, int ni) { return g.nodes[static_cast<size_t>
 
 bool elementwise_op(OpKind op) {
   switch (op) {
-    case OpKind::kRelu: case OpKind::kClip: case OpKind::kSigmoid: case OpKind::kHardSigmoid: case OpKind::kHardSwish:
-    case OpKind::kAdd: case OpKind::kSub: case OpKind::kMul: case OpKind::kDiv: case OpKind::kPow: case OpKind::kGelu:
-    case OpKind::kTanh: case OpKind::kErf: case OpKind::kSqrt: case OpKind::kIdentity:
+    case OpKind::kRelu:
+    case OpKind::kClip:
+    case OpKind::kSigmoid:
+    case OpKind::kHardSigmoid:
+    case OpKind::kHardSwish:
+    case OpKind::kAdd:
+    case OpKind::kSub:
+    case OpKind::kMul:
+    case OpKind::kDiv:
+    case OpKind::kPow:
+    case OpKind::kGelu:
+    case OpKind::kTanh:
+    case OpKind::kErf:
+    case OpKind::kSqrt:
+    case OpKind::kIdentity:
       return true;
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -27,7 +40,8 @@ Status lower_pool(GroupLowering& gl, const Node& n) {
   const Graph& g = gl.g;
   const Shape& xs = g.value(n.inputs[0]).shape;
   const Shape& ys = g.value(n.outputs[0]).shape;
-  if (xs.size() != 4 || g.value(n.inputs[0]).dtype != DType::kF32) return error(StatusCode::kUnsupported) << "pooling of a non-4-D f32 tensor";
+  if (xs.size() != 4 || g.value(n.inputs[0]).dtype != DType::kF32)
+    return error(StatusCode::kUnsupported) << "pooling of a non-4-D f32 tensor";
   PoolSpec spec;
   if (n.op == OpKind::kGlobalAveragePool) {
     spec.kind = PoolSpec::kGlobalAverage;
@@ -66,13 +80,17 @@ Status lower_pool(GroupLowering& gl, const Node& n) {
   gl.ds.run = [=](const RunEnv& env) {
     FzPoolArgs a;
     std::memset(&a, 0, sizeof a);
-    a.n = xs[0]; a.c = xs[1]; a.h = xs[2]; a.w = xs[3];
+    a.n = xs[0];
+    a.c = xs[1];
+    a.h = xs[2];
+    a.w = xs[3];
     a.oh = global ? 1 : ys[2];
     a.ow = global ? 1 : ys[3];
     for (int d = 0; d < 4; ++d) a.in_strides[0][d] = bp->prog.input_strides[0][static_cast<size_t>(d)];
     a.in[0] = bind_in(bp->inputs[0], env);
     a.out = env.dev.f32(y);
-    unsigned blocks = global ? static_cast<unsigned>((a.n * a.c + block / 32 - 1) / (block / 32)) : grid_1d(a.n * a.c * a.oh * a.ow, block);
+    unsigned blocks = global ? static_cast<unsigned>((a.n * a.c + block / 32 - 1) / (block / 32))
+                             : grid_1d(a.n * a.c * a.oh * a.ow, block);
     return env.ctx.launch(env.kernels[static_cast<size_t>(k)], dim3(blocks), dim3(block), 0, &a, what);
   };
   return Status();
@@ -82,7 +100,8 @@ Status lower_transpose(GroupLowering& gl, const Node& n) {
   const Graph& g = gl.g;
   const Value& x = g.value(n.inputs[0]);
   const size_t esize = dtype_size(x.dtype);
-  if (x.shape.size() > kMaxCopyRank || (esize != 1 && esize != 4 && esize != 8)) return error(StatusCode::kUnsupported) << "transpose rank/dtype";
+  if (x.shape.size() > kMaxCopyRank || (esize != 1 && esize != 4 && esize != 8))
+    return error(StatusCode::kUnsupported) << "transpose rank/dtype";
   const auto perm = n.attr_ints("perm");
   const Shape out = g.value(n.outputs[0]).shape;
   std::vector<int64_t> xs = contiguous_strides(x.shape), in_strides(out.size()), out_strides = contiguous_strides(out);
@@ -92,8 +111,9 @@ Status lower_transpose(GroupLowering& gl, const Node& n) {
   const std::string what = gl.grp.name;
   gl.ds.copy_launches = 1;
   gl.ds.run = [=](const RunEnv& env) {
-    return cuda_status(strided_copy(rank, out.data(), env.dev.raw(xi), 0, in_strides.data(), env.dev.raw(y), 0, out_strides.data(),
-                                    static_cast<int>(esize), env.ctx.stream()), "strided_copy", what);
+    return cuda_status(strided_copy(rank, out.data(), env.dev.raw(xi), 0, in_strides.data(), env.dev.raw(y), 0,
+                                    out_strides.data(), static_cast<int>(esize), env.ctx.stream()),
+                       "strided_copy", what);
   };
   return Status();
 }
@@ -102,11 +122,17 @@ Status lower_concat(GroupLowering& gl, const Node& n) {
   const Graph& g = gl.g;
   const Shape out = g.value(n.outputs[0]).shape;
   const size_t esize = dtype_size(g.value(n.outputs[0]).dtype);
-  if (out.size() > kMaxCopyRank || (esize != 1 && esize != 4 && esize != 8)) return error(StatusCode::kUnsupported) << "concat rank/dtype";
+  if (out.size() > kMaxCopyRank || (esize != 1 && esize != 4 && esize != 8))
+    return error(StatusCode::kUnsupported) << "concat rank/dtype";
   int64_t axis = n.attr_i("axis");
   if (axis < 0) axis += static_cast<int64_t>(out.size());
   const std::vector<int64_t> out_strides = contiguous_strides(out);
-  struct Piece { ValueId v; Shape shape; std::vector<int64_t> strides; int64_t offset; };
+  struct Piece {
+    ValueId v;
+    Shape shape;
+    std::vector<int64_t> strides;
+    int64_t offset;
+  };
   std::vector<Piece> pieces;
   int64_t at = 0;
   for (ValueId v : n.inputs) {
@@ -120,9 +146,10 @@ Status lower_concat(GroupLowering& gl, const Node& n) {
   gl.ds.run = [=](const RunEnv& env) -> Status {
     for (const Piece& p : pieces) {
       if (shape_numel(p.shape) == 0) continue;
-      FUSERT_RETURN_IF_ERROR(cuda_status(strided_copy(static_cast<int>(p.shape.size()), p.shape.data(), env.dev.raw(p.v), 0,
-                                                      p.strides.data(), env.dev.raw(y), p.offset, out_strides.data(),
-                                                      static_cast<int>(esize), env.ctx.stream()), "strided_copy", what));
+      FUSERT_RETURN_IF_ERROR(cuda_status(
+          strided_copy(static_cast<int>(p.shape.size()), p.shape.data(), env.dev.raw(p.v), 0, p.strides.data(),
+                       env.dev.raw(y), p.offset, out_strides.data(), static_cast<int>(esize), env.ctx.stream()),
+          "strided_copy", what));
     }
     return Status();
   };
@@ -144,7 +171,8 @@ Status lower_gather(GroupLowering& gl, const Node& n) {
   const Value& x = g.value(n.inputs[0]);
   const Value& idx = g.value(n.inputs[1]);
   const size_t esize = dtype_size(x.dtype);
-  if ((esize != 4 && esize != 8) || (idx.dtype != DType::kI64 && idx.dtype != DType::kI32)) return error(StatusCode::kUnsupported) << "gather dtypes";
+  if ((esize != 4 && esize != 8) || (idx.dtype != DType::kI64 && idx.dtype != DType::kI32))
+    return error(StatusCode::kUnsupported) << "gather dtypes";
   int64_t axis = n.attr_i("axis");
   if (axis < 0) axis += static_cast<int64_t>(x.shape.size());
   int64_t outer = 1, inner = 1;
@@ -165,20 +193,20 @@ Status lower_gather(GroupLowering& gl, const Node& n) {
   };
   gl.ds.run = [=](const RunEnv& env) -> Status {
     CUDA_CHECK(cudaMemsetAsync(flag->dev, 0, sizeof(int), env.ctx.stream()), what);
-    FUSERT_RETURN_IF_ERROR(cuda_status(gather(outer, axis_len, inner, env.dev.raw(xv), static_cast<int>(esize), env.dev.raw(iv), i64,
-                                              count, env.dev.raw(y), flag->dev, env.ctx.stream()), "gather", what));
+    FUSERT_RETURN_IF_ERROR(cuda_status(gather(outer, axis_len, inner, env.dev.raw(xv), static_cast<int>(esize),
+                                              env.dev.raw(iv), i64, count, env.dev.raw(y), flag->dev, env.ctx.stream()),
+                                       "gather", what));
     return cuda_status(cudaMemcpyAsync(flag->host, flag->dev, sizeof(int), cudaMemcpyDeviceToHost, env.ctx.stream()),
                        "cudaMemcpyAsync", what);
   };
   gl.ds.after = [=]() -> Status {
     if (*flag->host == 0) return Status();
     *flag->host = 0;
-    return error(StatusCode::kInvalidArgument) << "node '" << node << "' (Gather): an index of '" << tensor << "' is outside [-"
-                                               << axis_len << ", " << axis_len << ")";
+    return error(StatusCode::kInvalidArgument) << "node '" << node << "' (Gather): an index of '" << tensor
+                                               << "' is outside [-" << axis_len << ", " << axis_len << ")";
   };
   return Status();
 }
-
 
 // Inference BatchNormalization as one generated kernel: y = x * a[c] + b[c] with
 // a = scale / sqrt(var + eps), b = B - mean * a folded on the host (ONNX BatchNormalization).
@@ -186,7 +214,8 @@ Status lower_batch_norm(GroupLowering& gl, const Node& n) {
   const Graph& g = gl.g;
   const Shape xs = g.value(n.inputs[0]).shape;
   for (size_t i = 1; i < 5; ++i) {
-    if (g.value(n.inputs[i]).data.empty()) return error(StatusCode::kUnsupported) << "BatchNormalization statistics are not weights";
+    if (g.value(n.inputs[i]).data.empty())
+      return error(StatusCode::kUnsupported) << "BatchNormalization statistics are not weights";
   }
   if (xs.size() < 2 || xs.size() > FZ_MAX_RANK || g.value(n.inputs[0]).dtype != DType::kF32) {
     return error(StatusCode::kUnsupported) << "BatchNormalization input";
@@ -234,11 +263,20 @@ Status lower_batch_norm(GroupLowering& gl, const Node& n) {
 
 bool cast_type(DType t, CastType* out) {
   switch (t) {
-    case DType::kF32: *out = CastType::kF32; return true;
-    case DType::kI64: *out = CastType::kI64; return true;
-    case DType::kI32: *out = CastType::kI32; return true;
-    case DType::kBool: *out = CastType::kBool; return true;
-    default: return false;
+    case DType::kF32:
+      *out = CastType::kF32;
+      return true;
+    case DType::kI64:
+      *out = CastType::kI64;
+      return true;
+    case DType::kI32:
+      *out = CastType::kI32;
+      return true;
+    case DType::kBool:
+      *out = CastType::kBool;
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -264,8 +302,10 @@ Status lower_reduce(GroupLowering& gl, const Node& n) {
   const Graph& g = gl.g;
   const Shape xs = g.value(n.inputs[0]).shape;
   std::vector<int64_t> axes = n.attr_ints("axes");
-  if (axes.empty() || g.value(n.inputs[0]).dtype != DType::kF32) return error(StatusCode::kUnsupported) << "reduction without axes";
-  for (int64_t& a : axes) if (a < 0) a += static_cast<int64_t>(xs.size());
+  if (axes.empty() || g.value(n.inputs[0]).dtype != DType::kF32)
+    return error(StatusCode::kUnsupported) << "reduction without axes";
+  for (int64_t& a : axes)
+    if (a < 0) a += static_cast<int64_t>(xs.size());
   std::sort(axes.begin(), axes.end());
   for (size_t i = 1; i < axes.size(); ++i) {
     if (axes[i] != axes[i - 1] + 1) return error(StatusCode::kUnsupported) << "reduction over non-adjacent axes";
@@ -273,9 +313,12 @@ Status lower_reduce(GroupLowering& gl, const Node& n) {
   int64_t outer = 1, len = 1, inner = 1;
   for (size_t d = 0; d < xs.size(); ++d) {
     const int64_t ax = static_cast<int64_t>(d);
-    if (ax < axes.front()) outer *= xs[d];
-    else if (ax > axes.back()) inner *= xs[d];
-    else len *= xs[d];
+    if (ax < axes.front())
+      outer *= xs[d];
+    else if (ax > axes.back())
+      inner *= xs[d];
+    else
+      len *= xs[d];
   }
   GemmDesc d;
   d.alpha = n.op == OpKind::kReduceMean ? 1.f / static_cast<float>(len) : 1.f;
@@ -284,7 +327,7 @@ Status lower_reduce(GroupLowering& gl, const Node& n) {
     d.m = outer;
     d.k = len;
     d.n = 1;
-  } else {     // ones[1, len] x [len, inner], per outer
+  } else {  // ones[1, len] x [len, inner], per outer
     d.m = 1;
     d.k = len;
     d.n = inner;
@@ -293,7 +336,10 @@ Status lower_reduce(GroupLowering& gl, const Node& n) {
     d.stride_b = len * inner;
     d.stride_c = d.stride_d = inner;
   }
-  struct State { std::unique_ptr<LtGemm> gemm; ConstPtr ones; };
+  struct State {
+    std::unique_ptr<LtGemm> gemm;
+    ConstPtr ones;
+  };
   auto state = std::make_shared<State>();
   state->ones = make_const(std::vector<float>(static_cast<size_t>(len), 1.f));
   const ValueId x = n.inputs[0], y = n.outputs[0];
@@ -319,15 +365,28 @@ Status lower_single_cuda(GroupLowering& gl) {
   if (op_info(n.op).pattern == PatternKind::kAnchor) return lower_anchor_cuda(gl);
   if (elementwise_op(n.op)) return lower_elementwise_cuda(gl);
   switch (n.op) {
-    case OpKind::kLayerNormalization: case OpKind::kSoftmax: return lower_row_norm_cuda(gl);
-    case OpKind::kMaxPool: case OpKind::kAveragePool: case OpKind::kGlobalAveragePool: return lower_pool(gl, n);
-    case OpKind::kTranspose: return lower_transpose(gl, n);
-    case OpKind::kConcat: return lower_concat(gl, n);
-    case OpKind::kGather: return lower_gather(gl, n);
-    case OpKind::kBatchNormalization: return lower_batch_norm(gl, n);
-    case OpKind::kCast: return lower_cast(gl, n);
-    case OpKind::kReduceSum: case OpKind::kReduceMean: return lower_reduce(gl, n);
-    default: break;
+    case OpKind::kLayerNormalization:
+    case OpKind::kSoftmax:
+      return lower_row_norm_cuda(gl);
+    case OpKind::kMaxPool:
+    case OpKind::kAveragePool:
+    case OpKind::kGlobalAveragePool:
+      return lower_pool(gl, n);
+    case OpKind::kTranspose:
+      return lower_transpose(gl, n);
+    case OpKind::kConcat:
+      return lower_concat(gl, n);
+    case OpKind::kGather:
+      return lower_gather(gl, n);
+    case OpKind::kBatchNormalization:
+      return lower_batch_norm(gl, n);
+    case OpKind::kCast:
+      return lower_cast(gl, n);
+    case OpKind::kReduceSum:
+    case OpKind::kReduceMean:
+      return lower_reduce(gl, n);
+    default:
+      break;
   }
   return error(StatusCode::kUnsupported) << op_name(n.op) << " has no CUDA kernel";
 }
@@ -340,7 +399,8 @@ Status lower_horizontal_cuda(GroupLowering& gl) {
   auto chains = lowering::member_chains(g, gl.grp);
   const Node& first = node_at(g, chains[0][0]);
   if (first.op == OpKind::kConv) return lower_horizontal_conv_cuda(gl);
-  if (first.op != OpKind::kGemm) return error(StatusCode::kUnsupported) << "horizontal group of " << op_name(first.op) << " on CUDA";
+  if (first.op != OpKind::kGemm)
+    return error(StatusCode::kUnsupported) << "horizontal group of " << op_name(first.op) << " on CUDA";
   const int64_t m = g.value(first.outputs[0]).shape[0], k = g.value(first.inputs[0]).shape[1];
   std::vector<float> w_cat, b_cat;
   int64_t total = 0;
@@ -351,7 +411,9 @@ Status lower_horizontal_cuda(GroupLowering& gl) {
         (n.inputs.size() > 2 && n.inputs[2] != kNoValue && g.value(n.inputs[2]).data.empty())) {
       return error(StatusCode::kUnsupported) << "horizontal member '" << n.name << "' needs weight initializers";
     }
-    if (!lowering::per_column_bias(g, n)) return error(StatusCode::kUnsupported) << "horizontal member '" << n.name << "' has a bias that is not per column";
+    if (!lowering::per_column_bias(g, n))
+      return error(StatusCode::kUnsupported)
+             << "horizontal member '" << n.name << "' has a bias that is not per column";
     const int64_t width = g.value(n.outputs[0]).shape[1];
     gl.ds.skip_weights.insert(gl.ds.skip_weights.end(), n.inputs.begin() + 1, n.inputs.end());
     std::vector<float> w = lowering::weight_nk(g, n), b = lowering::bias_n(g, n, width);
@@ -363,7 +425,14 @@ Status lower_horizontal_cuda(GroupLowering& gl) {
   // Member epilogues as programs over [M, width] reading the scratch columns; members with a
   // LayerNorm tail get a row-norm kernel each.
   std::vector<std::shared_ptr<BoundProgram>> progs;
-  struct RowMember { std::shared_ptr<BoundProgram> bp; int kernel; int block; size_t shared; int64_t width; ValueId y; };
+  struct RowMember {
+    std::shared_ptr<BoundProgram> bp;
+    int kernel;
+    int block;
+    size_t shared;
+    int64_t width;
+    ValueId y;
+  };
   std::vector<RowMember> row_members;
   for (size_t i = 0; i < chains.size(); ++i) {
     const auto& chain = chains[i];
@@ -372,7 +441,8 @@ Status lower_horizontal_cuda(GroupLowering& gl) {
     std::string why;
     std::vector<int> tail(chain.begin() + 1, chain.end());
     const Shape shape = {m, cols[i].second};
-    if (!lowering::build_epilogue(g, tail, n.outputs[0], shape, false, &t, &why)) return error(StatusCode::kUnsupported) << why;
+    if (!lowering::build_epilogue(g, tail, n.outputs[0], shape, false, &t, &why))
+      return error(StatusCode::kUnsupported) << why;
     if (t.ep.tail == cpu::EpTail::kLayerNorm) {
       RowMember rm;
       rm.bp = std::make_shared<BoundProgram>();
@@ -393,7 +463,8 @@ Status lower_horizontal_cuda(GroupLowering& gl) {
       spec.pre.stores.push_back({0, 0});
       spec.post.stores.push_back({0, 0});
       if (rm.bp->inputs.size() > FZ_MAX_INPUTS) return error(StatusCode::kUnsupported) << "too many epilogue operands";
-      if (row_norm_shared_bytes(rm.width) > kMaxDynamicShared) return error(StatusCode::kUnsupported) << "LayerNorm row exceeds shared memory";
+      if (row_norm_shared_bytes(rm.width) > kMaxDynamicShared)
+        return error(StatusCode::kUnsupported) << "LayerNorm row exceeds shared memory";
       KernelSource src = gen_row_norm(spec);
       FUSERT_ASSIGN_OR_RETURN(rm.kernel, gl.kernel(src));
       rm.block = src.block;
@@ -427,7 +498,10 @@ Status lower_horizontal_cuda(GroupLowering& gl) {
   d.bias = true;
   gl.ds.scratch_bytes = static_cast<size_t>(m * total) * sizeof(float);
   gl.ds.library_calls = 1;
-  struct State { std::unique_ptr<LtGemm> gemm; ConstPtr w, b; };
+  struct State {
+    std::unique_ptr<LtGemm> gemm;
+    ConstPtr w, b;
+  };
   auto state = std::make_shared<State>();
   state->w = make_const(std::move(w_cat));
   state->b = make_const(std::move(b_cat));
@@ -440,7 +514,8 @@ Status lower_horizontal_cuda(GroupLowering& gl) {
     return Status();
   };
   gl.ds.run = [=](const RunEnv& env) -> Status {
-    FUSERT_RETURN_IF_ERROR(state->gemm->run(env.ctx, env.dev.f32(a), state->w->get(), state->b->get(), nullptr, env.scratch));
+    FUSERT_RETURN_IF_ERROR(
+        state->gemm->run(env.ctx, env.dev.f32(a), state->w->get(), state->b->get(), nullptr, env.scratch));
     FUSERT_RETURN_IF_ERROR(multi->run(env, what));
     for (const RowMember& rm : row_members) {
       FzRowArgs ra = row_args(*rm.bp, m, rm.width, env, env.dev.f32(rm.y));
@@ -472,7 +547,8 @@ Status lower_branch_merge_cuda(GroupLowering& gl) {
   const int64_t ma = L.ma;
   const bool linear = L.linear;
   cpu::ConvParams p = L.p;
-  if (p.pad_top != p.pad_bottom || p.pad_left != p.pad_right) return error(StatusCode::kUnsupported) << "asymmetric pads";
+  if (p.pad_top != p.pad_bottom || p.pad_left != p.pad_right)
+    return error(StatusCode::kUnsupported) << "asymmetric pads";
   gl.ds.skip_weights.insert(gl.ds.skip_weights.end(), ca.inputs.begin() + 1, ca.inputs.end());
   gl.ds.skip_weights.insert(gl.ds.skip_weights.end(), cb.inputs.begin() + 1, cb.inputs.end());
   std::vector<float> w = std::move(L.w), bias = std::move(L.bias);
@@ -483,7 +559,8 @@ Status lower_branch_merge_cuda(GroupLowering& gl) {
       !lowering::build_epilogue(g, chain_b, cb.outputs[0], out, true, &ep_b, &why)) {
     return error(StatusCode::kUnsupported) << why;
   }
-  if (ep_merge.ep.tail != cpu::EpTail::kNone || ep_a.ep.tail != cpu::EpTail::kNone || ep_b.ep.tail != cpu::EpTail::kNone) {
+  if (ep_merge.ep.tail != cpu::EpTail::kNone || ep_a.ep.tail != cpu::EpTail::kNone ||
+      ep_b.ep.tail != cpu::EpTail::kNone) {
     return error(StatusCode::kUnsupported) << "branch-merge with a pooling tail";
   }
   const int64_t hw = out[2] * out[3];
@@ -517,7 +594,10 @@ Status lower_branch_merge_cuda(GroupLowering& gl) {
   FUSERT_ASSIGN_OR_RETURN(int k, gl.kernel(gen_elementwise(bp->prog)));
   gl.ds.scratch_bytes = static_cast<size_t>(out[0] * p.m * hw) * sizeof(float);
   gl.ds.library_calls = 1;
-  struct State { std::unique_ptr<CudnnConv> conv; ConstPtr w, b; };
+  struct State {
+    std::unique_ptr<CudnnConv> conv;
+    ConstPtr w, b;
+  };
   auto state = std::make_shared<State>();
   state->w = make_const(std::move(w));
   state->b = make_const(std::move(bias));
@@ -532,7 +612,8 @@ Status lower_branch_merge_cuda(GroupLowering& gl) {
     return ctx.reserve_workspace(state->conv->workspace_bytes());
   };
   gl.ds.run = [=](const RunEnv& env) -> Status {
-    FUSERT_RETURN_IF_ERROR(state->conv->run(env.ctx, env.dev.f32(x), state->w->get(), state->b->get(), nullptr, env.scratch));
+    FUSERT_RETURN_IF_ERROR(
+        state->conv->run(env.ctx, env.dev.f32(x), state->w->get(), state->b->get(), nullptr, env.scratch));
     return launch_program(env, k, *bp, what);
   };
   return Status();

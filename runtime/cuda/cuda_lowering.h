@@ -27,21 +27,21 @@ struct RunEnv {
   const CudaPlan& plan;
   const std::vector<LoadedKernel>& kernels;  ///< by CudaPlan::kernels index
   const BufferTable& dev;
-  float* scratch = nullptr;   ///< at least DeviceStep::scratch_bytes
+  float* scratch = nullptr;        ///< at least DeviceStep::scratch_bytes
   float* alias_scratch = nullptr;  ///< operand copies (launch_program's aliasing guard)
   size_t alias_scratch_elems = 0;
 };
 
 struct DeviceStep {
-  std::string what;                ///< group name, for errors
-  std::vector<int> kernels;        ///< generated kernels launched (CudaPlan::kernels indices)
-  int library_calls = 0;           ///< cuDNN / cuBLASLt calls per run
-  int copy_launches = 0;           ///< layout.cu kernels and memsets/copies per run
+  std::string what;          ///< group name, for errors
+  std::vector<int> kernels;  ///< generated kernels launched (CudaPlan::kernels indices)
+  int library_calls = 0;     ///< cuDNN / cuBLASLt calls per run
+  int copy_launches = 0;     ///< layout.cu kernels and memsets/copies per run
   /// Graph weights this step does not read on the device (replaced by its own uploaded
   /// constants: concatenated, stacked or folded), so the executor does not upload them for it.
   std::vector<ValueId> skip_weights;
-  size_t scratch_bytes = 0;        ///< private scratch (anchor results before a generated tail)
-  bool host = false;               ///< host fallback: Step::run on host copies of its buffers
+  size_t scratch_bytes = 0;  ///< private scratch (anchor results before a generated tail)
+  bool host = false;         ///< host fallback: Step::run on host copies of its buffers
   std::string host_reason;
   /// Once per executor, before the first run: descriptors, algorithms, constant uploads.
   std::function<Status(Context&)> prepare;
@@ -58,10 +58,10 @@ struct GeneratedKernel {
 };
 
 struct CudaPlan {
-  std::vector<Step> steps;            ///< names, buffers (memory planning), CPU run for host steps
-  std::vector<DeviceStep> dsteps;     ///< parallel to steps
+  std::vector<Step> steps;         ///< names, buffers (memory planning), CPU run for host steps
+  std::vector<DeviceStep> dsteps;  ///< parallel to steps
   std::vector<GeneratedKernel> kernels;
-  size_t alias_scratch_bytes = 0;     ///< largest f32 activation (operand copy area)
+  size_t alias_scratch_bytes = 0;  ///< largest f32 activation (operand copy area)
   /// Group id -> (max registers, spill bytes) over its generated kernels, for --explain.
   std::map<int, std::pair<int, int>> group_registers;
   double compile_ms = 0;

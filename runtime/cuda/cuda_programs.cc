@@ -148,8 +148,9 @@ Status launch_program(const RunEnv& env, int k, const BoundProgram& bp, const st
       return error(StatusCode::kInternal) << what << ": operands aliasing the output exceed the alias scratch";
     }
     float* copy = env.alias_scratch + copied;
-    CUDA_CHECK(cudaMemcpyAsync(copy, in, static_cast<size_t>(n) * sizeof(float), cudaMemcpyDeviceToDevice, env.ctx.stream()),
-               what);
+    CUDA_CHECK(
+        cudaMemcpyAsync(copy, in, static_cast<size_t>(n) * sizeof(float), cudaMemcpyDeviceToDevice, env.ctx.stream()),
+        what);
     a.in[i] = copy;
     copied += static_cast<size_t>(n);
   }

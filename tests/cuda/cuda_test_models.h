@@ -49,7 +49,8 @@ nodes:
 /// Ten Add/Mul ops on [8, 64], each with its own weight: one kernel would need 11 operands, so
 /// the 8-operand limit of generated kernels splits the chain.
 inline std::string long_chain_yaml() {
-  std::string yaml = "fusert: 1\nname: long_chain\ninputs: [{name: x, shape: [8, 64]}]\noutputs: [v10]\ninitializers:\n";
+  std::string yaml =
+      "fusert: 1\nname: long_chain\ninputs: [{name: x, shape: [8, 64]}]\noutputs: [v10]\ninitializers:\n";
   for (int i = 1; i <= 10; ++i) yaml += "  - {name: w" + std::to_string(i) + ", shape: [8, 64]}\n";
   yaml += "nodes:\n";
   for (int i = 1; i <= 10; ++i) {

@@ -22,9 +22,9 @@ using namespace fusert;
 namespace {
 
 const std::string kModels = std::string(FUSERT_SOURCE_DIR) + "/models/";
-const std::vector<std::string> kZoo = {"resnet18",        "resnet50",  "mobilenet_v2",      "efficientnet_lite0",
-                                       "bert_base_layer", "minilm_l6", "transformer_block", "multitask_heads",
-                                       "branch_merge"};
+const std::vector<std::string> kZoo = {"resnet18",           "resnet50",        "mobilenet_v2",
+                                       "efficientnet_lite0", "bert_base_layer", "minilm_l6",
+                                       "transformer_block",  "multitask_heads", "branch_merge"};
 
 SessionOptions cuda_options(const std::string& fusion, bool plan_only) {
   SessionOptions o;
@@ -196,7 +196,10 @@ TEST_CASE("codegen.operand_limit: a chain needing more than 8 operands is split,
   CHECK((*s)->stats().host_fallback_steps == 0);
   CHECK((*s)->stats().kernels == 2);  // 7 + 3 ops: the 8-operand kernel limit splits the chain once
   bool refused = false;
-  for (const Rejection& r : (*s)->fusion_plan().rejected) refused |= r.key == "backend" && r.reason.find("cuda cannot run this elementwise group as one launch: 9 operands of rank 2 (limits 8") != std::string::npos;
+  for (const Rejection& r : (*s)->fusion_plan().rejected)
+    refused |= r.key == "backend" &&
+               r.reason.find("cuda cannot run this elementwise group as one launch: 9 operands of rank 2 (limits 8") !=
+                   std::string::npos;
   CHECK(refused);
   std::remove(path.c_str());
 }

@@ -357,8 +357,10 @@ TEST_CASE("device.gemm_batched_nt: pointer-array batched GEMM against a naive lo
   ptrs.insert(ptrs.end(), py.begin(), py.end());
   const float** dptrs = nullptr;
   REQUIRE(cudaMalloc(reinterpret_cast<void**>(&dptrs), ptrs.size() * sizeof(float*)) == cudaSuccess);
-  REQUIRE(cudaMemcpyAsync(dptrs, ptrs.data(), ptrs.size() * sizeof(float*), cudaMemcpyHostToDevice, ctx->stream()) == cudaSuccess);
-  const auto st = cu::gemm_batched_nt(*ctx, m, n, k, dptrs, dptrs + batch, const_cast<float* const*>(dptrs + 2 * batch), batch, "test");
+  REQUIRE(cudaMemcpyAsync(dptrs, ptrs.data(), ptrs.size() * sizeof(float*), cudaMemcpyHostToDevice, ctx->stream()) ==
+          cudaSuccess);
+  const auto st = cu::gemm_batched_nt(*ctx, m, n, k, dptrs, dptrs + batch, const_cast<float* const*>(dptrs + 2 * batch),
+                                      batch, "test");
   REQUIRE_MESSAGE(st.ok(), st.message());
   for (int i = 0; i < batch; ++i) {
     std::vector<float> ref(static_cast<size_t>(m * n));

@@ -74,13 +74,15 @@ cublasStatus_t CUBLASWINAPI cublasSetWorkspace_v2(cublasHandle_t handle, void* w
   return CUBLAS_STATUS_SUCCESS;
 }
 
-cublasStatus_t CUBLASWINAPI cublasGemmBatchedEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
-                                                int m, int n, int k, const void* alpha, const void* const Aarray[],
-                                                cudaDataType Atype, int lda, const void* const Barray[], cudaDataType Btype,
-                                                int ldb, const void* beta, void* const Carray[], cudaDataType Ctype, int ldc,
+cublasStatus_t CUBLASWINAPI cublasGemmBatchedEx(cublasHandle_t handle, cublasOperation_t transa,
+                                                cublasOperation_t transb, int m, int n, int k, const void* alpha,
+                                                const void* const Aarray[], cudaDataType Atype, int lda,
+                                                const void* const Barray[], cudaDataType Btype, int ldb,
+                                                const void* beta, void* const Carray[], cudaDataType Ctype, int ldc,
                                                 int batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t) {
   if (!live(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
-  if (Atype != CUDA_R_32F || Btype != CUDA_R_32F || Ctype != CUDA_R_32F) return fail(CUBLAS_STATUS_NOT_SUPPORTED, "only fp32 is emulated");
+  if (Atype != CUDA_R_32F || Btype != CUDA_R_32F || Ctype != CUDA_R_32F)
+    return fail(CUBLAS_STATUS_NOT_SUPPORTED, "only fp32 is emulated");
   if (computeType != CUBLAS_COMPUTE_32F && computeType != CUBLAS_COMPUTE_32F_FAST_TF32) {
     return fail(CUBLAS_STATUS_NOT_SUPPORTED, "compute type");
   }
@@ -118,8 +120,10 @@ cublasStatus_t CUBLASWINAPI cublasGemmBatchedEx(cublasHandle_t handle, cublasOpe
         for (int row = 0; row < m; ++row) {
           double acc = 0;
           for (int p = 0; p < k; ++p) {
-            const float a = transa == CUBLAS_OP_N ? A[row + static_cast<size_t>(p) * lda] : A[p + static_cast<size_t>(row) * lda];
-            const float b = transb == CUBLAS_OP_N ? B[p + static_cast<size_t>(col) * ldb] : B[col + static_cast<size_t>(p) * ldb];
+            const float a =
+                transa == CUBLAS_OP_N ? A[row + static_cast<size_t>(p) * lda] : A[p + static_cast<size_t>(row) * lda];
+            const float b =
+                transb == CUBLAS_OP_N ? B[p + static_cast<size_t>(col) * ldb] : B[col + static_cast<size_t>(p) * ldb];
             acc += static_cast<double>(a) * b;
           }
           const float c = be != 0.f ? C[row + static_cast<size_t>(col) * ldc] : 0.f;  // beta == 0: C not read
@@ -127,7 +131,8 @@ cublasStatus_t CUBLASWINAPI cublasGemmBatchedEx(cublasHandle_t handle, cublasOpe
         }
       }
       for (int col = 0; col < n; ++col)
-        for (int row = 0; row < m; ++row) C[row + static_cast<size_t>(col) * ldc] = out[static_cast<size_t>(col) * m + row];
+        for (int row = 0; row < m; ++row)
+          C[row + static_cast<size_t>(col) * ldc] = out[static_cast<size_t>(col) * m + row];
     }
   });
   return CUBLAS_STATUS_SUCCESS;

@@ -54,7 +54,6 @@ struct CUkern_st {
   int max_dynamic_shared = 0;  ///< cudaFuncAttributeMaxDynamicSharedMemorySize
 };
 
-
 namespace fusert::emu::detail {
 
 struct CubinKernel {

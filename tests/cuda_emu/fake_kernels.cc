@@ -18,7 +18,6 @@ namespace fusert::emu::detail {
 
 // ---------------------------------------------------------------- cubin parsing
 
-
 bool elf_ok(const std::vector<char>& img) {
   if (img.size() < sizeof(Elf64_Ehdr)) return false;
   const auto* eh = reinterpret_cast<const Elf64_Ehdr*>(img.data());

@@ -128,8 +128,6 @@ void zoo_model(const std::string& model) {
   for (const char* fusion : {"none", "all"}) compare_with_cpu(kModels + model + ".yaml", fusion, model);
 }
 
-
-
 // Slice and Split have no CUDA kernel: host-fallback steps between device steps (no CUDA
 // Graph then), reading a device result and a Reshape alias of it.
 const char* kHostFallback = R"(fusert: 1
@@ -268,7 +266,8 @@ TEST_CASE("emu.host_fallback: host steps between device steps (copies around the
   for (const FusionGroup* k : (*plan)->fusion_plan().kernel_groups()) planned_on_host += k->host_reason.empty() ? 0 : 1;
   CHECK(planned_on_host == (*plan)->stats().host_fallback_steps);
   const std::string text = explain_plan((*plan)->graph(), (*plan)->fusion_plan());
-  CHECK(text.find("host fallbacks (2 ops the backend runs on the CPU, decided by its capability check):") != std::string::npos);
+  CHECK(text.find("host fallbacks (2 ops the backend runs on the CPU, decided by its capability check):") !=
+        std::string::npos);
   CHECK(text.find("  s(Slice): ") != std::string::npos);
   CHECK(text.find("  sp(Split): ") != std::string::npos);
   for (const char* fusion : {"none", "all"}) compare_with_cpu(path, fusion, "host_fallback");

@@ -64,12 +64,9 @@ cpu::ElementwiseProgram ew_mixed_program(const Shape& s) {
   p.out_shape = s;
   p.input_strides = {contiguous(s), {0, 0, 0, 0}, {0, 1, 0, 0}, {1, s[0], s[0] * s[1], s[0] * s[1] * s[2]}};
   p.loads = {{1, 3}};
-  p.code = {op(EpOp::kMulTensor, 0, 0, 1),
-            op(EpOp::kSubTensor, 0, 0, 2, -1, true),
-            op(EpOp::kAddTensor, 2, 0, -1, 1),
-            op(EpOp::kGelu, 0, 2),
-            op(EpOp::kSigmoid, 1, 1),
-            op(EpOp::kDivTensor, 3, 1, 2)};
+  p.code = {op(EpOp::kMulTensor, 0, 0, 1),     op(EpOp::kSubTensor, 0, 0, 2, -1, true),
+            op(EpOp::kAddTensor, 2, 0, -1, 1), op(EpOp::kGelu, 0, 2),
+            op(EpOp::kSigmoid, 1, 1),          op(EpOp::kDivTensor, 3, 1, 2)};
   p.stores = {{0, 0}, {3, 1}, {2, 2}};
   p.num_registers = 4;
   return p;
@@ -210,7 +207,8 @@ void replace_all(std::string& s, const std::string& from, const std::string& to)
 std::string patch(const cu::KernelSource& k, std::string* args_type) {
   std::string s = k.source;
   const std::string abi = std::string(cu::kernel_abi_source()) + "\n";
-  if (s.compare(0, abi.size(), abi) != 0) throw std::runtime_error(k.entry + ": source does not start with the ABI text");
+  if (s.compare(0, abi.size(), abi) != 0)
+    throw std::runtime_error(k.entry + ": source does not start with the ABI text");
   s.erase(0, abi.size());
   if (s.find("#error") != std::string::npos) throw std::runtime_error(k.entry + ": source has #error");
   // extern "C" __global__ void __launch_bounds__(N) entry(const ArgsType a) -> void entry(...)

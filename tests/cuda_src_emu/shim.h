@@ -19,13 +19,13 @@
 
 #include <ucontext.h>
 
+#include <math.h>  // expf, erff, tanhf, powf, sqrtf in the global namespace, as in CUDA
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
 #include <limits>
-#include <math.h>  // expf, erff, tanhf, powf, sqrtf in the global namespace, as in CUDA
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -109,7 +109,8 @@ inline void launch(void (*run)(const void*), const void* args, Dim3 grid, unsign
     for (unsigned y = 0; y < grid.y; ++y) {
       for (unsigned x = 0; x < grid.x; ++x) {
         blockIdx = {x, y, z};
-        std::fill(s.shared.begin(), s.shared.begin() + static_cast<ptrdiff_t>(dyn), std::numeric_limits<float>::quiet_NaN());
+        std::fill(s.shared.begin(), s.shared.begin() + static_cast<ptrdiff_t>(dyn),
+                  std::numeric_limits<float>::quiet_NaN());
         std::fill(s.shared.begin() + static_cast<ptrdiff_t>(dyn), s.shared.end(), guard);
         for (unsigned t = 0; t < block; ++t) {
           Fiber& f = s.fibers[t];
@@ -135,12 +136,15 @@ inline void launch(void (*run)(const void*), const void* args, Dim3 grid, unsign
             unsigned shfl = 0;
             for (unsigned l = 0; l < 32; ++l) shfl += s.fibers[w * 32 + l].state == State::kShuffle;
             if (shfl == 0) continue;
-            if (shfl != 32) throw std::runtime_error("__shfl_xor_sync: not all lanes of warp " + std::to_string(w) + " take part" + where());
+            if (shfl != 32)
+              throw std::runtime_error("__shfl_xor_sync: not all lanes of warp " + std::to_string(w) + " take part" +
+                                       where());
             for (unsigned l = 0; l < 32; ++l) {
               const Fiber& f = s.fibers[w * 32 + l];
               if (f.shfl_mask != 0xffffffffu || f.shfl_offset != s.fibers[w * 32].shfl_offset || f.shfl_offset < 0 ||
                   f.shfl_offset > 31)
-                throw std::runtime_error("__shfl_xor_sync: mask or offset differ within warp " + std::to_string(w) + where());
+                throw std::runtime_error("__shfl_xor_sync: mask or offset differ within warp " + std::to_string(w) +
+                                         where());
             }
             for (unsigned l = 0; l < 32; ++l) {
               Fiber& f = s.fibers[w * 32 + l];

@@ -99,8 +99,8 @@ void check_close(const Vec& got, const Vec& want, const std::string& what, doubl
       ok = std::fabs(static_cast<double>(g) - w) <= tol * std::max(1.0, std::fabs(static_cast<double>(w)));
     if (!ok && bad++ == 0) first = i;
   }
-  CHECK_MESSAGE(bad == 0, what << ": " << bad << " of " << got.size() << " differ, first at " << first
-                               << ": kernel " << got[first] << ", reference " << want[first]);
+  CHECK_MESSAGE(bad == 0, what << ": " << bad << " of " << got.size() << " differ, first at " << first << ": kernel "
+                               << got[first] << ", reference " << want[first]);
 }
 
 void check_same_bits(const Vec& a, const Vec& b, const std::string& what) {
@@ -177,7 +177,8 @@ std::vector<Vec> ew_inputs(const cpu::ElementwiseProgram& p, unsigned seed) {
   for (size_t i = 0; i < p.input_strides.size(); ++i) {
     int64_t span = 1;
     for (size_t d = 0; d < p.out_shape.size(); ++d) span += (p.out_shape[d] - 1) * p.input_strides[i][d];
-    in.push_back(i == 0 ? with_specials(static_cast<size_t>(span), seed) : random_vec(static_cast<size_t>(span), seed + 1 + i));
+    in.push_back(i == 0 ? with_specials(static_cast<size_t>(span), seed)
+                        : random_vec(static_cast<size_t>(span), seed + 1 + i));
   }
   return in;
 }
@@ -216,8 +217,8 @@ TEST_CASE("codegen.source_emulation.elementwise") {
       for (unsigned grid : {g, 1u}) {  // the launcher's grid, and one block striding over all
         run_and_compare(k, make, sizes, {{grid, 1, 1}, 256, 0},
                         std::string(which == 0 ? "mixed" : "every op") + " [" + std::to_string(s[0]) + "," +
-                            std::to_string(s[1]) + "," + std::to_string(s[2]) + "," + std::to_string(s[3]) +
-                            "] grid " + std::to_string(grid));
+                            std::to_string(s[1]) + "," + std::to_string(s[2]) + "," + std::to_string(s[3]) + "] grid " +
+                            std::to_string(grid));
         if (g == 1) break;
       }
     }
@@ -259,26 +260,25 @@ TEST_CASE("codegen.source_emulation.layer_norm") {
   // and the reference do; a float butterfly sum was off by ~1e-4 at offset 1000), so both
   // offsets are held to kTol.
   for (const float offset : {10.f, 1000.f})
-  for (int64_t inner : emu::row_inners()) {
-    const size_t n = static_cast<size_t>(outer * inner), ni = static_cast<size_t>(inner);
-    Vec x = random_vec(n, 300, -2.f, 2.f);
-    for (size_t c = 0; c < ni; ++c) x[ni + c] += offset;
-    const Vec res = random_vec(n, 301), scale = random_vec(ni, 302, 0.5f, 1.5f), shift = random_vec(ni, 303),
-              s = {-1.5f};
-    const std::function<FzRowArgs(const std::vector<float*>&)> make = [&](const std::vector<float*>& out) {
-      FzRowArgs a;
-      std::memset(&a, 0, sizeof a);
-      a.outer = outer, a.inner = inner;
-      const float* in[] = {x.data(), res.data(), scale.data(), shift.data(), s.data()};
-      const int64_t st[][2] = {{inner, 1}, {inner, 1}, {0, 1}, {0, 1}, {0, 0}};
-      for (int i = 0; i < 5; ++i) a.in[i] = in[i], a.in_strides[i][0] = st[i][0], a.in_strides[i][1] = st[i][1];
-      a.out = out[0];
-      return a;
-    };
-    run_and_compare(k, make, {n}, {{static_cast<unsigned>(outer), 1, 1}, 256, cu::row_norm_shared_bytes(inner)},
-                    "layernorm inner " + std::to_string(inner) + " offset " + std::to_string(offset),
-                    kTol);
-  }
+    for (int64_t inner : emu::row_inners()) {
+      const size_t n = static_cast<size_t>(outer * inner), ni = static_cast<size_t>(inner);
+      Vec x = random_vec(n, 300, -2.f, 2.f);
+      for (size_t c = 0; c < ni; ++c) x[ni + c] += offset;
+      const Vec res = random_vec(n, 301), scale = random_vec(ni, 302, 0.5f, 1.5f), shift = random_vec(ni, 303),
+                s = {-1.5f};
+      const std::function<FzRowArgs(const std::vector<float*>&)> make = [&](const std::vector<float*>& out) {
+        FzRowArgs a;
+        std::memset(&a, 0, sizeof a);
+        a.outer = outer, a.inner = inner;
+        const float* in[] = {x.data(), res.data(), scale.data(), shift.data(), s.data()};
+        const int64_t st[][2] = {{inner, 1}, {inner, 1}, {0, 1}, {0, 1}, {0, 0}};
+        for (int i = 0; i < 5; ++i) a.in[i] = in[i], a.in_strides[i][0] = st[i][0], a.in_strides[i][1] = st[i][1];
+        a.out = out[0];
+        return a;
+      };
+      run_and_compare(k, make, {n}, {{static_cast<unsigned>(outer), 1, 1}, 256, cu::row_norm_shared_bytes(inner)},
+                      "layernorm inner " + std::to_string(inner) + " offset " + std::to_string(offset), kTol);
+    }
 }
 
 TEST_CASE("codegen.source_emulation.softmax") {
@@ -324,7 +324,8 @@ TEST_CASE("codegen.source_emulation.pool") {
     const cu::PoolSpec& sp = specs[static_cast<size_t>(pc.spec)];
     const cu::KernelSource k = cu::gen_pool(sp);
     const bool global = sp.kind == cu::PoolSpec::kGlobalAverage;
-    const int64_t oh = global ? 1 : (pc.h + sp.pad_top + sp.pad_bottom - ((sp.kh - 1) * sp.dil_h + 1)) / sp.stride_h + 1;
+    const int64_t oh =
+        global ? 1 : (pc.h + sp.pad_top + sp.pad_bottom - ((sp.kh - 1) * sp.dil_h + 1)) / sp.stride_h + 1;
     const int64_t ow =
         global ? 1 : (pc.w + sp.pad_left + sp.pad_right - ((sp.kw - 1) * sp.dil_w + 1)) / sp.stride_w + 1;
     const size_t xn = static_cast<size_t>(pc.n * pc.c * pc.h * pc.w), yn = static_cast<size_t>(pc.n * pc.c * oh * ow);
@@ -336,7 +337,8 @@ TEST_CASE("codegen.source_emulation.pool") {
       std::memset(&a, 0, sizeof a);
       a.n = pc.n, a.c = pc.c, a.h = pc.h, a.w = pc.w, a.oh = oh, a.ow = ow;
       const float* in[] = {x.data(), ch.data(), full.data()};
-      const int64_t st[][4] = {{pc.c * pc.h * pc.w, pc.h * pc.w, pc.w, 1}, {0, 1, 0, 0}, {pc.c * pc.h * pc.w, pc.h * pc.w, pc.w, 1}};
+      const int64_t st[][4] = {
+          {pc.c * pc.h * pc.w, pc.h * pc.w, pc.w, 1}, {0, 1, 0, 0}, {pc.c * pc.h * pc.w, pc.h * pc.w, pc.w, 1}};
       for (int i = 0; i < 3; ++i) {
         a.in[i] = in[i];
         for (int d = 0; d < 4; ++d) a.in_strides[i][d] = st[i][d];
@@ -349,9 +351,11 @@ TEST_CASE("codegen.source_emulation.pool") {
                               : grid_1d(static_cast<int64_t>(yn), k.block);
     for (unsigned grid : {g, 1u}) {
       run_and_compare(k, make, {yn}, {{grid, 1, 1}, 256, 0},
-                      std::string(global ? "global" : pc.spec == 0 ? "max" : "avg") + " " + std::to_string(pc.n) + "x" +
-                          std::to_string(pc.c) + "x" + std::to_string(pc.h) + "x" + std::to_string(pc.w) + " grid " +
-                          std::to_string(grid));
+                      std::string(global         ? "global"
+                                  : pc.spec == 0 ? "max"
+                                                 : "avg") +
+                          " " + std::to_string(pc.n) + "x" + std::to_string(pc.c) + "x" + std::to_string(pc.h) + "x" +
+                          std::to_string(pc.w) + " grid " + std::to_string(grid));
       if (g == 1) break;
     }
   }
@@ -385,8 +389,9 @@ TEST_CASE("codegen.source_emulation.attention") {
         return a;
       };
       const fz_emu::Dim3 grid = {static_cast<unsigned>(s), static_cast<unsigned>(h), static_cast<unsigned>(b)};
-      run_and_compare(k, make, {static_cast<size_t>(b * s * hd)}, {grid, 128, cu::attention_shared_bytes(s, d)},
-                      "attention D " + std::to_string(d) + (spec.has_mask ? " mask" : "") + " seq " + std::to_string(s));
+      run_and_compare(
+          k, make, {static_cast<size_t>(b * s * hd)}, {grid, 128, cu::attention_shared_bytes(s, d)},
+          "attention D " + std::to_string(d) + (spec.has_mask ? " mask" : "") + " seq " + std::to_string(s));
     }
   }
 }

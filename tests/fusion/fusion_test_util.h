@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -12,7 +13,6 @@
 #include <fstream>
 #include <initializer_list>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "graph/fusion/explain.h"
@@ -56,7 +56,8 @@ inline FusionPlan plan(const Graph& g, const FusionOptions& o) {
 }
 
 inline int node_index(const Graph& g, const std::string& name) {
-  for (size_t i = 0; i < g.nodes.size(); ++i) if (g.nodes[i].name == name) return static_cast<int>(i);
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (g.nodes[i].name == name) return static_cast<int>(i);
   FAIL("no node named '" << name << "'");
   return -1;
 }
@@ -82,14 +83,16 @@ inline const FusionGroup& group_of(const Graph& g, const FusionPlan& p, const st
 /// Kernel groups of two or more nodes (the fused kernels), in execution order.
 inline std::vector<const FusionGroup*> fused_groups(const FusionPlan& p) {
   std::vector<const FusionGroup*> out;
-  for (const FusionGroup* grp : p.kernel_groups()) if (grp->nodes.size() >= 2) out.push_back(grp);
+  for (const FusionGroup* grp : p.kernel_groups())
+    if (grp->nodes.size() >= 2) out.push_back(grp);
   return out;
 }
 
 /// Compound regions (parents of kernel groups).
 inline std::vector<const FusionGroup*> regions(const FusionPlan& p) {
   std::vector<const FusionGroup*> out;
-  for (const FusionGroup& grp : p.groups) if (!grp.children.empty()) out.push_back(&grp);
+  for (const FusionGroup& grp : p.groups)
+    if (!grp.children.empty()) out.push_back(&grp);
   return out;
 }
 
@@ -106,15 +109,16 @@ inline int kernel_count(const Graph& g, const FusionPlan& p) {
 
 inline std::vector<const Rejection*> rejections(const FusionPlan& p, const std::string& key) {
   std::vector<const Rejection*> out;
-  for (const Rejection& r : p.rejected) if (r.key == key) out.push_back(&r);
+  for (const Rejection& r : p.rejected)
+    if (r.key == key) out.push_back(&r);
   return out;
 }
 
 inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 /// Asserts the kernel group holding `first` has the strategy, kind and exact members given.
-inline const FusionGroup& check_group(const Graph& g, const FusionPlan& p, const std::string& first, Strategy s, GroupKind k,
-                                      const std::vector<std::string>& members) {
+inline const FusionGroup& check_group(const Graph& g, const FusionPlan& p, const std::string& first, Strategy s,
+                                      GroupKind k, const std::vector<std::string>& members) {
   const FusionGroup& grp = group_of(g, p, first);
   INFO("group " << grp.name);
   CHECK(strategy_name(grp.strategy) == std::string(strategy_name(s)));

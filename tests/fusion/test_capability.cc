@@ -30,7 +30,8 @@ nodes:
 FusionDecision no_layernorm(const Graph& g, const FusionGroup& c) {
   for (int ni : c.nodes) {
     const OpKind op = g.nodes[static_cast<size_t>(ni)].op;
-    if (op == OpKind::kLayerNormalization && c.nodes.size() > 1) return FusionDecision::no("backend", "no fused LayerNorm kernel");
+    if (op == OpKind::kLayerNormalization && c.nodes.size() > 1)
+      return FusionDecision::no("backend", "no fused LayerNorm kernel");
     if (op == OpKind::kSoftmax) return FusionDecision::no("backend", "no Softmax kernel");
   }
   return FusionDecision::yes();
@@ -72,6 +73,6 @@ TEST_CASE("capability: rejects_unsupported_group: the backend's no stops the cha
   CHECK(sm.host_reason == "no Softmax kernel");
   CHECK(group_of(g, p, "ln").host_reason.empty());
   const std::string text = explain_plan(g, p);
-  CHECK(text.find("host fallbacks (1 ops the backend runs on the CPU, decided by its capability check):\n  sm(Softmax): no Softmax kernel\n") !=
-        std::string::npos);
+  CHECK(text.find("host fallbacks (1 ops the backend runs on the CPU, decided by its capability check):\n  "
+                  "sm(Softmax): no Softmax kernel\n") != std::string::npos);
 }

@@ -20,8 +20,10 @@ initializers:
   - {name: q.bias, shape: [8]}
   - {name: k.weight, shape: [8, 16]}
   - {name: k.bias, shape: [8]}
-  - {name: v.weight, shape: [)" + vw + R"(, 16]}
-  - {name: v.bias, shape: [)" + vw + R"(]}
+  - {name: v.weight, shape: [)" +
+         vw + R"(, 16]}
+  - {name: v.bias, shape: [)" +
+         vw + R"(]}
 nodes:
   - {name: q, op: Gemm, inputs: [x, q.weight, q.bias], outputs: [q.out], attrs: {transB: 1}}
   - {name: k, op: Gemm, inputs: [x, k.weight, k.bias], outputs: [k.out], attrs: {transB: 1}}
@@ -62,7 +64,8 @@ initializers:
   - {name: bb, shape: [6]}
 nodes:
   - {name: conv_a, op: Conv, inputs: [x, wa, ba], outputs: [ya], attrs: {kernel_shape: [1, 1]}}
-  - {name: conv_b, op: Conv, inputs: [x, wb, bb], outputs: [yb], attrs: {kernel_shape: [1, 1], strides: [)" + s + ", " + s + R"(]}}
+  - {name: conv_b, op: Conv, inputs: [x, wb, bb], outputs: [yb], attrs: {kernel_shape: [1, 1], strides: [)" +
+         s + ", " + s + R"(]}}
 )";
 }
 
@@ -134,139 +137,139 @@ std::vector<std::string> output_names(const Graph& g, const FusionGroup& grp) {
 }  // namespace
 
 TEST_SUITE("fusion.horizontal") {
+  TEST_CASE("horizontal: Q/K/V Gemms sharing an input become one horizontal-gemm kernel, outputs in order") {
+    Graph g = load_graph(qkv());
+    FusionPlan p = plan(g, only({Strategy::kHorizontal}));
+    std::string dump = plan_dump(g, p);
+    INFO(dump);
+    const FusionGroup& grp = check_group(g, p, "q", Strategy::kHorizontal, GroupKind::kHorizontalGemm, {"q", "k", "v"});
+    CHECK(output_names(g, grp) == std::vector<std::string>{"q.out", "k.out", "v.out"});
+    CHECK(grp.launches_saved == 2);
+    CHECK(kernel_count(g, p) == 1);
+    CHECK(p.rejected.empty());
+    // With every strategy on the plan is the same (nothing to fuse vertically).
+    FusionPlan all = plan(g, all_strategies());
+    check_group(g, all, "q", Strategy::kHorizontal, GroupKind::kHorizontalGemm, {"q", "k", "v"});
+    CHECK(check_fused_matches_unfused(qkv(), "h_qkv", {"horizontal", "all"}) == 1);
+  }
 
-TEST_CASE("horizontal: Q/K/V Gemms sharing an input become one horizontal-gemm kernel, outputs in order") {
-  Graph g = load_graph(qkv());
-  FusionPlan p = plan(g, only({Strategy::kHorizontal}));
-  std::string dump = plan_dump(g, p);
-  INFO(dump);
-  const FusionGroup& grp = check_group(g, p, "q", Strategy::kHorizontal, GroupKind::kHorizontalGemm, {"q", "k", "v"});
-  CHECK(output_names(g, grp) == std::vector<std::string>{"q.out", "k.out", "v.out"});
-  CHECK(grp.launches_saved == 2);
-  CHECK(kernel_count(g, p) == 1);
-  CHECK(p.rejected.empty());
-  // With every strategy on the plan is the same (nothing to fuse vertically).
-  FusionPlan all = plan(g, all_strategies());
-  check_group(g, all, "q", Strategy::kHorizontal, GroupKind::kHorizontalGemm, {"q", "k", "v"});
-  CHECK(check_fused_matches_unfused(qkv(), "h_qkv", {"horizontal", "all"}) == 1);
-}
+  TEST_CASE("horizontal: shared-input Gemms of different output widths still concatenate") {
+    Graph g = load_graph(qkv(12));
+    FusionPlan p = plan(g, only({Strategy::kHorizontal}));
+    std::string dump = plan_dump(g, p);
+    INFO(dump);
+    const FusionGroup& grp = check_group(g, p, "q", Strategy::kHorizontal, GroupKind::kHorizontalGemm, {"q", "k", "v"});
+    CHECK(output_names(g, grp) == std::vector<std::string>{"q.out", "k.out", "v.out"});
+    CHECK(check_fused_matches_unfused(qkv(12), "h_qkv_widths", {"horizontal", "all"}) == 1);
+  }
 
-TEST_CASE("horizontal: shared-input Gemms of different output widths still concatenate") {
-  Graph g = load_graph(qkv(12));
-  FusionPlan p = plan(g, only({Strategy::kHorizontal}));
-  std::string dump = plan_dump(g, p);
-  INFO(dump);
-  const FusionGroup& grp = check_group(g, p, "q", Strategy::kHorizontal, GroupKind::kHorizontalGemm, {"q", "k", "v"});
-  CHECK(output_names(g, grp) == std::vector<std::string>{"q.out", "k.out", "v.out"});
-  CHECK(check_fused_matches_unfused(qkv(12), "h_qkv_widths", {"horizontal", "all"}) == 1);
-}
+  TEST_CASE("horizontal: differing transB / alpha fold into the concatenated weights; rejects_operand_order") {
+    Graph g = load_graph(kMixedGemms);
+    FusionPlan p = plan(g, only({Strategy::kHorizontal}));
+    std::string dump = plan_dump(g, p);
+    INFO(dump);
+    // b (transB 0) and c (alpha 0.5) join a and a2: each member's weights are stored as [N, K]
+    // with alpha folded in. e reads x as operand B: not a sibling, no candidate, no refusal.
+    const FusionGroup& grp =
+        check_group(g, p, "a", Strategy::kHorizontal, GroupKind::kHorizontalGemm, {"a", "b", "c", "a2"});
+    CHECK(output_names(g, grp) == std::vector<std::string>{"ya", "yb", "yc", "ya2"});
+    check_unfused(g, p, {"e"});
+    CHECK(kernel_count(g, p) == 2);
+    CHECK(p.rejected.empty());
+    CHECK(check_fused_matches_unfused(kMixedGemms, "h_mixed", {"horizontal", "all"}) == 2);
+  }
 
-TEST_CASE("horizontal: differing transB / alpha fold into the concatenated weights; rejects_operand_order") {
-  Graph g = load_graph(kMixedGemms);
-  FusionPlan p = plan(g, only({Strategy::kHorizontal}));
-  std::string dump = plan_dump(g, p);
-  INFO(dump);
-  // b (transB 0) and c (alpha 0.5) join a and a2: each member's weights are stored as [N, K]
-  // with alpha folded in. e reads x as operand B: not a sibling, no candidate, no refusal.
-  const FusionGroup& grp = check_group(g, p, "a", Strategy::kHorizontal, GroupKind::kHorizontalGemm, {"a", "b", "c", "a2"});
-  CHECK(output_names(g, grp) == std::vector<std::string>{"ya", "yb", "yc", "ya2"});
-  check_unfused(g, p, {"e"});
-  CHECK(kernel_count(g, p) == 2);
-  CHECK(p.rejected.empty());
-  CHECK(check_fused_matches_unfused(kMixedGemms, "h_mixed", {"horizontal", "all"}) == 2);
-}
-
-TEST_CASE("horizontal: sibling 1x1 convs with the same strides share one kernel") {
-  std::string yaml = sibling_convs(1);
-  Graph g = load_graph(yaml);
-  FusionPlan p = plan(g, only({Strategy::kHorizontal}));
-  std::string dump = plan_dump(g, p);
-  INFO(dump);
-  check_group(g, p, "conv_a", Strategy::kHorizontal, GroupKind::kHorizontalGemm, {"conv_a", "conv_b"});
-  CHECK(kernel_count(g, p) == 1);
-  CHECK(check_fused_matches_unfused(yaml, "h_convs", {"horizontal", "all"}) == 1);
-}
-
-TEST_CASE("horizontal: 1x1 convs with different strides are not merged") {
-  std::string yaml = sibling_convs(2);
-  Graph g = load_graph(yaml);
-  FusionPlan p = plan(g, only({Strategy::kHorizontal}));
-  std::string dump = plan_dump(g, p);
-  INFO(dump);
-  check_unfused(g, p, {"conv_a", "conv_b"});
-  CHECK(kernel_count(g, p) == 2);
-  CHECK(p.rejected.empty());
-  CHECK(check_fused_matches_unfused(yaml, "h_convs_strides", {"all"}) == 2);
-}
-
-TEST_CASE("horizontal: same-shape Gemms on different inputs at one level form a grouped-gemm") {
-  std::string yaml = independent_gemms(false);
-  Graph g = load_graph(yaml);
-  FusionPlan p = plan(g, only({Strategy::kHorizontal}));
-  std::string dump = plan_dump(g, p);
-  INFO(dump);
-  const FusionGroup& grp = check_group(g, p, "ga", Strategy::kHorizontal, GroupKind::kGroupedGemm, {"ga", "gb"});
-  CHECK(output_names(g, grp) == std::vector<std::string>{"ya", "yb"});
-  CHECK(kernel_count(g, p) == 1);
-  CHECK(check_fused_matches_unfused(yaml, "h_grouped", {"horizontal", "all"}) == 1);
-}
-
-TEST_CASE("horizontal: same-shape Gemms at different levels are not grouped") {
-  std::string yaml = independent_gemms(true);
-  Graph g = load_graph(yaml);
-  FusionPlan p = plan(g, only({Strategy::kHorizontal}));
-  std::string dump = plan_dump(g, p);
-  INFO(dump);
-  check_unfused(g, p, {"ga", "gb", "relu_b"});
-  CHECK(kernel_count(g, p) == 3);
-}
-
-TEST_CASE("horizontal: rejects_cycle (a Gemm reading another's output is never merged with it)") {
-  for (bool through_relu : {false, true}) {
-    CAPTURE(through_relu);
-    std::string yaml = dependent_gemms(through_relu);
+  TEST_CASE("horizontal: sibling 1x1 convs with the same strides share one kernel") {
+    std::string yaml = sibling_convs(1);
     Graph g = load_graph(yaml);
-    for (const FusionOptions& o : {only({Strategy::kHorizontal}), all_strategies()}) {
-      FusionPlan p = plan(g, o);
-      std::string dump = plan_dump(g, p);
-      INFO(dump);
-      CHECK(group_of(g, p, "g1").id != group_of(g, p, "g2").id);
-      for (const FusionGroup& grp : p.groups) CHECK(grp.strategy != Strategy::kHorizontal);
-    }
-    // The legality predicate behind it: merging g1 and g2 around an outside node is a cycle.
-    FusionDecision d = check_no_cycle(g, {node_index(g, "g1"), node_index(g, "g2")});
-    if (through_relu) {
-      CHECK_FALSE(d.ok());
-      CHECK(d.key() == "cycle");
-      CHECK(d.reason() == "merging would create a cycle through 'relu'");
-    }
-    check_fused_matches_unfused(yaml, through_relu ? "h_dep_relu" : "h_dep", {"horizontal", "all"});
-  }
-}
-
-TEST_CASE("horizontal: rejects a merge that grows peak activation memory past max_peak_growth") {
-  Graph g = load_graph(kPeakGrowth);
-  FusionPlan p = plan(g, only({Strategy::kHorizontal}));
-  std::string dump = plan_dump(g, p);
-  INFO(dump);
-  check_unfused(g, p, {"ga", "gb"});
-  // Refused as a shared-input pair and again as a same-level grouped launch (same members).
-  auto r = rejections(p, "peak_memory");
-  REQUIRE(r.size() >= 1u);
-  for (const Rejection* x : r) {
-    CHECK(x->strategy == Strategy::kHorizontal);
-    CHECK(names_of(g, x->nodes) == std::vector<std::string>{"ga", "gb"});
-    // x (4 KiB) + ya + ra (16 KiB each) = 36 KiB at the peak; with yb live from ga on, 52 KiB.
-    CHECK(x->reason == "not fused: peak activation memory would grow from 36864 to 53248 bytes (> 25%)");
+    FusionPlan p = plan(g, only({Strategy::kHorizontal}));
+    std::string dump = plan_dump(g, p);
+    INFO(dump);
+    check_group(g, p, "conv_a", Strategy::kHorizontal, GroupKind::kHorizontalGemm, {"conv_a", "conv_b"});
+    CHECK(kernel_count(g, p) == 1);
+    CHECK(check_fused_matches_unfused(yaml, "h_convs", {"horizontal", "all"}) == 1);
   }
 
-  SUBCASE("a looser bound admits it") {
-    FusionOptions o = only({Strategy::kHorizontal});
-    o.max_peak_growth = 0.5;
-    FusionPlan loose = plan(g, o);
-    check_group(g, loose, "ga", Strategy::kHorizontal, GroupKind::kHorizontalGemm, {"ga", "gb"});
-    CHECK(rejections(loose, "peak_memory").empty());
+  TEST_CASE("horizontal: 1x1 convs with different strides are not merged") {
+    std::string yaml = sibling_convs(2);
+    Graph g = load_graph(yaml);
+    FusionPlan p = plan(g, only({Strategy::kHorizontal}));
+    std::string dump = plan_dump(g, p);
+    INFO(dump);
+    check_unfused(g, p, {"conv_a", "conv_b"});
+    CHECK(kernel_count(g, p) == 2);
+    CHECK(p.rejected.empty());
+    CHECK(check_fused_matches_unfused(yaml, "h_convs_strides", {"all"}) == 2);
   }
-}
+
+  TEST_CASE("horizontal: same-shape Gemms on different inputs at one level form a grouped-gemm") {
+    std::string yaml = independent_gemms(false);
+    Graph g = load_graph(yaml);
+    FusionPlan p = plan(g, only({Strategy::kHorizontal}));
+    std::string dump = plan_dump(g, p);
+    INFO(dump);
+    const FusionGroup& grp = check_group(g, p, "ga", Strategy::kHorizontal, GroupKind::kGroupedGemm, {"ga", "gb"});
+    CHECK(output_names(g, grp) == std::vector<std::string>{"ya", "yb"});
+    CHECK(kernel_count(g, p) == 1);
+    CHECK(check_fused_matches_unfused(yaml, "h_grouped", {"horizontal", "all"}) == 1);
+  }
+
+  TEST_CASE("horizontal: same-shape Gemms at different levels are not grouped") {
+    std::string yaml = independent_gemms(true);
+    Graph g = load_graph(yaml);
+    FusionPlan p = plan(g, only({Strategy::kHorizontal}));
+    std::string dump = plan_dump(g, p);
+    INFO(dump);
+    check_unfused(g, p, {"ga", "gb", "relu_b"});
+    CHECK(kernel_count(g, p) == 3);
+  }
+
+  TEST_CASE("horizontal: rejects_cycle (a Gemm reading another's output is never merged with it)") {
+    for (bool through_relu : {false, true}) {
+      CAPTURE(through_relu);
+      std::string yaml = dependent_gemms(through_relu);
+      Graph g = load_graph(yaml);
+      for (const FusionOptions& o : {only({Strategy::kHorizontal}), all_strategies()}) {
+        FusionPlan p = plan(g, o);
+        std::string dump = plan_dump(g, p);
+        INFO(dump);
+        CHECK(group_of(g, p, "g1").id != group_of(g, p, "g2").id);
+        for (const FusionGroup& grp : p.groups) CHECK(grp.strategy != Strategy::kHorizontal);
+      }
+      // The legality predicate behind it: merging g1 and g2 around an outside node is a cycle.
+      FusionDecision d = check_no_cycle(g, {node_index(g, "g1"), node_index(g, "g2")});
+      if (through_relu) {
+        CHECK_FALSE(d.ok());
+        CHECK(d.key() == "cycle");
+        CHECK(d.reason() == "merging would create a cycle through 'relu'");
+      }
+      check_fused_matches_unfused(yaml, through_relu ? "h_dep_relu" : "h_dep", {"horizontal", "all"});
+    }
+  }
+
+  TEST_CASE("horizontal: rejects a merge that grows peak activation memory past max_peak_growth") {
+    Graph g = load_graph(kPeakGrowth);
+    FusionPlan p = plan(g, only({Strategy::kHorizontal}));
+    std::string dump = plan_dump(g, p);
+    INFO(dump);
+    check_unfused(g, p, {"ga", "gb"});
+    // Refused as a shared-input pair and again as a same-level grouped launch (same members).
+    auto r = rejections(p, "peak_memory");
+    REQUIRE(r.size() >= 1u);
+    for (const Rejection* x : r) {
+      CHECK(x->strategy == Strategy::kHorizontal);
+      CHECK(names_of(g, x->nodes) == std::vector<std::string>{"ga", "gb"});
+      // x (4 KiB) + ya + ra (16 KiB each) = 36 KiB at the peak; with yb live from ga on, 52 KiB.
+      CHECK(x->reason == "not fused: peak activation memory would grow from 36864 to 53248 bytes (> 25%)");
+    }
+
+    SUBCASE("a looser bound admits it") {
+      FusionOptions o = only({Strategy::kHorizontal});
+      o.max_peak_growth = 0.5;
+      FusionPlan loose = plan(g, o);
+      check_group(g, loose, "ga", Strategy::kHorizontal, GroupKind::kHorizontalGemm, {"ga", "gb"});
+      CHECK(rejections(loose, "peak_memory").empty());
+    }
+  }
 
 }  // TEST_SUITE

@@ -77,13 +77,17 @@ name: asymmetric
 inputs: [{name: input, shape: [1, 4, 7, 6]}]
 outputs: [y]
 initializers:
-  - {name: w1, shape: )" + w1 + R"(}
-  - {name: w2, shape: )" + w2 + R"(}
+  - {name: w1, shape: )" +
+         w1 + R"(}
+  - {name: w2, shape: )" +
+         w2 + R"(}
 nodes:
   - {name: stem, op: Relu, inputs: [input], outputs: [x]}
-  - {name: c1, op: Conv, inputs: [x, w1], outputs: [y1], attrs: {kernel_shape: )" + k1 + ", pads: " + p1 + R"(}}
+  - {name: c1, op: Conv, inputs: [x, w1], outputs: [y1], attrs: {kernel_shape: )" +
+         k1 + ", pads: " + p1 + R"(}}
   - {name: r1, op: Relu, inputs: [y1], outputs: [a1]}
-  - {name: c2, op: Conv, inputs: [x, w2], outputs: [y2], attrs: {kernel_shape: )" + k2 + ", pads: " + p2 + R"(}}
+  - {name: c2, op: Conv, inputs: [x, w2], outputs: [y2], attrs: {kernel_shape: )" +
+         k2 + ", pads: " + p2 + R"(}}
   - {name: r2, op: Relu, inputs: [y2], outputs: [a2]}
   - {name: add, op: Add, inputs: [a1, a2], outputs: [s]}
   - {name: relu, op: Relu, inputs: [s], outputs: [y]}
@@ -96,9 +100,10 @@ std::string sibling_gemms(int width) {
   std::string inits, nodes, outs;
   for (int i = 0; i < width; ++i) {
     std::string n = "g" + std::to_string(i);
-    inits += "  - {name: " + n + ".w, shape: [3, 6]}\n  - {name: " + n + ".b, shape: " + kBias[i % 5] + ", init: uniform}\n";
-    nodes += "  - {name: " + n + ", op: Gemm, inputs: [x, " + n + ".w, " + n + ".b], outputs: [" + n + ".y], attrs: {transB: 1" +
-             (i % 3 == 1 ? ", beta: 2.0" : "") + "}}\n";
+    inits +=
+        "  - {name: " + n + ".w, shape: [3, 6]}\n  - {name: " + n + ".b, shape: " + kBias[i % 5] + ", init: uniform}\n";
+    nodes += "  - {name: " + n + ", op: Gemm, inputs: [x, " + n + ".w, " + n + ".b], outputs: [" + n +
+             ".y], attrs: {transB: 1" + (i % 3 == 1 ? ", beta: 2.0" : "") + "}}\n";
     outs += (i ? ", " : "") + n + ".y";
   }
   return "fusert: 1\nname: sibling_gemms\ninputs: [{name: input, shape: [5, 6]}]\noutputs: [" + outs +
@@ -155,10 +160,12 @@ TEST_CASE("join shapes: a one-channel conv branch is no conv-sum; the full-width
 }
 
 TEST_CASE("join shapes: 3x1 beside 1x3 stacks as one 3x3 conv; misaligned pads do not stack") {
-  const std::string yaml = asymmetric("[3, 1]", "[1, 0, 1, 0]", "[1, 3]", "[0, 1, 0, 1]", "[4, 4, 3, 1]", "[4, 4, 1, 3]");
+  const std::string yaml =
+      asymmetric("[3, 1]", "[1, 0, 1, 0]", "[1, 3]", "[0, 1, 0, 1]", "[4, 4, 3, 1]", "[4, 4, 1, 3]");
   Graph g = load_graph(yaml, true);
   StackedConv sc;
-  REQUIRE(stacked_conv(g, g.nodes[static_cast<size_t>(node_index(g, "c1"))], g.nodes[static_cast<size_t>(node_index(g, "c2"))], &sc));
+  REQUIRE(stacked_conv(g, g.nodes[static_cast<size_t>(node_index(g, "c1"))],
+                       g.nodes[static_cast<size_t>(node_index(g, "c2"))], &sc));
   CHECK(sc.kh == 3);
   CHECK(sc.kw == 3);
   CHECK(sc.pads == std::vector<int64_t>{1, 1, 1, 1});
@@ -166,22 +173,27 @@ TEST_CASE("join shapes: 3x1 beside 1x3 stacks as one 3x3 conv; misaligned pads d
   cuda.backend = "cuda";  // the roofline where balancing pays: one branch-merge kernel
   FusionPlan p = plan(g, cuda);
   INFO(plan_dump(g, p));
-  const FusionGroup& grp = check_group(g, p, "c1", Strategy::kCross, GroupKind::kBranchMerge, {"c1", "r1", "c2", "r2", "add", "relu"});
+  const FusionGroup& grp =
+      check_group(g, p, "c1", Strategy::kCross, GroupKind::kBranchMerge, {"c1", "r1", "c2", "r2", "add", "relu"});
   CHECK(grp.join == node_index(g, "add"));
   check_plan_for(yaml, "j_asym", "cuda");
   check_fused_matches_unfused(yaml, "j_asym_cpu", {"all", "cross"});
   // 5x1 beside 3x3 stacks as 5x3 with pads [2, 1, 2, 1].
-  const std::string tall = asymmetric("[5, 1]", "[2, 0, 2, 0]", "[3, 3]", "[1, 1, 1, 1]", "[4, 4, 5, 1]", "[4, 4, 3, 3]");
+  const std::string tall =
+      asymmetric("[5, 1]", "[2, 0, 2, 0]", "[3, 3]", "[1, 1, 1, 1]", "[4, 4, 5, 1]", "[4, 4, 3, 3]");
   Graph g2 = load_graph(tall, true);
-  REQUIRE(stacked_conv(g2, g2.nodes[static_cast<size_t>(node_index(g2, "c1"))], g2.nodes[static_cast<size_t>(node_index(g2, "c2"))], &sc));
+  REQUIRE(stacked_conv(g2, g2.nodes[static_cast<size_t>(node_index(g2, "c1"))],
+                       g2.nodes[static_cast<size_t>(node_index(g2, "c2"))], &sc));
   CHECK(sc.kh == 5);
   CHECK(sc.kw == 3);
   CHECK(sc.pads == std::vector<int64_t>{2, 1, 2, 1});
   check_plan_for(tall, "j_tall", "cuda");
   // rejects_misaligned_pads: same output shape, but the zero taps would not line up.
-  const std::string off = asymmetric("[3, 1]", "[0, 0, 2, 0]", "[1, 3]", "[0, 1, 0, 1]", "[4, 4, 3, 1]", "[4, 4, 1, 3]");
+  const std::string off =
+      asymmetric("[3, 1]", "[0, 0, 2, 0]", "[1, 3]", "[0, 1, 0, 1]", "[4, 4, 3, 1]", "[4, 4, 1, 3]");
   Graph g3 = load_graph(off, true);
-  CHECK_FALSE(stacked_conv(g3, g3.nodes[static_cast<size_t>(node_index(g3, "c1"))], g3.nodes[static_cast<size_t>(node_index(g3, "c2"))], &sc));
+  CHECK_FALSE(stacked_conv(g3, g3.nodes[static_cast<size_t>(node_index(g3, "c1"))],
+                           g3.nodes[static_cast<size_t>(node_index(g3, "c2"))], &sc));
   FusionPlan p3 = plan(g3, cuda);
   for (const FusionGroup* grp3 : p3.kernel_groups()) CHECK(grp3->kind != GroupKind::kBranchMerge);
   check_plan_for(off, "j_off", "cuda");

@@ -75,13 +75,15 @@ nodes:
 // Gemm with an identity weight (so the pre-activation is the input exactly) -> Gelu.
 std::string gemm_gelu(const std::string& approximate) {
   std::string w;
-  for (int i = 0; i < 8; ++i) for (int j = 0; j < 8; ++j) w += std::string(w.empty() ? "" : ", ") + (i == j ? "1.0" : "0.0");
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 8; ++j) w += std::string(w.empty() ? "" : ", ") + (i == j ? "1.0" : "0.0");
   std::string s = R"(fusert: 1
 name: gemm_gelu
 inputs: [{name: x, shape: [1, 8]}]
 outputs: [y]
 initializers:
-  - {name: w, shape: [8, 8], value: [)" + w + R"(]}
+  - {name: w, shape: [8, 8], value: [)" +
+                  w + R"(]}
 nodes:
   - {name: gemm, op: Gemm, inputs: [x, w], outputs: [g], attrs: {transB: 1}}
   - {name: gelu, op: Gelu, inputs: [g], outputs: [y])";
@@ -116,128 +118,133 @@ void check_same_specials(const Tensor& want, const Tensor& got, double tol) {
     CAPTURE(a);
     CAPTURE(b);
     CHECK(std::isnan(a) == std::isnan(b));
-    if (std::isinf(a) || std::isinf(b)) CHECK(a == b);
-    else if (!std::isnan(a) && !std::isnan(b)) CHECK(std::abs(a - b) <= tol);
+    if (std::isinf(a) || std::isinf(b))
+      CHECK(a == b);
+    else if (!std::isnan(a) && !std::isnan(b))
+      CHECK(std::abs(a - b) <= tol);
   }
 }
 
 }  // namespace
 
 TEST_SUITE("fusion.numerics") {
-
-TEST_CASE("numerics: NaN and Inf through conv1x1 -> relu land where the formula puts them, fused and unfused") {
-  Tensor x(DType::kF32, {1, 1, 4, 4});
-  for (int i = 0; i < 16; ++i) x.f32()[i] = 0.25f * static_cast<float>(i - 8);
-  x.f32()[0] = kNaN;
-  x.f32()[5] = kInf;
-  x.f32()[10] = -kInf;
-  auto [unfused, fused] = run_both(kConv1x1Relu, "n_conv1x1_relu", x, 1);
-  const float w[3] = {1.0f, -2.0f, 0.5f}, b[3] = {0.1f, 0.2f, -0.3f};
-  for (const Tensor* y : {&unfused, &fused}) {
-    INFO((y == &fused ? "fused" : "unfused"));
-    for (int c = 0; c < 3; ++c) {
-      for (int i = 0; i < 16; ++i) {
-        float v = w[c] * x.f32()[i] + b[c];
-        float want = std::isnan(v) ? v : std::max(v, 0.0f);  // ONNX Relu propagates NaN
-        float got = y->f32()[c * 16 + i];
-        CAPTURE(c);
-        CAPTURE(i);
-        CAPTURE(got);
-        if (std::isnan(want)) CHECK(std::isnan(got));
-        else if (std::isinf(want) || want == 0.0f) CHECK(got == want);
-        else CHECK(got == doctest::Approx(want).epsilon(1e-6));
-      }
-    }
-  }
-  check_same_specials(unfused, fused, 1e-6);
-}
-
-TEST_CASE("numerics: NaN and Inf through conv3x3 -> relu reach the same positions fused and unfused") {
-  Tensor x = seeded_tensor("x", {1, 2, 6, 6}, InitKind::kInput, 0);
-  x.f32()[7] = kNaN;            // channel 0, row 1, col 1
-  x.f32()[36 + 28] = kInf;      // channel 1, row 4, col 4
-  auto [unfused, fused] = run_both(kConv3x3Relu, "n_conv3x3_relu", x, 1);
-  int nan_count = 0;
-  for (int64_t i = 0; i < unfused.numel(); ++i) nan_count += std::isnan(unfused.f32()[i]);
-  CHECK(nan_count >= 4 * 9);  // every output channel over the NaN's 3x3 neighbourhood
-  check_same_specials(unfused, fused, 1e-5);
-}
-
-TEST_CASE("numerics: NaN and Inf through gemm -> clip: NaN stays NaN, Inf clips to the bounds exactly") {
-  Tensor x = Tensor::f32({2, 4}, {0.5f, kNaN, -0.25f, 1.0f, 0.75f, -0.5f, kInf, 0.125f});
-  auto [unfused, fused] = run_both(kGemmClip, "n_gemm_clip", x, 1);
-  const float w[3][4] = {{0.5f, -1.0f, 0.25f, 2.0f}, {-0.5f, 1.5f, -0.75f, 0.125f}, {1.0f, 0.5f, 0.5f, -0.25f}};
-  for (const Tensor* y : {&unfused, &fused}) {
-    INFO((y == &fused ? "fused" : "unfused"));
-    for (int j = 0; j < 3; ++j) {
-      CAPTURE(j);
-      CHECK(std::isnan(y->f32()[j]));  // row 0 holds the NaN
-      // Row 1: +Inf * w[j][2] dominates; Clip gives exactly -1 or 1.
-      float want = w[j][2] > 0 ? 1.0f : -1.0f;
-      CHECK(same_bits(y->f32()[3 + j], want));
-    }
-  }
-}
-
-TEST_CASE("numerics: Clip bounds are kept bit-for-bit where values are clipped") {
-  for (bool as_inputs : {false, true}) {
-    CAPTURE(as_inputs);
-    std::string yaml = gemm_clip_seeded(as_inputs);
-    Graph g = load_graph(yaml, true);
-    FusionPlan p = plan(g, all_strategies());
-    check_group(g, p, "gemm", Strategy::kVertical, GroupKind::kAnchorEpilogue, {"gemm", "clip"});
-    Tensor x = seeded_tensor("x", {8, 16}, InitKind::kInput, 0);
-    for (int i = 0; i < x.numel(); ++i) x.f32()[i] *= 3.0f;  // push many values past the bounds
-    auto [unfused, fused] = run_both(yaml, as_inputs ? "n_clip_inputs" : "n_clip_attrs", x, 1);
-    const float lo = -0.3f, hi = 0.2f;
-    int at_lo = 0, at_hi = 0;
+  TEST_CASE("numerics: NaN and Inf through conv1x1 -> relu land where the formula puts them, fused and unfused") {
+    Tensor x(DType::kF32, {1, 1, 4, 4});
+    for (int i = 0; i < 16; ++i) x.f32()[i] = 0.25f * static_cast<float>(i - 8);
+    x.f32()[0] = kNaN;
+    x.f32()[5] = kInf;
+    x.f32()[10] = -kInf;
+    auto [unfused, fused] = run_both(kConv1x1Relu, "n_conv1x1_relu", x, 1);
+    const float w[3] = {1.0f, -2.0f, 0.5f}, b[3] = {0.1f, 0.2f, -0.3f};
     for (const Tensor* y : {&unfused, &fused}) {
       INFO((y == &fused ? "fused" : "unfused"));
-      for (int64_t i = 0; i < y->numel(); ++i) {
-        float v = y->f32()[i];
-        CAPTURE(i);
-        CAPTURE(v);
-        CHECK(v >= lo);
-        CHECK(v <= hi);
-        if (v <= lo) CHECK(same_bits(v, lo));
-        if (v >= hi) CHECK(same_bits(v, hi));
-        if (y == &fused) {
-          at_lo += same_bits(v, lo);
-          at_hi += same_bits(v, hi);
-          // Clipped in one, clipped identically in the other.
-          float u = unfused.f32()[i];
-          if (same_bits(u, lo) || same_bits(u, hi)) CHECK(same_bits(u, v));
+      for (int c = 0; c < 3; ++c) {
+        for (int i = 0; i < 16; ++i) {
+          float v = w[c] * x.f32()[i] + b[c];
+          float want = std::isnan(v) ? v : std::max(v, 0.0f);  // ONNX Relu propagates NaN
+          float got = y->f32()[c * 16 + i];
+          CAPTURE(c);
+          CAPTURE(i);
+          CAPTURE(got);
+          if (std::isnan(want))
+            CHECK(std::isnan(got));
+          else if (std::isinf(want) || want == 0.0f)
+            CHECK(got == want);
+          else
+            CHECK(got == doctest::Approx(want).epsilon(1e-6));
         }
       }
     }
-    CHECK(at_lo > 10);
-    CHECK(at_hi > 10);
-    check_outputs_close({{"y", unfused}}, {{"y", fused}}, 1e-6);
+    check_same_specials(unfused, fused, 1e-6);
   }
-}
 
-TEST_CASE("numerics: fused GELU is the erf form by default and tanh only when the model says so") {
-  const std::vector<float> xs = {-3.0f, -2.0f, -1.0f, -0.5f, 0.5f, 1.0f, 2.0f, 3.0f};
-  // The two forms differ by up to ~4e-4 here (at -3), far above the 1e-6 tolerance below.
-  double max_gap = 0;
-  for (float v : xs) max_gap = std::max(max_gap, std::abs(gelu_erf(v) - gelu_tanh(v)));
-  REQUIRE(max_gap > 1e-4);
-  for (std::string mode : {"", "none", "tanh"}) {
-    CAPTURE(mode);
-    std::string yaml = gemm_gelu(mode);
-    Graph g = load_graph(yaml);
-    FusionPlan p = plan(g, all_strategies());
-    check_group(g, p, "gemm", Strategy::kVertical, GroupKind::kAnchorEpilogue, {"gemm", "gelu"});
-    auto [unfused, fused] = run_both(yaml, "n_gelu_" + (mode.empty() ? std::string("default") : mode), Tensor::f32({1, 8}, xs), 1);
+  TEST_CASE("numerics: NaN and Inf through conv3x3 -> relu reach the same positions fused and unfused") {
+    Tensor x = seeded_tensor("x", {1, 2, 6, 6}, InitKind::kInput, 0);
+    x.f32()[7] = kNaN;        // channel 0, row 1, col 1
+    x.f32()[36 + 28] = kInf;  // channel 1, row 4, col 4
+    auto [unfused, fused] = run_both(kConv3x3Relu, "n_conv3x3_relu", x, 1);
+    int nan_count = 0;
+    for (int64_t i = 0; i < unfused.numel(); ++i) nan_count += std::isnan(unfused.f32()[i]);
+    CHECK(nan_count >= 4 * 9);  // every output channel over the NaN's 3x3 neighbourhood
+    check_same_specials(unfused, fused, 1e-5);
+  }
+
+  TEST_CASE("numerics: NaN and Inf through gemm -> clip: NaN stays NaN, Inf clips to the bounds exactly") {
+    Tensor x = Tensor::f32({2, 4}, {0.5f, kNaN, -0.25f, 1.0f, 0.75f, -0.5f, kInf, 0.125f});
+    auto [unfused, fused] = run_both(kGemmClip, "n_gemm_clip", x, 1);
+    const float w[3][4] = {{0.5f, -1.0f, 0.25f, 2.0f}, {-0.5f, 1.5f, -0.75f, 0.125f}, {1.0f, 0.5f, 0.5f, -0.25f}};
     for (const Tensor* y : {&unfused, &fused}) {
       INFO((y == &fused ? "fused" : "unfused"));
-      for (size_t i = 0; i < xs.size(); ++i) {
-        double want = mode == "tanh" ? gelu_tanh(xs[i]) : gelu_erf(xs[i]);
-        CAPTURE(xs[i]);
-        CHECK(std::abs(y->f32()[i] - want) <= 1e-6);
+      for (int j = 0; j < 3; ++j) {
+        CAPTURE(j);
+        CHECK(std::isnan(y->f32()[j]));  // row 0 holds the NaN
+        // Row 1: +Inf * w[j][2] dominates; Clip gives exactly -1 or 1.
+        float want = w[j][2] > 0 ? 1.0f : -1.0f;
+        CHECK(same_bits(y->f32()[3 + j], want));
       }
     }
   }
-}
+
+  TEST_CASE("numerics: Clip bounds are kept bit-for-bit where values are clipped") {
+    for (bool as_inputs : {false, true}) {
+      CAPTURE(as_inputs);
+      std::string yaml = gemm_clip_seeded(as_inputs);
+      Graph g = load_graph(yaml, true);
+      FusionPlan p = plan(g, all_strategies());
+      check_group(g, p, "gemm", Strategy::kVertical, GroupKind::kAnchorEpilogue, {"gemm", "clip"});
+      Tensor x = seeded_tensor("x", {8, 16}, InitKind::kInput, 0);
+      for (int i = 0; i < x.numel(); ++i) x.f32()[i] *= 3.0f;  // push many values past the bounds
+      auto [unfused, fused] = run_both(yaml, as_inputs ? "n_clip_inputs" : "n_clip_attrs", x, 1);
+      const float lo = -0.3f, hi = 0.2f;
+      int at_lo = 0, at_hi = 0;
+      for (const Tensor* y : {&unfused, &fused}) {
+        INFO((y == &fused ? "fused" : "unfused"));
+        for (int64_t i = 0; i < y->numel(); ++i) {
+          float v = y->f32()[i];
+          CAPTURE(i);
+          CAPTURE(v);
+          CHECK(v >= lo);
+          CHECK(v <= hi);
+          if (v <= lo) CHECK(same_bits(v, lo));
+          if (v >= hi) CHECK(same_bits(v, hi));
+          if (y == &fused) {
+            at_lo += same_bits(v, lo);
+            at_hi += same_bits(v, hi);
+            // Clipped in one, clipped identically in the other.
+            float u = unfused.f32()[i];
+            if (same_bits(u, lo) || same_bits(u, hi)) CHECK(same_bits(u, v));
+          }
+        }
+      }
+      CHECK(at_lo > 10);
+      CHECK(at_hi > 10);
+      check_outputs_close({{"y", unfused}}, {{"y", fused}}, 1e-6);
+    }
+  }
+
+  TEST_CASE("numerics: fused GELU is the erf form by default and tanh only when the model says so") {
+    const std::vector<float> xs = {-3.0f, -2.0f, -1.0f, -0.5f, 0.5f, 1.0f, 2.0f, 3.0f};
+    // The two forms differ by up to ~4e-4 here (at -3), far above the 1e-6 tolerance below.
+    double max_gap = 0;
+    for (float v : xs) max_gap = std::max(max_gap, std::abs(gelu_erf(v) - gelu_tanh(v)));
+    REQUIRE(max_gap > 1e-4);
+    for (std::string mode : {"", "none", "tanh"}) {
+      CAPTURE(mode);
+      std::string yaml = gemm_gelu(mode);
+      Graph g = load_graph(yaml);
+      FusionPlan p = plan(g, all_strategies());
+      check_group(g, p, "gemm", Strategy::kVertical, GroupKind::kAnchorEpilogue, {"gemm", "gelu"});
+      auto [unfused, fused] =
+          run_both(yaml, "n_gelu_" + (mode.empty() ? std::string("default") : mode), Tensor::f32({1, 8}, xs), 1);
+      for (const Tensor* y : {&unfused, &fused}) {
+        INFO((y == &fused ? "fused" : "unfused"));
+        for (size_t i = 0; i < xs.size(); ++i) {
+          double want = mode == "tanh" ? gelu_tanh(xs[i]) : gelu_erf(xs[i]);
+          CAPTURE(xs[i]);
+          CHECK(std::abs(y->f32()[i] - want) <= 1e-6);
+        }
+      }
+    }
+  }
 
 }  // TEST_SUITE

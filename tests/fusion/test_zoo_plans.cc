@@ -61,7 +61,8 @@ std::string first_difference(const std::string& want, const std::string& got) {
     bool ha = static_cast<bool>(std::getline(a, la)), hb = static_cast<bool>(std::getline(b, lb));
     if (!ha && !hb) return "identical";
     if (!ha || !hb || la != lb) {
-      return "line " + std::to_string(line) + ":\n  golden: " + (ha ? la : "<end>") + "\n  got:    " + (hb ? lb : "<end>");
+      return "line " + std::to_string(line) + ":\n  golden: " + (ha ? la : "<end>") +
+             "\n  got:    " + (hb ? lb : "<end>");
     }
   }
 }
@@ -132,97 +133,97 @@ void check_cnn_traffic(const ZooRun& r, double bound = 0.4) {
 }  // namespace
 
 TEST_SUITE("fusion.zoo") {
-
-TEST_CASE("zoo: resnet18") {
-  ZooRun r = check_model("resnet18");
-  if (!r.fused) return;
-  check_cnn_traffic(r);
-  CHECK(strategy_groups(r.fused->fusion_plan(), Strategy::kCross) > 0);
-}
-
-TEST_CASE("zoo: resnet50 (<= 55 kernels, cross fusion for the residual joins)") {
-  ZooRun r = check_model("resnet50");
-  if (!r.fused) return;
-  CHECK(r.fused->stats().kernels <= 55);
-  check_cnn_traffic(r);
-  CHECK(r.fused->fusion_plan().family == "cnn-residual");
-  CHECK(strategy_groups(r.fused->fusion_plan(), Strategy::kVertical) > 0);
-  CHECK(strategy_groups(r.fused->fusion_plan(), Strategy::kCross) > 0);
-}
-
-TEST_CASE("zoo: mobilenet_v2 (<= 53 kernels, vertical fusion first)") {
-  ZooRun r = check_model("mobilenet_v2");
-  if (!r.fused) return;
-  CHECK(r.fused->stats().kernels <= 53);
-  check_cnn_traffic(r);
-  CHECK(r.fused->fusion_plan().family == "cnn-mobile");
-  CHECK(strategy_groups(r.fused->fusion_plan(), Strategy::kVertical) > 0);
-}
-
-TEST_CASE("zoo: mobilenet_v3_small (<= 72 kernels; SE gates not hosted by the gate conv)") {
-  ZooRun r = check_model("mobilenet_v3_small");
-  if (!r.fused) return;
-  CHECK(r.fused->stats().kernels <= 72);
-  // 0.40 measured: each SE multiply is still a broadcast kernel of its own (the gate is not
-  // folded into the projection conv's input yet), so the map is written and read once more.
-  check_cnn_traffic(r, 0.42);
-  CHECK(strategy_groups(r.fused->fusion_plan(), Strategy::kVertical) > 0);
-  int broadcast = 0;
-  for (const Rejection& rej : r.fused->fusion_plan().rejected) broadcast += rej.key == "broadcast_join";
-  CHECK(broadcast == 9);  // one per squeeze-and-excitation block
-}
-
-TEST_CASE("zoo: efficientnet_lite0") {
-  ZooRun r = check_model("efficientnet_lite0");
-  if (!r.fused) return;
-  check_cnn_traffic(r);
-  CHECK(strategy_groups(r.fused->fusion_plan(), Strategy::kVertical) > 0);
-}
-
-TEST_CASE("zoo: branch_merge") {
-  ZooRun r = check_model("branch_merge");
-  if (!r.fused) return;
-  CHECK(r.fused->stats().kernels == 2);  // on cpu the 1:3 rule holds; see test_cross.cc
-}
-
-TEST_CASE("zoo: bert_base_layer (<= 6 kernels, horizontal Q/K/V + compound attention)") {
-  ZooRun r = check_model("bert_base_layer");
-  if (!r.fused) return;
-  const FusionPlan& p = r.fused->fusion_plan();
-  CHECK(r.fused->stats().kernels <= 6);
-  CHECK(p.family == "transformer");
-  CHECK(kind_groups(p, GroupKind::kHorizontalGemm) >= 1);
-  CHECK(strategy_groups(p, Strategy::kHorizontal) >= 1);
-  CHECK(kind_groups(p, GroupKind::kAttention) == 1);
-}
-
-TEST_CASE("zoo: transformer_block") {
-  ZooRun r = check_model("transformer_block");
-  if (!r.fused) return;
-  CHECK(kind_groups(r.fused->fusion_plan(), GroupKind::kAttention) == 1);
-}
-
-TEST_CASE("zoo: minilm_l6 (seeded weights, token ids in [0, 1000))") {
-  ZooRun r = check_model("minilm_l6");
-  if (!r.fused) return;
-  CHECK(kind_groups(r.fused->fusion_plan(), GroupKind::kAttention) == 6);
-}
-
-TEST_CASE("zoo: multitask_heads (2 kernels)") {
-  ZooRun r = check_model("multitask_heads");
-  if (!r.fused) return;
-  CHECK(r.fused->stats().kernels == 2);
-}
-
-TEST_CASE("zoo: every model in models/ has a test case above") {
-  const std::set<std::string> covered = {"resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_lite0", "branch_merge",
-                                         "bert_base_layer", "transformer_block", "minilm_l6", "multitask_heads"};
-  for (const auto& e : std::filesystem::directory_iterator(kModels)) {
-    if (e.path().extension() != ".yaml") continue;
-    std::string stem = e.path().stem().string();
-    INFO("models/" << stem << ".yaml has no zoo plan test (add a TEST_CASE and its golden)");
-    CHECK(covered.count(stem) == 1u);
+  TEST_CASE("zoo: resnet18") {
+    ZooRun r = check_model("resnet18");
+    if (!r.fused) return;
+    check_cnn_traffic(r);
+    CHECK(strategy_groups(r.fused->fusion_plan(), Strategy::kCross) > 0);
   }
-}
+
+  TEST_CASE("zoo: resnet50 (<= 55 kernels, cross fusion for the residual joins)") {
+    ZooRun r = check_model("resnet50");
+    if (!r.fused) return;
+    CHECK(r.fused->stats().kernels <= 55);
+    check_cnn_traffic(r);
+    CHECK(r.fused->fusion_plan().family == "cnn-residual");
+    CHECK(strategy_groups(r.fused->fusion_plan(), Strategy::kVertical) > 0);
+    CHECK(strategy_groups(r.fused->fusion_plan(), Strategy::kCross) > 0);
+  }
+
+  TEST_CASE("zoo: mobilenet_v2 (<= 53 kernels, vertical fusion first)") {
+    ZooRun r = check_model("mobilenet_v2");
+    if (!r.fused) return;
+    CHECK(r.fused->stats().kernels <= 53);
+    check_cnn_traffic(r);
+    CHECK(r.fused->fusion_plan().family == "cnn-mobile");
+    CHECK(strategy_groups(r.fused->fusion_plan(), Strategy::kVertical) > 0);
+  }
+
+  TEST_CASE("zoo: mobilenet_v3_small (<= 72 kernels; SE gates not hosted by the gate conv)") {
+    ZooRun r = check_model("mobilenet_v3_small");
+    if (!r.fused) return;
+    CHECK(r.fused->stats().kernels <= 72);
+    // 0.40 measured: each SE multiply is still a broadcast kernel of its own (the gate is not
+    // folded into the projection conv's input yet), so the map is written and read once more.
+    check_cnn_traffic(r, 0.42);
+    CHECK(strategy_groups(r.fused->fusion_plan(), Strategy::kVertical) > 0);
+    int broadcast = 0;
+    for (const Rejection& rej : r.fused->fusion_plan().rejected) broadcast += rej.key == "broadcast_join";
+    CHECK(broadcast == 9);  // one per squeeze-and-excitation block
+  }
+
+  TEST_CASE("zoo: efficientnet_lite0") {
+    ZooRun r = check_model("efficientnet_lite0");
+    if (!r.fused) return;
+    check_cnn_traffic(r);
+    CHECK(strategy_groups(r.fused->fusion_plan(), Strategy::kVertical) > 0);
+  }
+
+  TEST_CASE("zoo: branch_merge") {
+    ZooRun r = check_model("branch_merge");
+    if (!r.fused) return;
+    CHECK(r.fused->stats().kernels == 2);  // on cpu the 1:3 rule holds; see test_cross.cc
+  }
+
+  TEST_CASE("zoo: bert_base_layer (<= 6 kernels, horizontal Q/K/V + compound attention)") {
+    ZooRun r = check_model("bert_base_layer");
+    if (!r.fused) return;
+    const FusionPlan& p = r.fused->fusion_plan();
+    CHECK(r.fused->stats().kernels <= 6);
+    CHECK(p.family == "transformer");
+    CHECK(kind_groups(p, GroupKind::kHorizontalGemm) >= 1);
+    CHECK(strategy_groups(p, Strategy::kHorizontal) >= 1);
+    CHECK(kind_groups(p, GroupKind::kAttention) == 1);
+  }
+
+  TEST_CASE("zoo: transformer_block") {
+    ZooRun r = check_model("transformer_block");
+    if (!r.fused) return;
+    CHECK(kind_groups(r.fused->fusion_plan(), GroupKind::kAttention) == 1);
+  }
+
+  TEST_CASE("zoo: minilm_l6 (seeded weights, token ids in [0, 1000))") {
+    ZooRun r = check_model("minilm_l6");
+    if (!r.fused) return;
+    CHECK(kind_groups(r.fused->fusion_plan(), GroupKind::kAttention) == 6);
+  }
+
+  TEST_CASE("zoo: multitask_heads (2 kernels)") {
+    ZooRun r = check_model("multitask_heads");
+    if (!r.fused) return;
+    CHECK(r.fused->stats().kernels == 2);
+  }
+
+  TEST_CASE("zoo: every model in models/ has a test case above") {
+    const std::set<std::string> covered = {
+        "resnet18",     "resnet50",        "mobilenet_v2",      "mobilenet_v3_small", "efficientnet_lite0",
+        "branch_merge", "bert_base_layer", "transformer_block", "minilm_l6",          "multitask_heads"};
+    for (const auto& e : std::filesystem::directory_iterator(kModels)) {
+      if (e.path().extension() != ".yaml") continue;
+      std::string stem = e.path().stem().string();
+      INFO("models/" << stem << ".yaml has no zoo plan test (add a TEST_CASE and its golden)");
+      CHECK(covered.count(stem) == 1u);
+    }
+  }
 
 }  // TEST_SUITE

@@ -1,7 +1,7 @@
 // libFuzzer target: the .npy reader (runtime/npy.h read_npy) on arbitrary bytes.
 #include "graph/base/tensor.h"
-#include "tests/fuzz_loaders/fuzz_util.h"
 #include "runtime/npy.h"
+#include "tests/fuzz_loaders/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto t = fusert::read_npy(fusert::fuzz::write_scratch(data, size, ".npy"));

@@ -15,7 +15,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
     if (std::filesystem::is_directory(argv[i])) {
-      for (const auto& e : std::filesystem::directory_iterator(argv[i])) if (e.is_regular_file()) files.push_back(e.path().string());
+      for (const auto& e : std::filesystem::directory_iterator(argv[i]))
+        if (e.is_regular_file()) files.push_back(e.path().string());
     } else {
       files.push_back(argv[i]);
     }

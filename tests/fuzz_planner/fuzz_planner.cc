@@ -11,14 +11,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <map>
-#include <cstdlib>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include "runtime/session.h"
@@ -42,13 +42,18 @@ struct Mode {
 
 // `none` is the reference; every other mode is compared with it.
 const std::vector<Mode> kModes = {
-    {"vertical", "vertical"}, {"horizontal", "horizontal"}, {"cross", "cross"},
-    {"compound", "compound"}, {"all", "all"},             {"profile-guided", "all", true},
+    {"vertical", "vertical"},
+    {"horizontal", "horizontal"},
+    {"cross", "cross"},
+    {"compound", "compound"},
+    {"all", "all"},
+    {"profile-guided", "all", true},
     {"all (cuda plan)", "all", false, "cuda"},
 #ifdef FUSERT_FUZZ_EMU
     // The CUDA backend linked against tests/cuda_emu: real lowering, executor and library calls,
     // generated kernels run as their host references, allocations bounds-checked.
-    {"cuda-emu none", "none", false, "", "cuda"}, {"cuda-emu all", "all", false, "", "cuda"},
+    {"cuda-emu none", "none", false, "", "cuda"},
+    {"cuda-emu all", "all", false, "", "cuda"},
 #endif
 };
 
@@ -67,7 +72,8 @@ struct Options {
 };
 
 std::string scratch_path() {
-  static const std::string p = (fs::temp_directory_path() / ("fuzz_planner_" + std::to_string(::getpid()) + ".yaml")).string();
+  static const std::string p =
+      (fs::temp_directory_path() / ("fuzz_planner_" + std::to_string(::getpid()) + ".yaml")).string();
   return p;
 }
 
@@ -113,7 +119,8 @@ std::string compare(const TensorMap& want, const TensorMap& got, const std::map<
     auto it = got.find(name);
     if (it == got.end()) return "output '" + name + "' missing";
     const Tensor& g = it->second;
-    if (g.shape() != w.shape()) return "output '" + name + "' shape " + shape_str(g.shape()) + " != " + shape_str(w.shape());
+    if (g.shape() != w.shape())
+      return "output '" + name + "' shape " + shape_str(g.shape()) + " != " + shape_str(w.shape());
     double max_abs = 0;
     for (int64_t i = 0; i < w.numel(); ++i) {
       const float a = w.f32()[i], b = g.f32()[i];
@@ -217,8 +224,9 @@ std::string check_isolated(const std::string& yaml, int threads, bool fork_each)
     close(fds[0]);
     std::string why = check_model(scratch_path(), threads);
     // "#counts o w u\n" first, then the failure text (empty when the graph passed).
-    why = "#counts " + std::to_string(g_counts.outputs - before.outputs) + " " + std::to_string(g_counts.widened - before.widened) +
-          " " + std::to_string(g_counts.unjudged - before.unjudged) + "\n" + why;
+    why = "#counts " + std::to_string(g_counts.outputs - before.outputs) + " " +
+          std::to_string(g_counts.widened - before.widened) + " " +
+          std::to_string(g_counts.unjudged - before.unjudged) + "\n" + why;
     ssize_t n = write(fds[1], why.data(), why.size());
     (void)n;
     close(fds[1]);
@@ -238,8 +246,10 @@ std::string check_isolated(const std::string& yaml, int threads, bool fork_each)
     g_counts.outputs += c.outputs, g_counts.widened += c.widened, g_counts.unjudged += c.unjudged;
     why = why.substr(why.find('\n') + 1);
   }
-  if (WIFSIGNALED(status)) return "crashed with signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
-  if (WIFEXITED(status) && WEXITSTATUS(status) != 0) return "child exited with status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status))
+    return "crashed with signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+  if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+    return "child exited with status " + std::to_string(WEXITSTATUS(status));
   return why;
 }
 
@@ -278,7 +288,8 @@ int run_replay(const Options& o) {
   std::vector<std::string> files;
   for (const std::string& p : o.replay) {
     if (fs::is_directory(p)) {
-      for (const auto& e : fs::directory_iterator(p)) if (e.path().extension() == ".yaml") files.push_back(e.path().string());
+      for (const auto& e : fs::directory_iterator(p))
+        if (e.path().extension() == ".yaml") files.push_back(e.path().string());
     } else {
       files.push_back(p);
     }
@@ -298,9 +309,9 @@ int run_replay(const Options& o) {
       }
     }
   }
-  std::cout << "fuzz_planner replay: " << files.size() << " regression graphs x 2 thread counts; outputs " << g_counts.outputs
-            << " (" << g_counts.widened << " with a tolerance widened by their conditioning, " << g_counts.unjudged
-            << " too ill-conditioned to judge)\n"
+  std::cout << "fuzz_planner replay: " << files.size() << " regression graphs x 2 thread counts; outputs "
+            << g_counts.outputs << " (" << g_counts.widened << " with a tolerance widened by their conditioning, "
+            << g_counts.unjudged << " too ill-conditioned to judge)\n"
             << passed << " passed, " << failed << " failed\n";
   return failed ? 1 : 0;
 }
@@ -322,14 +333,22 @@ bool parse(int argc, char** argv, Options* o) {
       if (i + 1 >= argc) throw std::runtime_error(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--graphs") o->graphs = std::stoll(next());
-    else if (a == "--seed") o->seed = std::stoull(next());
-    else if (a == "--threads") o->threads = std::stoi(next());
-    else if (a == "--out") o->out = next();
-    else if (a == "--max-failures") o->max_failures = std::stoi(next());
-    else if (a == "--no-fork") o->fork_each = false;
-    else if (a == "--no-shrink") o->shrink = false;
-    else if (a == "--print") o->print = true;
+    if (a == "--graphs")
+      o->graphs = std::stoll(next());
+    else if (a == "--seed")
+      o->seed = std::stoull(next());
+    else if (a == "--threads")
+      o->threads = std::stoi(next());
+    else if (a == "--out")
+      o->out = next();
+    else if (a == "--max-failures")
+      o->max_failures = std::stoi(next());
+    else if (a == "--no-fork")
+      o->fork_each = false;
+    else if (a == "--no-shrink")
+      o->shrink = false;
+    else if (a == "--print")
+      o->print = true;
     else if (a == "--replay") {
       while (i + 1 < argc && argv[i + 1][0] != '-') o->replay.push_back(argv[++i]);
     } else if (a == "--help" || a == "-h") {

@@ -34,7 +34,8 @@ std::string Emitter::weight(const Dims& shape, const std::string& init) {
 
 std::string Emitter::const_i64(const std::vector<int64_t>& values) {
   std::string n = fresh("k");
-  inits_.push_back("  - {name: " + n + ", shape: [" + std::to_string(values.size()) + "], dtype: i64, value: " + shape_str(values) + "}");
+  inits_.push_back("  - {name: " + n + ", shape: [" + std::to_string(values.size()) +
+                   "], dtype: i64, value: " + shape_str(values) + "}");
   shapes_[n] = {static_cast<int64_t>(values.size())};
   return n;
 }
@@ -68,13 +69,15 @@ std::string Emitter::node(const std::string& op, const std::vector<std::string>&
 
 std::vector<std::string> Emitter::computed_of(const Dims& shape) const {
   std::vector<std::string> out;
-  for (const std::string& v : order_) if (shapes_.at(v) == shape) out.push_back(v);
+  for (const std::string& v : order_)
+    if (shapes_.at(v) == shape) out.push_back(v);
   return out;
 }
 
 std::string Emitter::yaml(const std::string& name, const std::string& header) const {
   std::vector<std::string> outs;
-  for (const std::string& v : order_) if (marked_.count(v) || !used_.count(v)) outs.push_back(v);
+  for (const std::string& v : order_)
+    if (marked_.count(v) || !used_.count(v)) outs.push_back(v);
   std::ostringstream os;
   os << header << "fusert: 1\nname: " << name << "\ninputs:\n";
   for (const std::string& l : inputs_) os << l << "\n";
@@ -92,12 +95,16 @@ std::string Emitter::yaml(const std::string& name, const std::string& header) co
 
 Dims broadcast_shape(Rng& r, const Dims& s) {
   switch (r.below(6)) {
-    case 0: return r.chance(0.5) ? Dims{} : Dims{1};  // scalar
-    case 1: return s;                                  // full
-    default: break;
+    case 0:
+      return r.chance(0.5) ? Dims{} : Dims{1};  // scalar
+    case 1:
+      return s;  // full
+    default:
+      break;
   }
   Dims t = s;
-  for (int64_t& d : t) if (r.chance(0.5)) d = 1;
+  for (int64_t& d : t)
+    if (r.chance(0.5)) d = 1;
   size_t drop = static_cast<size_t>(r.below(static_cast<int64_t>(t.size())));
   // Only leading dims of size 1 may be dropped without changing the pattern's meaning; dropping
   // a non-1 leading dim is still a valid broadcast (it broadcasts over that dim).
@@ -107,7 +114,8 @@ Dims broadcast_shape(Rng& r, const Dims& s) {
 
 namespace {
 
-const std::vector<std::string> kUnary = {"Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Gelu", "Erf", "Identity"};
+const std::vector<std::string> kUnary = {"Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish",
+                                         "Tanh", "Gelu", "Erf",     "Identity"};
 const std::vector<std::string> kBinary = {"Add", "Sub", "Mul", "Div"};
 
 std::string unary(Emitter& e, Rng& r, const std::string& cur) {
@@ -178,9 +186,12 @@ GenGraph generate(uint64_t seed, const std::set<int>& skip) {
       target = &scratch;
     }
     std::string& c = skip.count(i) ? scratch_cur : cur;
-    if (out.family == "cnn") cnn_motif(*target, r, c, &name);
-    else if (out.family == "dense") dense_motif(*target, r, c, &name);
-    else transformer_motif(*target, r, c, batch, seq, &name);
+    if (out.family == "cnn")
+      cnn_motif(*target, r, c, &name);
+    else if (out.family == "dense")
+      dense_motif(*target, r, c, &name);
+    else
+      transformer_motif(*target, r, c, batch, seq, &name);
     out.motifs.push_back(name + (skip.count(i) ? " (skipped)" : ""));
     const bool mark = top.chance(0.15);  // drawn either way: later draws stay as they were
     if (!skip.count(i) && mark) e.mark_output(cur);

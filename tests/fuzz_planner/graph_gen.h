@@ -21,11 +21,13 @@ class Rng {
  public:
   explicit Rng(uint64_t seed) : s_(seed) {}
   uint64_t next();
-  int64_t below(int64_t n);                 ///< uniform in [0, n)
-  int64_t range(int64_t lo, int64_t hi);    ///< uniform in [lo, hi]
+  int64_t below(int64_t n);               ///< uniform in [0, n)
+  int64_t range(int64_t lo, int64_t hi);  ///< uniform in [lo, hi]
   bool chance(double p);
   template <class T>
-  const T& pick(const std::vector<T>& v) { return v[static_cast<size_t>(below(static_cast<int64_t>(v.size())))]; }
+  const T& pick(const std::vector<T>& v) {
+    return v[static_cast<size_t>(below(static_cast<int64_t>(v.size())))];
+  }
 
  private:
   uint64_t s_;
@@ -63,8 +65,8 @@ class Emitter {
 
 /// What the generator produced for one (seed, skip) pair.
 struct GenGraph {
-  std::string family;                 ///< "cnn", "dense", "transformer"
-  std::vector<std::string> motifs;    ///< motif names, by index (skipped ones included)
+  std::string family;               ///< "cnn", "dense", "transformer"
+  std::vector<std::string> motifs;  ///< motif names, by index (skipped ones included)
   std::string yaml;
   int nodes = 0;
 };

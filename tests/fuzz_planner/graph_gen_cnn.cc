@@ -36,7 +36,8 @@ void fit(const Dims& x, ConvSpec& c) {
   while (x[3] + c.pl + c.pr < c.dw * (c.kw - 1) + 1) (c.pl <= c.pr ? c.pl : c.pr)++;
 }
 
-const std::vector<std::pair<int64_t, int64_t>> kKernels = {{1, 1}, {3, 3}, {1, 3}, {3, 1}, {5, 5}, {2, 2}, {1, 5}, {5, 1}, {3, 3}, {1, 1}};
+const std::vector<std::pair<int64_t, int64_t>> kKernels = {{1, 1}, {3, 3}, {1, 3}, {3, 1}, {5, 5},
+                                                           {2, 2}, {1, 5}, {5, 1}, {3, 3}, {1, 1}};
 
 ConvSpec random_conv(Rng& r, const Dims& x) {
   ConvSpec c;
@@ -48,7 +49,8 @@ ConvSpec random_conv(Rng& r, const Dims& x) {
     c.m = cin * (r.chance(0.8) ? 1 : 2);
   } else if (g < 3) {
     std::vector<int64_t> divs;
-    for (int64_t d = 2; d <= cin; ++d) if (cin % d == 0) divs.push_back(d);
+    for (int64_t d = 2; d <= cin; ++d)
+      if (cin % d == 0) divs.push_back(d);
     if (!divs.empty()) {
       c.group = r.pick(divs);
       c.m = c.group * r.range(1, 2);
@@ -83,9 +85,10 @@ std::string emit_conv(Emitter& e, const std::string& x, const ConvSpec& c) {
 
 std::string emit_bn(Emitter& e, const std::string& x) {
   const int64_t c = e.shape(x)[1];
-  return e.node("BatchNormalization",
-                {x, e.weight({c}, "bn_scale"), e.weight({c}, "uniform"), e.weight({c}, "uniform"), e.weight({c}, "bn_var")},
-                e.shape(x), "epsilon: 0.001");
+  return e.node(
+      "BatchNormalization",
+      {x, e.weight({c}, "bn_scale"), e.weight({c}, "uniform"), e.weight({c}, "uniform"), e.weight({c}, "bn_var")},
+      e.shape(x), "epsilon: 0.001");
 }
 
 std::string act(Emitter& e, Rng& r, const std::string& x) {
@@ -166,7 +169,7 @@ std::string two_branch(Emitter& e, Rng& r, std::string x) {
   int64_t shape_kind = r.below(6);
   if (shape_kind == 0) b.m = 1;  // channel broadcast
   std::string bx = x;
-  if (shape_kind == 1) {         // spatial broadcast
+  if (shape_kind == 1) {  // spatial broadcast
     bx = e.node("GlobalAveragePool", {x}, {xs[0], xs[1], 1, 1});
     b.kh = b.kw = 1, b.pt = b.pl = b.pb = b.pr = 0, b.sh = b.sw = 1, b.dh = b.dw = 1;
   }
@@ -191,7 +194,8 @@ std::string se_gate(Emitter& e, Rng& r, std::string x) {
   c2.m = xs[1];
   g = e.node("Relu", {emit_conv(e, g, c1)}, {xs[0], c1.m, 1, 1});
   g = emit_conv(e, g, c2);
-  g = r.chance(0.6) ? e.node("HardSigmoid", {g}, e.shape(g), "alpha: 0.1666667, beta: 0.5") : e.node("Sigmoid", {g}, e.shape(g));
+  g = r.chance(0.6) ? e.node("HardSigmoid", {g}, e.shape(g), "alpha: 0.1666667, beta: 0.5")
+                    : e.node("Sigmoid", {g}, e.shape(g));
   std::string y = r.chance(0.5) ? e.node("Mul", {x, g}, xs) : e.node("Mul", {g, x}, xs);
   if (r.chance(0.6)) {
     ConvSpec p;
@@ -208,7 +212,8 @@ std::string pool(Emitter& e, Rng& r, const std::string& x) {
   if (r.chance(0.3)) return e.node("GlobalAveragePool", {x}, {xs[0], xs[1], 1, 1});
   int64_t k = std::min<int64_t>(r.range(1, 3), std::min(xs[2], xs[3])), s = r.range(1, 2), p = r.below(k);
   Dims out = {xs[0], xs[1], (xs[2] + 2 * p - k) / s + 1, (xs[3] + 2 * p - k) / s + 1};
-  std::string attrs = "kernel_shape: " + shape_str({k, k}) + ", strides: " + shape_str({s, s}) + ", pads: " + shape_str({p, p, p, p});
+  std::string attrs =
+      "kernel_shape: " + shape_str({k, k}) + ", strides: " + shape_str({s, s}) + ", pads: " + shape_str({p, p, p, p});
   if (r.chance(0.5)) return e.node("MaxPool", {x}, out, attrs);
   return e.node("AveragePool", {x}, out, attrs + ", count_include_pad: " + std::to_string(r.below(2)));
 }
@@ -271,14 +276,22 @@ std::string broadcast_join(Emitter& e, Rng& r, std::string x) {
 
 void cnn_motif(Emitter& e, Rng& r, std::string& cur, std::string* name) {
   int64_t k = r.below(100);
-  if (k < 25) *name = "conv_chain", cur = conv_chain(e, r, cur);
-  else if (k < 40) *name = "residual", cur = residual(e, r, cur);
-  else if (k < 55) *name = "two_branch", cur = two_branch(e, r, cur);
-  else if (k < 65) *name = "se_gate", cur = se_gate(e, r, cur);
-  else if (k < 72) *name = "pool", cur = pool(e, r, cur);
-  else if (k < 84) *name = "siblings", cur = siblings(e, r, cur);
-  else if (k < 93) *name = "broadcast_join", cur = broadcast_join(e, r, cur);
-  else *name = "elementwise", cur = epilogue_chain(e, r, computed(e, cur), 4);
+  if (k < 25)
+    *name = "conv_chain", cur = conv_chain(e, r, cur);
+  else if (k < 40)
+    *name = "residual", cur = residual(e, r, cur);
+  else if (k < 55)
+    *name = "two_branch", cur = two_branch(e, r, cur);
+  else if (k < 65)
+    *name = "se_gate", cur = se_gate(e, r, cur);
+  else if (k < 72)
+    *name = "pool", cur = pool(e, r, cur);
+  else if (k < 84)
+    *name = "siblings", cur = siblings(e, r, cur);
+  else if (k < 93)
+    *name = "broadcast_join", cur = broadcast_join(e, r, cur);
+  else
+    *name = "elementwise", cur = epilogue_chain(e, r, computed(e, cur), 4);
 }
 
 }  // namespace fusert::fuzz

@@ -48,7 +48,8 @@ std::string layer_norm(Emitter& e, Rng& r, const std::string& x) {
   const int64_t c = e.shape(x).back();
   std::vector<std::string> in = {x, e.weight({c}, "bn_scale")};
   if (r.chance(0.7)) in.push_back(e.weight({c}, "uniform"));
-  return e.node("LayerNormalization", in, e.shape(x), r.chance(0.5) ? "axis: -1, epsilon: 0.00001" : "axis: -1, epsilon: 0.001");
+  return e.node("LayerNormalization", in, e.shape(x),
+                r.chance(0.5) ? "axis: -1, epsilon: 0.00001" : "axis: -1, epsilon: 0.001");
 }
 
 std::string gemm_chain(Emitter& e, Rng& r, const std::string& x) {
@@ -149,7 +150,7 @@ std::string dense_broadcast_join(Emitter& e, Rng& r, std::string x) {
     GemmSpec one = random_gemm(r);
     one.n = 1;
     other = emit_gemm(e, x, one);
-  } else {              // per column: W [1, M] @ x, so N = K
+  } else {  // per column: W [1, M] @ x, so N = K
     s.n = xs[1];
     other = e.node("MatMul", {e.weight({1, xs[0]}), x}, {1, xs[1]});
   }
@@ -166,15 +167,24 @@ std::string dense_broadcast_join(Emitter& e, Rng& r, std::string x) {
 
 void dense_motif(Emitter& e, Rng& r, std::string& cur, std::string* name) {
   int64_t k = r.below(100);
-  if (k < 30) *name = "gemm_chain", cur = gemm_chain(e, r, cur);
-  else if (k < 55) *name = "parallel_gemms", cur = parallel_gemms(e, r, cur);
-  else if (k < 70) *name = "dense_residual", cur = dense_residual(e, r, cur);
-  else if (k < 78) *name = "layer_norm", cur = layer_norm(e, r, cur);
-  else if (k < 85) *name = "softmax", cur = softmax(e, r, cur);
-  else if (k < 90) *name = "matmul", cur = matmul(e, r, cur);
-  else if (k < 94) *name = "operand_b", cur = operand_b(e, r, cur);
-  else if (k < 98) *name = "dense_broadcast_join", cur = dense_broadcast_join(e, r, cur);
-  else *name = "elementwise", cur = epilogue_chain(e, r, cur, 4);
+  if (k < 30)
+    *name = "gemm_chain", cur = gemm_chain(e, r, cur);
+  else if (k < 55)
+    *name = "parallel_gemms", cur = parallel_gemms(e, r, cur);
+  else if (k < 70)
+    *name = "dense_residual", cur = dense_residual(e, r, cur);
+  else if (k < 78)
+    *name = "layer_norm", cur = layer_norm(e, r, cur);
+  else if (k < 85)
+    *name = "softmax", cur = softmax(e, r, cur);
+  else if (k < 90)
+    *name = "matmul", cur = matmul(e, r, cur);
+  else if (k < 94)
+    *name = "operand_b", cur = operand_b(e, r, cur);
+  else if (k < 98)
+    *name = "dense_broadcast_join", cur = dense_broadcast_join(e, r, cur);
+  else
+    *name = "elementwise", cur = epilogue_chain(e, r, cur, 4);
 }
 
 namespace {
@@ -218,7 +228,8 @@ std::string attention(Emitter& e, Rng& r, const std::string& x, int64_t batch, i
 void transformer_motif(Emitter& e, Rng& r, std::string& cur, int64_t batch, int64_t seq, std::string* name) {
   const int64_t d = e.shape(cur)[1];
   std::vector<int64_t> heads;
-  for (int64_t h : {1, 2, 4}) if (d % h == 0) heads.push_back(h);
+  for (int64_t h : {1, 2, 4})
+    if (d % h == 0) heads.push_back(h);
   const int64_t h = r.pick(heads);
   const bool bias = r.chance(0.8), pre = r.chance(0.5);
   if (r.chance(0.25)) {  // a dense motif between blocks keeps the width
@@ -231,7 +242,8 @@ void transformer_motif(Emitter& e, Rng& r, std::string& cur, int64_t batch, int6
   *name = std::string(pre ? "pre" : "post") + "_norm_block" + (bias ? "" : "_nobias");
   std::string x = e.computed(cur) ? cur : e.node("Relu", {cur}, e.shape(cur));
   std::string a = attention(e, r, pre ? layer_norm(e, r, x) : x, batch, seq, h, d / h, bias);
-  std::string y = e.node("Add", r.chance(0.5) ? std::vector<std::string>{x, a} : std::vector<std::string>{a, x}, e.shape(x));
+  std::string y =
+      e.node("Add", r.chance(0.5) ? std::vector<std::string>{x, a} : std::vector<std::string>{a, x}, e.shape(x));
   if (!pre) y = layer_norm(e, r, y);
   GemmSpec f1, f2;
   f1.n = 2 * d, f2.n = d;
@@ -239,7 +251,8 @@ void transformer_motif(Emitter& e, Rng& r, std::string& cur, int64_t batch, int6
   std::string f = emit_gemm(e, pre ? layer_norm(e, r, y) : y, f1);
   f = e.node("Gelu", {f}, e.shape(f), r.chance(0.5) ? "" : "approximate: tanh");
   f = emit_gemm(e, f, f2);
-  std::string z = e.node("Add", r.chance(0.5) ? std::vector<std::string>{y, f} : std::vector<std::string>{f, y}, e.shape(y));
+  std::string z =
+      e.node("Add", r.chance(0.5) ? std::vector<std::string>{y, f} : std::vector<std::string>{f, y}, e.shape(y));
   cur = pre ? z : layer_norm(e, r, z);
 }
 

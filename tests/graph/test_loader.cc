@@ -93,7 +93,8 @@ weights: rel.safetensors
 inputs: [{name: x, shape: [2]}]
 outputs: [y]
 nodes: [{name: r, op: Relu, inputs: [x], outputs: [y]}]
-)", "p.yaml", "/models/dir");
+)",
+                                  "p.yaml", "/models/dir");
   REQUIRE(r.ok());
   CHECK(r->labels_path == "/abs/labels.txt");
   CHECK(r->weights_path == "/models/dir/rel.safetensors");

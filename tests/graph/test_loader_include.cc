@@ -16,7 +16,8 @@ namespace {
 // Writes `text` to a file in a per-process scratch directory (removed at exit), returns its path.
 std::string write_scratch(const std::string& name, const std::string& text) {
   struct Dir {
-    std::filesystem::path path = std::filesystem::temp_directory_path() / ("fusert_graph_test_" + std::to_string(::getpid()));
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("fusert_graph_test_" + std::to_string(::getpid()));
     ~Dir() {
       std::error_code ec;
       std::filesystem::remove_all(path, ec);
@@ -71,7 +72,8 @@ nodes:
   const std::string blocks = std::filesystem::path(model).parent_path().string() + "/lib/blocks.yaml";
   CHECK(r->graph.nodes[0].loc.file == acts);
   CHECK(r->graph.nodes[0].loc.line == 6);
-  CHECK(r->graph.nodes[0].loc.via == "template 'act' used at " + blocks + ":7:9, template 'double_act' used at " + model + ":7:5");
+  CHECK(r->graph.nodes[0].loc.via ==
+        "template 'act' used at " + blocks + ":7:9, template 'double_act' used at " + model + ":7:5");
 
   std::string bad = write_scratch("inc/bad_model.yaml", R"(fusert: 1
 name: inc_bad
@@ -114,7 +116,8 @@ nodes: []
   const std::string broken = std::filesystem::path(model).parent_path().string() + "/lib/broken.yaml";
   INFO(n.status().message());
   CHECK(n.status().message().rfind(broken + ":2:11: cannot open included file '" +
-                                   std::filesystem::path(model).parent_path().string() + "/lib/gone.yaml'", 0) == 0);
+                                       std::filesystem::path(model).parent_path().string() + "/lib/gone.yaml'",
+                                   0) == 0);
   // 'templates' of an included file that is not a mapping: named in that file.
   write_scratch("inc/lib/badtpl.yaml", "fusert: 1\ntemplates: [1, 2]\n");
   std::string badtpl = write_scratch("inc/badtpl_model.yaml", R"(fusert: 1
@@ -126,5 +129,7 @@ nodes: []
 )");
   auto t = load_model(badtpl);
   REQUIRE_FALSE(t.ok());
-  CHECK(t.status().message().rfind(std::filesystem::path(model).parent_path().string() + "/lib/badtpl.yaml:2:12: 'templates' must be a mapping", 0) == 0);
+  CHECK(t.status().message().rfind(std::filesystem::path(model).parent_path().string() +
+                                       "/lib/badtpl.yaml:2:12: 'templates' must be a mapping",
+                                   0) == 0);
 }

@@ -17,8 +17,8 @@ namespace {
 // A one-node model: `inputs` are flow-style input entries, `node` the node's op/inputs/attrs
 // (its outputs are [y]), `inits` optional initializer entries.
 std::string one_node(const std::string& inputs, const std::string& node, const std::string& inits = "") {
-  std::string s = "fusert: 1\nname: t\ninputs: [" + inputs + "]\noutputs: [y]\nnodes:\n  - {name: n, outputs: [y], " +
-                  node + "}\n";
+  std::string s =
+      "fusert: 1\nname: t\ninputs: [" + inputs + "]\noutputs: [y]\nnodes:\n  - {name: n, outputs: [y], " + node + "}\n";
   if (!inits.empty()) s += "initializers: [" + inits + "]\n";
   return s;
 }
@@ -40,14 +40,16 @@ using Ints = std::vector<int64_t>;
 
 TEST_CASE("Conv output size: stride, padding, dilation, group, defaults from the weight") {
   // in 10, k 3, s 2, pads 1+1: floor((10 + 2 - 3) / 2) + 1 = 5.
-  auto r = infer("{name: x, shape: [2, 3, 10, 10]}", "op: Conv, inputs: [x, w], attrs: {strides: [2, 2], pads: [1, 1, 1, 1]}",
-                 "{name: w, shape: [4, 3, 3, 3]}");
+  auto r =
+      infer("{name: x, shape: [2, 3, 10, 10]}",
+            "op: Conv, inputs: [x, w], attrs: {strides: [2, 2], pads: [1, 1, 1, 1]}", "{name: w, shape: [4, 3, 3, 3]}");
   CHECK(r.shape == Shape{2, 4, 5, 5});
   CHECK(r.node.attr_ints("kernel_shape") == Ints{3, 3});  // taken from the weight
   CHECK(r.node.attr_ints("dilations") == Ints{1, 1});     // defaults sized to 2-D
   // Dilation 2, k 3: effective kernel 5; 10 - 5 + 1 = 6. Dilation [1, 3]: 7 -> 10 - 7 + 1 = 4.
   CHECK(infer("{name: x, shape: [1, 1, 10, 10]}", "op: Conv, inputs: [x, w], attrs: {dilations: [2, 3]}",
-              "{name: w, shape: [1, 1, 3, 3]}").shape == Shape{1, 1, 6, 4});
+              "{name: w, shape: [1, 1, 3, 3]}")
+            .shape == Shape{1, 1, 6, 4});
   // Asymmetric pads [top, left, bottom, right] = [0, 1, 2, 3] on 7x8, k 3:
   // H 7 + 0 + 2 - 3 + 1 = 7, W 8 + 1 + 3 - 3 + 1 = 10.
   r = infer("{name: x, shape: [1, 1, 7, 8]}", "op: Conv, inputs: [x, w], attrs: {pads: [0, 1, 2, 3]}",
@@ -56,12 +58,16 @@ TEST_CASE("Conv output size: stride, padding, dilation, group, defaults from the
   CHECK(r.node.attr_ints("pads") == Ints{0, 1, 2, 3});
   // Group 2: weight [8, 4 / 2, 3, 3], 5 - 3 + 1 = 3. Depthwise: group = C = M.
   CHECK(infer("{name: x, shape: [1, 4, 5, 5]}", "op: Conv, inputs: [x, w, b], attrs: {group: 2}",
-              "{name: w, shape: [8, 2, 3, 3]}, {name: b, shape: [8]}").shape == Shape{1, 8, 3, 3});
-  CHECK(infer("{name: x, shape: [1, 6, 9, 9]}", "op: Conv, inputs: [x, w], attrs: {group: 6, strides: [2, 2], pads: [1, 1, 1, 1]}",
-              "{name: w, shape: [6, 1, 3, 3]}").shape == Shape{1, 6, 5, 5});
+              "{name: w, shape: [8, 2, 3, 3]}, {name: b, shape: [8]}")
+            .shape == Shape{1, 8, 3, 3});
+  CHECK(infer("{name: x, shape: [1, 6, 9, 9]}",
+              "op: Conv, inputs: [x, w], attrs: {group: 6, strides: [2, 2], pads: [1, 1, 1, 1]}",
+              "{name: w, shape: [6, 1, 3, 3]}")
+            .shape == Shape{1, 6, 5, 5});
   // Non-square kernel and stride: k [1, 5], s [3, 1]: H (7 - 1) / 3 + 1 = 3, W 9 - 5 + 1 = 5.
   CHECK(infer("{name: x, shape: [1, 2, 7, 9]}", "op: Conv, inputs: [x, w], attrs: {strides: [3, 1]}",
-              "{name: w, shape: [3, 2, 1, 5]}").shape == Shape{1, 3, 3, 5});
+              "{name: w, shape: [3, 2, 1, 5]}")
+            .shape == Shape{1, 3, 3, 5});
 }
 
 TEST_CASE("Conv auto_pad SAME_UPPER / SAME_LOWER / VALID resolve into explicit pads") {
@@ -97,18 +103,24 @@ TEST_CASE("MaxPool ceil_mode, including the drop-last-window rule") {
   // (the 57th window starts at 112 - 1 = 111 < 112 + 1, inside the input, so it stays).
   CHECK(infer(x112, "op: MaxPool, inputs: [x], attrs: {kernel_shape: [3, 3], strides: [2, 2], pads: [1, 1, 1, 1]}")
             .shape == Shape{1, 64, 56, 56});
-  CHECK(infer(x112, "op: MaxPool, inputs: [x], attrs: {kernel_shape: [3, 3], strides: [2, 2], pads: [1, 1, 1, 1], ceil_mode: 1}")
-            .shape == Shape{1, 64, 57, 57});
+  CHECK(
+      infer(
+          x112,
+          "op: MaxPool, inputs: [x], attrs: {kernel_shape: [3, 3], strides: [2, 2], pads: [1, 1, 1, 1], ceil_mode: 1}")
+          .shape == Shape{1, 64, 57, 57});
   // in 5, k 2, s 2, pad 1: span 5; ceil gives 4 windows, but the 4th would start at padded
   // index 6 = 5 + 1, entirely in the end padding, so it is dropped: 3 (as PyTorch and ONNX).
-  auto drop = infer("{name: x, shape: [1, 1, 5, 6]}",
-                    "op: MaxPool, inputs: [x], attrs: {kernel_shape: [2, 2], strides: [2, 2], pads: [1, 1, 1, 1], ceil_mode: 1}");
+  auto drop = infer(
+      "{name: x, shape: [1, 1, 5, 6]}",
+      "op: MaxPool, inputs: [x], attrs: {kernel_shape: [2, 2], strides: [2, 2], pads: [1, 1, 1, 1], ceil_mode: 1}");
   // W 6: span 6, ceil 3 + 1 = 4; the 4th starts at 6 < 6 + 1: kept.
   CHECK(drop.shape == Shape{1, 1, 3, 4});
   // ceil_mode without padding: in 6, k 3, s 2: floor 2, ceil 3 (window at 4..6 is partial).
-  CHECK(infer("{name: x, shape: [1, 1, 6, 6]}", "op: MaxPool, inputs: [x], attrs: {kernel_shape: [3, 3], strides: [2, 2], ceil_mode: 1}")
+  CHECK(infer("{name: x, shape: [1, 1, 6, 6]}",
+              "op: MaxPool, inputs: [x], attrs: {kernel_shape: [3, 3], strides: [2, 2], ceil_mode: 1}")
             .shape == Shape{1, 1, 3, 3});
-  CHECK(infer("{name: x, shape: [1, 1, 6, 6]}", "op: MaxPool, inputs: [x], attrs: {kernel_shape: [3, 3], strides: [2, 2]}")
+  CHECK(infer("{name: x, shape: [1, 1, 6, 6]}",
+              "op: MaxPool, inputs: [x], attrs: {kernel_shape: [3, 3], strides: [2, 2]}")
             .shape == Shape{1, 1, 2, 2});
   // Default strides are 1 (sized to 2-D).
   auto def = infer("{name: x, shape: [1, 1, 4, 4]}", "op: MaxPool, inputs: [x], attrs: {kernel_shape: [2, 2]}");
@@ -116,10 +128,12 @@ TEST_CASE("MaxPool ceil_mode, including the drop-last-window rule") {
   CHECK(def.node.attr_ints("strides") == Ints{1, 1});
   CHECK(def.node.attr_ints("pads") == Ints{0, 0, 0, 0});
   // MaxPool with dilation 2: effective 3 on 7 -> 5.
-  CHECK(infer("{name: x, shape: [1, 1, 7, 7]}", "op: MaxPool, inputs: [x], attrs: {kernel_shape: [2, 2], dilations: [2, 2]}")
+  CHECK(infer("{name: x, shape: [1, 1, 7, 7]}",
+              "op: MaxPool, inputs: [x], attrs: {kernel_shape: [2, 2], dilations: [2, 2]}")
             .shape == Shape{1, 1, 5, 5});
   // SAME_UPPER for pooling too: 7 / 2 -> 4.
-  CHECK(infer("{name: x, shape: [1, 1, 7, 7]}", "op: MaxPool, inputs: [x], attrs: {kernel_shape: [3, 3], strides: [2, 2], auto_pad: SAME_UPPER}")
+  CHECK(infer("{name: x, shape: [1, 1, 7, 7]}",
+              "op: MaxPool, inputs: [x], attrs: {kernel_shape: [3, 3], strides: [2, 2], auto_pad: SAME_UPPER}")
             .shape == Shape{1, 1, 4, 4});
 }
 
@@ -129,18 +143,24 @@ TEST_CASE("AveragePool output sizes") {
               "op: AveragePool, inputs: [x], attrs: {kernel_shape: [2, 3], strides: [2, 1], pads: [0, 1, 1, 1]}")
             .shape == Shape{2, 3, 3, 5});
   // ResNet-like 7x7 global window.
-  CHECK(infer("{name: x, shape: [1, 512, 7, 7]}", "op: AveragePool, inputs: [x], attrs: {kernel_shape: [7, 7]}").shape ==
-        Shape{1, 512, 1, 1});
+  CHECK(
+      infer("{name: x, shape: [1, 512, 7, 7]}", "op: AveragePool, inputs: [x], attrs: {kernel_shape: [7, 7]}").shape ==
+      Shape{1, 512, 1, 1});
   CHECK(infer("{name: x, shape: [1, 1, 6, 6]}",
-              "op: AveragePool, inputs: [x], attrs: {kernel_shape: [3, 3], strides: [2, 2], ceil_mode: 1, count_include_pad: 1}")
+              "op: AveragePool, inputs: [x], attrs: {kernel_shape: [3, 3], strides: [2, 2], ceil_mode: 1, "
+              "count_include_pad: 1}")
             .shape == Shape{1, 1, 3, 3});
-  expect_load_error(one_node("{name: x, shape: [1, 1, 2, 2]}", "op: AveragePool, inputs: [x], attrs: {kernel_shape: [3, 3]}"),
-                    {"node 'n' (AveragePool): kernel 3 larger than padded input 2"});
-  expect_load_error(one_node("{name: x, shape: [1, 4, 4]}", "op: AveragePool, inputs: [x], attrs: {kernel_shape: [2, 2]}"),
-                    {"node 'n' (AveragePool): only 2-D NCHW input is supported, got [1, 4, 4]"});
-  expect_load_error(one_node("{name: x, shape: [1, 1, 4, 4]}", "op: AveragePool, inputs: [x], attrs: {kernel_shape: [2]}"),
-                    {"kernel_shape needs 2 values"});
-  expect_load_error(one_node("{name: x, shape: [1, 1, 4, 4]}", "op: MaxPool, inputs: [x], attrs: {kernel_shape: [2, 2], strides: [0, 1]}"),
+  expect_load_error(
+      one_node("{name: x, shape: [1, 1, 2, 2]}", "op: AveragePool, inputs: [x], attrs: {kernel_shape: [3, 3]}"),
+      {"node 'n' (AveragePool): kernel 3 larger than padded input 2"});
+  expect_load_error(
+      one_node("{name: x, shape: [1, 4, 4]}", "op: AveragePool, inputs: [x], attrs: {kernel_shape: [2, 2]}"),
+      {"node 'n' (AveragePool): only 2-D NCHW input is supported, got [1, 4, 4]"});
+  expect_load_error(
+      one_node("{name: x, shape: [1, 1, 4, 4]}", "op: AveragePool, inputs: [x], attrs: {kernel_shape: [2]}"),
+      {"kernel_shape needs 2 values"});
+  expect_load_error(one_node("{name: x, shape: [1, 1, 4, 4]}",
+                             "op: MaxPool, inputs: [x], attrs: {kernel_shape: [2, 2], strides: [0, 1]}"),
                     {"strides must be >= 1"});
 }
 
@@ -165,7 +185,8 @@ TEST_CASE("Reshape with 0 (copy) and -1 (infer) from an i64 constant or the shap
   const std::string x = "{name: x, shape: [2, 3, 4]}";
   auto with_shape = [&](const std::string& values, int n) {
     return infer(x, "op: Reshape, inputs: [x, s]",
-                 "{name: s, shape: [" + std::to_string(n) + "], dtype: i64, value: [" + values + "]}").shape;
+                 "{name: s, shape: [" + std::to_string(n) + "], dtype: i64, value: [" + values + "]}")
+        .shape;
   };
   CHECK(with_shape("0, -1", 2) == Shape{2, 12});
   CHECK(with_shape("4, 0, -1", 3) == Shape{4, 3, 2});  // 0 copies x[1] = 3; -1 = 24 / 12
@@ -202,7 +223,8 @@ TEST_CASE("Concat along a negative axis; canonicalised axis; mismatch outside th
   CHECK(r.shape == Shape{2, 9, 4});
   CHECK(r.node.attr_i("axis") == 1);
   CHECK(infer("{name: a, shape: [2, 3]}", "op: Concat, inputs: [a, a], attrs: {axis: -1}").shape == Shape{2, 6});
-  expect_load_error(one_node("{name: a, shape: [2, 3, 4]}, {name: b, shape: [2, 5, 3]}", "op: Concat, inputs: [a, b], attrs: {axis: 1}"),
+  expect_load_error(one_node("{name: a, shape: [2, 3, 4]}, {name: b, shape: [2, 5, 3]}",
+                             "op: Concat, inputs: [a, b], attrs: {axis: 1}"),
                     {"node 'n' (Concat): input 1 shape [2, 5, 3] does not match [2, 3, 4] outside axis 1"});
   expect_load_error(one_node("{name: a, shape: [2, 3]}", "op: Concat, inputs: [a, a], attrs: {axis: 2}"),
                     {"axis out of range for [2, 3]"});
@@ -213,10 +235,12 @@ TEST_CASE("Concat along a negative axis; canonicalised axis; mismatch outside th
 TEST_CASE("Gemm with transA / transB and broadcast C") {
   const std::string a = "{name: a, shape: [3, 2]}";
   // transA: A' = A^T [2, 3]; transB: B [5, 3] -> B' [3, 5]: Y [2, 5].
-  CHECK(infer(a, "op: Gemm, inputs: [a, b], attrs: {transA: 1, transB: 1}", "{name: b, shape: [5, 3]}").shape == Shape{2, 5});
-  CHECK(infer(a, "op: Gemm, inputs: [a, b, c], attrs: {transA: 1}", "{name: b, shape: [3, 7]}, {name: c, shape: [7]}").shape ==
-        Shape{2, 7});
-  CHECK(infer(a, "op: Gemm, inputs: [a, b, c]", "{name: b, shape: [2, 4]}, {name: c, shape: [3, 1]}").shape == Shape{3, 4});
+  CHECK(infer(a, "op: Gemm, inputs: [a, b], attrs: {transA: 1, transB: 1}", "{name: b, shape: [5, 3]}").shape ==
+        Shape{2, 5});
+  CHECK(infer(a, "op: Gemm, inputs: [a, b, c], attrs: {transA: 1}", "{name: b, shape: [3, 7]}, {name: c, shape: [7]}")
+            .shape == Shape{2, 7});
+  CHECK(infer(a, "op: Gemm, inputs: [a, b, c]", "{name: b, shape: [2, 4]}, {name: c, shape: [3, 1]}").shape ==
+        Shape{3, 4});
   CHECK(infer(a, "op: Gemm, inputs: [a, b, c]", "{name: b, shape: [2, 4]}, {name: c, shape: []}").shape == Shape{3, 4});
   expect_load_error(one_node(a, "op: Gemm, inputs: [a, b, c]", "{name: b, shape: [2, 4]}, {name: c, shape: [1, 3, 4]}"),
                     {"C shape [1, 3, 4] does not broadcast to [3, 4]"});
@@ -228,9 +252,9 @@ TEST_CASE("MatMul: 1-D operands and batch broadcasting") {
   auto mm = [](const std::string& a, const std::string& b) {
     return infer("{name: a, shape: " + a + "}, {name: b, shape: " + b + "}", "op: MatMul, inputs: [a, b]").shape;
   };
-  CHECK(mm("[3]", "[3, 4]") == Shape{4});        // [1, 3] @ [3, 4] with the 1 removed
-  CHECK(mm("[2, 3]", "[3]") == Shape{2});        // [2, 3] @ [3, 1] with the 1 removed
-  CHECK(mm("[3]", "[3]") == Shape{});            // dot product: a scalar
+  CHECK(mm("[3]", "[3, 4]") == Shape{4});  // [1, 3] @ [3, 4] with the 1 removed
+  CHECK(mm("[2, 3]", "[3]") == Shape{2});  // [2, 3] @ [3, 1] with the 1 removed
+  CHECK(mm("[3]", "[3]") == Shape{});      // dot product: a scalar
   CHECK(mm("[2, 3]", "[3, 4]") == Shape{2, 4});
   CHECK(mm("[2, 1, 3, 4]", "[5, 4, 6]") == Shape{2, 5, 3, 6});
   CHECK(mm("[3]", "[7, 3, 2]") == Shape{7, 2});
@@ -238,7 +262,8 @@ TEST_CASE("MatMul: 1-D operands and batch broadcasting") {
 }
 
 TEST_CASE("elementwise and broadcast ops: output shapes") {
-  CHECK(infer("{name: a, shape: [2, 1, 4]}, {name: b, shape: [3, 1]}", "op: Add, inputs: [a, b]").shape == Shape{2, 3, 4});
+  CHECK(infer("{name: a, shape: [2, 1, 4]}, {name: b, shape: [3, 1]}", "op: Add, inputs: [a, b]").shape ==
+        Shape{2, 3, 4});
   CHECK(infer("{name: a, shape: [5]}, {name: b, shape: []}", "op: Div, inputs: [a, b]").shape == Shape{5});
   CHECK(infer("{name: a, shape: [1, 3, 1, 1]}, {name: b, shape: [2, 3, 4, 4]}", "op: Sub, inputs: [a, b]").shape ==
         Shape{2, 3, 4, 4});
@@ -250,11 +275,13 @@ TEST_CASE("elementwise and broadcast ops: output shapes") {
   auto bn = infer("{name: x, shape: [2, 3, 4, 4]}", "op: BatchNormalization, inputs: [x, s, b, m, v]",
                   "{name: s, shape: [3]}, {name: b, shape: [3]}, {name: m, shape: [3]}, {name: v, shape: [3]}");
   CHECK(bn.shape == Shape{2, 3, 4, 4});
-  expect_load_error(one_node("{name: x, shape: [2, 3, 4, 4]}", "op: BatchNormalization, inputs: [x, s, b, m, v]",
-                             "{name: s, shape: [3]}, {name: b, shape: [3]}, {name: m, shape: [4]}, {name: v, shape: [3]}"),
-                    {"node 'n' (BatchNormalization): input 3 ('m') expected shape [3], got [4]"});
-  expect_load_error(one_node("{name: x, shape: [4]}", "op: Clip, inputs: [x, lo]", "{name: lo, shape: [2], value: [0, 1]}"),
-                    {"node 'n' (Clip): input 1 (min/max) must be a scalar constant"});
+  expect_load_error(
+      one_node("{name: x, shape: [2, 3, 4, 4]}", "op: BatchNormalization, inputs: [x, s, b, m, v]",
+               "{name: s, shape: [3]}, {name: b, shape: [3]}, {name: m, shape: [4]}, {name: v, shape: [3]}"),
+      {"node 'n' (BatchNormalization): input 3 ('m') expected shape [3], got [4]"});
+  expect_load_error(
+      one_node("{name: x, shape: [4]}", "op: Clip, inputs: [x, lo]", "{name: lo, shape: [2], value: [0, 1]}"),
+      {"node 'n' (Clip): input 1 (min/max) must be a scalar constant"});
   expect_load_error(one_node("{name: x, shape: [4]}, {name: lo, shape: [1]}", "op: Clip, inputs: [x, lo]"),
                     {"input 1 (min/max) must be a scalar constant"});
   expect_load_error(one_node("{name: a, shape: [2, 5]}", "op: Softmax, inputs: [a], attrs: {axis: 2}"),

@@ -119,7 +119,8 @@ TEST_CASE("verify_graph: each invariant broken once") {
     std::swap(b.g.nodes[0], b.g.nodes[1]);
     Status st = verify_graph(b.g);
     REQUIRE_FALSE(st.ok());
-    CHECK(st.message() == "b.yaml:2:3: node 'b' reads 'a', which is not a graph input, an initializer, or produced by an earlier node");
+    CHECK(st.message() ==
+          "b.yaml:2:3: node 'b' reads 'a', which is not a graph input, an initializer, or produced by an earlier node");
   }
   {  // Arity outside the op table's range.
     Builder b = sorted_chain();

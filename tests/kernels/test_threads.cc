@@ -2,8 +2,8 @@
 // different path per team size (grouped conv, batched matmul, im2col) agree across settings.
 #include <doctest/doctest.h>
 
-#include <cstdlib>
 #include <omp.h>
+#include <cstdlib>
 
 #include <vector>
 
@@ -56,7 +56,8 @@ TEST_CASE("threads: ThreadScope nests, restores the previous count, and 0 means 
     }
     CHECK(cpu::num_threads() == 1);
     cpu::ThreadScope all(0);
-    CHECK(cpu::num_threads() == (std::getenv("OMP_NUM_THREADS") ? std::atoi(std::getenv("OMP_NUM_THREADS")) : omp_get_num_procs()));
+    CHECK(cpu::num_threads() ==
+          (std::getenv("OMP_NUM_THREADS") ? std::atoi(std::getenv("OMP_NUM_THREADS")) : omp_get_num_procs()));
   }
   CHECK(omp_get_max_threads() == 5);
   CHECK(cpu::num_threads() == 5);

@@ -38,7 +38,8 @@ TEST_CASE("minilm_l6: a token id outside the vocabulary is an error naming the n
   ids.i64()[3] = 30522;  // vocab size is 30522: ids are 0..30521
   auto out = s->run({{"input_ids", ids}, {"attention_mask", i64_filled({1, 256}, 1)}});
   REQUIRE_FALSE(out.ok());
-  CHECK(out.status().message().find("index 30522 at position 3 of 'input_ids' is out of range [0, 30522)") != std::string::npos);
+  CHECK(out.status().message().find("index 30522 at position 3 of 'input_ids' is out of range [0, 30522)") !=
+        std::string::npos);
   CHECK(out.status().message().find("embeddings.word") != std::string::npos);
   ids.i64()[3] = -30523;
   CHECK_FALSE(s->run({{"input_ids", ids}, {"attention_mask", i64_filled({1, 256}, 1)}}).ok());

@@ -9,10 +9,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "runtime/session.h"
-#include "runtime/tokenizer.h"
 #include "graph/base/tensor.h"
 #include "runtime/npy.h"
+#include "runtime/session.h"
+#include "runtime/tokenizer.h"
 
 using namespace fusert;
 
@@ -125,7 +125,8 @@ TEST_CASE("minilm_l6 (real weights): sentence embeddings match sentence-transfor
     const std::string text = doc["texts"][static_cast<size_t>(k)]["text"].get<std::string>().substr(0, 80);
     CAPTURE(k);
     CAPTURE(text);  // first 80 bytes
-    auto enc = tok->encode(doc["texts"][static_cast<size_t>(k)]["text"].get<std::string>(), s->model().tokenizer_max_length);
+    auto enc =
+        tok->encode(doc["texts"][static_cast<size_t>(k)]["text"].get<std::string>(), s->model().tokenizer_max_length);
     REQUIRE(enc.ok());
     std::vector<int64_t> padded(static_cast<size_t>(seq), 0);
     std::copy(enc->ids.begin(), enc->ids.end(), padded.begin());
@@ -147,5 +148,5 @@ TEST_CASE("minilm_l6 (real weights): sentence embeddings match sentence-transfor
     CHECK(abs_diff <= 1e-4);
   }
   MESSAGE("minilm_l6 over " << n << " texts: worst 1 - cosine = " << 1.0 - worst_cos
-          << ", worst max abs diff = " << worst_abs);
+                            << ", worst max abs diff = " << worst_abs);
 }

@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/image.h"
-#include "runtime/session.h"
 #include "runtime/npy.h"
+#include "runtime/session.h"
 
 using namespace fusert;
 
@@ -19,7 +19,8 @@ const std::string kRoot = FUSERT_SOURCE_DIR;
 std::vector<int64_t> top5(const Tensor& t) {
   std::vector<int64_t> idx(static_cast<size_t>(t.numel()));
   for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int64_t>(i);
-  std::partial_sort(idx.begin(), idx.begin() + 5, idx.end(), [&](int64_t a, int64_t b) { return t.f32()[a] > t.f32()[b]; });
+  std::partial_sort(idx.begin(), idx.begin() + 5, idx.end(),
+                    [&](int64_t a, int64_t b) { return t.f32()[a] > t.f32()[b]; });
   idx.resize(5);
   return idx;
 }
@@ -76,7 +77,8 @@ TEST_CASE("mobilenet_v2 (seeded weights) matches torchvision") { check_golden("m
 // blocks, the pattern whose fused output was once wrong. Every fusion mode against PyTorch.
 TEST_CASE("mobilenet_v3_small (seeded weights) matches torchvision in every fusion mode") {
   const int64_t unfused = check_golden("mobilenet_v3_small", "seeded", true, "", "none");
-  for (const char* mode : {"vertical", "horizontal", "cross", "compound", "all"}) check_golden("mobilenet_v3_small", "seeded", true, "", mode);
+  for (const char* mode : {"vertical", "horizontal", "cross", "compound", "all"})
+    check_golden("mobilenet_v3_small", "seeded", true, "", mode);
   const int64_t fused = check_golden("mobilenet_v3_small", "seeded", true, "", "all", true);
   MESSAGE("mobilenet_v3_small: " << unfused << " kernels unfused, " << fused << " fused");
   CHECK(fused < unfused);

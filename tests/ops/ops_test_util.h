@@ -74,7 +74,8 @@ class ModelBuilder {
     return *this;
   }
   ModelBuilder& constant_i64(const std::string& name, const std::vector<int64_t>& v) {
-    inits_ += "  - {name: " + name + ", shape: [" + std::to_string(v.size()) + "], dtype: i64, value: " + yaml_list(v) + "}\n";
+    inits_ += "  - {name: " + name + ", shape: [" + std::to_string(v.size()) + "], dtype: i64, value: " + yaml_list(v) +
+              "}\n";
     return *this;
   }
   /// `ins` are input value names ("" for an omitted one); `out` is the output name (or several,
@@ -83,8 +84,8 @@ class ModelBuilder {
                      const std::string& attrs = "") {
     std::string list;
     for (size_t i = 0; i < ins.size(); ++i) list += (i ? ", " : "") + std::string("\"") + ins[i] + "\"";
-    nodes_ += "  - {name: n" + std::to_string(count_++) + ", op: " + op + ", inputs: [" + list + "], outputs: [" + out + "]" +
-              (attrs.empty() ? "" : ", attrs: {" + attrs + "}") + "}\n";
+    nodes_ += "  - {name: n" + std::to_string(count_++) + ", op: " + op + ", inputs: [" + list + "], outputs: [" + out +
+              "]" + (attrs.empty() ? "" : ", attrs: {" + attrs + "}") + "}\n";
     return *this;
   }
   ModelBuilder& output(const std::string& name) {

@@ -98,12 +98,12 @@ TEST_CASE("Add / Sub / Mul / Div odd broadcast shapes against a naive loop") {
     Shape a, b;
   };
   const Case cases[] = {
-      {{3, 1, 13}, {1, 127, 1}},   // both sides broadcast, rank 3
-      {{13}, {127, 13}},           // lower rank on the left
-      {{2, 3, 1, 5}, {3, 7, 1}},   // rank 4 vs rank 3
-      {{127}, {127}},              // same shape, odd length
-      {{1}, {3, 1, 1}},            // a size-1 tensor against a column
-      {{1, 1, 1}, {1}},            // all ones
+      {{3, 1, 13}, {1, 127, 1}},  // both sides broadcast, rank 3
+      {{13}, {127, 13}},          // lower rank on the left
+      {{2, 3, 1, 5}, {3, 7, 1}},  // rank 4 vs rank 3
+      {{127}, {127}},             // same shape, odd length
+      {{1}, {3, 1, 1}},           // a size-1 tensor against a column
+      {{1, 1, 1}, {1}},           // all ones
   };
   uint32_t seed = 100;
   for (const char* op : {"Add", "Sub", "Mul", "Div"}) {

@@ -64,8 +64,9 @@ void run_against_naive(const ConvCase& k, uint32_t seed) {
     ins.push_back("b");
   }
   mb.node("Conv", ins, "y",
-          "strides: " + yaml_list(std::vector<int64_t>{k.sh, k.sw}) + ", dilations: " + yaml_list(std::vector<int64_t>{k.dh, k.dw}) +
-              ", pads: " + yaml_list(std::vector<int64_t>{k.pt, k.pl, k.pb, k.pr}) + ", group: " + std::to_string(k.group));
+          "strides: " + yaml_list(std::vector<int64_t>{k.sh, k.sw}) +
+              ", dilations: " + yaml_list(std::vector<int64_t>{k.dh, k.dw}) + ", pads: " +
+              yaml_list(std::vector<int64_t>{k.pt, k.pl, k.pb, k.pr}) + ", group: " + std::to_string(k.group));
   Tensor y = run1(mb, Tensor::f32(xs, x));
   expect_close(y, {k.n, k.m, oh, ow}, naive_conv(k, x, w, b, oh, ow));
 }
@@ -120,7 +121,8 @@ TEST_CASE("Conv depthwise (group = C = M) with padding, by hand") {
   m.node("Conv", {"x", "w", "b"}, "y", "group: 3, pads: [1, 1, 1, 1]").output("y");
   std::vector<float> x = iota(12), want;
   for (int c = 0; c < 3; ++c)
-    for (int i = 0; i < 4; ++i) want.push_back(static_cast<float>(c + 1) * x[static_cast<size_t>(c * 4 + i)] + static_cast<float>(c));
+    for (int i = 0; i < 4; ++i)
+      want.push_back(static_cast<float>(c + 1) * x[static_cast<size_t>(c * 4 + i)] + static_cast<float>(c));
   expect_values(run1(m, Tensor::f32({1, 3, 2, 2}, x)), {1, 3, 2, 2}, want, 0);
 }
 

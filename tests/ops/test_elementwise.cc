@@ -66,7 +66,8 @@ TEST_CASE("BatchNormalization on [N, C] and odd sizes against a naive loop") {
     std::vector<double> ref(static_cast<size_t>(x.numel()));
     for (int64_t i = 0; i < x.numel(); ++i) {
       size_t ch = static_cast<size_t>((i / spatial) % c);
-      ref[static_cast<size_t>(i)] = sc[ch] * (x.f32()[i] - static_cast<double>(mu[ch])) / std::sqrt(var[ch] + 0.001) + bi[ch];
+      ref[static_cast<size_t>(i)] =
+          sc[ch] * (x.f32()[i] - static_cast<double>(mu[ch])) / std::sqrt(var[ch] + 0.001) + bi[ch];
     }
     INFO("shape size " << numel(s));
     expect_close(run1(m, x), s, ref);
@@ -74,7 +75,8 @@ TEST_CASE("BatchNormalization on [N, C] and odd sizes against a naive loop") {
 }
 
 TEST_CASE("Relu, by hand and odd sizes") {
-  expect_values(run1(unary("Relu", {6}), Tensor::f32({6}, {-2, -0.5f, 0, 0.5f, 3, -kInf})), {6}, {0, 0, 0, 0.5f, 3, 0}, 0);
+  expect_values(run1(unary("Relu", {6}), Tensor::f32({6}, {-2, -0.5f, 0, 0.5f, 3, -kInf})), {6}, {0, 0, 0, 0.5f, 3, 0},
+                0);
   expect_values(run1(unary("Relu", {2}), Tensor::f32({2}, {kInf, 1e-30f})), {2}, {kInf, 1e-30f}, 0);
   odd_size_unary("Relu", "", [](double v) { return v > 0 ? v : 0.0; });
 }
@@ -83,12 +85,17 @@ TEST_CASE("Clip with attributes: exact bounds, inside values untouched, NaN prop
   Tensor x = Tensor::f32({8}, {-3, -1, -0.999f, 0, 2, 2.0001f, 5, kNaN});
   expect_values(run1(unary("Clip", {8}, "min: -1, max: 2"), x), {8}, {-1, -1, -0.999f, 0, 2, 2, 2, kNaN}, 0);
   // Only max given: min keeps its default, the lowest float, so -1e30 passes unchanged.
-  expect_values(run1(unary("Clip", {3}, "max: 0.5"), Tensor::f32({3}, {-1e30f, 0.25f, 7})), {3}, {-1e30f, 0.25f, 0.5f}, 0);
+  expect_values(run1(unary("Clip", {3}, "max: 0.5"), Tensor::f32({3}, {-1e30f, 0.25f, 7})), {3}, {-1e30f, 0.25f, 0.5f},
+                0);
 }
 
 TEST_CASE("Clip with opset-17 constant min/max inputs (ReLU6), and with one of them omitted") {
   ModelBuilder relu6;
-  relu6.input("x", {7}).constant("lo", {}, {0}).constant("hi", {}, {6}).node("Clip", {"x", "lo", "hi"}, "y").output("y");
+  relu6.input("x", {7})
+      .constant("lo", {}, {0})
+      .constant("hi", {}, {6})
+      .node("Clip", {"x", "lo", "hi"}, "y")
+      .output("y");
   Tensor x = Tensor::f32({7}, {-1, 0, 0.5f, 5.999f, 6, 6.5f, 100});
   expect_values(run1(relu6, x), {7}, {0, 0, 0.5f, 5.999f, 6, 6, 6}, 0);
 
@@ -120,7 +127,8 @@ TEST_CASE("Sigmoid, by hand and odd sizes") {
 
 TEST_CASE("HardSigmoid with default and explicit alpha/beta") {
   // Defaults alpha 0.2, beta 0.5: max(0, min(1, 0.2 x + 0.5)).
-  expect_values(run1(unary("HardSigmoid", {6}), Tensor::f32({6}, {-3, -2.5f, 0, 1, 2.5f, 3})), {6}, {0, 0, 0.5f, 0.7f, 1, 1});
+  expect_values(run1(unary("HardSigmoid", {6}), Tensor::f32({6}, {-3, -2.5f, 0, 1, 2.5f, 3})), {6},
+                {0, 0, 0.5f, 0.7f, 1, 1});
   expect_values(run1(unary("HardSigmoid", {4}, "alpha: 0.5, beta: 0.25"), Tensor::f32({4}, {-1, 0, 1, 2})), {4},
                 {0, 0.25f, 0.75f, 1});
   odd_size_unary("HardSigmoid", "alpha: 0.125, beta: 0.375",

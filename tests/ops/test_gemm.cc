@@ -154,10 +154,7 @@ TEST_CASE("MatMul odd batch-broadcast shapes against a naive loop") {
   };
   const Case cases[] = {
       {{3, 1, 13, 7}, {5, 7, 3}},  // batch [3, 1] x [5] -> [3, 5]
-      {{127}, {127, 13}},
-      {{13, 127}, {127}},
-      {{1, 1, 1}, {1, 1}},
-      {{2, 13, 1}, {2, 1, 127}},    // outer products
+      {{127}, {127, 13}},         {{13, 127}, {127}}, {{1, 1, 1}, {1, 1}}, {{2, 13, 1}, {2, 1, 127}},  // outer products
       {{4, 3, 13}, {1, 13, 3}},
   };
   uint32_t seed = 900;
@@ -187,7 +184,8 @@ TEST_CASE("MatMul odd batch-broadcast shapes against a naive loop") {
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) {
           double acc = 0;
-          for (int64_t p = 0; p < k; ++p) acc += static_cast<double>(a.f32()[(ia * m + i) * k + p]) * b.f32()[(ib * k + p) * n + j];
+          for (int64_t p = 0; p < k; ++p)
+            acc += static_cast<double>(a.f32()[(ia * m + i) * k + p]) * b.f32()[(ib * k + p) * n + j];
           ref.push_back(acc);
         }
     }

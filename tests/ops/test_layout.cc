@@ -90,8 +90,8 @@ TEST_CASE("Transpose odd sizes and ranks against a naive loop") {
   const Case cases[] = {
       {{3, 13, 5}, {2, 0, 1}},
       {{1, 127, 3}, {2, 1, 0}},
-      {{2, 3, 5, 7}, {0, 2, 3, 1}},   // NCHW -> NHWC
-      {{2, 7, 3, 5}, {0, 3, 1, 2}},   // NHWC -> NCHW
+      {{2, 3, 5, 7}, {0, 2, 3, 1}},  // NCHW -> NHWC
+      {{2, 7, 3, 5}, {0, 3, 1, 2}},  // NHWC -> NCHW
       {{13}, {0}},
       {{2, 1, 3, 1, 5}, {4, 3, 2, 1, 0}},
   };
@@ -110,7 +110,8 @@ TEST_CASE("Transpose odd sizes and ranks against a naive loop") {
 TEST_CASE("Concat along a middle axis, a negative axis, and axis 0, by hand") {
   ModelBuilder m;
   m.input("a", {2, 1, 2}).input("b", {2, 2, 2}).node("Concat", {"a", "b"}, "y", "axis: -2").output("y");
-  TensorMap out = run_model(m, {{"a", Tensor::f32({2, 1, 2}, {0, 1, 2, 3})}, {"b", Tensor::f32({2, 2, 2}, {10, 11, 12, 13, 14, 15, 16, 17})}});
+  TensorMap out = run_model(m, {{"a", Tensor::f32({2, 1, 2}, {0, 1, 2, 3})},
+                                {"b", Tensor::f32({2, 2, 2}, {10, 11, 12, 13, 14, 15, 16, 17})}});
   expect_values(out.at("y"), {2, 3, 2}, {0, 1, 10, 11, 12, 13, 2, 3, 14, 15, 16, 17}, 0);
   ModelBuilder z;
   z.input("a", {1, 2}).constant("c", {2, 2}, {5, 6, 7, 8}).node("Concat", {"c", "a", "c"}, "y", "axis: 0").output("y");

@@ -64,8 +64,10 @@ std::vector<double> naive_pool(const PoolCase& k, const std::vector<float>& x, b
 }
 
 std::string pool_attrs(const PoolCase& k) {
-  return "kernel_shape: " + yaml_list(std::vector<int64_t>{k.kh, k.kw}) + ", strides: " + yaml_list(std::vector<int64_t>{k.sh, k.sw}) +
-         ", pads: " + yaml_list(std::vector<int64_t>{k.pt, k.pl, k.pb, k.pr}) + ", ceil_mode: " + (k.ceil_mode ? "1" : "0");
+  return "kernel_shape: " + yaml_list(std::vector<int64_t>{k.kh, k.kw}) +
+         ", strides: " + yaml_list(std::vector<int64_t>{k.sh, k.sw}) +
+         ", pads: " + yaml_list(std::vector<int64_t>{k.pt, k.pl, k.pb, k.pr}) +
+         ", ceil_mode: " + (k.ceil_mode ? "1" : "0");
 }
 
 }  // namespace
@@ -117,9 +119,8 @@ TEST_CASE("AveragePool ceil_mode: the partial window divides by its real size") 
 TEST_CASE("MaxPool / AveragePool odd sizes against a naive loop") {
   const PoolCase cases[] = {
       // n c  h    w   kh kw sh sw pt pl pb pr ceil
-      {1, 3, 13, 13, 3, 3, 2, 2, 1, 1, 1, 1, false},
-      {1, 3, 13, 13, 3, 3, 2, 2, 1, 1, 1, 1, true},
-      {2, 13, 7, 9, 2, 3, 2, 1, 0, 1, 1, 0, true},   // asymmetric pads, non-square
+      {1, 3, 13, 13, 3, 3, 2, 2, 1, 1, 1, 1, false}, {1, 3, 13, 13, 3, 3, 2, 2, 1, 1, 1, 1, true},
+      {2, 13, 7, 9, 2, 3, 2, 1, 0, 1, 1, 0, true},    // asymmetric pads, non-square
       {1, 1, 1, 127, 1, 3, 1, 2, 0, 1, 0, 1, false},  // a 127-wide row
       {1, 2, 5, 5, 5, 5, 1, 1, 0, 0, 0, 0, false},    // window = image
       {1, 1, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, false},    // identity window
@@ -127,14 +128,16 @@ TEST_CASE("MaxPool / AveragePool odd sizes against a naive loop") {
   };
   uint32_t seed = 300;
   for (const PoolCase& k : cases) {
-    const int64_t oh = out_size(k.h, k.kh, k.sh, k.pt, k.pb, k.ceil_mode), ow = out_size(k.w, k.kw, k.sw, k.pl, k.pr, k.ceil_mode);
+    const int64_t oh = out_size(k.h, k.kh, k.sh, k.pt, k.pb, k.ceil_mode),
+                  ow = out_size(k.w, k.kw, k.sw, k.pl, k.pr, k.ceil_mode);
     const Shape xs{k.n, k.c, k.h, k.w}, ys{k.n, k.c, oh, ow};
     Tensor x = random_tensor(xs, seed++, -3.f, 3.f);
     std::vector<float> xv = values(x);
     INFO("h " << k.h << " w " << k.w << " k " << k.kh << "x" << k.kw << " ceil " << k.ceil_mode);
     expect_close(pool("MaxPool", x, pool_attrs(k)), ys, naive_pool(k, xv, true, false, oh, ow));
     expect_close(pool("AveragePool", x, pool_attrs(k)), ys, naive_pool(k, xv, false, false, oh, ow));
-    expect_close(pool("AveragePool", x, pool_attrs(k) + ", count_include_pad: 1"), ys, naive_pool(k, xv, false, true, oh, ow));
+    expect_close(pool("AveragePool", x, pool_attrs(k) + ", count_include_pad: 1"), ys,
+                 naive_pool(k, xv, false, true, oh, ow));
   }
 }
 

@@ -25,12 +25,14 @@ int index_of(const Graph& g, const std::string& name) {
 
 // a splits into b and c, joined by d; e follows. `extra` adds nodes, `outputs` the outputs.
 std::string diamond(const std::string& extra = "", const std::string& outputs = "[e]") {
-  return "fusert: 1\nname: t\ninputs: [{name: x, shape: [4]}]\noutputs: " + outputs + "\nnodes:\n"
+  return "fusert: 1\nname: t\ninputs: [{name: x, shape: [4]}]\noutputs: " + outputs +
+         "\nnodes:\n"
          "  - {name: a, op: Relu, inputs: [x], outputs: [a]}\n"
          "  - {name: b, op: Sigmoid, inputs: [a], outputs: [b]}\n"
          "  - {name: c, op: Tanh, inputs: [a], outputs: [c]}\n"
          "  - {name: d, op: Add, inputs: [b, c], outputs: [d]}\n"
-         "  - {name: e, op: Relu, inputs: [d], outputs: [e]}\n" + extra;
+         "  - {name: e, op: Relu, inputs: [d], outputs: [e]}\n" +
+         extra;
 }
 
 // ResNet basic block with a projection shortcut (conv0 -> relu0 = r0, then):
@@ -81,7 +83,8 @@ Graph random_dag(int n, unsigned seed) {
     g.nodes.push_back(node);
     avail.push_back(out);
   }
-  for (int i = n - 1; i >= 0; i -= 1 + static_cast<int>(rng() % (n / 3 + 1))) g.outputs.push_back(g.nodes[static_cast<size_t>(i)].outputs[0]);
+  for (int i = n - 1; i >= 0; i -= 1 + static_cast<int>(rng() % (n / 3 + 1)))
+    g.outputs.push_back(g.nodes[static_cast<size_t>(i)].outputs[0]);
   g.rebuild_links();
   return g;
 }
@@ -140,7 +143,8 @@ TEST_CASE("UseDef: uses per slot, single use, distinct successors and predecesso
 TEST_CASE("post-dominators: a diamond joins at its Add") {
   Graph g = load_graph(diamond());
   PostDominatorTree pd(g);
-  const int a = index_of(g, "a"), b = index_of(g, "b"), c = index_of(g, "c"), d = index_of(g, "d"), e = index_of(g, "e");
+  const int a = index_of(g, "a"), b = index_of(g, "b"), c = index_of(g, "c"), d = index_of(g, "d"),
+            e = index_of(g, "e");
   CHECK(pd.ipdom(a) == d);
   CHECK(pd.ipdom(b) == d);
   CHECK(pd.ipdom(c) == d);
@@ -218,12 +222,14 @@ TEST_CASE("analysis against brute force on random DAGs (crossing the 64-bit word
         }
       }
       for (int b = 0; b < n; ++b) {
-        if (r.reaches(a, b) != seen[static_cast<size_t>(b)]) FAIL("seed " << seed << " reaches(" << a << ", " << b << ")");
+        if (r.reaches(a, b) != seen[static_cast<size_t>(b)])
+          FAIL("seed " << seed << " reaches(" << a << ", " << b << ")");
       }
       // ipdom: p post-dominates a (blocking p cuts a from the exit), and every other
       // post-dominator of a also post-dominates p.
       int p = pd.ipdom(a);
-      if (p != PostDominatorTree::kExit && reaches_exit_avoiding(s, a, p)) FAIL("seed " << seed << " ipdom(" << a << ") = " << p);
+      if (p != PostDominatorTree::kExit && reaches_exit_avoiding(s, a, p))
+        FAIL("seed " << seed << " ipdom(" << a << ") = " << p);
       for (int q = a + 1; q < n; ++q) {
         bool q_pdoms_a = !reaches_exit_avoiding(s, a, q);
         if (q_pdoms_a != pd.post_dominates(q, a)) FAIL("seed " << seed << " post_dominates(" << q << ", " << a << ")");

@@ -24,8 +24,10 @@ initializers:
   - {name: bn.bias, shape: [2], value: [0.1, -0.2]}
   - {name: bn.mean, shape: [2], value: [0.5, -1.0]}
   - {name: bn.var, shape: [2], value: [0.25, 4.0]}
-)" + extra_inits + R"(nodes:
-  - {name: conv, op: Conv, inputs: [)" + conv_inputs + R"(], outputs: [t]}
+)" + extra_inits +
+         R"(nodes:
+  - {name: conv, op: Conv, inputs: [)" +
+         conv_inputs + R"(], outputs: [t]}
   - {name: bn, op: BatchNormalization, inputs: [t, bn.scale, bn.bias, bn.mean, bn.var], outputs: [y], attrs: {epsilon: 0.001}}
 )";
 }
@@ -36,11 +38,15 @@ std::string conv_bn(const std::string& wshape, const std::string& attrs, int64_t
   std::string c = std::to_string(cout);
   std::string s = std::string(kHead) + "inputs: [{name: x, shape: [1, " + std::to_string(cin) + ", 6, 5]}]\n" +
                   "outputs: [y]\ninitializers:\n  - {name: w, shape: " + wshape + "}\n" +
-                  "  - {name: bn.scale, shape: [" + c + "], init: bn_scale}\n  - {name: bn.bias, shape: [" + c + "]}\n" +
-                  "  - {name: bn.mean, shape: [" + c + "]}\n  - {name: bn.var, shape: [" + c + "], init: bn_var}\n";
+                  "  - {name: bn.scale, shape: [" + c + "], init: bn_scale}\n  - {name: bn.bias, shape: [" + c +
+                  "]}\n" + "  - {name: bn.mean, shape: [" + c + "]}\n  - {name: bn.var, shape: [" + c +
+                  "], init: bn_var}\n";
   if (bias) s += "  - {name: b, shape: [" + c + "]}\n";
-  s += "nodes:\n  - {name: conv, op: Conv, inputs: [x, w" + std::string(bias ? ", b" : "") + "], outputs: [t], attrs: " + attrs + "}\n";
-  s += "  - {name: bn, op: BatchNormalization, inputs: [t, bn.scale, bn.bias, bn.mean, bn.var], outputs: [y], attrs: {epsilon: " + eps + "}}\n";
+  s += "nodes:\n  - {name: conv, op: Conv, inputs: [x, w" + std::string(bias ? ", b" : "") +
+       "], outputs: [t], attrs: " + attrs + "}\n";
+  s += "  - {name: bn, op: BatchNormalization, inputs: [t, bn.scale, bn.bias, bn.mean, bn.var], outputs: [y], attrs: "
+       "{epsilon: " +
+       eps + "}}\n";
   return s;
 }
 
@@ -106,7 +112,7 @@ TEST_CASE("bn_folding: conv without bias, epsilon 1e-3, against hand-computed nu
   const Node& conv = g.nodes[0];
   CHECK(conv.name == "conv");
   CHECK(g.value(conv.outputs[0]).name == "y");  // the BN's output keeps its name
-  REQUIRE(conv.inputs.size() == 3);              // a bias input was added
+  REQUIRE(conv.inputs.size() == 3);             // a bias input was added
   const Value& w2 = g.value(conv.inputs[1]);
   const Value& b2 = g.value(conv.inputs[2]);
   CHECK(w2.name == "conv.weight_bn_folded");
@@ -145,8 +151,9 @@ TEST_CASE("bn_folding: seeded conv 3x3 with and without bias, end to end") {
 
 TEST_CASE("bn_folding: grouped and depthwise conv") {
   // Depthwise: group = C = M = 6, weight [6, 1, 3, 3]; grouped: 4 -> 6 channels in 2 groups.
-  for (auto [w, attrs, cin] : {std::tuple<const char*, const char*, int>{"[6, 1, 3, 3]", "{group: 6, strides: [2, 2]}", 6},
-                               {"[6, 2, 3, 3]", "{group: 2}", 4}}) {
+  for (auto [w, attrs, cin] :
+       {std::tuple<const char*, const char*, int>{"[6, 1, 3, 3]", "{group: 6, strides: [2, 2]}", 6},
+        {"[6, 2, 3, 3]", "{group: 2}", 4}}) {
     INFO(attrs);
     std::string yaml = conv_bn(w, attrs, cin, 6, true, "0.01");
     Graph before = load_graph(yaml);
@@ -159,15 +166,16 @@ TEST_CASE("bn_folding: Gemm with transB 0 and 1, with and without C, non-default
   for (int tb : {0, 1}) {
     for (const char* c : {"", ", c", ", cm"}) {
       INFO("transB " << tb << " C '" << c << "'");
-      std::string yaml = std::string(kHead) + "inputs: [{name: x, shape: [3, 5]}]\noutputs: [y]\ninitializers:\n" +
-                         "  - {name: w, shape: " + (tb ? "[4, 5]" : "[5, 4]") + "}\n  - {name: c, shape: [4]}\n" +
-                         "  - {name: cm, shape: [3, 1]}\n" +
-                         "  - {name: bn.scale, shape: [4], init: bn_scale}\n  - {name: bn.bias, shape: [4]}\n" +
-                         "  - {name: bn.mean, shape: [4]}\n  - {name: bn.var, shape: [4], init: bn_var}\n" +
-                         "nodes:\n  - {name: fc, op: Gemm, inputs: [x, w" + c + "], outputs: [t], attrs: {transB: " +
-                         std::to_string(tb) + ", alpha: 0.5, beta: 2.0}}\n" +
-                         "  - {name: bn, op: BatchNormalization, inputs: [t, bn.scale, bn.bias, bn.mean, bn.var], outputs: [y], " +
-                         "attrs: {epsilon: 0.001}}\n";
+      std::string yaml =
+          std::string(kHead) + "inputs: [{name: x, shape: [3, 5]}]\noutputs: [y]\ninitializers:\n" +
+          "  - {name: w, shape: " + (tb ? "[4, 5]" : "[5, 4]") + "}\n  - {name: c, shape: [4]}\n" +
+          "  - {name: cm, shape: [3, 1]}\n" +
+          "  - {name: bn.scale, shape: [4], init: bn_scale}\n  - {name: bn.bias, shape: [4]}\n" +
+          "  - {name: bn.mean, shape: [4]}\n  - {name: bn.var, shape: [4], init: bn_var}\n" +
+          "nodes:\n  - {name: fc, op: Gemm, inputs: [x, w" + c +
+          "], outputs: [t], attrs: {transB: " + std::to_string(tb) + ", alpha: 0.5, beta: 2.0}}\n" +
+          "  - {name: bn, op: BatchNormalization, inputs: [t, bn.scale, bn.bias, bn.mean, bn.var], outputs: [y], " +
+          "attrs: {epsilon: 0.001}}\n";
       Graph g = fold_and_compare(yaml);
       const Node* fc = find_node(g, "fc");
       REQUIRE(fc);
@@ -232,7 +240,8 @@ nodes:
 TEST_CASE("bn_folding rejects_multi_use, rejects_graph_output and non-constant weights") {
   const std::string base = conv_bn("[4, 3, 3, 3]", "{pads: [1, 1, 1, 1]}", 3, 4, false);
   SUBCASE("rejects_multi_use: the conv output is also read by a Relu") {
-    std::string yaml = replaced(base, "outputs: [y]", "outputs: [y, r]") + "  - {name: r, op: Relu, inputs: [t], outputs: [r]}\n";
+    std::string yaml =
+        replaced(base, "outputs: [y]", "outputs: [y, r]") + "  - {name: r, op: Relu, inputs: [t], outputs: [r]}\n";
     Graph g = load_graph(yaml);
     CHECK_FALSE(run_pass(make_bn_folding_pass(), g));
     CHECK(count_op(g, OpKind::kBatchNormalization) == 1);
@@ -259,7 +268,8 @@ TEST_CASE("bn_folding rejects_multi_use, rejects_graph_output and non-constant w
   }
   SUBCASE("a BN after a non-anchor op") {
     std::string yaml = replaced(replaced(replaced(base, "op: Conv, inputs: [x, w]", "op: Relu, inputs: [x]"),
-                                         ", attrs: {pads: [1, 1, 1, 1]}", ""), "[1, 3, 6, 5]", "[1, 4, 6, 5]");
+                                         ", attrs: {pads: [1, 1, 1, 1]}", ""),
+                                "[1, 3, 6, 5]", "[1, 4, 6, 5]");
     Graph g = load_graph(yaml);
     CHECK_FALSE(run_pass(make_bn_folding_pass(), g));
   }

@@ -14,7 +14,8 @@ namespace {
 //   f32 k: y = Add(k, x);  i64 k: y = Gather(xs, k);  bool k: y = Where(k, x, x).
 std::string model(const std::string& inits, const std::string& nodes, const std::string& use) {
   return "fusert: 1\nname: t\ninputs: [{name: x, shape: [1]}, {name: xs, shape: [16]}]\noutputs: [y]\n"
-         "initializers:\n" + inits + "nodes:\n" + nodes + "  - " + use + "\n";
+         "initializers:\n" +
+         inits + "nodes:\n" + nodes + "  - " + use + "\n";
 }
 const char* kUseF32 = "{name: use, op: Add, inputs: [k, x], outputs: [y]}";
 const char* kUseI64 = "{name: use, op: Gather, inputs: [xs, k], outputs: [y]}";
@@ -59,11 +60,13 @@ TEST_CASE("constant_folding: a Reshape -> Unsqueeze -> Cast -> Cast chain become
   std::string yaml = model(R"(  - {name: c, shape: [6], value: [1.5, -2.5, 3, 4, 5, 6.9]}
   - {name: shp, shape: [2], dtype: i64, value: [2, 3]}
   - {name: ax, shape: [1], dtype: i64, value: [0]}
-)", R"(  - {name: r, op: Reshape, inputs: [c, shp], outputs: [c2]}
+)",
+                           R"(  - {name: r, op: Reshape, inputs: [c, shp], outputs: [c2]}
   - {name: u, op: Unsqueeze, inputs: [c2, ax], outputs: [c3]}
   - {name: to_i64, op: Cast, inputs: [c3], outputs: [c4], attrs: {to: 7}}
   - {name: to_f32, op: Cast, inputs: [c4], outputs: [k], attrs: {to: 1}}
-)", kUseF32);
+)",
+                           kUseF32);
   Graph g = fold(yaml, {1, 2, 3});
   // Float to integer truncates toward zero.
   CHECK(f32s(g, "k") == std::vector<float>{1, -2, 3, 4, 5, 6});
@@ -77,7 +80,8 @@ TEST_CASE("constant_folding: Transpose, Flatten and Identity") {
   g = fold(model("  - {name: m, shape: [2, 1, 3], value: [0, 1, 2, 3, 4, 5]}\n",
                  "  - {name: t, op: Transpose, inputs: [m], outputs: [t1], attrs: {perm: [1, 2, 0]}}\n"
                  "  - {name: f, op: Flatten, inputs: [t1], outputs: [t2], attrs: {axis: 2}}\n"
-                 "  - {name: i, op: Identity, inputs: [t2], outputs: [k]}\n", kUseF32),
+                 "  - {name: i, op: Identity, inputs: [t2], outputs: [k]}\n",
+                 kUseF32),
            {3, 2});
   CHECK(f32s(g, "k") == std::vector<float>{0, 3, 1, 4, 2, 5});
 }
@@ -92,7 +96,8 @@ TEST_CASE("constant_folding: Concat, Slice (negative step) and Gather") {
   - {name: en, shape: [1], dtype: i64, value: [-100]}
   - {name: ax, shape: [1], dtype: i64, value: [1]}
   - {name: sp, shape: [1], dtype: i64, value: [-1]}
-)", "  - {name: s, op: Slice, inputs: [m, st, en, ax, sp], outputs: [k]}\n", kUseF32),
+)",
+                 "  - {name: s, op: Slice, inputs: [m, st, en, ax, sp], outputs: [k]}\n", kUseF32),
            {2, 3});
   CHECK(f32s(g, "k") == std::vector<float>{2, 1, 0, 5, 4, 3});
   // Elements 1.. with step 2 of a [5] vector, axes omitted (""): [1, 3].
@@ -100,7 +105,8 @@ TEST_CASE("constant_folding: Concat, Slice (negative step) and Gather") {
   - {name: st, shape: [1], dtype: i64, value: [1]}
   - {name: en, shape: [1], dtype: i64, value: [5]}
   - {name: sp, shape: [1], dtype: i64, value: [2]}
-)", "  - {name: s, op: Slice, inputs: [v, st, en, '', sp], outputs: [k]}\n", kUseF32),
+)",
+                 "  - {name: s, op: Slice, inputs: [v, st, en, '', sp], outputs: [k]}\n", kUseF32),
            {2});
   CHECK(f32s(g, "k") == std::vector<float>{1, 3});
   // Gather along axis 1 with a negative index: columns 2 and 0.
@@ -116,13 +122,15 @@ TEST_CASE("constant_folding: broadcast arithmetic, Pow and Sqrt in f32") {
   - {name: sign, shape: [2, 1], value: [1, -1]}
   - {name: one, shape: [], value: 1}
   - {name: two, shape: [1], value: 2}
-)", R"(  - {name: a, op: Add, inputs: [m, row], outputs: [a]}
+)",
+                       R"(  - {name: a, op: Add, inputs: [m, row], outputs: [a]}
   - {name: b, op: Mul, inputs: [sign, a], outputs: [b]}
   - {name: c, op: Sub, inputs: [b, one], outputs: [c]}
   - {name: d, op: Div, inputs: [c, two], outputs: [d]}
   - {name: e, op: Pow, inputs: [d, two], outputs: [e]}
   - {name: f, op: Sqrt, inputs: [e], outputs: [k]}
-)", kUseF32),
+)",
+                       kUseF32),
                  {2, 3});
   CHECK(f32s(g, "k") == std::vector<float>{4.5f, 10, 15.5f, 7, 12.5f, 18});
 }
@@ -132,10 +140,12 @@ TEST_CASE("constant_folding: i64 shape arithmetic and casts to bool") {
   Graph g = fold(model(R"(  - {name: dims, shape: [3], dtype: i64, value: [3, 5, 7]}
   - {name: two, shape: [1], dtype: i64, value: [2]}
   - {name: one, shape: [], dtype: i64, value: 1}
-)", R"(  - {name: a, op: Mul, inputs: [dims, two], outputs: [a]}
+)",
+                       R"(  - {name: a, op: Mul, inputs: [dims, two], outputs: [a]}
   - {name: b, op: Sub, inputs: [a, one], outputs: [b]}
   - {name: c, op: Div, inputs: [b, two], outputs: [k]}
-)", kUseI64),
+)",
+                       kUseI64),
                  {3}, false);
   CHECK(i64s(g, "k") == std::vector<int64_t>{2, 4, 6});
   g = fold(model("  - {name: v, shape: [3], value: [0, -0.5, 2]}\n",
@@ -148,11 +158,12 @@ TEST_CASE("constant_folding: i64 shape arithmetic and casts to bool") {
 }
 
 TEST_CASE("constant_folding: folds bound weights too, but never reads a graph input") {
-  std::string yaml = "fusert: 1\nname: t\ninputs: [{name: x, shape: [2, 3]}]\noutputs: [y]\ninitializers:\n"
-                     "  - {name: w, shape: [3, 2]}\n"
-                     "nodes:\n  - {name: t, op: Transpose, inputs: [w], outputs: [wt]}\n"
-                     "  - {name: s, op: Sqrt, inputs: [x], outputs: [sx]}\n"
-                     "  - {name: add, op: Add, inputs: [sx, wt], outputs: [y]}\n";
+  std::string yaml =
+      "fusert: 1\nname: t\ninputs: [{name: x, shape: [2, 3]}]\noutputs: [y]\ninitializers:\n"
+      "  - {name: w, shape: [3, 2]}\n"
+      "nodes:\n  - {name: t, op: Transpose, inputs: [w], outputs: [wt]}\n"
+      "  - {name: s, op: Sqrt, inputs: [x], outputs: [sx]}\n"
+      "  - {name: add, op: Add, inputs: [sx, wt], outputs: [y]}\n";
   Graph g = load_graph(yaml);
   const Tensor w = value_named(g, "w").data;
   CHECK(run_pass(make_constant_folding_pass(), g));
@@ -172,8 +183,9 @@ TEST_CASE("constant_folding: leaves graph outputs, unbound weights and huge resu
     CHECK(find_node(g, "t"));
   }
   SUBCASE("unbound weights are not constants") {
-    auto r = load_model_from_string(model("  - {name: w, shape: [2, 3]}\n",
-                                          "  - {name: t, op: Transpose, inputs: [w], outputs: [k]}\n", kUseF32), "t.yaml");
+    auto r = load_model_from_string(
+        model("  - {name: w, shape: [2, 3]}\n", "  - {name: t, op: Transpose, inputs: [w], outputs: [k]}\n", kUseF32),
+        "t.yaml");
     REQUIRE(r.ok());
     CHECK_FALSE(run_pass(make_constant_folding_pass(), r.value().graph));
   }
@@ -181,7 +193,8 @@ TEST_CASE("constant_folding: leaves graph outputs, unbound weights and huge resu
     for (int64_t rows : {4096, 4097}) {
       std::string dims = "[" + std::to_string(rows) + ", 4096]";
       auto r = load_model_from_string(model("  - {name: w, shape: " + dims + "}\n",
-                                            "  - {name: i, op: Identity, inputs: [w], outputs: [k]}\n", kUseF32), "t.yaml");
+                                            "  - {name: i, op: Identity, inputs: [w], outputs: [k]}\n", kUseF32),
+                                      "t.yaml");
       REQUIRE(r.ok());
       Graph& g = r.value().graph;
       Value& w = g.value(g.find_value("w"));
@@ -193,10 +206,12 @@ TEST_CASE("constant_folding: leaves graph outputs, unbound weights and huge resu
     Graph g = load_graph(model(R"(  - {name: a, shape: [2], dtype: i64, value: [1, 0]}
   - {name: z, shape: [2], dtype: i64, value: [1, 0]}
   - {name: v, shape: [1, 3], value: [1, 2, 3]}
-)", R"(  - {name: d, op: Div, inputs: [a, z], outputs: [k]}
+)",
+                               R"(  - {name: d, op: Div, inputs: [a, z], outputs: [k]}
   - {name: sm, op: Softmax, inputs: [v], outputs: [p]}
   - {name: use2, op: Add, inputs: [p, x], outputs: [y2]}
-)", kUseI64));
+)",
+                               kUseI64));
     CHECK_FALSE(run_pass(make_constant_folding_pass(), g));
     CHECK(g.nodes.size() == 4);
   }

@@ -58,8 +58,9 @@ TEST_CASE("dead_code: removes dead chains and unused values, keeps inputs and mu
 }
 
 TEST_CASE("dead_code: a graph with nothing dead is unchanged") {
-  Graph g = load_graph("fusert: 1\nname: t\ninputs: [{name: x, shape: [2]}]\noutputs: [y]\n"
-                       "nodes:\n  - {name: r, op: Relu, inputs: [x], outputs: [y]}\n");
+  Graph g = load_graph(
+      "fusert: 1\nname: t\ninputs: [{name: x, shape: [2]}]\noutputs: [y]\n"
+      "nodes:\n  - {name: r, op: Relu, inputs: [x], outputs: [y]}\n");
   CHECK_FALSE(run_pass(make_dead_code_pass(), g));
   CHECK(g.nodes.size() == 1);
   CHECK(g.values.size() == 2);

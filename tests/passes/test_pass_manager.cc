@@ -18,7 +18,8 @@ class ScriptedPass : public Pass {
   Result<bool> run(Graph& g) override {
     ++runs;
     switch (action_) {
-      case Action::kNothing: return false;
+      case Action::kNothing:
+        return false;
       case Action::kDropProducer:  // removes the node writing the graph output
         g.nodes.pop_back();
         g.rebuild_links();
@@ -26,7 +27,8 @@ class ScriptedPass : public Pass {
       case Action::kWrongShape:
         g.value(g.outputs[0]).shape.push_back(1);
         return true;
-      case Action::kFail: return error(StatusCode::kUnsupported) << "cannot do this";
+      case Action::kFail:
+        return error(StatusCode::kUnsupported) << "cannot do this";
     }
     return false;
   }
@@ -37,9 +39,10 @@ class ScriptedPass : public Pass {
   Action action_;
 };
 
-const char* kSmall = "fusert: 1\nname: t\ninputs: [{name: x, shape: [2, 3]}]\noutputs: [y]\n"
-                     "nodes:\n  - {name: a, op: Relu, inputs: [x], outputs: [a]}\n"
-                     "  - {name: b, op: Sigmoid, inputs: [a], outputs: [y]}\n";
+const char* kSmall =
+    "fusert: 1\nname: t\ninputs: [{name: x, shape: [2, 3]}]\noutputs: [y]\n"
+    "nodes:\n  - {name: a, op: Relu, inputs: [x], outputs: [a]}\n"
+    "  - {name: b, op: Sigmoid, inputs: [a], outputs: [y]}\n";
 
 // conv -> bn -> relu, a constant chain feeding an Add, a LayerNorm and a GELU: each
 // canonicalisation pass has something to do.
@@ -98,7 +101,8 @@ TEST_CASE("run_canonicalize: the standard pipeline, its log and an unchanged res
   CHECK(g.values.size() == 10);
   std::vector<OpKind> ops;
   for (const Node& n : g.nodes) ops.push_back(n.op);
-  CHECK(ops == std::vector<OpKind>{OpKind::kConv, OpKind::kRelu, OpKind::kAdd, OpKind::kLayerNormalization, OpKind::kGelu});
+  CHECK(ops ==
+        std::vector<OpKind>{OpKind::kConv, OpKind::kRelu, OpKind::kAdd, OpKind::kLayerNormalization, OpKind::kGelu});
   check_same_outputs(ref, run_graph(g, in), 2e-5);
   // Canonical form is a fixed point.
   auto again = run_canonicalize(g, true);
@@ -134,18 +138,19 @@ TEST_CASE("PassManager: the verifier after each pass catches a broken graph") {
       if (verify) {
         CHECK(r.status().code() == StatusCode::kInternal);
         CHECK(r.status().message().rfind("after pass 'breaker': ", 0) == 0);
-        CHECK(r.status().message().find(action == ScriptedPass::Action::kWrongShape ? "shape inference gives f32 [2, 3]"
-                                                                                    : "graph output 'y' is never produced") !=
-              std::string::npos);
+        CHECK(r.status().message().find(action == ScriptedPass::Action::kWrongShape
+                                            ? "shape inference gives f32 [2, 3]"
+                                            : "graph output 'y' is never produced") != std::string::npos);
       }
     }
   }
 }
 
 TEST_CASE("verify_graph_after_pass: an initializer whose data disagrees with its declaration") {
-  Graph g = load_graph("fusert: 1\nname: t\ninputs: [{name: x, shape: [3]}]\noutputs: [y]\n"
-                       "initializers:\n  - {name: w, shape: [3]}\n"
-                       "nodes:\n  - {name: a, op: Add, inputs: [x, w], outputs: [y]}\n");
+  Graph g = load_graph(
+      "fusert: 1\nname: t\ninputs: [{name: x, shape: [3]}]\noutputs: [y]\n"
+      "initializers:\n  - {name: w, shape: [3]}\n"
+      "nodes:\n  - {name: a, op: Add, inputs: [x, w], outputs: [y]}\n");
   CHECK(verify_graph_after_pass(g, "p").ok());
   g.value(g.find_value("w")).data = Tensor(DType::kF32, {4});
   Status st = verify_graph_after_pass(g, "p");

@@ -24,10 +24,12 @@ struct LnSpec {
 };
 
 std::string ln_yaml(const LnSpec& s) {
-  std::string y = "fusert: 1\nname: t\ninputs: [{name: x, shape: " + s.x_shape + "}]\noutputs: [y" + s.extra_outputs + "]\n";
+  std::string y =
+      "fusert: 1\nname: t\ninputs: [{name: x, shape: " + s.x_shape + "}]\noutputs: [y" + s.extra_outputs + "]\n";
   y += "initializers:\n  - {name: two, shape: [], value: " + s.exponent + "}\n  - " + s.eps + "\n";
   y += "  - {name: gamma, shape: " + s.gamma_shape + "}\n  - {name: beta, shape: [8]}\nnodes:\n";
-  y += "  - {name: mean, op: ReduceMean, inputs: [x], outputs: [m], attrs: {axes: " + s.axes1 + ", keepdims: " + s.keepdims + "}}\n";
+  y += "  - {name: mean, op: ReduceMean, inputs: [x], outputs: [m], attrs: {axes: " + s.axes1 +
+       ", keepdims: " + s.keepdims + "}}\n";
   y += "  - {name: sub, op: Sub, inputs: " + s.sub_inputs + ", outputs: [d]}\n";
   y += "  - {name: pow, op: Pow, inputs: [d, two], outputs: [d2]}\n";
   y += "  - {name: var, op: ReduceMean, inputs: [d2], outputs: [v], attrs: {axes: " + s.axes2 + "}}\n";
@@ -35,8 +37,10 @@ std::string ln_yaml(const LnSpec& s) {
   y += "  - {name: sqrt, op: Sqrt, inputs: [ve], outputs: [sd]}\n";
   std::string n = s.mul || s.add ? "n" : "y";
   y += "  - {name: div, op: Div, inputs: [d, sd], outputs: [" + n + "]}\n";
-  if (s.mul) y += "  - {name: mul, op: Mul, inputs: " + s.mul_inputs + ", outputs: [" + std::string(s.add ? "ns" : "y") + "]}\n";
-  if (s.add) y += "  - {name: add, op: Add, inputs: " + (s.mul ? s.add_inputs : std::string("[n, beta]")) + ", outputs: [y]}\n";
+  if (s.mul)
+    y += "  - {name: mul, op: Mul, inputs: " + s.mul_inputs + ", outputs: [" + std::string(s.add ? "ns" : "y") + "]}\n";
+  if (s.add)
+    y += "  - {name: add, op: Add, inputs: " + (s.mul ? s.add_inputs : std::string("[n, beta]")) + ", outputs: [y]}\n";
   return y + s.extra_nodes;
 }
 
@@ -127,9 +131,7 @@ TEST_CASE("layer_norm negative siblings: wrong axis, keepdims 0, eps not scalar,
   SUBCASE("eps is a per-channel tensor, not a scalar") {
     s.eps = "{name: eps, shape: [8], value: [0.001, 0.001, 0.001, 0.001, 0.001, 0.001, 0.001, 0.001]}";
   }
-  SUBCASE("v + v: the epsilon operand is not a constant") {
-    s.add_eps_inputs = "[v, v]";
-  }
+  SUBCASE("v + v: the epsilon operand is not a constant") { s.add_eps_inputs = "[v, v]"; }
   SUBCASE("exponent 3") { s.exponent = "3.0"; }
   SUBCASE("Sub(mean, x)") { s.sub_inputs = "[m, x]"; }
   SUBCASE("d also read elsewhere") {
@@ -163,13 +165,15 @@ namespace {
 
 // GELU over x [2, 16]: `body` are node entries computing y from x with the constants below.
 std::string gelu_yaml(const std::string& body, const std::string& extra_outputs = "") {
-  return "fusert: 1\nname: t\ninputs: [{name: x, shape: [2, 16]}]\noutputs: [y" + extra_outputs + "]\ninitializers:\n"
+  return "fusert: 1\nname: t\ninputs: [{name: x, shape: [2, 16]}]\noutputs: [y" + extra_outputs +
+         "]\ninitializers:\n"
          "  - {name: sqrt2, shape: [], value: 1.41421356}\n  - {name: inv_sqrt2, shape: [], value: 0.70710678}\n"
          "  - {name: half, shape: [], value: 0.5}\n  - {name: one, shape: [], value: 1.0}\n"
          "  - {name: three, shape: [], value: 3.0}\n  - {name: c, shape: [], value: 0.044715}\n"
          "  - {name: k, shape: [], value: 0.7978845608}\n  - {name: odd, shape: [], value: 1.5}\n"
          "  - {name: w, shape: [2, 16]}\n"
-         "nodes:\n" + body;
+         "nodes:\n" +
+         body;
 }
 
 // x * 0.5 * (1 + erf(x / sqrt(2))) as HF BERT writes it: ((x * 0.5) * (1 + erf(x / 1.41421356))).
@@ -215,8 +219,9 @@ void expect_no_gelu(const std::string& body, const std::string& extra_outputs = 
 TEST_CASE("gelu: erf form in the common orderings") {
   SUBCASE("(x * 0.5) * (1 + erf(x / sqrt2))") { expect_gelu(kBertGelu, "none"); }
   SUBCASE("x * 0.70710678 instead of x / sqrt2; 1 + erf written Add(1, e)") {
-    expect_gelu(edit(edit(kBertGelu, "op: Div, inputs: [x, sqrt2]", "op: Mul, inputs: [inv_sqrt2, x]"), "[e, one]", "[one, e]"),
-                "none");
+    expect_gelu(
+        edit(edit(kBertGelu, "op: Div, inputs: [x, sqrt2]", "op: Mul, inputs: [inv_sqrt2, x]"), "[e, one]", "[one, e]"),
+        "none");
   }
   SUBCASE("(x * (1 + erf)) * 0.5") {
     expect_gelu(R"(  - {name: s, op: Div, inputs: [x, sqrt2], outputs: [s]}
@@ -266,9 +271,7 @@ TEST_CASE("gelu negative siblings") {
     expect_no_gelu(std::string(kBertGelu) + "  - {name: r, op: Relu, inputs: [s], outputs: [r]}\n", ", r");
   }
   SUBCASE("the outer product uses another tensor") { expect_no_gelu(edit(kBertGelu, "[x, half]", "[w, half]")); }
-  SUBCASE("tanh with 0.05 in place of 0.044715") {
-    expect_no_gelu(edit(kTanhGelu, "[c, x3]", "[odd, x3]"));
-  }
+  SUBCASE("tanh with 0.05 in place of 0.044715") { expect_no_gelu(edit(kTanhGelu, "[c, x3]", "[odd, x3]")); }
   SUBCASE("tanh of x + 0.044715 x^2") {
     expect_no_gelu(edit(kTanhGelu, "  - {name: cube, op: Pow, inputs: [x, three], outputs: [x3]}\n",
                         "  - {name: cube, op: Mul, inputs: [x, x], outputs: [x3]}\n"));
@@ -279,8 +282,9 @@ TEST_CASE("pattern_rewrite: several blocks in one graph, GELU reading a LayerNor
   LnSpec s;
   std::string yaml = ln_yaml(s);
   yaml = edit(yaml, "outputs: [y]\n", "outputs: [z]\n");
-  yaml = edit(yaml, "initializers:\n", "initializers:\n  - {name: half, shape: [], value: 0.5}\n  - {name: one, shape: [], value: 1.0}\n"
-                                       "  - {name: sqrt2, shape: [], value: 1.4142135}\n");
+  yaml = edit(yaml, "initializers:\n",
+              "initializers:\n  - {name: half, shape: [], value: 0.5}\n  - {name: one, shape: [], value: 1.0}\n"
+              "  - {name: sqrt2, shape: [], value: 1.4142135}\n");
   yaml += R"(  - {name: h, op: Mul, inputs: [y, half], outputs: [h]}
   - {name: s, op: Div, inputs: [y, sqrt2], outputs: [s]}
   - {name: e, op: Erf, inputs: [s], outputs: [e]}
@@ -318,10 +322,11 @@ class DoubleReluRule : public RewriteRule {
 }  // namespace
 
 TEST_CASE("pattern_rewrite: overlapping matches are applied one per sweep") {
-  Graph g = load_graph("fusert: 1\nname: t\ninputs: [{name: x, shape: [4]}]\noutputs: [y]\nnodes:\n"
-                       "  - {name: r1, op: Relu, inputs: [x], outputs: [a]}\n"
-                       "  - {name: r2, op: Relu, inputs: [a], outputs: [b]}\n"
-                       "  - {name: r3, op: Relu, inputs: [b], outputs: [y]}\n");
+  Graph g = load_graph(
+      "fusert: 1\nname: t\ninputs: [{name: x, shape: [4]}]\noutputs: [y]\nnodes:\n"
+      "  - {name: r1, op: Relu, inputs: [x], outputs: [a]}\n"
+      "  - {name: r2, op: Relu, inputs: [a], outputs: [b]}\n"
+      "  - {name: r3, op: Relu, inputs: [b], outputs: [y]}\n");
   std::vector<std::unique_ptr<RewriteRule>> rules;
   rules.push_back(std::make_unique<DoubleReluRule>());
   auto pass = make_pattern_rewrite_pass(std::move(rules));

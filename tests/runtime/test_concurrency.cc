@@ -3,14 +3,14 @@
 // bit-identical to the same session's run alone; no session changes a process-wide setting.
 #include <doctest/doctest.h>
 
+#include <omp.h>
+#include <unistd.h>
 #include <Eigen/Core>
 #include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <omp.h>
 #include <thread>
-#include <unistd.h>
 
 #include "runtime/session.h"
 #include "runtime/weights.h"
@@ -53,7 +53,9 @@ nodes:
 
 std::string mixed_path() {
   static const std::string path = [] {
-    std::string p = (std::filesystem::temp_directory_path() / ("fusert_concurrency_" + std::to_string(::getpid()) + ".yaml")).string();
+    std::string p =
+        (std::filesystem::temp_directory_path() / ("fusert_concurrency_" + std::to_string(::getpid()) + ".yaml"))
+            .string();
     std::ofstream(p) << kMixed;
     return p;
   }();
@@ -102,8 +104,10 @@ int hammer(Session& s, const std::vector<TensorMap>& in, const std::vector<Tenso
       for (int r = 0; r < runs; ++r) {
         const int k = (t + r) % kCases;
         auto out = s.run(in[static_cast<size_t>(k)]);
-        if (!out.ok()) ++failed;
-        else if (!bit_identical(*out, want[static_cast<size_t>(k)])) ++wrong;
+        if (!out.ok())
+          ++failed;
+        else if (!bit_identical(*out, want[static_cast<size_t>(k)]))
+          ++wrong;
       }
     });
   }
@@ -149,7 +153,8 @@ TEST_CASE("concurrency: 4 sessions with different thread counts side by side nev
   std::vector<std::thread> pool;
   for (int i = 0; i < 4; ++i) {
     pool.emplace_back([&, i] {
-      wrong[static_cast<size_t>(i)] = hammer(*sessions[static_cast<size_t>(i)], in[static_cast<size_t>(i)], want[static_cast<size_t>(i)], 2, 30);
+      wrong[static_cast<size_t>(i)] =
+          hammer(*sessions[static_cast<size_t>(i)], in[static_cast<size_t>(i)], want[static_cast<size_t>(i)], 2, 30);
     });
   }
   for (std::thread& th : pool) th.join();

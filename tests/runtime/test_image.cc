@@ -151,7 +151,9 @@ TEST_CASE("preprocess_image: short-side resize sizes, centre crop, normalisation
   std::vector<float> want;
   for (int c = 0; c < 3; ++c)
     for (int y = 0; y < 2; ++y)
-      for (int x = 1; x < 3; ++x) want.push_back((static_cast<float>(100 * c + 10 * y + x) / 2.f - static_cast<float>(s.mean[c])) / static_cast<float>(s.std[c]));
+      for (int x = 1; x < 3; ++x)
+        want.push_back((static_cast<float>(100 * c + 10 * y + x) / 2.f - static_cast<float>(s.mean[c])) /
+                       static_cast<float>(s.std[c]));
   CHECK(std::vector<float>(r->f32(), r->f32() + 12) == want);
   // BGR: output channel 0 takes source channel 2.
   s.color = "BGR";

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "graph/base/tensor.h"
-#include "tests/runtime/runtime_test_util.h"
 #include "runtime/npy.h"
+#include "tests/runtime/runtime_test_util.h"
 
 using namespace fusert;
 using fusert::test::check_message;

@@ -109,8 +109,9 @@ TEST_CASE("F16 tensors convert exactly: normals, subnormals, signed zero, infini
   // Half bit patterns and the float32 bits numpy's float16 -> float32 conversion gives.
   const std::vector<uint16_t> half = {0x3C00, 0xC000, 0x0001, 0x8001, 0x0200, 0x03FF, 0x0400,
                                       0x7BFF, 0x8000, 0x7C00, 0xFC00, 0x3555, 0x7E00};
-  const std::vector<uint32_t> want = {0x3f800000, 0xc0000000, 0x33800000, 0xb3800000, 0x38000000, 0x387fc000, 0x38800000,
-                                      0x477fe000, 0x80000000, 0x7f800000, 0xff800000, 0x3eaaa000, 0x7fc00000};
+  const std::vector<uint32_t> want = {0x3f800000, 0xc0000000, 0x33800000, 0xb3800000, 0x38000000,
+                                      0x387fc000, 0x38800000, 0x477fe000, 0x80000000, 0x7f800000,
+                                      0xff800000, 0x3eaaa000, 0x7fc00000};
   std::string header = R"({"h":{"dtype":"F16","shape":[13],"data_offsets":[0,26]},"__metadata__":{"format":"pt"}})";
   auto r = read_bytes("f16.safetensors", st_file(header, u16_bytes(half)));
   REQUIRE(r.ok());
@@ -147,8 +148,8 @@ TEST_CASE("BF16 tensors convert exactly (the upper 16 bits of float32)") {
 
 TEST_CASE("truncated safetensors files: inside the length, inside the header, inside the data") {
   std::string path = scratch("whole.safetensors");
-  REQUIRE(write_safetensors(path, {{"a", Tensor::f32({6}, {1, 2, 3, 4, 5, 6})},
-                                   {"b", Tensor::f32({4}, {7, 8, 9, 10})}}).ok());
+  REQUIRE(write_safetensors(path, {{"a", Tensor::f32({6}, {1, 2, 3, 4, 5, 6})}, {"b", Tensor::f32({4}, {7, 8, 9, 10})}})
+              .ok());
   const std::string whole = read_file(path);
   uint64_t hlen = 0;
   for (int i = 7; i >= 0; --i) hlen = (hlen << 8) | static_cast<uint8_t>(whole[static_cast<size_t>(i)]);
@@ -164,7 +165,8 @@ TEST_CASE("truncated safetensors files: inside the length, inside the header, in
   // Cut after 30 of 40 data bytes: 'a' (bytes 0..24) is whole, 'b' (24..40) is not.
   auto r = read_bytes("cutd.safetensors", whole.substr(0, 8 + hlen + 30));
   REQUIRE_FALSE(r.ok());
-  check_message(r.status().message(), {scratch("cutd.safetensors") + ": tensor 'b': data_offsets outside the data section"});
+  check_message(r.status().message(),
+                {scratch("cutd.safetensors") + ": tensor 'b': data_offsets outside the data section"});
   CHECK(r.status().message().find("'a'") == std::string::npos);
   // One byte short at the very end.
   auto r2 = read_bytes("cut_last.safetensors", whole.substr(0, whole.size() - 1));
@@ -181,11 +183,14 @@ TEST_CASE("corrupt headers: length past the end, bad JSON, not an object, bad en
   expect_st_error("array.safetensors", st_file("[1, 2]", ""), {"safetensors header is not a JSON object"});
   expect_st_error("nodtype.safetensors", st_file(R"({"w":{"shape":[1],"data_offsets":[0,4]}})", std::string(4, '\0')),
                   {"tensor 'w': header entry needs dtype, shape and data_offsets"});
-  expect_st_error("badshape.safetensors", st_file(R"({"w":{"dtype":"F32","shape":"x","data_offsets":[0,4]}})", std::string(4, '\0')),
+  expect_st_error("badshape.safetensors",
+                  st_file(R"({"w":{"dtype":"F32","shape":"x","data_offsets":[0,4]}})", std::string(4, '\0')),
                   {"tensor 'w': bad header entry"});
-  expect_st_error("baddtype.safetensors", st_file(R"({"w":{"dtype":7,"shape":[1],"data_offsets":[0,4]}})", std::string(4, '\0')),
+  expect_st_error("baddtype.safetensors",
+                  st_file(R"({"w":{"dtype":7,"shape":[1],"data_offsets":[0,4]}})", std::string(4, '\0')),
                   {"tensor 'w': bad header entry"});
-  expect_st_error("negdim.safetensors", st_file(R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", std::string(4, '\0')),
+  expect_st_error("negdim.safetensors",
+                  st_file(R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", std::string(4, '\0')),
                   {"tensor 'w': negative dimension"});
 }
 
@@ -242,7 +247,8 @@ TEST_CASE("bind_weights_from_file binds every weight and leaves constants alone"
   REQUIRE(write_safetensors(path, {{"fc.weight", Tensor::f32({2, 3}, {1, 2, 3, 4, 5, 6})},
                                    {"fc.bias", Tensor::f32({2}, {0.5f, -0.5f})},
                                    {"scale", Tensor::f32({2}, {2, 3})},
-                                   {"shift", Tensor::f32({2}, {-1, 1})}}).ok());
+                                   {"shift", Tensor::f32({2}, {-1, 1})}})
+              .ok());
   Graph& g = m->graph;
   REQUIRE(bind_weights_from_file(g, path).ok());
   const Value& w = g.value(g.find_value("fc.weight"));
@@ -260,8 +266,8 @@ TEST_CASE("bind_weights_from_file converts F16 weights") {
                        R"("fc.bias":{"dtype":"F32","shape":[2],"data_offsets":[12,20]},)"
                        R"("scale":{"dtype":"F32","shape":[2],"data_offsets":[20,28]},)"
                        R"("shift":{"dtype":"BF16","shape":[2],"data_offsets":[28,32]}})";
-  std::string data = u16_bytes({0x3C00, 0xC000, 0x3800, 0x0000, 0x4200, 0xBC00}) + std::string(16, '\0') +
-                     u16_bytes({0x3F80, 0xC040});
+  std::string data =
+      u16_bytes({0x3C00, 0xC000, 0x3800, 0x0000, 0x4200, 0xBC00}) + std::string(16, '\0') + u16_bytes({0x3F80, 0xC040});
   std::string path = scratch("f16w.safetensors");
   write_file(path, st_file(header, data));
   REQUIRE(bind_weights_from_file(m->graph, path).ok());
@@ -278,20 +284,20 @@ TEST_CASE("bind_weights_from_file lists missing, extra, mis-shaped and mis-typed
   Tensor ids(DType::kI64, {2});
   std::string path = scratch("bad.safetensors");
   REQUIRE(write_safetensors(path, {{"fc.weight", Tensor::f32({3, 2}, {1, 2, 3, 4, 5, 6})},  // transposed shape
-                                   {"fc.bias", Tensor::f32({2}, {0, 0})},                  // fine
-                                   {"scale", ids},                                        // I64
-                                   {"bogus", Tensor::f32({1}, {0})},                      // extra
-                                   {"k", Tensor::f32({2}, {0, 0})}}).ok());               // constant: extra
+                                   {"fc.bias", Tensor::f32({2}, {0, 0})},                   // fine
+                                   {"scale", ids},                                          // I64
+                                   {"bogus", Tensor::f32({1}, {0})},                        // extra
+                                   {"k", Tensor::f32({2}, {0, 0})}})
+              .ok());  // constant: extra
   // "shift" is missing.
   Status st = bind_weights_from_file(m->graph, path);
   REQUIRE_FALSE(st.ok());
   CHECK(st.code() == StatusCode::kInvalidArgument);
-  check_message(st.message(), {path + ": 5 weight problem(s) for model 'wm':",
-                               "\n  wrong shape: 'fc.weight' expected [2, 3], got [3, 2]",
-                               "\n  wrong dtype: 'scale' is i64, expected a float type",
-                               "\n  missing: 'shift' [2]",
-                               "\n  extra: 'bogus' [1] is not used by model 'wm'",
-                               "\n  extra: 'k' [2] is not used by model 'wm'"});
+  check_message(
+      st.message(),
+      {path + ": 5 weight problem(s) for model 'wm':", "\n  wrong shape: 'fc.weight' expected [2, 3], got [3, 2]",
+       "\n  wrong dtype: 'scale' is i64, expected a float type", "\n  missing: 'shift' [2]",
+       "\n  extra: 'bogus' [1] is not used by model 'wm'", "\n  extra: 'k' [2] is not used by model 'wm'"});
   CHECK(st.message().find("fc.bias") == std::string::npos);
 }
 
@@ -307,7 +313,8 @@ TEST_CASE("bind_weights_from_file caps a long problem list and counts the rest")
   REQUIRE_FALSE(st.ok());
   check_message(st.message(), {"31 weight problem(s)", "missing: 'w0'", "\n  ... and 6 more"});
   size_t listed = 0;
-  for (size_t p = st.message().find("\n  missing"); p != std::string::npos; p = st.message().find("\n  missing", p + 1)) ++listed;
+  for (size_t p = st.message().find("\n  missing"); p != std::string::npos; p = st.message().find("\n  missing", p + 1))
+    ++listed;
   CHECK(listed == 25);
 }
 

@@ -36,26 +36,61 @@ TEST_CASE("seeded_tensor matches tools/seeded_init.py bit for bit") {
   // Reference values printed by /usr/bin/python3 tools/seeded_init.py (numpy, vectorised and
   // checked against its plain-integer transcription of models/FORMAT.md).
   const std::vector<Case> cases = {
-      {"conv1.weight", {64, 3, 7, 7}, InitKind::kKaiming, 0,
+      {"conv1.weight",
+       {64, 3, 7, 7},
+       InitKind::kKaiming,
+       0,
        {{0, 0x3c53009e}, {1, 0x3d8f7464}, {2, 0xbe0b9458}, {3, 0x3d8a35a0}, {1000, 0x3b576c05}, {9407, 0xbdafb286}}},
-      {"conv1.weight", {64, 3, 7, 7}, InitKind::kKaiming, 1,
+      {"conv1.weight",
+       {64, 3, 7, 7},
+       InitKind::kKaiming,
+       1,
        {{0, 0xbe108a8e}, {1, 0x3d8d7b25}, {2, 0x3d7203d2}, {3, 0x3c840254}, {9407, 0xbdc0809c}}},
-      {"bn1.weight", {64}, InitKind::kBnScale, 0,
+      {"bn1.weight",
+       {64},
+       InitKind::kBnScale,
+       0,
        {{0, 0x3f5c3655}, {1, 0x3fa9863d}, {2, 0x3f88db26}, {3, 0x3f3fd888}, {63, 0x3f7c0903}}},
-      {"layer1.0.bn1.running_var", {64}, InitKind::kBnVar, 0,
+      {"layer1.0.bn1.running_var",
+       {64},
+       InitKind::kBnVar,
+       0,
        {{0, 0x3f92b807}, {1, 0x3fab4ccf}, {2, 0x3fa3ffd0}, {3, 0x3f279724}, {63, 0x3fb428b5}}},
-      {"fc.bias", {1000}, InitKind::kUniform, 0,
+      {"fc.bias",
+       {1000},
+       InitKind::kUniform,
+       0,
        {{0, 0xbb9276e3}, {1, 0xbb7c8d4a}, {2, 0xbd342c1d}, {3, 0xbd299a17}, {999, 0xbd09b40a}}},
-      {"fc.bias", {1000}, InitKind::kUniform, 1,
+      {"fc.bias",
+       {1000},
+       InitKind::kUniform,
+       1,
        {{0, 0x3dbd3e7d}, {1, 0xbd89b678}, {2, 0xbdb9c578}, {3, 0x3d9341c0}, {999, 0x3cfccc57}}},
-      {"input", {1, 3, 224, 224}, InitKind::kInput, 0,
+      {"input",
+       {1, 3, 224, 224},
+       InitKind::kInput,
+       0,
        {{0, 0xbf4deac1}, {1, 0x3e9c045f}, {2, 0xbf17be8f}, {3, 0xbee6f7fa}, {150527, 0xbe4dd348}}},
-      {"input", {1, 3, 5, 5}, InitKind::kInput, 7,
+      {"input",
+       {1, 3, 5, 5},
+       InitKind::kInput,
+       7,
        {{0, 0xbdf957dc}, {1, 0x3db055ed}, {2, 0xbf290d72}, {3, 0x3f1330e1}, {74, 0x3f770fed}}},
-      {"x", {13}, InitKind::kInput, 0, {{0, 0xbf18fb3a}, {1, 0x3f1df738}, {2, 0x3e92c36e}, {3, 0x3f27fdf5}, {12, 0xbf151064}}},
+      {"x",
+       {13},
+       InitKind::kInput,
+       0,
+       {{0, 0xbf18fb3a}, {1, 0x3f1df738}, {2, 0x3e92c36e}, {3, 0x3f27fdf5}, {12, 0xbf151064}}},
       // fan_in = 2: bound sqrt(3 / 2); the largest seed wraps seed * golden modulo 2^64.
-      {"w", {4, 2}, InitKind::kKaiming, 0, {{0, 0x3f78fb0b}, {1, 0x3f2f15fb}, {2, 0xbf9b7f4f}, {3, 0xbf5ad447}, {7, 0x3f48366c}}},
-      {"w", {4, 2}, InitKind::kKaiming, UINT64_MAX,
+      {"w",
+       {4, 2},
+       InitKind::kKaiming,
+       0,
+       {{0, 0x3f78fb0b}, {1, 0x3f2f15fb}, {2, 0xbf9b7f4f}, {3, 0xbf5ad447}, {7, 0x3f48366c}}},
+      {"w",
+       {4, 2},
+       InitKind::kKaiming,
+       UINT64_MAX,
        {{0, 0x3f23c644}, {1, 0x3e38c031}, {2, 0xbf2bb2c0}, {3, 0xbf5c2428}, {7, 0x3dc56e3c}}},
       {"\xc3\xa9", {3}, InitKind::kUniform, 0, {{0, 0xbc6498b4}, {1, 0xbd97e00d}, {2, 0xbdb31099}}},  // "é", UTF-8
   };
@@ -110,7 +145,8 @@ initializers:
 nodes:
   - {name: fc, op: Gemm, inputs: [x, fc.weight, fc.bias], outputs: [g], attrs: {transB: 1}}
   - {name: u, op: Mul, inputs: [g, k], outputs: [y]}
-)", "wm.yaml");
+)",
+                                  "wm.yaml");
   REQUIRE(m.ok());
   bind_seeded_weights(m->graph, 1);
   const Graph& g = m->graph;

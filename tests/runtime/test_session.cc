@@ -86,9 +86,9 @@ TEST_CASE("a tiny Gemm + Relu model runs end to end with hand-computed outputs")
   // A second run with other inputs reuses the arena and gives fresh results.
   auto out2 = s->run({{"x", Tensor::f32({1, 3}, {0, 0, -1})}});
   REQUIRE(out2.ok());
-  CHECK(out2->at("y").f32()[0] == 0.f);    // -3 + 0.5
-  CHECK(out2->at("y").f32()[1] == 0.f);    // -1 - 10
-  CHECK(y.f32()[0] == 14.5f);              // the first result is a separate tensor
+  CHECK(out2->at("y").f32()[0] == 0.f);  // -3 + 0.5
+  CHECK(out2->at("y").f32()[1] == 0.f);  // -1 - 10
+  CHECK(y.f32()[0] == 14.5f);            // the first result is a separate tensor
   auto out3 = s->run({{"x", Tensor::f32({1, 3}, {0, 0, 20})}});
   REQUIRE(out3.ok());
   CHECK(out3->at("y").f32()[0] == 60.5f);  // 60 + 0.5
@@ -103,10 +103,10 @@ TEST_CASE("session statistics for the tiny model, counted by hand (unfused and f
   const SessionStats& st = s->stats();
   CHECK(st.nodes == 2);
   CHECK(st.kernels == 2);
-  CHECK(st.intermediate_bytes == 2 * 8);        // h [1, 2] written once, read once
-  CHECK(st.peak_activation_bytes == 2 * 64);    // x and h alive together; y reuses x's slot
-  CHECK(st.naive_activation_bytes == 3 * 64);   // x, h, y in 64-byte slots
-  CHECK(st.weights_source == "seeded (seed 0)"); // no weights file: constants only
+  CHECK(st.intermediate_bytes == 2 * 8);          // h [1, 2] written once, read once
+  CHECK(st.peak_activation_bytes == 2 * 64);      // x and h alive together; y reuses x's slot
+  CHECK(st.naive_activation_bytes == 3 * 64);     // x, h, y in 64-byte slots
+  CHECK(st.weights_source == "seeded (seed 0)");  // no weights file: constants only
   CHECK(st.plan_ms >= 0.0);
   REQUIRE(s->plan().steps.size() == 2);
   CHECK(s->plan().steps[0].kernel == "gemm");
@@ -128,7 +128,8 @@ TEST_CASE("run rejects a missing, mis-shaped, mis-typed or unknown input, naming
   auto s = load_ok(model_file("tiny_err.yaml", kTiny));
   check_message(run_error(*s, {}), {"missing input 'x' [1, 3]"});
   check_message(run_error(*s, {{"x", Tensor::f32({3}, {1, 2, 3})}}), {"input 'x': expected shape [1, 3], got [3]"});
-  check_message(run_error(*s, {{"x", Tensor::f32({1, 4}, {1, 2, 3, 4})}}), {"input 'x': expected shape [1, 3], got [1, 4]"});
+  check_message(run_error(*s, {{"x", Tensor::f32({1, 4}, {1, 2, 3, 4})}}),
+                {"input 'x': expected shape [1, 3], got [1, 4]"});
   check_message(run_error(*s, {{"x", Tensor(DType::kI64, {1, 3})}}), {"input 'x': expected dtype f32, got i64"});
   check_message(run_error(*s, {{"x", Tensor::f32({1, 3}, {1, 2, 3})}, {"z", Tensor::f32({1}, {0})}}),
                 {"'z' is not an input of model 'tiny'"});
@@ -182,8 +183,9 @@ TEST_CASE("weights: the model's own file (relative to the model), --weights, --s
   CHECK(out->at("y").f32()[1] == doctest::Approx(std::max(w.f32()[3] + b.f32()[1], 0.f)));
 
   // The model's own file, once it exists, relative to the model's directory.
-  REQUIRE(write_safetensors(dir + "/tinyw.safetensors", {{"w", Tensor::f32({2, 3}, {1, 2, 3, -1, 0, 1})},
-                                                         {"b", Tensor::f32({2}, {0.5f, -10.f})}}).ok());
+  REQUIRE(write_safetensors(dir + "/tinyw.safetensors",
+                            {{"w", Tensor::f32({2, 3}, {1, 2, 3, -1, 0, 1})}, {"b", Tensor::f32({2}, {0.5f, -10.f})}})
+              .ok());
   auto own = load_ok(model);
   CHECK(own->stats().weights_source == dir + "/tinyw.safetensors");
   auto y = own->run({{"x", Tensor::f32({1, 3}, {1, 2, 3})}});
@@ -192,7 +194,8 @@ TEST_CASE("weights: the model's own file (relative to the model), --weights, --s
 
   // An explicit weights file wins over the model's.
   std::string other = scratch("other_w.safetensors");
-  REQUIRE(write_safetensors(other, {{"w", Tensor::f32({2, 3}, {0, 0, 0, 0, 0, 1})}, {"b", Tensor::f32({2}, {1, 2})}}).ok());
+  REQUIRE(
+      write_safetensors(other, {{"w", Tensor::f32({2, 3}, {0, 0, 0, 0, 0, 1})}, {"b", Tensor::f32({2}, {1, 2})}}).ok());
   SessionOptions explicit_w;
   explicit_w.weights = other;
   auto ex = load_ok(model, explicit_w);
@@ -211,9 +214,11 @@ TEST_CASE("weights: the model's own file (relative to the model), --weights, --s
   // A file with the wrong tensors lists them.
   SessionOptions bad;
   bad.weights = scratch("bad_w.safetensors");
-  REQUIRE(write_safetensors(bad.weights, {{"w", Tensor::f32({3, 2}, {0, 0, 0, 0, 0, 0})}, {"extra", Tensor::f32({1}, {0})}}).ok());
-  check_message(load_error(model, bad), {"3 weight problem(s) for model 'tinyw'", "wrong shape: 'w'", "missing: 'b'",
-                                         "extra: 'extra'"});
+  REQUIRE(
+      write_safetensors(bad.weights, {{"w", Tensor::f32({3, 2}, {0, 0, 0, 0, 0, 0})}, {"extra", Tensor::f32({1}, {0})}})
+          .ok());
+  check_message(load_error(model, bad),
+                {"3 weight problem(s) for model 'tinyw'", "wrong shape: 'w'", "missing: 'b'", "extra: 'extra'"});
 }
 
 TEST_CASE("Session::load rejects bad options and bad model files") {

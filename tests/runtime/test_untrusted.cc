@@ -3,23 +3,24 @@
 // allocation, and every case is a clear error, not a crash, a wrapped size or an abort.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
-#include "runtime/image.h"
-#include "runtime/session.h"
 #include "graph/base/tensor.h"
-#include "runtime/weights.h"
+#include "runtime/image.h"
 #include "runtime/npy.h"
+#include "runtime/session.h"
+#include "runtime/weights.h"
 
 using namespace fusert;
 
 namespace {
 
 std::string temp(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("fusert_untrusted_" + std::to_string(::getpid()) + "_" + name)).string();
+  return (std::filesystem::temp_directory_path() / ("fusert_untrusted_" + std::to_string(::getpid()) + "_" + name))
+      .string();
 }
 
 std::string write(const std::string& name, const std::string& bytes) {
@@ -57,10 +58,12 @@ Result<std::unique_ptr<Session>> load_yaml(const std::string& name, const std::s
 
 TEST_CASE("untrusted: an .npy shape whose element count overflows int64 is an error, not a wrapped buffer") {
   // 2^32 x 2^32 doubles: the count wraps to 0 in 64-bit arithmetic; converting <f8 wrote past the buffer.
-  auto r = read_npy(write("huge.npy", npy("{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296), }", "")));
+  auto r = read_npy(
+      write("huge.npy", npy("{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296), }", "")));
   REQUIRE_FALSE(r.ok());
   CHECK(r.status().to_string().find("exceeds") != std::string::npos);
-  auto r2 = read_npy(write("big.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (3037000500, 3037000500), }", "")));
+  auto r2 = read_npy(
+      write("big.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (3037000500, 3037000500), }", "")));
   REQUIRE_FALSE(r2.ok());
 }
 
@@ -95,8 +98,8 @@ nodes:
 }
 
 TEST_CASE("untrusted: Conv/Pool pads, strides and kernels near int64 limits are errors") {
-  for (const char* attrs : {"pads: [9223372036854775807, 0, 9223372036854775807, 0]", "strides: [9223372036854775807, 1]",
-                            "dilations: [4611686018427387904, 1]"}) {
+  for (const char* attrs : {"pads: [9223372036854775807, 0, 9223372036854775807, 0]",
+                            "strides: [9223372036854775807, 1]", "dilations: [4611686018427387904, 1]"}) {
     CAPTURE(attrs);
     auto s = load_yaml("pads.yaml", std::string(R"(fusert: 1
 name: pads
@@ -104,7 +107,8 @@ inputs: [{name: x, shape: [1, 1, 4, 4]}]
 outputs: [y]
 initializers: [{name: w, shape: [1, 1, 3, 3]}]
 nodes:
-  - {name: c, op: Conv, inputs: [x, w], outputs: [y], attrs: {kernel_shape: [3, 3], )") + attrs + "}}\n");
+  - {name: c, op: Conv, inputs: [x, w], outputs: [y], attrs: {kernel_shape: [3, 3], )") +
+                                        attrs + "}}\n");
     REQUIRE_FALSE(s.ok());
     CHECK(s.status().to_string().find("must be <=") != std::string::npos);
   }
@@ -131,38 +135,44 @@ outputs: [z]
 nodes:
   - {name: a, op: Relu, inputs: [x], outputs: [y]}
   - {name: b, op: Sigmoid, inputs: [y], outputs: [z]}
-)", 1024);
+)",
+                     1024);
   REQUIRE_FALSE(t.ok());
   CHECK(t.status().to_string().find("8192 bytes") != std::string::npos);
 }
 
-TEST_CASE("untrusted: declared weights over SessionOptions::max_weight_bytes are an error before any is seeded or read") {
+TEST_CASE(
+    "untrusted: declared weights over SessionOptions::max_weight_bytes are an error before any is seeded or read") {
   // Twelve 40000 x 40000 f32 initializers: 76.8 GB declared, over the 16 GiB default; seeding
   // them would allocate before anything else failed.
   std::string yaml = "fusert: 1\nname: heavy\ninputs: [{name: x, shape: [1, 40000]}]\noutputs: [y11]\ninitializers:\n";
   for (int i = 0; i < 12; ++i) yaml += "  - {name: w" + std::to_string(i) + ", shape: [40000, 40000]}\n";
   yaml += "nodes:\n";
   for (int i = 0; i < 12; ++i) {
-    yaml += "  - {name: m" + std::to_string(i) + ", op: MatMul, inputs: [" + (i == 0 ? std::string("x") : "y" + std::to_string(i - 1)) +
-            ", w" + std::to_string(i) + "], outputs: [y" + std::to_string(i) + "]}\n";
+    yaml += "  - {name: m" + std::to_string(i) + ", op: MatMul, inputs: [" +
+            (i == 0 ? std::string("x") : "y" + std::to_string(i - 1)) + ", w" + std::to_string(i) + "], outputs: [y" +
+            std::to_string(i) + "]}\n";
   }
   auto s = load_yaml("heavy.yaml", yaml);
   REQUIRE_FALSE(s.ok());
   CHECK(s.status().to_string().find("max_weight_bytes (17179869184 bytes)") != std::string::npos);
 
   // The limit is an option, and it bounds the weights file's size too.
-  const std::string small = "fusert: 1\nname: small\ninputs: [{name: x, shape: [1, 4]}]\noutputs: [y]\n"
-                            "initializers: [{name: w, shape: [4, 4]}]\n"
-                            "nodes:\n  - {name: m, op: MatMul, inputs: [x, w], outputs: [y]}\n";
+  const std::string small =
+      "fusert: 1\nname: small\ninputs: [{name: x, shape: [1, 4]}]\noutputs: [y]\n"
+      "initializers: [{name: w, shape: [4, 4]}]\n"
+      "nodes:\n  - {name: m, op: MatMul, inputs: [x, w], outputs: [y]}\n";
   SessionOptions o;
   o.seeded = true;
   o.max_weight_bytes = 32;  // w needs 64
   auto t = Session::load(write("small_w.yaml", small), o);
   REQUIRE_FALSE(t.ok());
-  CHECK(t.status().to_string().find("'w' need more than SessionOptions::max_weight_bytes (32 bytes)") != std::string::npos);
+  CHECK(t.status().to_string().find("'w' need more than SessionOptions::max_weight_bytes (32 bytes)") !=
+        std::string::npos);
 
   const std::string header = "{\"w\": {\"dtype\": \"F32\", \"shape\": [4, 4], \"data_offsets\": [0, 64]}}";
-  const std::string file = write("padded.safetensors", safetensors(header, std::string(64, '\0') + std::string(4096, ' ')));
+  const std::string file =
+      write("padded.safetensors", safetensors(header, std::string(64, '\0') + std::string(4096, ' ')));
   SessionOptions f;
   f.weights = file;
   f.max_weight_bytes = 1024;  // the declared 64 bytes pass, the 4 KiB file does not
@@ -183,9 +193,11 @@ inputs: [{name: x, shape: [1, 1, 32, 32]}]
 outputs: [y]
 nodes:
   - {name: a, op: Relu, inputs: [x], outputs: [y]}
-)"), o);
+)"),
+                         o);
   REQUIRE_FALSE(s.ok());
-  CHECK(s.status().to_string().find("tensor 'x' [1, 1, 32, 32] has 1024 elements, more than SessionOptions::max_tensor_elements (1000)") !=
+  CHECK(s.status().to_string().find(
+            "tensor 'x' [1, 1, 32, 32] has 1024 elements, more than SessionOptions::max_tensor_elements (1000)") !=
         std::string::npos);
   o.max_tensor_elements = kMaxTensorElements + 1;  // above the ceiling fusert's kernels index
   auto t = Session::load(write("elems.yaml", "fusert: 1\n"), o);
@@ -198,13 +210,14 @@ TEST_CASE("untrusted: images that crashed or misbehaved in make fuzz are clear e
   for (const char* f : {"jpeg_dht_more_than_256_codes.jpg", "jpeg_dht_after_scan.jpg", "jpeg_dht_in_header_info.jpg",
                         "jpeg_dht_after_fill_bytes.jpg"}) {
     CAPTURE(f);
-    auto img = decode_image(dir + f);  // stb_image (the decoder before libjpeg-turbo) wrote past a Huffman table on these
+    auto img =
+        decode_image(dir + f);  // stb_image (the decoder before libjpeg-turbo) wrote past a Huffman table on these
     REQUIRE_FALSE(img.ok());
     CHECK(img.status().to_string().find("cannot read image") != std::string::npos);
   }
   auto zero = decode_image(dir + "zero_height_image.bin");  // a BMP of height 0
   REQUIRE_FALSE(zero.ok());
-  auto huge = decode_image(dir + "png_huge_dims.png");      // 2^24 x 2^24 claimed
+  auto huge = decode_image(dir + "png_huge_dims.png");  // 2^24 x 2^24 claimed
   REQUIRE_FALSE(huge.ok());
   CHECK(huge.status().to_string().find("png_huge_dims.png: ") != std::string::npos);
   PreprocessSpec spec;
