@@ -170,7 +170,7 @@ WHITESPACE_CONTROL = [
     "\u0007\u0008\u000e\u001f", "\t\n\r ",
 ]
 # Code points where the reference's older Unicode tables differ from current Unicode (see
-# runtime/unicode_text.cc): newer punctuation, marks and format characters, a newer decomposition.
+# apps/preprocess/unicode_text.cc): newer punctuation, marks and format characters, a newer decomposition.
 UNICODE_VERSIONS = [
     "a\u2e43b\u2e4fc", "x\u166dy", "\u1723\u1734\u1724", "pound\u0890sign", "\u0628\u08d3\u0629",
     "\U00011938\U00011930", "\U00013430\U00013455", "\u061dend", "\u0a76\u0c77",

@@ -13,7 +13,7 @@
 #include "apps/infer/text.h"
 #include "graph/fusion/explain.h"
 #include "graph/printer.h"
-#include "runtime/image.h"
+#include "apps/preprocess/image.h"
 #include "runtime/npy.h"
 
 namespace fusert::app {

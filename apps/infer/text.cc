@@ -6,8 +6,8 @@
 #include <fstream>
 
 #include "graph/base/file.h"
-#include "runtime/tokenizer.h"
-#include "runtime/unicode_text.h"
+#include "apps/preprocess/tokenizer.h"
+#include "apps/preprocess/unicode_text.h"
 
 namespace fusert::app {
 

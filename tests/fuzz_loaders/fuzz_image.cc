@@ -1,6 +1,6 @@
-// libFuzzer target: image decoding (libpng and libjpeg-turbo through runtime/image.h) and the ImageNet
+// libFuzzer target: image decoding (libpng and libjpeg-turbo through apps/preprocess/image.h) and the ImageNet
 // preprocessing (resize 256, centre crop 224) of whatever decodes.
-#include "runtime/image.h"
+#include "apps/preprocess/image.h"
 #include "tests/fuzz_loaders/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,6 +1,6 @@
-// libFuzzer target: the WordPiece tokenizer (runtime/tokenizer.h) on arbitrary UTF-8 (and
+// libFuzzer target: the WordPiece tokenizer (apps/preprocess/tokenizer.h) on arbitrary UTF-8 (and
 // invalid UTF-8) text, with a small vocabulary shipped beside this file.
-#include "runtime/tokenizer.h"
+#include "apps/preprocess/tokenizer.h"
 
 #include <string>
 

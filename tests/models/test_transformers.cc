@@ -12,7 +12,7 @@
 #include "graph/base/tensor.h"
 #include "runtime/npy.h"
 #include "runtime/session.h"
-#include "runtime/tokenizer.h"
+#include "apps/preprocess/tokenizer.h"
 
 using namespace fusert;
 

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "runtime/image.h"
+#include "apps/preprocess/image.h"
 #include "runtime/npy.h"
 #include "runtime/session.h"
 

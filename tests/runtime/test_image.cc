@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/image.h"
+#include "apps/preprocess/image.h"
 #include "tests/runtime/runtime_test_util.h"
 
 using namespace fusert;

@@ -9,7 +9,7 @@
 #include <fstream>
 
 #include "graph/base/tensor.h"
-#include "runtime/image.h"
+#include "apps/preprocess/image.h"
 #include "runtime/npy.h"
 #include "runtime/session.h"
 #include "runtime/weights.h"

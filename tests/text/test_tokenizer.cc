@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/tokenizer.h"
+#include "apps/preprocess/tokenizer.h"
 
 namespace fs = std::filesystem;
 using fusert::StatusCode;

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/unicode_text.h"
+#include "apps/preprocess/unicode_text.h"
 
 using fusert::BertNormalizerOptions;
 using fusert::StatusCode;

@@ -1,6 +1,6 @@
 // WordPiece tokenizer: vocabulary loading, special-token splitting, pre-tokenization, greedy
 // longest-match-first WordPiece, [CLS]/[SEP] wrapping and truncation. Unicode: unicode_text.h.
-#include "runtime/tokenizer.h"
+#include "apps/preprocess/tokenizer.h"
 
 #include <algorithm>
 #include <fstream>

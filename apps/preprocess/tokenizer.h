@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "graph/base/status.h"
-#include "runtime/unicode_text.h"
+#include "apps/preprocess/unicode_text.h"
 
 namespace fusert {
 

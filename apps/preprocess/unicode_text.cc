@@ -1,6 +1,6 @@
 // UTF-8 decoding and BertNormalizer on utf8proc (categories, canonical decomposition with
 // canonical ordering, simple lowercase). Why utf8proc: see tools/README.md, "Tokenizer".
-#include "runtime/unicode_text.h"
+#include "apps/preprocess/unicode_text.h"
 
 #include <utf8proc.h>
 

@@ -1,5 +1,5 @@
 // Image decoding (libpng, libjpeg-turbo) and the model-declared preprocessing.
-#include "runtime/image.h"
+#include "apps/preprocess/image.h"
 
 #include <algorithm>
 #include <cmath>
