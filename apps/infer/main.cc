@@ -11,9 +11,9 @@
 #include "apps/infer/options.h"
 #include "apps/infer/report.h"
 #include "apps/infer/text.h"
+#include "apps/preprocess/image.h"
 #include "graph/fusion/explain.h"
 #include "graph/printer.h"
-#include "apps/preprocess/image.h"
 #include "runtime/npy.h"
 
 namespace fusert::app {

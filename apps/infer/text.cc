@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <fstream>
 
-#include "graph/base/file.h"
 #include "apps/preprocess/tokenizer.h"
 #include "apps/preprocess/unicode_text.h"
+#include "graph/base/file.h"
 
 namespace fusert::app {
 

@@ -9,8 +9,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "graph/base/status.h"
 #include "apps/preprocess/unicode_text.h"
+#include "graph/base/status.h"
 
 namespace fusert {
 

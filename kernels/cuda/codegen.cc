@@ -4,7 +4,7 @@
 // byte-identical sources and share one compiled kernel. Register values of an elementwise
 // program become scalar locals `rK`; ops mirror kernels/cpu/fused_epilogue.cc exactly (NaN
 // handling included), with libdevice's IEEE functions (expf, erff, tanhf), never intrinsics.
-// Each generator also registers the entry's host reference (kernel_reference.h).
+// Each generator also records the spec of the entry (kernel_spec.h) for the host references.
 #include "kernels/cuda/codegen.h"
 
 #include <cmath>
@@ -14,7 +14,7 @@
 #include <sstream>
 
 #include "kernels/cuda/kernel_abi.h"
-#include "kernels/cuda/kernel_reference_internal.h"
+#include "kernels/cuda/kernel_spec.h"
 
 namespace fusert::cuda {
 namespace {
@@ -322,7 +322,7 @@ KernelSource gen_elementwise(const ElementwiseProgram& prog) {
      << "(const FzEwArgs args) {\n"
      << ew_loop("args", 0, kEwBlock, "  ") << "}\n";
   KernelSource ks = finish("ew", os.str(), kEwBlock);
-  register_kernel_reference(ks.entry, detail::elementwise_reference(prog));
+  register_kernel_spec(ks.entry, prog);
   return ks;
 }
 
@@ -343,7 +343,7 @@ KernelSource gen_elementwise_multi(const std::vector<ElementwiseProgram>& progs)
   }
   os << "  }\n}\n";
   KernelSource ks = finish("ewmulti", os.str(), kEwBlock);
-  register_kernel_reference(ks.entry, detail::elementwise_multi_reference(progs));
+  register_kernel_spec(ks.entry, progs);
   return ks;
 }
 
@@ -434,7 +434,7 @@ KernelSource gen_row_norm(const RowNormSpec& spec) {
     emit_softmax(os);
   os << "}\n";
   KernelSource ks = finish(ln ? "layernorm" : "softmax", os.str(), kRowBlock);
-  register_kernel_reference(ks.entry, detail::row_norm_reference(spec));
+  register_kernel_spec(ks.entry, spec);
   return ks;
 }
 
@@ -520,7 +520,7 @@ KernelSource gen_pool(const PoolSpec& spec) {
   os << "}\n";
   const char* kind = spec.kind == PoolSpec::kMax ? "maxpool" : spec.kind == PoolSpec::kAverage ? "avgpool" : "gavgpool";
   KernelSource ks = finish(kind, os.str(), kPoolBlock);
-  register_kernel_reference(ks.entry, detail::pool_reference(spec));
+  register_kernel_spec(ks.entry, spec);
   return ks;
 }
 
@@ -587,7 +587,7 @@ KernelSource gen_attention(const AttentionSpec& spec) {
   }
   os << "}\n";
   KernelSource ks = finish("attention", os.str(), kAttnBlock);
-  register_kernel_reference(ks.entry, detail::attention_reference(spec));
+  register_kernel_spec(ks.entry, spec);
   return ks;
 }
 

@@ -1,4 +1,4 @@
-// Host references of the generated kernels (kernels/cuda/kernel_reference.h) against the CPU
+// Host references of the generated kernels (tests/cuda_oracle/kernel_reference.h) against the CPU
 // kernels, which are the semantic oracle. Every generator registers its entry's reference; the
 // tests fill the argument structs as the runtime does (cuda_programs.cc ew_args, row_args and
 // the pool/attention launches of cuda_lower*.cc), run the reference over the launch grid and
@@ -24,7 +24,8 @@
 #include "kernels/cpu/fused_kernels.h"
 #include "kernels/cuda/codegen.h"
 #include "kernels/cuda/kernel_abi.h"
-#include "kernels/cuda/kernel_reference.h"
+#include "kernels/cuda/kernel_spec.h"
+#include "tests/cuda_oracle/kernel_reference.h"
 
 namespace cpu = fusert::cpu;
 namespace cu = fusert::cuda;
@@ -183,22 +184,18 @@ Vec cpu_value_program(const cpu::ElementwiseProgram& prog, const Shape& shape, s
 
 TEST_CASE("codegen.reference_registry") {
   CHECK(cu::find_kernel_reference("fz_no_such_kernel") == nullptr);
-  // The registry lives for the process: the references write through their args, not a capture.
-  cu::register_kernel_reference("fz_test_registry", [](const void* args, unsigned, unsigned, unsigned) {
-    *static_cast<int*>(const_cast<void*>(args)) = 1;
-  });
-  cu::register_kernel_reference("fz_test_registry", [](const void* args, unsigned, unsigned, unsigned) {
-    *static_cast<int*>(const_cast<void*>(args)) = 2;
-  });
-  const cu::KernelReference* r = cu::find_kernel_reference("fz_test_registry");
-  REQUIRE(r != nullptr);
-  int called = 0;
-  (*r)(&called, 1, 1, 1);
-  CHECK(called == 1);  // the second registration is ignored
-  CHECK(cu::find_kernel_reference("fz_test_registry") == r);
-
+  CHECK(cu::find_kernel_spec("fz_no_such_kernel") == nullptr);
+  // The generator records the spec (data, in libfusert); the oracle builds the reference from it.
   const cpu::ElementwiseProgram relu = program({4}, {{1}}, {instr(EpOp::kRelu)});
   const cu::KernelSource k = cu::gen_elementwise(relu);
+  const cu::KernelSpec* spec = cu::find_kernel_spec(k.entry);
+  REQUIRE(spec != nullptr);
+  CHECK(std::holds_alternative<cpu::ElementwiseProgram>(*spec));
+  // A second registration of an entry is ignored: the first spec stays.
+  cu::register_kernel_spec(k.entry, program({4}, {{1}}, {instr(EpOp::kTanh)}));
+  CHECK(cu::find_kernel_spec(k.entry) == spec);
+  CHECK(std::get<cpu::ElementwiseProgram>(*spec).code.size() == relu.code.size());
+  CHECK(std::get<cpu::ElementwiseProgram>(*spec).code[0].op == EpOp::kRelu);
   const cu::KernelReference* first = cu::find_kernel_reference(k.entry);
   CHECK(first != nullptr);
   CHECK(cu::find_kernel_reference(cu::gen_elementwise(relu).entry) == first);  // stable

@@ -3,7 +3,7 @@
 // the host synchronises; capture records it into CUDA Graphs that cudaGraphLaunch replays.
 // Generated kernels load from their real cubins (checked in fake_kernels.cc: ELF, entry, the
 // parameter size, launch bounds and static shared memory read from the cubin's .nv.info and
-// .nv.shared sections) and run as their host references (kernels/cuda/kernel_reference.h);
+// .nv.shared sections) and run as their host references (tests/cuda_oracle/kernel_reference.h);
 // their argument structs (kernel_abi.h) are checked against the allocations they point into.
 // Signatures follow /usr/local/cuda/include/cuda_runtime_api.h (extern "C" from the header).
 #include <cuda_runtime_api.h>
@@ -25,9 +25,9 @@
 
 #include "kernels/cuda/codegen.h"
 #include "kernels/cuda/kernel_abi.h"
-#include "kernels/cuda/kernel_reference.h"
 #include "tests/cuda_emu/emu.h"
 #include "tests/cuda_emu/fake_cudart_internal.h"
+#include "tests/cuda_oracle/kernel_reference.h"
 
 namespace fusert::emu {
 namespace {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cuda/kernel_reference.h"
+#include "tests/cuda_oracle/kernel_reference.h"
 
 // ---------------------------------------------------------------- handle types
 using OpList = std::vector<std::function<void()>>;

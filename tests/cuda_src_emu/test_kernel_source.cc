@@ -3,7 +3,7 @@
 // the CPU under shim.h — every CUDA thread a fiber, real __syncthreads()/__shfl_xor_sync()
 // semantics, dynamic shared memory of the launch's size — with the grid, block and shared
 // memory the runtime launchers use (runtime/cuda/cuda_programs.cc grid_1d, cuda_lower*.cc), and
-// its outputs are compared with the kernel's host reference (kernels/cuda/kernel_reference.h)
+// its outputs are compared with the kernel's host reference (tests/cuda_oracle/kernel_reference.h)
 // run on a separate copy. This checks the kernel text itself (indexing, grid-stride loops,
 // block reductions, barriers, shuffles, shared memory) without a GPU or NVRTC.
 //
@@ -24,8 +24,8 @@
 #include "kernels/cpu/fused_kernels.h"
 #include "kernels/cuda/codegen.h"
 #include "kernels/cuda/kernel_abi.h"
-#include "kernels/cuda/kernel_reference.h"
 #include "shim.h"
+#include "tests/cuda_oracle/kernel_reference.h"
 // The host-patched kernels (from the build directory); after shim.h and kernel_abi.h.
 #include "generated_kernels.inc"
 

@@ -9,10 +9,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "apps/preprocess/tokenizer.h"
 #include "graph/base/tensor.h"
 #include "runtime/npy.h"
 #include "runtime/session.h"
-#include "apps/preprocess/tokenizer.h"
 
 using namespace fusert;
 

@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "graph/base/tensor.h"
 #include "apps/preprocess/image.h"
+#include "graph/base/tensor.h"
 #include "runtime/npy.h"
 #include "runtime/session.h"
 #include "runtime/weights.h"

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "kernels/cuda/codegen.h"
-#include "kernels/cuda/kernel_reference.h"
+#include "tests/cuda_oracle/kernel_reference.h"
 
 namespace fusert::cuda::detail {
 

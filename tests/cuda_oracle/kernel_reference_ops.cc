@@ -13,7 +13,7 @@
 #include <string>
 
 #include "kernels/cuda/kernel_abi.h"
-#include "kernels/cuda/kernel_reference_internal.h"
+#include "tests/cuda_oracle/kernel_reference_internal.h"
 
 namespace fusert::cuda::detail {
 namespace {
