@@ -2,7 +2,9 @@
 // and shapes into a kernel parameter struct captured by the step (kernels never see the graph).
 #include <cstring>
 
+#include "graph/unary.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/fused_kernels.h"
 #include "runtime/execution_plan.h"
 #include "runtime/lower_fused.h"
 
@@ -62,18 +64,27 @@ LOWER(BatchNormalization) {
   return Status();
 }
 
-static Status lower_unary(const Graph& g, int ni, Step& s, cpu::UnaryKind kind) {
+// Every op of graph/base/unary_ops.def with its own op-table row (Row 1): cpu::unary with the
+// table's formula and the node's parameters.
+static Status lower_unary(const Graph& g, int ni, Step& s, cpu::EpOp op) {
   const Node& n = NODE;
   int64_t count = shape_numel(shape_of(g, n.outputs[0]));
+  float a = 0, b = 0;
+  unary_params(n, &a, &b);
   ValueId xi = n.inputs[0], yi = n.outputs[0];
-  s.run = [=](const BufferTable& b) { cpu::unary(kind, count, b.f32(xi), b.f32(yi)); };
+  s.run = [=](const BufferTable& t) { cpu::unary(op, a, b, count, t.f32(xi), t.f32(yi)); };
   return Status();
 }
-LOWER(Relu) { return lower_unary(g, ni, s, cpu::UnaryKind::kRelu); }
-LOWER(Erf) { return lower_unary(g, ni, s, cpu::UnaryKind::kErf); }
-LOWER(Tanh) { return lower_unary(g, ni, s, cpu::UnaryKind::kTanh); }
-LOWER(Sqrt) { return lower_unary(g, ni, s, cpu::UnaryKind::kSqrt); }
-LOWER(Sigmoid) { return lower_unary(g, ni, s, cpu::UnaryKind::kSigmoid); }
+#define FUSERT_UNARY(Name, Row, Expr, Flops, Regs, Schema, Doc) FUSERT_UNARY_LOWER_##Row(Name)
+#define FUSERT_UNARY_LOWER_0(Name)
+#define FUSERT_UNARY_LOWER_1(Name) \
+  LOWER(Name) { return lower_unary(g, ni, s, cpu::EpOp::k##Name); }
+#define FUSERT_UNARY_LOWER_2(Name)
+#include "graph/base/unary_ops.def"
+#undef FUSERT_UNARY
+#undef FUSERT_UNARY_LOWER_0
+#undef FUSERT_UNARY_LOWER_1
+#undef FUSERT_UNARY_LOWER_2
 
 static Status lower_copy(const Graph& g, int ni, Step& s) {
   const Node& n = NODE;
@@ -98,24 +109,7 @@ LOWER(Clip) {
   int64_t count = shape_numel(shape_of(g, n.outputs[0]));
   ValueId xi = n.inputs[0], yi = n.outputs[0];
   s.inputs.resize(1);
-  s.run = [=](const BufferTable& b) { cpu::clip(count, b.f32(xi), lo, hi, b.f32(yi)); };
-  return Status();
-}
-
-LOWER(HardSigmoid) {
-  const Node& n = NODE;
-  float alpha = static_cast<float>(n.attr_f("alpha")), beta = static_cast<float>(n.attr_f("beta"));
-  int64_t count = shape_numel(shape_of(g, n.outputs[0]));
-  ValueId xi = n.inputs[0], yi = n.outputs[0];
-  s.run = [=](const BufferTable& b) { cpu::hard_sigmoid(count, b.f32(xi), alpha, beta, b.f32(yi)); };
-  return Status();
-}
-
-LOWER(HardSwish) {
-  const Node& n = NODE;
-  int64_t count = shape_numel(shape_of(g, n.outputs[0]));
-  ValueId xi = n.inputs[0], yi = n.outputs[0];
-  s.run = [=](const BufferTable& b) { cpu::hard_swish(count, b.f32(xi), b.f32(yi)); };
+  s.run = [=](const BufferTable& b) { cpu::unary(cpu::EpOp::kClip, lo, hi, count, b.f32(xi), b.f32(yi)); };
   return Status();
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "graph/unary.h"
+#include "kernels/cpu/fused_kernels.h"
 #include "kernels/cpu/sequence_kernels.h"
 #include "runtime/execution_plan.h"
 
@@ -58,7 +60,8 @@ LOWER(Gelu) {
   int64_t count = shape_numel(shape_of(g, n.outputs[0]));
   bool tanh_approx = n.attr_s("approximate") == "tanh";
   ValueId xi = n.inputs[0], yi = n.outputs[0];
-  s.run = [=](const BufferTable& b) { cpu::gelu(count, b.f32(xi), tanh_approx, b.f32(yi)); };
+  const cpu::EpOp op = tanh_approx ? cpu::EpOp::kGeluTanh : cpu::EpOp::kGelu;
+  s.run = [=](const BufferTable& b) { cpu::unary(op, 0.f, 0.f, count, b.f32(xi), b.f32(yi)); };
   return Status();
 }
 

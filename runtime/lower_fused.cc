@@ -4,6 +4,7 @@
 #include <set>
 
 #include "graph/fusion/legality.h"
+#include "graph/unary.h"
 
 namespace fusert {
 
@@ -13,34 +14,24 @@ namespace {
 
 bool unary_op(const Node& n, cpu::EpilogueStep* e, const Graph& g) {
   switch (n.op) {
-    case OpKind::kRelu:
-      e->op = cpu::EpOp::kRelu;
-      return true;
-    case OpKind::kSigmoid:
-      e->op = cpu::EpOp::kSigmoid;
-      return true;
-    case OpKind::kHardSwish:
-      e->op = cpu::EpOp::kHardSwish;
-      return true;
-    case OpKind::kTanh:
-      e->op = cpu::EpOp::kTanh;
-      return true;
-    case OpKind::kErf:
-      e->op = cpu::EpOp::kErf;
-      return true;
-    case OpKind::kSqrt:
-      e->op = cpu::EpOp::kSqrt;
-      return true;
+#define FUSERT_UNARY(Name, Row, Expr, Flops, Regs, Schema, Doc) FUSERT_UNARY_STEP_##Row(Name)
+#define FUSERT_UNARY_STEP_0(Name)
+#define FUSERT_UNARY_STEP_1(Name)  \
+  case OpKind::k##Name:            \
+    e->op = cpu::EpOp::k##Name;    \
+    unary_params(n, &e->a, &e->b); \
+    return true;
+#define FUSERT_UNARY_STEP_2(Name)
+#include "graph/base/unary_ops.def"
+#undef FUSERT_UNARY
+#undef FUSERT_UNARY_STEP_0
+#undef FUSERT_UNARY_STEP_1
+#undef FUSERT_UNARY_STEP_2
     case OpKind::kIdentity:
       e->op = cpu::EpOp::kIdentity;
       return true;
     case OpKind::kGelu:
       e->op = n.attr_s("approximate") == "tanh" ? cpu::EpOp::kGeluTanh : cpu::EpOp::kGelu;
-      return true;
-    case OpKind::kHardSigmoid:
-      e->op = cpu::EpOp::kHardSigmoid;
-      e->a = static_cast<float>(n.attr_f("alpha"));
-      e->b = static_cast<float>(n.attr_f("beta"));
       return true;
     case OpKind::kClip:
       e->op = cpu::EpOp::kClip;

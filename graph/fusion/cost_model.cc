@@ -29,10 +29,18 @@ int64_t node_flops(const Graph& g, int ni) {
       const Shape& a = g.value(n.inputs[0]).shape;
       return 2 * shape_numel(y) * a.back();
     }
-    case OpKind::kSigmoid:
+#define FUSERT_UNARY(Name, Row, Expr, Flops, Regs, Schema, Doc) FUSERT_UNARY_FLOPS_##Row(Name, Flops)
+#define FUSERT_UNARY_FLOPS_0(Name, Flops)
+#define FUSERT_UNARY_FLOPS_1(Name, Flops) \
+  case OpKind::k##Name:                   \
+    return Flops * shape_numel(y);
+#define FUSERT_UNARY_FLOPS_2(Name, Flops)
+#include "graph/base/unary_ops.def"
+#undef FUSERT_UNARY
+#undef FUSERT_UNARY_FLOPS_0
+#undef FUSERT_UNARY_FLOPS_1
+#undef FUSERT_UNARY_FLOPS_2
     case OpKind::kGelu:
-    case OpKind::kErf:
-    case OpKind::kTanh:
     case OpKind::kSoftmax:
     case OpKind::kLayerNormalization:
     case OpKind::kPow:
@@ -82,21 +90,22 @@ int register_estimate(const Graph& g, const std::vector<int>& nodes) {
     for (size_t i = 1; i < n.inputs.size(); ++i)
       tensor_operand |= n.inputs[i] != kNoValue && !g.value(n.inputs[i]).is_constant;
     switch (n.op) {
-      case OpKind::kGelu:
-      case OpKind::kErf:
-      case OpKind::kTanh:
-      case OpKind::kSigmoid:
-        regs += 8;
-        break;
+#define FUSERT_UNARY(Name, Row, Expr, Flops, Regs, Schema, Doc) FUSERT_UNARY_REGS_##Row(Name, Regs)
+#define FUSERT_UNARY_REGS_0(Name, Regs)
+#define FUSERT_UNARY_REGS_1(Name, Regs) \
+  case OpKind::k##Name:                 \
+    regs += Regs;                       \
+    break;
+#define FUSERT_UNARY_REGS_2 FUSERT_UNARY_REGS_1
+#include "graph/base/unary_ops.def"
+#undef FUSERT_UNARY
+#undef FUSERT_UNARY_REGS_0
+#undef FUSERT_UNARY_REGS_1
+#undef FUSERT_UNARY_REGS_2
       case OpKind::kLayerNormalization:
       case OpKind::kSoftmax:
       case OpKind::kGlobalAveragePool:
         regs += 10;
-        break;
-      case OpKind::kHardSwish:
-      case OpKind::kHardSigmoid:
-      case OpKind::kClip:
-        regs += 3;
         break;
       default:
         regs += 2;

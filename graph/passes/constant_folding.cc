@@ -8,8 +8,10 @@
 #include <limits>
 #include <optional>
 
+#include "graph/base/unary_math.h"
 #include "graph/passes/graph_edit.h"
 #include "graph/passes/pass.h"
+#include "graph/unary.h"
 
 namespace fusert {
 
@@ -266,34 +268,36 @@ std::optional<Tensor> fold_binary(const FoldInput& f) {
   return y;
 }
 
+// The formula of graph/base/unary_ops.def, the same expression the kernels run.
+float unary_value(OpKind op, float v, float a, float b) {
+  (void)a;
+  (void)b;
+  switch (op) {
+#define FUSERT_UNARY(Name, Row, Expr, Flops, Regs, Schema, Doc) FUSERT_UNARY_FOLD_##Row(Name, Expr)
+#define FUSERT_UNARY_FOLD_0(Name, Expr)
+#define FUSERT_UNARY_FOLD_1(Name, Expr) \
+  case OpKind::k##Name:                 \
+    return Expr;
+#define FUSERT_UNARY_FOLD_2(Name, Expr)
+#include "graph/base/unary_ops.def"
+#undef FUSERT_UNARY
+#undef FUSERT_UNARY_FOLD_0
+#undef FUSERT_UNARY_FOLD_1
+#undef FUSERT_UNARY_FOLD_2
+    default:
+      return v;
+  }
+}
+
 std::optional<Tensor> fold_unary(const FoldInput& f) {
   const Tensor& x = *f.in[0];
-  if (x.dtype() != DType::kF32) return std::nullopt;
+  if (x.dtype() != DType::kF32 || !is_table_unary(f.node.op)) return std::nullopt;
+  float a = 0, b = 0;
+  unary_params(f.node, &a, &b);
   Tensor y(DType::kF32, f.out_shape);
   const float* px = x.f32();
   float* py = y.f32();
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    float v = px[i];
-    switch (f.node.op) {
-      case OpKind::kSqrt:
-        py[i] = std::sqrt(v);
-        break;
-      case OpKind::kErf:
-        py[i] = std::erf(v);
-        break;
-      case OpKind::kTanh:
-        py[i] = std::tanh(v);
-        break;
-      case OpKind::kRelu:
-        py[i] = v > 0.f ? v : 0.f;
-        break;
-      case OpKind::kSigmoid:
-        py[i] = 1.f / (1.f + std::exp(-v));
-        break;
-      default:
-        return std::nullopt;
-    }
-  }
+  for (int64_t i = 0; i < x.numel(); ++i) py[i] = unary_value(f.node.op, px[i], a, b);
   return y;
 }
 
@@ -320,14 +324,8 @@ std::optional<Tensor> fold(const FoldInput& f) {
     case OpKind::kDiv:
     case OpKind::kPow:
       return fold_binary(f);
-    case OpKind::kSqrt:
-    case OpKind::kErf:
-    case OpKind::kTanh:
-    case OpKind::kRelu:
-    case OpKind::kSigmoid:
-      return fold_unary(f);
     default:
-      return std::nullopt;
+      return is_table_unary(f.node.op) ? fold_unary(f) : std::nullopt;
   }
 }
 

@@ -80,15 +80,8 @@ void avg_pool2d(const PoolParams& p, const float* x, float* y);
 void global_avg_pool(int64_t n, int64_t c, int64_t spatial, const float* x, float* y);
 
 // ---------------------------------------------------------------- Elementwise
-enum class UnaryKind { kRelu, kSigmoid, kTanh, kErf, kSqrt, kNeg, kExp, kAbs, kIdentity };
-/// y[i] = f(x[i]) for i in [0, count). In-place (x == y) allowed.
-void unary(UnaryKind kind, int64_t count, const float* x, float* y);
-/// Clip: y = min(max(x, lo), hi). NaN propagates.
-void clip(int64_t count, const float* x, float lo, float hi, float* y);
-/// HardSigmoid: y = max(0, min(1, alpha * x + beta)).
-void hard_sigmoid(int64_t count, const float* x, float alpha, float beta, float* y);
-/// HardSwish: y = x * max(0, min(1, x / 6 + 0.5)).
-void hard_swish(int64_t count, const float* x, float* y);
+// Unary elementwise ops (activations): cpu::unary in kernels/cpu/fused_kernels.h, one formula
+// per row of graph/base/unary_ops.def.
 
 enum class BinaryKind { kAdd, kSub, kMul, kDiv, kPow };
 /// Numpy-broadcast binary op. Shapes are already padded to the output rank; a_shape[d] and

@@ -5,21 +5,11 @@
 #include <cmath>
 #include <functional>
 
+#include "graph/base/unary_math.h"
 #include "kernels/cpu/fused_internal.h"
 
 namespace fusert::cpu::detail {
 namespace {
-
-// Every comparison is written so that NaN fails it and falls through to the value itself:
-// Relu(NaN) and Clip(NaN) stay NaN (std::max/std::min would return a bound for one order).
-inline float relu(float v) { return v < 0.f ? 0.f : v; }
-inline float clamp_nan(float v, float lo, float hi) {
-  v = v < lo ? lo : v;
-  return v > hi ? hi : v;
-}
-
-constexpr float kInvSqrt2 = 0.70710678118654752f;
-constexpr float kSqrt2OverPi = 0.79788456080286536f;
 
 // `omp simd` because in, out and t may alias (always at the same index, which is safe):
 // without it the compiler needs runtime alias checks, which -O2 will not emit, and Relu's
@@ -72,35 +62,16 @@ void apply_binary(EpOp op, bool first, const float* in, const float* t, int64_t 
 
 void apply_unary(EpOp op, float a, float b, const float* in, int64_t n, float* out) {
   switch (op) {
-    case EpOp::kRelu:
-      return map_unary(in, n, out, relu);
-    case EpOp::kClip:
-      return map_unary(in, n, out, [a, b](float v) { return clamp_nan(v, a, b); });
-    case EpOp::kSigmoid:
-      return map_unary(in, n, out, [](float v) { return 1.f / (1.f + std::exp(-v)); });
-    case EpOp::kHardSigmoid:
-      return map_unary(in, n, out, [a, b](float v) { return clamp_nan(a * v + b, 0.f, 1.f); });
-    case EpOp::kHardSwish:
-      // v / 6 (not v * rounded 1/6) keeps the gate exactly 0 at -3 and exactly 1 at 3.
-      return map_unary(in, n, out, [](float v) { return v * clamp_nan(v / 6.f + 0.5f, 0.f, 1.f); });
-    case EpOp::kGelu:
-      return map_unary(in, n, out, [](float v) { return 0.5f * v * (1.f + std::erf(v * kInvSqrt2)); });
-    case EpOp::kGeluTanh:
-      return map_unary(
-          in, n, out, [](float v) { return 0.5f * v * (1.f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v))); });
-    case EpOp::kTanh:
-      return map_unary(in, n, out, [](float v) { return std::tanh(v); });
-    case EpOp::kErf:
-      return map_unary(in, n, out, [](float v) { return std::erf(v); });
-    case EpOp::kSqrt:
-      return map_unary(in, n, out, [](float v) { return std::sqrt(v); });
-    case EpOp::kNeg:
-      return map_unary(in, n, out, [](float v) { return -v; });
-    case EpOp::kExp:
-      return map_unary(in, n, out, [](float v) { return std::exp(v); });
-    case EpOp::kIdentity:
-      if (in != out) map_unary(in, n, out, [](float v) { return v; });
-      return;
+    // The formula of every row of graph/base/unary_ops.def, inlined into its own loop.
+#define FUSERT_UNARY(Name, Row, Expr, Flops, Regs, Schema, Doc) \
+  case EpOp::k##Name:                                           \
+    return map_unary(in, n, out, [a, b](float v) {              \
+      (void)a;                                                  \
+      (void)b;                                                  \
+      return Expr;                                              \
+    });
+#include "graph/base/unary_ops.def"
+#undef FUSERT_UNARY
     default:
       assert(false && "tensor op without operand");
   }

@@ -15,25 +15,22 @@ namespace fusert::cpu {
 // ---------------------------------------------------------------- Epilogues
 /// One elementwise operation of an epilogue, applied in order to the running value v.
 enum class EpOp {
-  kAddTensor,    ///< v = v + t   (or t + v)
-  kSubTensor,    ///< v = v - t   (or t - v when operand_first)
-  kMulTensor,    ///< v = v * t
-  kDivTensor,    ///< v = v / t   (or t / v when operand_first)
-  kPowTensor,    ///< v = pow(v, t) (or pow(t, v) when operand_first)
-  kRelu,         ///< v = max(v, 0); NaN stays NaN
-  kClip,         ///< v = min(max(v, a), b); NaN stays NaN; bounds exact
-  kSigmoid,      ///< v = 1 / (1 + exp(-v))
-  kHardSigmoid,  ///< v = max(0, min(1, a * v + b))
-  kHardSwish,    ///< v = v * max(0, min(1, v / 6 + 0.5))
-  kGelu,         ///< v = v/2 * (1 + erf(v / sqrt(2)))
-  kGeluTanh,     ///< v = v/2 * (1 + tanh(sqrt(2/pi) * (v + 0.044715 v^3)))
-  kTanh,
-  kErf,
-  kSqrt,
-  kNeg,
-  kExp,
-  kIdentity,
+  kAddTensor,  ///< v = v + t   (or t + v)
+  kSubTensor,  ///< v = v - t   (or t - v when operand_first)
+  kMulTensor,  ///< v = v * t
+  kDivTensor,  ///< v = v / t   (or t / v when operand_first)
+  kPowTensor,  ///< v = pow(v, t) (or pow(t, v) when operand_first)
+// One per row of graph/base/unary_ops.def (kRelu, kClip, kSigmoid, kHardSwish, kGelu, ...):
+// v = the row's expression of v and the step's parameters a, b.
+#define FUSERT_UNARY(Name, Row, Expr, Flops, Regs, Schema, Doc) k##Name,
+#include "graph/base/unary_ops.def"
+#undef FUSERT_UNARY
 };
+
+/// Unfused unary op: y[i] = op(x[i]; a, b) for i in [0, count), the formula of
+/// graph/base/unary_ops.def (the same as the fused epilogue step), split across the OpenMP team
+/// for large counts. `op` must not be a tensor op. In-place (x == y) allowed.
+void unary(EpOp op, float a, float b, int64_t count, const float* x, float* y);
 
 /// How a tensor operand is indexed relative to the output element (logical index).
 enum class OperandMode {

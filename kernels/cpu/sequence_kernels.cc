@@ -25,17 +25,6 @@ void layer_norm(int64_t outer, int64_t inner, const float* x, const float* scale
   }
 }
 
-void gelu(int64_t count, const float* x, bool tanh_approx, float* y) {
-  constexpr float kInvSqrt2 = 0.70710678118654752f;
-  constexpr float kSqrt2OverPi = 0.79788456080286536f;
-#pragma omp parallel for schedule(static) if (count > 65536)
-  for (int64_t i = 0; i < count; ++i) {
-    float v = x[i];
-    y[i] = tanh_approx ? 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v)))
-                       : 0.5f * v * (1.0f + std::erf(v * kInvSqrt2));
-  }
-}
-
 void reduce(int64_t outer, int64_t len, int64_t inner, bool mean, const float* x, float* y) {
 #pragma omp parallel for schedule(static) if (outer * inner > 4096)
   for (int64_t o = 0; o < outer; ++o) {

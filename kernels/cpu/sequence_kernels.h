@@ -15,9 +15,6 @@ namespace fusert::cpu {
 void layer_norm(int64_t outer, int64_t inner, const float* x, const float* scale, const float* bias, float epsilon,
                 float* y);
 
-/// GELU (ONNX Gelu, opset 20): exact erf form, or the tanh approximation when `tanh_approx`.
-void gelu(int64_t count, const float* x, bool tanh_approx, float* y);
-
 /// Sum (or mean when `mean`) over the middle axis of an [outer, len, inner] view -> [outer, inner].
 /// Reducing several axes is done by the caller as one [outer, len, inner] view when they are
 /// contiguous, else by successive calls.

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "graph/base/unary_math.h"
 #include "kernels/cuda/codegen_internal.h"
 #include "kernels/cuda/kernel_abi.h"
 
@@ -33,17 +34,7 @@ uint64_t fnv1a(const std::string& s) {
 std::string math_helpers() {
   std::ostringstream os;
   os << "#define FZ_NEG_INF (-__int_as_float(0x7f800000))\n"
-     << "__device__ __forceinline__ float fz_relu(float v) { return v < 0.0f ? 0.0f : v; }\n"
-     << "__device__ __forceinline__ float fz_clip(float v, float lo, float hi) {\n"
-     << "  v = v < lo ? lo : v;\n  return v > hi ? hi : v;\n}\n"
-     << "__device__ __forceinline__ float fz_sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }\n"
-     << "__device__ __forceinline__ float fz_hard_swish(float v) {\n"
-     << "  return v * fz_clip(v / 6.0f + 0.5f, 0.0f, 1.0f);\n}\n"
-     << "__device__ __forceinline__ float fz_gelu(float v) {\n"
-     << "  return 0.5f * v * (1.0f + erff(v * " << hex_float(0.70710678118654752f) << "));\n}\n"
-     << "__device__ __forceinline__ float fz_gelu_tanh(float v) {\n"
-     << "  return 0.5f * v * (1.0f + tanhf(" << hex_float(0.79788456080286536f) << " * (v + " << hex_float(0.044715f)
-     << " * v * v * v)));\n}\n"
+     << unary_math_cuda_source()  // fz_relu, fz_clip and fz_op_<Name> per row of unary_ops.def
      << "__device__ __forceinline__ float fz_nan_max(float m, float v) { return (v > m || v != v) ? v : m; }\n";
   return os.str();
 }
@@ -120,32 +111,12 @@ std::string op_expr(const ElementwiseInstr& ins, const std::string& v, const std
       return f ? t + " / " + v : v + " / " + t;
     case EpOp::kPowTensor:
       return f ? "powf(" + t + ", " + v + ")" : "powf(" + v + ", " + t + ")";
-    case EpOp::kRelu:
-      return "fz_relu(" + v + ")";
-    case EpOp::kClip:
-      return "fz_clip(" + v + ", " + hex_float(ins.a) + ", " + hex_float(ins.b) + ")";
-    case EpOp::kSigmoid:
-      return "fz_sigmoid(" + v + ")";
-    case EpOp::kHardSigmoid:
-      return "fz_clip(" + hex_float(ins.a) + " * " + v + " + " + hex_float(ins.b) + ", 0.0f, 1.0f)";
-    case EpOp::kHardSwish:
-      return "fz_hard_swish(" + v + ")";
-    case EpOp::kGelu:
-      return "fz_gelu(" + v + ")";
-    case EpOp::kGeluTanh:
-      return "fz_gelu_tanh(" + v + ")";
-    case EpOp::kTanh:
-      return "tanhf(" + v + ")";
-    case EpOp::kErf:
-      return "erff(" + v + ")";
-    case EpOp::kSqrt:
-      return "sqrtf(" + v + ")";
-    case EpOp::kNeg:
-      return "-" + v;
-    case EpOp::kExp:
-      return "expf(" + v + ")";
-    case EpOp::kIdentity:
-      return v;
+      // Every row of graph/base/unary_ops.def: its device function, parameters as exact literals.
+#define FUSERT_UNARY(Name, Row, Expr, Flops, Regs, Schema, Doc) \
+  case EpOp::k##Name:                                           \
+    return "fz_op_" #Name "(" + v + ", " + hex_float(ins.a) + ", " + hex_float(ins.b) + ")";
+#include "graph/base/unary_ops.def"
+#undef FUSERT_UNARY
   }
   return v;
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "graph/unary.h"
 #include "kernels/cuda/layout.cuh"
 #include "runtime/cuda/cuda_lower_internal.h"
 
@@ -14,21 +15,15 @@ namespace {
 const Node& node_at(const Graph& g, int ni) { return g.nodes[static_cast<size_t>(ni)]; }
 
 bool elementwise_op(OpKind op) {
+  if (is_table_unary(op)) return true;  // every op of graph/base/unary_ops.def
   switch (op) {
-    case OpKind::kRelu:
     case OpKind::kClip:
-    case OpKind::kSigmoid:
-    case OpKind::kHardSigmoid:
-    case OpKind::kHardSwish:
     case OpKind::kAdd:
     case OpKind::kSub:
     case OpKind::kMul:
     case OpKind::kDiv:
     case OpKind::kPow:
     case OpKind::kGelu:
-    case OpKind::kTanh:
-    case OpKind::kErf:
-    case OpKind::kSqrt:
     case OpKind::kIdentity:
       return true;
     default:

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "graph/base/unary_math.h"
 #include "kernels/cuda/kernel_abi.h"
 #include "tests/cuda_oracle/kernel_reference_internal.h"
 
@@ -25,11 +26,6 @@ using cpu::EpOp;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // ---------------------------------------------------------------- scalar ops
-float relu(float v) { return v < 0.0f ? 0.0f : v; }
-float clip(float v, float lo, float hi) {
-  v = v < lo ? lo : v;
-  return v > hi ? hi : v;
-}
 float nan_max(float m, float v) { return (v > m || v != v) ? v : m; }
 
 bool is_tensor_op(EpOp op) {
@@ -51,32 +47,16 @@ float apply(const ElementwiseInstr& ins, float v, float t) {
       return f ? t / v : v / t;
     case EpOp::kPowTensor:
       return f ? std::pow(t, v) : std::pow(v, t);
-    case EpOp::kRelu:
-      return relu(v);
-    case EpOp::kClip:
-      return clip(v, ins.a, ins.b);
-    case EpOp::kSigmoid:
-      return 1.0f / (1.0f + std::exp(-v));
-    case EpOp::kHardSigmoid:
-      return clip(ins.a * v + ins.b, 0.0f, 1.0f);
-    case EpOp::kHardSwish:
-      return v * clip(v / 6.0f + 0.5f, 0.0f, 1.0f);
-    case EpOp::kGelu:
-      return 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f));
-    case EpOp::kGeluTanh:
-      return 0.5f * v * (1.0f + std::tanh(0.79788456080286536f * (v + 0.044715f * v * v * v)));
-    case EpOp::kTanh:
-      return std::tanh(v);
-    case EpOp::kErf:
-      return std::erf(v);
-    case EpOp::kSqrt:
-      return std::sqrt(v);
-    case EpOp::kNeg:
-      return -v;
-    case EpOp::kExp:
-      return std::exp(v);
-    case EpOp::kIdentity:
-      return v;
+      // Every row of graph/base/unary_ops.def: the table's expression of v, a, b.
+#define FUSERT_UNARY(Name, Row, Expr, Flops, Regs, Schema, Doc) \
+  case EpOp::k##Name: {                                         \
+    const float a = ins.a, b = ins.b;                           \
+    (void)a;                                                    \
+    (void)b;                                                    \
+    return Expr;                                                \
+  }
+#include "graph/base/unary_ops.def"
+#undef FUSERT_UNARY
   }
   return v;
 }

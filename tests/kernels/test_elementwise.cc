@@ -1,4 +1,5 @@
-// Unary activations, Clip, HardSigmoid, HardSwish: exact values at the kinks, NaN propagation,
+// Unary activations (cpu::unary over the rows of graph/base/unary_ops.def), Clip, HardSigmoid,
+// HardSwish: exact values at the kinks, NaN propagation,
 // in-place use, and a naive std:: loop over odd and parallel-sized counts.
 #include <doctest/doctest.h>
 
@@ -6,7 +7,7 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/fused_kernels.h"
 #include "tests/kernels/kernel_test_util.h"
 
 namespace cpu = fusert::cpu;
@@ -20,40 +21,41 @@ namespace {
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-std::vector<float> run_unary(cpu::UnaryKind kind, const std::vector<float>& x) {
+std::vector<float> run_unary(cpu::EpOp kind, const std::vector<float>& x) {
   std::vector<float> y(x.size(), -777.f);
-  cpu::unary(kind, static_cast<int64_t>(x.size()), x.data(), y.data());
+  cpu::unary(kind, 0.f, 0.f, static_cast<int64_t>(x.size()), x.data(), y.data());
   return y;
 }
 
-double reference(cpu::UnaryKind kind, double v) {
+double reference(cpu::EpOp kind, double v) {
   switch (kind) {
-    case cpu::UnaryKind::kRelu:
+    case cpu::EpOp::kRelu:
       return v > 0 ? v : 0;
-    case cpu::UnaryKind::kSigmoid:
+    case cpu::EpOp::kSigmoid:
       return 1 / (1 + std::exp(-v));
-    case cpu::UnaryKind::kTanh:
+    case cpu::EpOp::kTanh:
       return std::tanh(v);
-    case cpu::UnaryKind::kErf:
+    case cpu::EpOp::kErf:
       return std::erf(v);
-    case cpu::UnaryKind::kSqrt:
+    case cpu::EpOp::kSqrt:
       return std::sqrt(std::fabs(v));  // inputs made non-negative
-    case cpu::UnaryKind::kNeg:
+    case cpu::EpOp::kNeg:
       return -v;
-    case cpu::UnaryKind::kExp:
+    case cpu::EpOp::kExp:
       return std::exp(v);
-    case cpu::UnaryKind::kAbs:
+    case cpu::EpOp::kAbs:
       return std::fabs(v);
-    case cpu::UnaryKind::kIdentity:
+    case cpu::EpOp::kIdentity:
       return v;
+    default:
+      return 0;
   }
-  return 0;
 }
 
 }  // namespace
 
 TEST_CASE("unary: hand values, including NaN and infinities") {
-  using K = cpu::UnaryKind;
+  using K = cpu::EpOp;
   expect_values(run_unary(K::kRelu, {-1, 0, 2.5f, kNaN, -kInf, kInf}), {0, 0, 2.5f, kNaN, 0, kInf});
   expect_values(run_unary(K::kSigmoid, {0, -100, 100, kNaN}), {0.5f, 0, 1, kNaN});
   expect_values(run_unary(K::kTanh, {0, 1, -20}), {0, 0.7615941559557649f, -1});
@@ -66,7 +68,7 @@ TEST_CASE("unary: hand values, including NaN and infinities") {
 }
 
 TEST_CASE("unary: in place and against std:: over odd and large counts") {
-  using K = cpu::UnaryKind;
+  using K = cpu::EpOp;
   for (K kind : {K::kRelu, K::kSigmoid, K::kTanh, K::kErf, K::kSqrt, K::kNeg, K::kExp, K::kAbs, K::kIdentity}) {
     for (int64_t count : {1, 3, 13, 127, 100003}) {
       auto x = random_floats(count, static_cast<uint32_t>(count), -4.f, 4.f);
@@ -77,7 +79,7 @@ TEST_CASE("unary: in place and against std:: over odd and large counts") {
       for (size_t i = 0; i < x.size(); ++i) ref[i] = static_cast<float>(reference(kind, x[i]));
       INFO("kind=" << static_cast<int>(kind) << " count=" << count);
       CHECK(max_rel_err(run_unary(kind, x), ref) <= kTol);
-      cpu::unary(kind, count, x.data(), x.data());
+      cpu::unary(kind, 0.f, 0.f, count, x.data(), x.data());
       CHECK(max_rel_err(x, ref) <= kTol);
     }
   }
@@ -86,24 +88,24 @@ TEST_CASE("unary: in place and against std:: over odd and large counts") {
 TEST_CASE("clip: exact bounds and NaN") {
   const std::vector<float> x = {-2, -1, 0.5f, 1, 2, kNaN, -kInf, kInf};
   std::vector<float> y(x.size());
-  cpu::clip(static_cast<int64_t>(x.size()), x.data(), -1.f, 1.f, y.data());
+  cpu::unary(cpu::EpOp::kClip, -1.f, 1.f, static_cast<int64_t>(x.size()), x.data(), y.data());
   expect_values(y, {-1, -1, 0.5f, 1, 1, kNaN, -1, 1}, 0.0);
   // lo == hi collapses everything but NaN; ReLU6 style bounds.
-  cpu::clip(static_cast<int64_t>(x.size()), x.data(), 0.25f, 0.25f, y.data());
+  cpu::unary(cpu::EpOp::kClip, 0.25f, 0.25f, static_cast<int64_t>(x.size()), x.data(), y.data());
   expect_values(y, {0.25f, 0.25f, 0.25f, 0.25f, 0.25f, kNaN, 0.25f, 0.25f}, 0.0);
-  cpu::clip(static_cast<int64_t>(x.size()), x.data(), 0.f, 6.f, y.data());
+  cpu::unary(cpu::EpOp::kClip, 0.f, 6.f, static_cast<int64_t>(x.size()), x.data(), y.data());
   expect_values(y, {0, 0, 0.5f, 1, 2, kNaN, 0, 6}, 0.0);
 }
 
 TEST_CASE("hard_sigmoid: exact values at -3, 0, 3 and the clamp edges") {
   const std::vector<float> x = {-3, 0, 3, -2.5f, 2.5f, 1, kNaN};
   std::vector<float> y(x.size());
-  cpu::hard_sigmoid(static_cast<int64_t>(x.size()), x.data(), 0.2f, 0.5f, y.data());
+  cpu::unary(cpu::EpOp::kHardSigmoid, 0.2f, 0.5f, static_cast<int64_t>(x.size()), x.data(), y.data());
   expect_values(y, {0, 0.5f, 1, 0, 1, 0.7f, kNaN});
   CHECK(y[0] == 0.f);
   CHECK(y[2] == 1.f);
   // The HardSwish gate (alpha 1/6) lands exactly on 0 and 1 at -3 and 3.
-  cpu::hard_sigmoid(3, x.data(), 1.f / 6.f, 0.5f, y.data());
+  cpu::unary(cpu::EpOp::kHardSigmoid, 1.f / 6.f, 0.5f, 3, x.data(), y.data());
   CHECK(y[0] == 0.f);
   CHECK(y[1] == 0.5f);
   CHECK(y[2] == 1.f);
@@ -112,7 +114,7 @@ TEST_CASE("hard_sigmoid: exact values at -3, 0, 3 and the clamp edges") {
 TEST_CASE("hard_swish: exact values at -3, 0, 3, outside and NaN") {
   const std::vector<float> x = {-3, 0, 3, -4, 4, 1, -1.5f, kNaN};
   std::vector<float> y(x.size());
-  cpu::hard_swish(static_cast<int64_t>(x.size()), x.data(), y.data());
+  cpu::unary(cpu::EpOp::kHardSwish, 0.f, 0.f, static_cast<int64_t>(x.size()), x.data(), y.data());
   // 1 * (1/6 + 1/2) = 2/3; -1.5 * (-0.25 + 0.5) = -0.375.
   expect_values(y, {0, 0, 3, 0, 4, 2.f / 3.f, -0.375f, kNaN});
   CHECK(y[0] == 0.f);
@@ -125,15 +127,15 @@ TEST_CASE("clip, hard_sigmoid, hard_swish: naive loop over odd and large counts"
     const auto x = random_floats(count, static_cast<uint32_t>(count) + 7, -8.f, 8.f);
     std::vector<float> y(x.size()), ref(x.size());
     INFO("count=" << count);
-    cpu::clip(count, x.data(), -1.5f, 2.f, y.data());
+    cpu::unary(cpu::EpOp::kClip, -1.5f, 2.f, count, x.data(), y.data());
     for (size_t i = 0; i < x.size(); ++i) ref[i] = std::min(std::max(x[i], -1.5f), 2.f);
     CHECK(max_rel_err(y, ref) == 0.0);
-    cpu::hard_sigmoid(count, x.data(), 0.2f, 0.5f, y.data());
+    cpu::unary(cpu::EpOp::kHardSigmoid, 0.2f, 0.5f, count, x.data(), y.data());
     for (size_t i = 0; i < x.size(); ++i) {
       ref[i] = static_cast<float>(std::max(0.0, std::min(1.0, 0.2 * x[i] + 0.5)));
     }
     CHECK(max_rel_err(y, ref) <= kTol);
-    cpu::hard_swish(count, x.data(), y.data());
+    cpu::unary(cpu::EpOp::kHardSwish, 0.f, 0.f, count, x.data(), y.data());
     for (size_t i = 0; i < x.size(); ++i) {
       ref[i] = static_cast<float>(x[i] * std::max(0.0, std::min(1.0, x[i] / 6.0 + 0.5)));
     }

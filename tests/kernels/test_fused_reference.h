@@ -75,6 +75,8 @@ inline float ref_op(const cpu::EpilogueStep& s, float v, float t) {
       return -v;
     case EpOp::kExp:
       return static_cast<float>(std::exp(x));
+    case EpOp::kAbs:
+      return std::fabs(v);
     case EpOp::kIdentity:
       return v;
   }
