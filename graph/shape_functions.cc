@@ -15,6 +15,7 @@ Status shape_Relu(ShapeContext& c) { return same_as_input(c); }
 Status shape_Sigmoid(ShapeContext& c) { return same_as_input(c); }
 Status shape_HardSigmoid(ShapeContext& c) { return same_as_input(c); }
 Status shape_HardSwish(ShapeContext& c) { return same_as_input(c); }
+Status shape_Softplus(ShapeContext& c) { return same_as_input(c); }
 Status shape_Identity(ShapeContext& c) { return same_as_input(c); }
 
 Status shape_Clip(ShapeContext& c) {

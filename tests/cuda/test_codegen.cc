@@ -123,6 +123,7 @@ std::vector<std::pair<std::string, cu::KernelSource>> all_kernels() {
           {"clip6", cu::gen_elementwise(clip_prog(6.f))},
           {"gelu", cu::gen_elementwise(gelu_prog())},
           {"strided_pow", cu::gen_elementwise(strided)},
+          {"softplus", cu::gen_elementwise(program({13}, {{1}}, {instr(EpOp::kSoftplus)}))},
           {"multi", cu::gen_elementwise_multi({relu_prog(), bias_relu_prog(), tanh_gelu})},
           {"layernorm", cu::gen_row_norm(layer_norm_spec())},
           {"softmax", cu::gen_row_norm(softmax_spec())},

@@ -228,6 +228,8 @@ TEST_CASE("codegen.reference_elementwise_every_op") {
                                    {EpOp::kSqrt},
                                    {EpOp::kNeg},
                                    {EpOp::kExp},
+                                   {EpOp::kAbs},
+                                   {EpOp::kSoftplus},
                                    {EpOp::kIdentity}};
   for (const OpCase& oc : ops) {
     const bool tensor = oc.op <= EpOp::kPowTensor;

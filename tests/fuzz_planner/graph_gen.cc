@@ -115,7 +115,7 @@ Dims broadcast_shape(Rng& r, const Dims& s) {
 namespace {
 
 const std::vector<std::string> kUnary = {"Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish",
-                                         "Tanh", "Gelu", "Erf",     "Identity"};
+                                         "Tanh", "Gelu", "Erf",     "Identity",    "Softplus"};
 const std::vector<std::string> kBinary = {"Add", "Sub", "Mul", "Div"};
 
 std::string unary(Emitter& e, Rng& r, const std::string& cur) {

@@ -45,6 +45,8 @@ double reference(cpu::EpOp kind, double v) {
       return std::exp(v);
     case cpu::EpOp::kAbs:
       return std::fabs(v);
+    case cpu::EpOp::kSoftplus:
+      return std::log1p(std::exp(v));
     case cpu::EpOp::kIdentity:
       return v;
     default:
@@ -69,7 +71,8 @@ TEST_CASE("unary: hand values, including NaN and infinities") {
 
 TEST_CASE("unary: in place and against std:: over odd and large counts") {
   using K = cpu::EpOp;
-  for (K kind : {K::kRelu, K::kSigmoid, K::kTanh, K::kErf, K::kSqrt, K::kNeg, K::kExp, K::kAbs, K::kIdentity}) {
+  for (K kind :
+       {K::kRelu, K::kSigmoid, K::kTanh, K::kErf, K::kSqrt, K::kNeg, K::kExp, K::kAbs, K::kSoftplus, K::kIdentity}) {
     for (int64_t count : {1, 3, 13, 127, 100003}) {
       auto x = random_floats(count, static_cast<uint32_t>(count), -4.f, 4.f);
       if (kind == K::kSqrt) {

@@ -77,6 +77,8 @@ inline float ref_op(const cpu::EpilogueStep& s, float v, float t) {
       return static_cast<float>(std::exp(x));
     case EpOp::kAbs:
       return std::fabs(v);
+    case EpOp::kSoftplus:
+      return static_cast<float>(std::log1p(std::exp(x)));
     case EpOp::kIdentity:
       return v;
   }

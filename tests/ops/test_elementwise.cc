@@ -142,6 +142,18 @@ TEST_CASE("HardSwish, by hand and odd sizes") {
   odd_size_unary("HardSwish", "", [](double v) { return v * std::max(0.0, std::min(1.0, v / 6 + 0.5)); });
 }
 
+TEST_CASE("Softplus, by hand, at the extremes and odd sizes") {
+  // ln(1 + e^x): 0 -> ln 2; 1 -> 1.3132617; -1 -> 0.3132617; 100 -> 100 (no overflow);
+  // -100 -> e^-100 = 3.72e-44 (a subnormal float); NaN stays NaN.
+  Tensor y = run1(unary("Softplus", {7}), Tensor::f32({7}, {0, 1, -1, 100, -100, 20, kNaN}));
+  expect_values(
+      y, {7},
+      {0.6931471805599453f, 1.3132616875182228f, 0.31326168751822286f, 100, 3.720076e-44f, 20.000000002061153f, kNaN});
+  CHECK(y.f32()[3] == 100.f);
+  CHECK(y.f32()[4] > 0.f);
+  odd_size_unary("Softplus", "", [](double v) { return std::log1p(std::exp(v)); });
+}
+
 TEST_CASE("Identity copies bits, including NaN, infinities and -0") {
   Tensor x = Tensor::f32({1, 5}, {-0.f, kInf, -kInf, 1e-40f, 3.25f});
   Tensor y = run1(unary("Identity", {1, 5}), x);
