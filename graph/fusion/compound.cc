@@ -7,7 +7,7 @@
 
 #include "graph/fusion/attention_pattern.h"
 #include "graph/fusion/horizontal.h"
-#include "graph/fusion/vertical.h"
+#include "graph/fusion/legality.h"
 
 namespace fusert {
 

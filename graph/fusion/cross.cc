@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "graph/fusion/cost_model.h"
-#include "graph/fusion/vertical.h"
+#include "graph/fusion/legality.h"
 
 namespace fusert {
 

@@ -138,6 +138,16 @@ bool is_epilogue_op(const Graph& g, int ni, ValueId running) {
   return false;
 }
 
+bool is_join(const Graph& g, int ni) {
+  const Node& n = g.nodes[static_cast<size_t>(ni)];
+  if (op_info(n.op).pattern != PatternKind::kBroadcast || n.inputs.size() != 2) return false;
+  if (n.op == OpKind::kBatchNormalization) return false;
+  for (ValueId in : n.inputs) {
+    if (in == kNoValue || g.value(in).producer < 0) return false;
+  }
+  return true;
+}
+
 FusionGroup candidate_group(const Graph& g, GroupKind kind, std::vector<int> nodes, int join) {
   std::sort(nodes.begin(), nodes.end());
   FusionGroup grp;

@@ -50,7 +50,10 @@ FusionDecision check_fusible(const PlanState& st, int node);
 /// anchor starts (a weight, a constant, or an earlier value).
 /// `running` is the chain's value entering the op (kNoValue: any input may be).
 bool is_epilogue_op(const Graph& g, int node, ValueId running = kNoValue);
-bool is_alias_op(OpKind op);  ///< Reshape/Flatten/Unsqueeze/Identity: views, no kernel
+bool is_alias_op(OpKind op);
+/// True if `node` is a join of two computed paths (a binary broadcast op, both inputs produced
+/// by nodes): where vertical chains stop and cross fusion starts.
+bool is_join(const Graph& g, int node);  ///< Reshape/Flatten/Unsqueeze/Identity: views, no kernel
 
 /// A group as the backend's capability check sees it before it is formed: kind, sorted
 /// nodes, outputs, and the join node of a cross group (-1 otherwise).

@@ -198,16 +198,6 @@ void grow_chain(PlanState& st, int head) {
 
 }  // namespace
 
-bool is_join(const Graph& g, int ni) {
-  const Node& n = g.nodes[static_cast<size_t>(ni)];
-  if (op_info(n.op).pattern != PatternKind::kBroadcast || n.inputs.size() != 2) return false;
-  if (n.op == OpKind::kBatchNormalization) return false;
-  for (ValueId in : n.inputs) {
-    if (in == kNoValue || g.value(in).producer < 0) return false;
-  }
-  return true;
-}
-
 void run_vertical(PlanState& st) {
   std::vector<int> order(st.g.nodes.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);

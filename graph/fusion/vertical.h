@@ -27,7 +27,4 @@ namespace fusert {
 /// Forms vertical groups over unclaimed nodes. With profile data, hot anchors go first.
 void run_vertical(PlanState& st);
 
-/// True if `node` is a join of two computed paths (both inputs produced by nodes).
-bool is_join(const Graph& g, int node);
-
 }  // namespace fusert
