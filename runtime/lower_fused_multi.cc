@@ -5,7 +5,6 @@
 #include <memory>
 #include <set>
 
-#include "graph/fusion/attention_pattern.h"
 #include "runtime/lower_fused.h"
 
 namespace fusert::lowering {
@@ -237,12 +236,9 @@ Status lower_grouped(const Graph& g, const FusionGroup& grp, Step& s) {
 }
 
 Status lower_attention(const Graph& g, const FusionGroup& grp, Step& s) {
-  int softmax = -1;
-  for (int ni : grp.nodes)
-    if (node_at(g, ni).op == OpKind::kSoftmax) softmax = ni;
-  AttentionMatch m;
-  if (softmax < 0 || !match_attention(g, softmax, &m))
-    return error(StatusCode::kInternal) << "attention pattern no longer matches";
+  if (!grp.attention)
+    return error(StatusCode::kInternal) << "attention group " << grp.name << " without its decoded pattern";
+  const AttentionMatch& m = *grp.attention;  // decoded once, by the planner
   s = group_step(g, grp, "attention");
   cpu::AttentionParams p;
   p.batch = m.batch;

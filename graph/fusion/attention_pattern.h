@@ -11,19 +11,10 @@
 
 #include <vector>
 
+#include "graph/fusion/group.h"
 #include "graph/ir.h"
 
 namespace fusert {
-
-struct AttentionMatch {
-  std::vector<int> nodes;                            ///< every node of the pattern, topological order
-  ValueId q = kNoValue, k = kNoValue, v = kNoValue;  ///< token-major [B*S, H*D] (or [B,S,H*D])
-  ValueId mask = kNoValue;                           ///< additive mask, broadcast to [B,H,S,S]
-  ValueId out = kNoValue;                            ///< token-major result
-  float scale = 1.f;
-  int64_t batch = 0, heads = 0, seq = 0, head_dim = 0;
-  int64_t mask_b_stride = 0, mask_i_stride = 0;  ///< element strides of the mask (0 = broadcast)
-};
 
 /// Matches the pattern around the Softmax node `softmax`; every intermediate must have a
 /// single consumer and not be a graph output. Returns false when it does not match.

@@ -41,14 +41,19 @@ void form_attention(PlanState& st) {
     bool hinted = false;
     for (int n : m.nodes) hinted |= st.node(n).fuse_never;
     if (hinted) continue;
-    if (FusionDecision d = backend_supports(st.opt, st.g, GroupKind::kAttention, m.nodes); !d) {
+    auto decoded = std::make_shared<const AttentionMatch>(m);
+    FusionGroup candidate = candidate_group(st.g, GroupKind::kAttention, m.nodes);
+    candidate.attention = decoded;
+    if (FusionDecision d = backend_supports(st.opt, st.g, candidate); !d) {
       st.reject(Strategy::kCompound, m.nodes, d);
       continue;
     }
     for (int gid : inner) st.dissolve(gid);
-    st.add_group(Strategy::kCompound, GroupKind::kAttention, m.nodes,
-                 "parallel: all " + std::to_string(m.heads) +
-                     " heads in one launch, softmax(QK^T*scale+mask)V; [B,H,S,S] scores never reach memory");
+    const int id =
+        st.add_group(Strategy::kCompound, GroupKind::kAttention, m.nodes,
+                     "parallel: all " + std::to_string(m.heads) +
+                         " heads in one launch, softmax(QK^T*scale+mask)V; [B,H,S,S] scores never reach memory");
+    st.groups[static_cast<size_t>(id)].attention = decoded;
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -34,6 +35,18 @@ enum class GroupKind {
 };
 const char* group_kind_name(GroupKind k);
 
+/// An attention group decoded once by the planner (graph/fusion/attention_pattern.h matches it);
+/// both lowerings read it instead of matching the pattern again.
+struct AttentionMatch {
+  std::vector<int> nodes;                            ///< every node of the pattern, topological order
+  ValueId q = kNoValue, k = kNoValue, v = kNoValue;  ///< token-major [B*S, H*D] (or [B,S,H*D])
+  ValueId mask = kNoValue;                           ///< additive mask, broadcast to [B,H,S,S]
+  ValueId out = kNoValue;                            ///< token-major result
+  float scale = 1.f;
+  int64_t batch = 0, heads = 0, seq = 0, head_dim = 0;
+  int64_t mask_b_stride = 0, mask_i_stride = 0;  ///< element strides of the mask (0 = broadcast)
+};
+
 struct FusionGroup {
   int id = -1;
   Strategy strategy = Strategy::kNone;
@@ -46,15 +59,16 @@ struct FusionGroup {
   // Cost-model annotations (graph/fusion/cost_model.h)
   int64_t bytes_saved = 0;  ///< intermediate bytes not written + not read again
   int64_t launches_saved = 0;
-  int register_estimate = 0;    ///< registers per thread (estimate or measured)
-  int registers_measured = -1;  ///< CUDA: nvJitLink's count for the group's generated kernel
-  int spill_bytes = -1;         ///< CUDA: spill stores + loads of that kernel
-  double imbalance_ratio = 0;   ///< cross groups: max/min branch FLOPs (after balancing)
-  bool balanced = false;        ///< cross groups: cheaper branch zero-padded
-  int join = -1;                ///< cross groups: the join node (Add/Mul/Sub) the branches meet at
-  std::string note;             ///< planner remark shown by --explain
-  std::string host_reason;      ///< single-op group the backend cannot run: it runs on the
-                                ///< host, for this reason (decided by the planner, shown by --explain)
+  int register_estimate = 0;                        ///< registers per thread (estimate or measured)
+  int registers_measured = -1;                      ///< CUDA: nvJitLink's count for the group's generated kernel
+  int spill_bytes = -1;                             ///< CUDA: spill stores + loads of that kernel
+  double imbalance_ratio = 0;                       ///< cross groups: max/min branch FLOPs (after balancing)
+  bool balanced = false;                            ///< cross groups: cheaper branch zero-padded
+  int join = -1;                                    ///< cross groups: the join node (Add/Mul/Sub) the branches meet at
+  std::shared_ptr<const AttentionMatch> attention;  ///< attention groups: the decoded pattern
+  std::string note;                                 ///< planner remark shown by --explain
+  std::string host_reason;                          ///< single-op group the backend cannot run: it runs on the
+                            ///< host, for this reason (decided by the planner, shown by --explain)
   int depth() const { return static_cast<int>(nodes.size()); }
 };
 

@@ -162,9 +162,14 @@ FusionGroup candidate_group(const Graph& g, GroupKind kind, std::vector<int> nod
 FusionDecision backend_supports(const FusionOptions& opt, const Graph& g, GroupKind kind, const std::vector<int>& nodes,
                                 int join) {
   if (!opt.supports) return FusionDecision::yes();
-  FusionDecision d = opt.supports(g, candidate_group(g, kind, nodes, join));
+  return backend_supports(opt, g, candidate_group(g, kind, nodes, join));
+}
+
+FusionDecision backend_supports(const FusionOptions& opt, const Graph& g, const FusionGroup& candidate) {
+  if (!opt.supports) return FusionDecision::yes();
+  FusionDecision d = opt.supports(g, candidate);
   if (d) return d;
-  return refuse("backend") << opt.backend << " cannot run this " << group_kind_name(kind)
+  return refuse("backend") << opt.backend << " cannot run this " << group_kind_name(candidate.kind)
                            << " group as one launch: " << d.reason();
 }
 

@@ -62,5 +62,8 @@ FusionGroup candidate_group(const Graph& g, GroupKind kind, std::vector<int> nod
 /// FusionOptions::supports (set by the backend); yes when unset.
 FusionDecision backend_supports(const FusionOptions& opt, const Graph& g, GroupKind kind, const std::vector<int>& nodes,
                                 int join = -1);
+/// The same for a candidate built with candidate_group and completed by the strategy (e.g.
+/// with the decoded attention pattern).
+FusionDecision backend_supports(const FusionOptions& opt, const Graph& g, const FusionGroup& candidate);
 
 }  // namespace fusert

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "graph/fusion/attention_pattern.h"
 #include "graph/fusion/legality.h"
 #include "runtime/cuda/cuda_lower_internal.h"
 
@@ -243,12 +242,10 @@ Status lower_row_norm_cuda(GroupLowering& gl) {
 // softmax(scale * Q K^T + mask) V with the head reshapes/transposes folded into indexing.
 Status lower_attention_cuda(GroupLowering& gl) {
   const Graph& g = gl.g;
-  int softmax = -1;
-  for (int ni : gl.grp.nodes)
-    if (node_at(g, ni).op == OpKind::kSoftmax) softmax = ni;
-  AttentionMatch m;
-  if (softmax < 0 || !match_attention(g, softmax, &m))
-    return error(StatusCode::kInternal) << "attention pattern no longer matches";
+  if (!gl.grp.attention) {
+    return error(StatusCode::kInternal) << "attention group " << gl.grp.name << " without its decoded pattern";
+  }
+  const AttentionMatch& m = *gl.grp.attention;  // decoded once, by the planner
   if (attention_shared_bytes(m.seq, m.head_dim) > kMaxDynamicShared)
     return error(StatusCode::kUnsupported) << "sequence too long for shared memory";
   AttentionSpec spec;
