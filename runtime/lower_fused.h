@@ -64,7 +64,7 @@ void bias_as_epilogue(const Graph& g, const Node& n, const Shape& out, EpilogueT
 
 /// A branch-merge group taken apart: the two convs, the join (the planner records it), each
 /// branch's chain up to the join, the merge chain after it, and the stacked conv
-/// (graph/fusion/cross.h stacked_conv): weights [Ma, C, KH, KW] = pad(Wa) + pad(Wb) and bias
+/// (decoded by the planner: FusionGroup::branch_merge): weights [Ma, C, KH, KW] = pad(Wa) + pad(Wb) and bias
 /// ba + bb when neither branch has a chain (re-parameterised), else [Ma + Mb, C, KH, KW] with
 /// Wa's channels first. Errors when the group is not of that form.
 struct BranchMergeLayout {
@@ -79,9 +79,6 @@ Status branch_merge_layout(const Graph& g, const FusionGroup& grp, BranchMergeLa
 
 /// Copies w [M, C, kh, kw] centred into a zeroed [M, C, KH, KW] buffer at `dst` (branch balancing).
 void pad_kernel(const Tensor& w, int64_t KH, int64_t KW, float* dst);
-/// The members of `grp` between conv `anchor` and the `join` node, in order.
-std::vector<int> chain_from(const Graph& g, const FusionGroup& grp, int anchor, int join);
-
 cpu::ConvParams conv_params(const Graph& g, const Node& n);
 cpu::GemmParams gemm_params(const Graph& g, const Node& n);
 cpu::MatMulParams matmul_params(const Graph& g, const Node& n);

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <memory>
 
-#include "graph/fusion/cross.h"
 #include "runtime/lower_fused.h"
 
 namespace fusert::lowering {
@@ -19,47 +18,20 @@ void pad_kernel(const Tensor& w, int64_t KH, int64_t KW, float* dst) {
       for (int64_t x = 0; x < kw; ++x) dst[(i * KH + y + dh) * KW + x + dw] = w.f32()[(i * kh + y) * kw + x];
 }
 
-std::vector<int> chain_from(const Graph& g, const FusionGroup& grp, int anchor, int join) {
-  std::vector<int> chain;
-  ValueId cur = g.nodes[static_cast<size_t>(anchor)].outputs[0];
-  for (;;) {
-    const Value& v = g.value(cur);
-    if (v.consumers.size() != 1 || v.consumers[0] == join) break;
-    int c = v.consumers[0];
-    if (std::find(grp.nodes.begin(), grp.nodes.end(), c) == grp.nodes.end()) break;
-    chain.push_back(c);
-    cur = g.nodes[static_cast<size_t>(c)].outputs[0];
-  }
-  return chain;
-}
-
 Status branch_merge_layout(const Graph& g, const FusionGroup& grp, BranchMergeLayout* L) {
-  std::vector<int> convs;
-  for (int ni : grp.nodes)
-    if (g.nodes[static_cast<size_t>(ni)].op == OpKind::kConv) convs.push_back(ni);
-  if (convs.size() != 2 || grp.join < 0)
-    return error(StatusCode::kInternal) << "branch-merge group without two convs and a join";
-  L->conv_a = convs[0], L->conv_b = convs[1], L->join = grp.join;
-  const Node& ca = g.nodes[static_cast<size_t>(convs[0])];
-  const Node& cb = g.nodes[static_cast<size_t>(convs[1])];
-  const Node& jn = g.nodes[static_cast<size_t>(grp.join)];
-  L->chain_a = chain_from(g, grp, convs[0], grp.join);
-  L->chain_b = chain_from(g, grp, convs[1], grp.join);
-  for (const auto& [conv, chain] : {std::make_pair(convs[0], &L->chain_a), std::make_pair(convs[1], &L->chain_b)}) {
-    ValueId last = chain->empty() ? g.nodes[static_cast<size_t>(conv)].outputs[0]
-                                  : g.nodes[static_cast<size_t>(chain->back())].outputs[0];
-    if (std::find(jn.inputs.begin(), jn.inputs.end(), last) == jn.inputs.end()) {
-      return error(StatusCode::kInternal) << "branch of '" << g.nodes[static_cast<size_t>(conv)].name
-                                          << "' does not reach the join '" << jn.name << "'";
-    }
+  if (!grp.branch_merge) {
+    return error(StatusCode::kInternal) << "branch-merge group " << grp.name << " without its decoded layout";
   }
-  for (int ni : grp.nodes)
-    if (ni > grp.join) L->post.push_back(ni);
+  const BranchMergeSpec& spec = *grp.branch_merge;  // decoded once, by the planner
+  L->conv_a = spec.conv_a, L->conv_b = spec.conv_b, L->join = spec.join;
+  L->chain_a = spec.chain_a, L->chain_b = spec.chain_b, L->post = spec.post;
+  const Node& ca = g.nodes[static_cast<size_t>(spec.conv_a)];
+  const Node& cb = g.nodes[static_cast<size_t>(spec.conv_b)];
+  const Node& jn = g.nodes[static_cast<size_t>(spec.join)];
   const Tensor& wa = g.value(ca.inputs[1]).data;
   const Tensor& wb = g.value(cb.inputs[1]).data;
   if (wa.empty() || wb.empty()) return error(StatusCode::kUnsupported) << "branch-merge needs weight initializers";
-  StackedConv sc;
-  if (!stacked_conv(g, ca, cb, &sc)) return error(StatusCode::kInternal) << "branch-merge convs do not stack";
+  const BranchMergeSpec& sc = spec;  // the stacked kernel and pads
   const int64_t ma = wa.shape()[0], mb = wb.shape()[0], c = wa.shape()[1];
   if (ma != mb || g.value(jn.outputs[0]).shape[1] != ma)
     return error(StatusCode::kInternal) << "branch-merge branches of different widths";

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 
 #include "graph/fusion/cost_model.h"
 #include "graph/fusion/legality.h"
@@ -103,6 +104,48 @@ int64_t padded_extra_flops(const Graph& g, const Node& c1, const Node& c2) {
   return extra;
 }
 
+// The members of `nodes` from conv `anchor`'s output up to (not including) `join`, in order.
+std::vector<int> chain_to_join(const Graph& g, const std::vector<int>& nodes, int anchor, int join) {
+  std::vector<int> chain;
+  ValueId cur = g.nodes[static_cast<size_t>(anchor)].outputs[0];
+  for (;;) {
+    const Value& v = g.value(cur);
+    if (v.consumers.size() != 1 || v.consumers[0] == join) break;
+    const int c = v.consumers[0];
+    if (std::find(nodes.begin(), nodes.end(), c) == nodes.end()) break;
+    chain.push_back(c);
+    cur = g.nodes[static_cast<size_t>(c)].outputs[0];
+  }
+  return chain;
+}
+
+// Decodes a branch-merge group once, for every backend's lowering (FusionGroup::branch_merge).
+std::shared_ptr<const BranchMergeSpec> decode_branch_merge(const Graph& g, std::vector<int> nodes, int join) {
+  std::sort(nodes.begin(), nodes.end());
+  auto spec = std::make_shared<BranchMergeSpec>();
+  std::vector<int> convs;
+  for (int ni : nodes)
+    if (g.nodes[static_cast<size_t>(ni)].op == OpKind::kConv) convs.push_back(ni);
+  if (convs.size() != 2) return nullptr;
+  spec->conv_a = convs[0], spec->conv_b = convs[1], spec->join = join;
+  spec->chain_a = chain_to_join(g, nodes, convs[0], join);
+  spec->chain_b = chain_to_join(g, nodes, convs[1], join);
+  const Node& jn = g.nodes[static_cast<size_t>(join)];
+  for (const auto& [conv, chain] :
+       {std::make_pair(convs[0], &spec->chain_a), std::make_pair(convs[1], &spec->chain_b)}) {
+    const ValueId last = chain->empty() ? g.nodes[static_cast<size_t>(conv)].outputs[0]
+                                        : g.nodes[static_cast<size_t>(chain->back())].outputs[0];
+    if (std::find(jn.inputs.begin(), jn.inputs.end(), last) == jn.inputs.end()) return nullptr;  // must reach the join
+  }
+  for (int ni : nodes)
+    if (ni > join) spec->post.push_back(ni);
+  StackedConv sc;
+  if (!stacked_conv(g, g.nodes[static_cast<size_t>(convs[0])], g.nodes[static_cast<size_t>(convs[1])], &sc))
+    return nullptr;
+  spec->kh = sc.kh, spec->kw = sc.kw, spec->pads = sc.pads;
+  return spec;
+}
+
 // Absorbs the join (+ post chain, + a GAP tail for conv anchors) into `base`'s kernel.
 void fuse_join(PlanState& st, Strategy s, GroupKind kind, std::vector<int> nodes, const std::vector<int>& dissolve,
                int join, std::vector<int> post, const std::string& note, double ratio, bool balanced) {
@@ -134,7 +177,17 @@ void fuse_join(PlanState& st, Strategy s, GroupKind kind, std::vector<int> nodes
     st.reject(s, all, d);
     return;
   }
-  if (FusionDecision d = backend_supports(st.opt, st.g, kind, all, join); !d) {
+  FusionGroup candidate = candidate_group(st.g, kind, all, join);
+  if (kind == GroupKind::kBranchMerge) {
+    candidate.branch_merge = decode_branch_merge(st.g, all, join);
+    if (!candidate.branch_merge) {
+      st.reject(s, all,
+                refuse("branch_merge") << "the branches of '" << st.node(join).name << "' do not decode into two "
+                                       << "stackable conv chains that reach the join");
+      return;
+    }
+  }
+  if (FusionDecision d = backend_supports(st.opt, st.g, candidate); !d) {
     st.reject(s, all, d);
     return;
   }
@@ -144,6 +197,7 @@ void fuse_join(PlanState& st, Strategy s, GroupKind kind, std::vector<int> nodes
   st.groups[static_cast<size_t>(id)].imbalance_ratio = ratio;
   st.groups[static_cast<size_t>(id)].balanced = balanced;
   st.groups[static_cast<size_t>(id)].join = join;
+  st.groups[static_cast<size_t>(id)].branch_merge = candidate.branch_merge;
 }
 
 void cross_at_join(PlanState& st, int join) {

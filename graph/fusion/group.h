@@ -47,6 +47,16 @@ struct AttentionMatch {
   int64_t mask_b_stride = 0, mask_i_stride = 0;  ///< element strides of the mask (0 = broadcast)
 };
 
+/// A branch-merge group decoded once by the planner (graph/fusion/cross.cc): the two convs,
+/// the join, each branch's chain up to the join, the merge chain after it, and the stacked
+/// kernel (cross.h stacked_conv: the larger kernel, pads top/left/bottom/right, dilation kept).
+struct BranchMergeSpec {
+  int conv_a = -1, conv_b = -1, join = -1;
+  std::vector<int> chain_a, chain_b, post;
+  int64_t kh = 0, kw = 0;
+  std::vector<int64_t> pads;
+};
+
 struct FusionGroup {
   int id = -1;
   Strategy strategy = Strategy::kNone;
@@ -66,8 +76,9 @@ struct FusionGroup {
   bool balanced = false;                            ///< cross groups: cheaper branch zero-padded
   int join = -1;                                    ///< cross groups: the join node (Add/Mul/Sub) the branches meet at
   std::shared_ptr<const AttentionMatch> attention;  ///< attention groups: the decoded pattern
-  std::string note;                                 ///< planner remark shown by --explain
-  std::string host_reason;                          ///< single-op group the backend cannot run: it runs on the
+  std::shared_ptr<const BranchMergeSpec> branch_merge;  ///< branch-merge groups: the decoded layout
+  std::string note;                                     ///< planner remark shown by --explain
+  std::string host_reason;                              ///< single-op group the backend cannot run: it runs on the
                             ///< host, for this reason (decided by the planner, shown by --explain)
   int depth() const { return static_cast<int>(nodes.size()); }
 };

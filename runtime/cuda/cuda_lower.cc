@@ -241,7 +241,6 @@ Status lower_row_norm_cuda(GroupLowering& gl) {
 
 // softmax(scale * Q K^T + mask) V with the head reshapes/transposes folded into indexing.
 Status lower_attention_cuda(GroupLowering& gl) {
-  const Graph& g = gl.g;
   if (!gl.grp.attention) {
     return error(StatusCode::kInternal) << "attention group " << gl.grp.name << " without its decoded pattern";
   }
