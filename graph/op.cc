@@ -141,4 +141,8 @@ std::string known_op_names() {
   return s;
 }
 
+bool is_alias_op(OpKind op) {
+  return op == OpKind::kReshape || op == OpKind::kFlatten || op == OpKind::kUnsqueeze || op == OpKind::kIdentity;
+}
+
 }  // namespace fusert

@@ -56,5 +56,7 @@ bool find_op(const std::string& name, OpKind* out);
 /// All op names, comma separated, for "unknown op" errors.
 std::string known_op_names();
 const char* op_name(OpKind kind);
+/// Reshape/Flatten/Unsqueeze/Identity: views of their input, no kernel.
+bool is_alias_op(OpKind op);
 
 }  // namespace fusert

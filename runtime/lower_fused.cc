@@ -3,7 +3,6 @@
 
 #include <set>
 
-#include "graph/fusion/legality.h"
 #include "graph/unary.h"
 
 namespace fusert {

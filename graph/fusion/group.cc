@@ -1,6 +1,7 @@
 // Strategy/kind names, fusion-mode parsing and plan summaries.
 #include "graph/fusion/group.h"
 
+#include <set>
 #include <sstream>
 
 namespace fusert {
@@ -110,6 +111,20 @@ int FusionPlan::fused_ops() const {
   for (const FusionGroup* g : kernel_groups())
     if (g->nodes.size() >= 2) n += static_cast<int>(g->nodes.size());
   return n;
+}
+
+std::vector<ValueId> group_outputs(const Graph& g, const std::vector<int>& nodes) {
+  std::set<int> members(nodes.begin(), nodes.end());
+  std::vector<ValueId> out;
+  for (int ni : nodes) {
+    for (ValueId v : g.nodes[static_cast<size_t>(ni)].outputs) {
+      const Value& val = g.value(v);
+      bool outside = val.is_graph_output;
+      for (int c : val.consumers) outside |= !members.count(c);
+      if (outside) out.push_back(v);
+    }
+  }
+  return out;
 }
 
 }  // namespace fusert

@@ -119,6 +119,9 @@ struct FusionOptions {
   int measured_register_budget = 32;
 };
 
+/// Values a node set writes to memory: produced inside and read outside, or graph outputs.
+std::vector<ValueId> group_outputs(const Graph& g, const std::vector<int>& nodes);
+
 /// Parses "none", "all" or a comma list of strategy names; errors name the bad entry.
 bool parse_fusion_mode(const std::string& mode, FusionOptions* out, std::string* error);
 

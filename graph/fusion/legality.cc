@@ -7,20 +7,6 @@
 
 namespace fusert {
 
-std::vector<ValueId> group_outputs(const Graph& g, const std::vector<int>& nodes) {
-  std::set<int> members(nodes.begin(), nodes.end());
-  std::vector<ValueId> out;
-  for (int ni : nodes) {
-    for (ValueId v : g.nodes[static_cast<size_t>(ni)].outputs) {
-      const Value& val = g.value(v);
-      bool outside = val.is_graph_output;
-      for (int c : val.consumers) outside |= !members.count(c);
-      if (outside) out.push_back(v);
-    }
-  }
-  return out;
-}
-
 int PlanState::add_group(Strategy s, GroupKind kind, std::vector<int> nodes, const std::string& note) {
   std::sort(nodes.begin(), nodes.end());
   FusionGroup grp;
@@ -116,10 +102,6 @@ FusionDecision check_fusible(const PlanState& st, int ni) {
     return refuse("claimed") << "'" << n.name << "' is already in "
                              << st.groups[static_cast<size_t>(st.group_of(ni))].name;
   return FusionDecision::yes();
-}
-
-bool is_alias_op(OpKind op) {
-  return op == OpKind::kReshape || op == OpKind::kFlatten || op == OpKind::kUnsqueeze || op == OpKind::kIdentity;
 }
 
 bool is_epilogue_op(const Graph& g, int ni, ValueId running) {

@@ -31,9 +31,6 @@ struct PlanState {
   int group_of(int node) const { return claim[static_cast<size_t>(node)]; }
 };
 
-/// Values a node set writes to memory: produced inside and read outside, or graph outputs.
-std::vector<ValueId> group_outputs(const Graph& g, const std::vector<int>& nodes);
-
 /// A value may be kept in registers between two fused ops only if its single consumer is the
 /// next op and it is not a graph output (otherwise the group would have to write it too).
 FusionDecision check_single_use(const Graph& g, ValueId v);
@@ -50,10 +47,9 @@ FusionDecision check_fusible(const PlanState& st, int node);
 /// anchor starts (a weight, a constant, or an earlier value).
 /// `running` is the chain's value entering the op (kNoValue: any input may be).
 bool is_epilogue_op(const Graph& g, int node, ValueId running = kNoValue);
-bool is_alias_op(OpKind op);
 /// True if `node` is a join of two computed paths (a binary broadcast op, both inputs produced
 /// by nodes): where vertical chains stop and cross fusion starts.
-bool is_join(const Graph& g, int node);  ///< Reshape/Flatten/Unsqueeze/Identity: views, no kernel
+bool is_join(const Graph& g, int node);
 
 /// A group as the backend's capability check sees it before it is formed: kind, sorted
 /// nodes, outputs, and the join node of a cross group (-1 otherwise).

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "graph/fusion/legality.h"
 #include "runtime/cuda/cuda_lower_internal.h"
 
 namespace fusert::cuda {
