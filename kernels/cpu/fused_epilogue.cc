@@ -35,11 +35,6 @@ void map_binary(const float* in, const float* t, int64_t ts, int64_t n, float* o
   }
 }
 
-bool is_tensor_op(EpOp op) {
-  return op == EpOp::kAddTensor || op == EpOp::kSubTensor || op == EpOp::kMulTensor || op == EpOp::kDivTensor ||
-         op == EpOp::kPowTensor;
-}
-
 void apply_binary(EpOp op, bool first, const float* in, const float* t, int64_t ts, int64_t n, float* out) {
   switch (op) {
     case EpOp::kAddTensor:

@@ -27,6 +27,12 @@ enum class EpOp {
 #undef FUSERT_UNARY
 };
 
+/// True for the ops that read a tensor operand (Add/Sub/Mul/Div/Pow); the rest are unary.
+inline bool is_tensor_op(EpOp op) {
+  return op == EpOp::kAddTensor || op == EpOp::kSubTensor || op == EpOp::kMulTensor || op == EpOp::kDivTensor ||
+         op == EpOp::kPowTensor;
+}
+
 /// Unfused unary op: y[i] = op(x[i]; a, b) for i in [0, count), the formula of
 /// graph/base/unary_ops.def (the same as the fused epilogue step), split across the OpenMP team
 /// for large counts. `op` must not be a tensor op. In-place (x == y) allowed.

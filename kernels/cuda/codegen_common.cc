@@ -121,11 +121,6 @@ std::string op_expr(const ElementwiseInstr& ins, const std::string& v, const std
   return v;
 }
 
-bool is_tensor_op(EpOp op) {
-  return op == EpOp::kAddTensor || op == EpOp::kSubTensor || op == EpOp::kMulTensor || op == EpOp::kDivTensor ||
-         op == EpOp::kPowTensor;
-}
-
 std::string reg(int r) { return "r" + std::to_string(r); }
 
 /// Appends the registers, loads and code of `prog`. Register 0 starts as `init0` (an implicit

@@ -28,11 +28,6 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // ---------------------------------------------------------------- scalar ops
 float nan_max(float m, float v) { return (v > m || v != v) ? v : m; }
 
-bool is_tensor_op(EpOp op) {
-  return op == EpOp::kAddTensor || op == EpOp::kSubTensor || op == EpOp::kMulTensor || op == EpOp::kDivTensor ||
-         op == EpOp::kPowTensor;
-}
-
 /// One instruction on v (its source register) and t (its operand; unused by unary ops).
 float apply(const ElementwiseInstr& ins, float v, float t) {
   const bool f = ins.operand_first;
