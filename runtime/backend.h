@@ -12,15 +12,10 @@
 #include "graph/fusion/group.h"
 #include "graph/ir.h"
 #include "runtime/execution_plan.h"
+#include "runtime/executor.h"
 #include "runtime/options.h"
 
 namespace fusert {
-
-/// What one run measured.
-struct RunInfo {
-  double device_ms = 0;     ///< CPU: wall time of the steps; CUDA: CUDA-event time of the plan, copies excluded
-  bool cuda_graph = false;  ///< the run replayed a captured CUDA Graph
-};
 
 class Backend {
  public:

@@ -1,6 +1,5 @@
 // The CPU backend: the reference kernels (kernels/cpu) over the CPU lowering, run by the
-// Executor with one execution context per concurrent run.
-#include <chrono>
+// executor core on the CPU device (one execution context per concurrent run).
 #include <new>
 
 #include "runtime/backend.h"
@@ -24,7 +23,7 @@ class CpuBackend final : public Backend {
   Result<std::vector<Step>> lower(const Graph& g, FusionPlan& plan) override { return lower_plan_cpu(g, plan); }
   Status prepare(const Graph& g, const ExecutionPlan& plan) override {
     if (!executor_) {
-      executor_ = std::make_unique<Executor>(g, plan, threads_);
+      executor_ = std::make_unique<ExecutorCore>(g, plan, make_cpu_device(g, plan, threads_));
       arena_bytes_ = plan.arena_bytes;
     }
     return Status();
@@ -32,17 +31,12 @@ class CpuBackend final : public Backend {
   bool ready() const override { return executor_ != nullptr; }
 
   Result<TensorMap> run(const TensorMap& inputs, RunInfo* info) const override {
-    const auto t0 = std::chrono::steady_clock::now();
-    Result<TensorMap> result = Status(StatusCode::kInternal, "not run");
     try {
-      result = executor_->run(inputs);
-    } catch (const std::bad_alloc&) {
-      return error(StatusCode::kIoError) << "out of memory: an execution context of " << arena_bytes_
-                                         << " bytes could not be allocated";
+      return executor_->run(inputs, nullptr, info);
+    } catch (const std::bad_alloc&) {  // a kernel's own scratch (im2col, packing)
+      return error(StatusCode::kIoError) << "out of memory while running (execution context of " << arena_bytes_
+                                         << " bytes)";
     }
-    if (info)
-      info->device_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    return result;
   }
 
   size_t execution_contexts() const override { return executor_ ? executor_->contexts() : 0; }
@@ -50,7 +44,7 @@ class CpuBackend final : public Backend {
  private:
   int threads_;
   size_t arena_bytes_ = 0;
-  std::unique_ptr<Executor> executor_;
+  std::unique_ptr<ExecutorCore> executor_;
 };
 
 }  // namespace

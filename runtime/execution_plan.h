@@ -36,6 +36,12 @@ struct Step {
   std::function<Status(const BufferTable&)> check;
 };
 
+/// What one run measured.
+struct RunInfo {
+  double device_ms = 0;     ///< CPU: wall time of the steps; CUDA: CUDA-event time of the plan, copies excluded
+  bool cuda_graph = false;  ///< the run replayed a captured CUDA Graph
+};
+
 /// Where an activation lives in the arena.
 struct BufferSlot {
   ValueId root = kNoValue;  ///< the value whose buffer this one aliases (itself if none)

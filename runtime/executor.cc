@@ -1,67 +1,31 @@
-// The CPU executor: arena-backed buffer table and the step loop.
+// The executor core (context pool, input checks, buffer resolution, outputs) and the CPU device.
 #include "runtime/executor.h"
 
 #include <chrono>
 #include <cstring>
+#include <new>
 
 #include "kernels/cpu/cpu_kernels.h"
 
 namespace fusert {
 
-namespace {
+ValueId ArenaBuffers::root(ValueId id) const {
+  ValueId r = p_.slots[static_cast<size_t>(id)].root;
+  return r == kNoValue ? id : r;
+}
 
-class ArenaTable : public BufferTable {
- public:
-  ArenaTable(const Graph& g, const ExecutionPlan& p, uint8_t* arena) : g_(g), p_(p), arena_(arena) {}
-  void* raw(ValueId id) const override {
-    ValueId root = p_.slots[static_cast<size_t>(id)].root;
-    const Value& v = g_.value(root == kNoValue ? id : root);
-    if (v.is_initializer) return const_cast<void*>(v.data.raw());
-    return arena_ + p_.slots[static_cast<size_t>(id)].offset;
+void* ArenaBuffers::raw(ValueId id) const {
+  const ValueId r = root(id);
+  const Value& v = g_.value(r);
+  if (v.is_initializer) {
+    if (!weights_) return const_cast<void*>(v.data.raw());
+    auto it = weights_->find(r);
+    return it == weights_->end() ? nullptr : it->second;
   }
-  float* f32(ValueId id) const override { return static_cast<float*>(raw(id)); }
-
- private:
-  const Graph& g_;
-  const ExecutionPlan& p_;
-  uint8_t* arena_;
-};
-
-}  // namespace
-
-struct Executor::Context {
-  Tensor arena;
-};
-
-Executor::Executor(const Graph& g, const ExecutionPlan& plan, int threads) : g_(g), plan_(plan), threads_(threads) {}
-Executor::~Executor() = default;
-
-std::unique_ptr<Executor::Context> Executor::acquire() const {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!free_.empty()) {
-      std::unique_ptr<Context> c = std::move(free_.back());
-      free_.pop_back();
-      return c;
-    }
-    ++created_;
-  }
-  auto c = std::make_unique<Context>();
-  c->arena = Tensor(DType::kF32, Shape{static_cast<int64_t>((plan_.arena_bytes + 3) / 4)});
-  return c;
+  return arena_ + p_.slots[static_cast<size_t>(id)].offset;
 }
 
-void Executor::release(std::unique_ptr<Context> c) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  free_.push_back(std::move(c));
-}
-
-size_t Executor::contexts() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return created_;
-}
-
-Status check_inputs(const Graph& g, const std::map<std::string, Tensor>& inputs) {
+Status check_inputs(const Graph& g, const TensorMap& inputs) {
   for (ValueId id : g.inputs) {
     const Value& v = g.value(id);
     auto it = inputs.find(v.name);
@@ -85,38 +49,118 @@ Status check_inputs(const Graph& g, const std::map<std::string, Tensor>& inputs)
   return Status();
 }
 
-Result<std::map<std::string, Tensor>> Executor::run(const std::map<std::string, Tensor>& inputs,
-                                                    std::vector<double>* step_ms) const {
+ExecutorCore::ExecutorCore(const Graph& g, const ExecutionPlan& plan, std::unique_ptr<ExecDevice> device)
+    : g_(g), plan_(plan), device_(std::move(device)) {}
+ExecutorCore::~ExecutorCore() = default;
+
+Result<std::unique_ptr<ExecContext>> ExecutorCore::acquire() const {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    const size_t bound = device_->max_contexts();
+    cv_.wait(lock, [&] { return !free_.empty() || bound == 0 || created_ < bound; });
+    if (!free_.empty()) {
+      std::unique_ptr<ExecContext> c = std::move(free_.back());
+      free_.pop_back();
+      return c;
+    }
+    ++created_;  // counted before creation so that a bounded pool never overshoots
+  }
+  Result<std::unique_ptr<ExecContext>> c = device_->create_context();
+  if (!c.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    --created_;
+    cv_.notify_one();
+  }
+  return c;
+}
+
+void ExecutorCore::release(std::unique_ptr<ExecContext> c) const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back(std::move(c));
+  }
+  cv_.notify_one();
+}
+
+size_t ExecutorCore::contexts() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return created_;
+}
+
+Result<TensorMap> ExecutorCore::run(const TensorMap& inputs, std::vector<double>* step_ms, RunInfo* info) const {
   FUSERT_RETURN_IF_ERROR(check_inputs(g_, inputs));
-  cpu::ThreadScope threads(threads_);
-  std::unique_ptr<Context> ctx = acquire();
-  struct Release {  // the context goes back to the pool on every path out
-    const Executor* ex;
-    std::unique_ptr<Context>* c;
-    ~Release() { ex->release(std::move(*c)); }
-  } release{this, &ctx};
-  ArenaTable table(g_, plan_, static_cast<uint8_t*>(ctx->arena.raw()));
-  for (ValueId id : g_.inputs) {
-    const Tensor& t = inputs.at(g_.value(id).name);
-    std::memcpy(table.raw(id), t.raw(), t.nbytes());
-  }
-  if (step_ms) step_ms->assign(plan_.steps.size(), 0.0);
-  for (size_t i = 0; i < plan_.steps.size(); ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    const Step& step = plan_.steps[i];
-    if (step.check) FUSERT_RETURN_IF_ERROR(step.check(table));
-    if (step.run) step.run(table);
-    if (step_ms)
-      (*step_ms)[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  }
-  std::map<std::string, Tensor> out;
+  std::vector<const Tensor*> in;
+  for (ValueId id : g_.inputs) in.push_back(&inputs.at(g_.value(id).name));
+  TensorMap out;
+  std::vector<Tensor*> outs;
   for (ValueId id : g_.outputs) {
     const Value& v = g_.value(id);
-    Tensor t(v.dtype, v.shape);
-    std::memcpy(t.raw(), table.raw(id), t.nbytes());
-    out.emplace(v.name, std::move(t));
+    outs.push_back(&out.emplace(v.name, Tensor(v.dtype, v.shape)).first->second);
   }
+  FUSERT_ASSIGN_OR_RETURN(std::unique_ptr<ExecContext> ctx, acquire());
+  struct Release {  // the context goes back to the pool on every path out
+    const ExecutorCore* ex;
+    std::unique_ptr<ExecContext>* c;
+    ~Release() { ex->release(std::move(*c)); }
+  } release{this, &ctx};
+  RunInfo local;
+  FUSERT_RETURN_IF_ERROR(device_->run(*ctx, in, outs, step_ms, info ? info : &local));
   return out;
+}
+
+namespace {
+
+struct CpuContext final : ExecContext {
+  Tensor arena;
+};
+
+class CpuDevice final : public ExecDevice {
+ public:
+  CpuDevice(const Graph& g, const ExecutionPlan& plan, int threads) : g_(g), plan_(plan), threads_(threads) {}
+
+  Result<std::unique_ptr<ExecContext>> create_context() const override {
+    auto c = std::make_unique<CpuContext>();
+    try {
+      c->arena = Tensor(DType::kF32, Shape{static_cast<int64_t>((plan_.arena_bytes + 3) / 4)});
+    } catch (const std::bad_alloc&) {
+      return error(StatusCode::kIoError) << "out of memory: an execution context of " << plan_.arena_bytes
+                                         << " bytes could not be allocated";
+    }
+    return std::unique_ptr<ExecContext>(std::move(c));
+  }
+
+  Status run(ExecContext& ctx, const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
+             std::vector<double>* step_ms, RunInfo* info) const override {
+    const auto start = std::chrono::steady_clock::now();
+    cpu::ThreadScope threads(threads_);
+    ArenaBuffers table(g_, plan_, static_cast<uint8_t*>(static_cast<CpuContext&>(ctx).arena.raw()));
+    for (size_t i = 0; i < inputs.size(); ++i)
+      std::memcpy(table.raw(g_.inputs[i]), inputs[i]->raw(), inputs[i]->nbytes());
+    if (step_ms) step_ms->assign(plan_.steps.size(), 0.0);
+    for (size_t i = 0; i < plan_.steps.size(); ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const Step& step = plan_.steps[i];
+      if (step.check) FUSERT_RETURN_IF_ERROR(step.check(table));
+      if (step.run) step.run(table);
+      if (step_ms)
+        (*step_ms)[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
+    for (size_t i = 0; i < outputs.size(); ++i)
+      std::memcpy(outputs[i]->raw(), table.raw(g_.outputs[i]), outputs[i]->nbytes());
+    info->device_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return Status();
+  }
+
+ private:
+  const Graph& g_;
+  const ExecutionPlan& plan_;
+  int threads_;
+};
+
+}  // namespace
+
+std::unique_ptr<ExecDevice> make_cpu_device(const Graph& g, const ExecutionPlan& plan, int threads) {
+  return std::make_unique<CpuDevice>(g, plan, threads);
 }
 
 }  // namespace fusert

@@ -83,7 +83,7 @@ void CudaBackend::fill_stats(SessionStats* stats) const {
     stats->host_fallback_steps += d.host ? 1 : 0;
   }
   stats->compile_ms = plan_.compile_ms;
-  stats->device_name = executor_ ? executor_->device_name() : std::string();
+  stats->device_name = device_ ? device_->device_name() : std::string();
 }
 
 Status CudaBackend::prepare(const Graph& g, const ExecutionPlan& plan) {
@@ -92,19 +92,15 @@ Status CudaBackend::prepare(const Graph& g, const ExecutionPlan& plan) {
   ExecutorOptions eo;
   eo.cuda_graph = options_.cuda_graph;
   eo.tf32 = options_.tf32;
-  FUSERT_ASSIGN_OR_RETURN(executor_, CudaExecutor::create(g, plan_, plan, eo));
+  FUSERT_ASSIGN_OR_RETURN(std::unique_ptr<CudaDevice> device, CudaDevice::create(g, plan_, plan, eo));
+  device_ = device.get();
+  executor_ = std::make_unique<ExecutorCore>(g, plan, std::move(device));
   return Status();
 }
 
 Result<TensorMap> CudaBackend::run(const TensorMap& inputs, RunInfo* info) const {
   if (!executor_) return error(StatusCode::kDeviceError) << "--device cuda: the session has no device (plan only)";
-  std::lock_guard<std::mutex> lock(run_mu_);  // one CUDA stream per session: runs take turns
-  FUSERT_ASSIGN_OR_RETURN(TensorMap out, executor_->run(inputs));
-  if (info) {
-    info->device_ms = executor_->last_ms();
-    info->cuda_graph = executor_->graph_used();
-  }
-  return out;
+  return executor_->run(inputs, nullptr, info);  // one context: concurrent runs take turns
 }
 
 std::string CudaBackend::report(const Graph& g) const {

@@ -1,10 +1,9 @@
 // The CUDA backend: cuDNN/cuBLASLt anchors and NVRTC-generated fused kernels (runtime/cuda
-// lowering), run by the CudaExecutor on one stream, captured as a CUDA Graph. Only compiled
+// lowering), run by the executor core on the CUDA device (one stream), captured as a CUDA Graph. Only compiled
 // when the CUDA toolkit is present; the registry (runtime/backend.cc) offers it as "cuda".
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -38,8 +37,8 @@ class CudaBackend final : public Backend {
   SessionOptions options_;
   CompileCounters compiled_before_;
   CudaPlan plan_;
-  std::unique_ptr<CudaExecutor> executor_;  ///< null until prepare (plan only)
-  mutable std::mutex run_mu_;
+  std::unique_ptr<ExecutorCore> executor_;  ///< null until prepare (plan only)
+  const CudaDevice* device_ = nullptr;      ///< owned by executor_
 };
 
 }  // namespace fusert::cuda

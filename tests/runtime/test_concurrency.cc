@@ -7,11 +7,13 @@
 #include <unistd.h>
 #include <Eigen/Core>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
+#include "runtime/executor.h"
 #include "runtime/session.h"
 #include "runtime/weights.h"
 
@@ -183,4 +185,101 @@ TEST_CASE("concurrency: no session changes a process-wide thread setting (sentin
   CHECK(Eigen::nbThreads() == 3);
   Eigen::setNbThreads(0);  // back to "follow OpenMP" for the other test cases
   omp_set_num_threads(omp_get_num_procs());
+}
+
+namespace {
+
+// A device that records how many runs are inside it at once, and copies input to output.
+struct CountingDevice final : ExecDevice {
+  size_t bound;
+  int fail_creates;  // the first n create_context calls fail
+  mutable std::atomic<int> inside{0}, most{0}, creates{0};
+  CountingDevice(size_t b, int fail) : bound(b), fail_creates(fail) {}
+  size_t max_contexts() const override { return bound; }
+  Result<std::unique_ptr<ExecContext>> create_context() const override {
+    if (creates++ < fail_creates) return error(StatusCode::kIoError) << "no memory for the arena (test)";
+    return std::make_unique<ExecContext>();
+  }
+  Status run(ExecContext&, const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, std::vector<double>*,
+             RunInfo* info) const override {
+    int now = ++inside;
+    int m = most.load();
+    while (now > m && !most.compare_exchange_weak(m, now)) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::memcpy(out[0]->raw(), in[0]->raw(), in[0]->nbytes());
+    info->device_ms = 1.5;
+    --inside;
+    return Status();
+  }
+};
+
+Graph copy_graph() {
+  Graph g;
+  g.name = "copy";
+  ValueId x = g.add_value("x");
+  g.value(x).shape = Shape{4};
+  g.value(x).shape_known = true;
+  g.value(x).is_graph_input = true;
+  g.inputs.push_back(x);
+  g.outputs.push_back(x);
+  return g;
+}
+
+// Runs `runs` inferences on each of 6 threads; returns the number of wrong outputs.
+int hammer(const ExecutorCore& core, int runs) {
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 6; ++t) {
+    ts.emplace_back([&, t] {
+      for (int r = 0; r < runs; ++r) {
+        Tensor x(DType::kF32, Shape{4});
+        for (int i = 0; i < 4; ++i) x.f32()[i] = static_cast<float>(t * 1000 + r * 10 + i);
+        RunInfo info;
+        auto out = core.run({{"x", x}}, nullptr, &info);
+        if (!out.ok() || out->at("x").f32()[3] != x.f32()[3] || info.device_ms != 1.5) ++wrong;
+      }
+    });
+  }
+  for (auto& th : ts) th.join();
+  return wrong.load();
+}
+
+}  // namespace
+
+TEST_CASE("executor core: a device with one context serializes runs; an unbounded one gets one per run in flight") {
+  Graph g = copy_graph();
+  ExecutionPlan plan;
+  plan.slots.resize(g.values.size());
+  auto one = std::make_unique<CountingDevice>(1, 0);
+  const CountingDevice* d1 = one.get();
+  ExecutorCore serial(g, plan, std::move(one));
+  CHECK(hammer(serial, 20) == 0);
+  CHECK(d1->most.load() == 1);
+  CHECK(serial.contexts() == 1);
+
+  auto many = std::make_unique<CountingDevice>(0, 0);
+  const CountingDevice* dn = many.get();
+  ExecutorCore pooled(g, plan, std::move(many));
+  CHECK(hammer(pooled, 20) == 0);
+  CHECK(dn->most.load() > 1);  // 6 threads x 2 ms runs overlap
+  CHECK(pooled.contexts() == static_cast<size_t>(dn->creates.load()));
+  CHECK(pooled.contexts() <= 6);
+}
+
+TEST_CASE("executor core: a context that cannot be created is an error, and the pool recovers") {
+  Graph g = copy_graph();
+  ExecutionPlan plan;
+  plan.slots.resize(g.values.size());
+  ExecutorCore core(g, plan, std::make_unique<CountingDevice>(1, 1));
+  Tensor x(DType::kF32, Shape{4});
+  auto first = core.run({{"x", x}});
+  REQUIRE_FALSE(first.ok());
+  CHECK(first.status().message().find("no memory for the arena") != std::string::npos);
+  CHECK(core.contexts() == 0);
+  CHECK(core.run({{"x", x}}).ok());  // the bound was given back: no deadlock
+  CHECK(core.contexts() == 1);
+  auto bad = core.run({{"y", x}});  // checked by the core before any device work
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("missing input 'x'") != std::string::npos);
 }
