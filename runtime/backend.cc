@@ -3,7 +3,7 @@
 
 namespace fusert {
 
-// Each backend's factory lives beside its implementation (runtime/cpu_backend.cc,
+// Each backend's factory lives beside its implementation (runtime/cpu/cpu_backend.cc,
 // runtime/cuda/cuda_backend.cc); this is the one place that knows which are built in.
 std::unique_ptr<Backend> make_cpu_backend(const SessionOptions& options);
 #ifdef FUSERT_HAVE_CUDA

@@ -15,7 +15,7 @@
 #include "graph/passes/pass.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "runtime/executor.h"
-#include "runtime/lower_fused.h"
+#include "runtime/cpu/lower_cpu.h"
 #include "runtime/memory_planner.h"
 #include "runtime/weights.h"
 

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "graph/fusion/planner.h"
-#include "runtime/lower_fused.h"
+#include "runtime/cpu/lower_cpu.h"
 
 namespace fusert {
 

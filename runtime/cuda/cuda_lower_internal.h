@@ -1,5 +1,6 @@
 // Internal interface between the CUDA lowering files: the per-kind lowering functions and the
-// helpers they share (device constants, row-program strides).
+// helpers they share (device constants, row-program strides in row_programs.cc, the anchor
+// remainder).
 #pragma once
 
 #include <memory>
@@ -50,8 +51,40 @@ bool append_row_steps(const Graph& g, BoundProgram& bp, const std::vector<cpu::E
 /// bp.prog.input_strides.
 FzRowArgs row_args(const BoundProgram& bp, int64_t outer, int64_t inner, const RunEnv& env, float* out);
 
-// Per-kind lowerings. Each fills gl.ds (prepare/run/kernels) or returns kUnsupported, which
-// makes the group a host-fallback step.
+using lowering::node_at;
+using lowering::opt_input;
+using lowering::tail_of;
+
+// The library half of an anchor group, built at prepare time.
+struct AnchorState {
+  std::unique_ptr<CudnnConv> conv, conv2;
+  std::unique_ptr<LtGemm> gemm;
+  ConstPtr bias;  ///< summed or beta-scaled bias, when the graph's own cannot be used
+};
+
+// The generated remainder of an anchor epilogue, reading the anchor's result from scratch.
+struct Remainder {
+  enum Kind { kNone, kElementwise, kPool, kRowNorm } kind = kNone;
+  int kernel = -1;
+  int block = 256;
+  std::shared_ptr<BoundProgram> bp;  ///< program (elementwise), or pre/post inputs (pool, row)
+  int64_t outer = 0, inner = 0;      ///< row norm
+  cpu::ConvParams p;                 ///< pool: the conv output dims
+  size_t shared = 0;
+};
+
+/// Builds the generated part of an anchor group for the epilogue steps of `t` from `from` on
+/// (and the tail), reading the anchor's result from scratch offset 0 with logical shape
+/// `shape` (lower_anchor.cc; also used by the conv-sum lowering).
+Status build_remainder(GroupLowering& gl, const lowering::EpilogueTemplate& t, size_t from, const Shape& shape,
+                       const cpu::ConvParams* conv, Remainder* r);
+/// Enqueues the remainder `r` writing `y`.
+Status run_remainder(const RunEnv& env, const Remainder& r, ValueId y, const std::string& what);
+
+// Per-kind lowerings, one file per group kind as in runtime/cpu (lower_single.cc,
+// lower_anchor.cc, lower_elementwise.cc, lower_horizontal.cc, lower_cross.cc,
+// lower_attention.cc). Each fills gl.ds (prepare/run/kernels) or returns kUnsupported with the
+// reason (the capability check reports it; the planner then does not form the group).
 Status lower_elementwise_cuda(GroupLowering& gl);
 Status lower_row_norm_cuda(GroupLowering& gl);
 Status lower_attention_cuda(GroupLowering& gl);

@@ -9,7 +9,7 @@
 
 #include "kernels/cuda/kernel_abi.h"
 #include "runtime/cuda/cuda_lowering.h"
-#include "runtime/lower_fused.h"
+#include "runtime/lowering/spec.h"
 
 namespace fusert::cuda {
 

@@ -1,7 +1,7 @@
 // Host references of the generated kernels (tests/cuda_oracle/kernel_reference.h) against the CPU
 // kernels, which are the semantic oracle. Every generator registers its entry's reference; the
 // tests fill the argument structs as the runtime does (cuda_programs.cc ew_args, row_args and
-// the pool/attention launches of cuda_lower*.cc), run the reference over the launch grid and
+// the pool/attention launches of runtime/cuda/lower_*.cc), run the reference over the launch grid and
 // compare with cpu::run_elementwise_program, cpu::norm_rows_fused, the CPU pools and
 // cpu::attention on odd shapes, broadcast operands, -inf rows and padded windows.
 //
@@ -535,7 +535,7 @@ TEST_CASE("codegen.reference_pool") {
 }
 
 TEST_CASE("codegen.reference_global_pool_remainder") {
-  // The conv tail of cuda_lower_anchor.cc: Relu prologue, post + an [N, C] operand indexed over
+  // The conv tail of runtime/cuda/lower_anchor.cc: Relu prologue, post + an [N, C] operand indexed over
   // the pooled [n, c, 1, 1] (strides {c, 1, 0, 0}).
   const int64_t n = 2, c = 3, h = 13, w = 7;
   const Shape xs = {n, c, h, w}, ys = {n, c, 1, 1};

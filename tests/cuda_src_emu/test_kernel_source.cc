@@ -2,7 +2,7 @@
 // C++ of each kernel (generated_kernels.inc, written at build time by gen_kernels.cc) runs on
 // the CPU under shim.h — every CUDA thread a fiber, real __syncthreads()/__shfl_xor_sync()
 // semantics, dynamic shared memory of the launch's size — with the grid, block and shared
-// memory the runtime launchers use (runtime/cuda/cuda_programs.cc grid_1d, cuda_lower*.cc), and
+// memory the runtime launchers use (runtime/cuda/cuda_programs.cc grid_1d, lower_*.cc), and
 // its outputs are compared with the kernel's host reference (tests/cuda_oracle/kernel_reference.h)
 // run on a separate copy. This checks the kernel text itself (indexing, grid-stride loops,
 // block reductions, barriers, shuffles, shared memory) without a GPU or NVRTC.
@@ -346,7 +346,7 @@ TEST_CASE("codegen.source_emulation.pool") {
       a.out = out[0];
       return a;
     };
-    // As cuda_lower_ops.cc: one warp per plane for the global average, else grid_1d.
+    // As runtime/cuda/lower_single.cc: one warp per plane for the global average, else grid_1d.
     const unsigned g = global ? static_cast<unsigned>((pc.n * pc.c + k.block / 32 - 1) / (k.block / 32))
                               : grid_1d(static_cast<int64_t>(yn), k.block);
     for (unsigned grid : {g, 1u}) {

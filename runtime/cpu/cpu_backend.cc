@@ -3,8 +3,8 @@
 #include <new>
 
 #include "runtime/backend.h"
+#include "runtime/cpu/lower_cpu.h"
 #include "runtime/executor.h"
-#include "runtime/lower_fused.h"
 
 namespace fusert {
 

@@ -1,73 +1,17 @@
-// Lowering of multi-anchor groups: horizontal (concatenated weights), grouped launches,
-// and attention (two-branch convs: lower_fused_branch.cc).
+// CPU lowering of multi-anchor groups: horizontal (Gemms or 1x1 convs sharing one input, on
+// concatenated weights) and grouped (same-shape Gemms or LayerNorms on different inputs).
 #include <algorithm>
 #include <array>
 #include <memory>
 #include <set>
 
-#include "runtime/lower_fused.h"
+#include "runtime/cpu/lower_cpu.h"
 
 namespace fusert::lowering {
 
 namespace {
 
 using FloatBuf = std::shared_ptr<std::vector<float>>;
-
-const Node& node_at(const Graph& g, int ni) { return g.nodes[static_cast<size_t>(ni)]; }
-
-}  // namespace
-
-// Splits a group into anchor-led chains: each anchor followed by the members that consume
-// its running value, in order.
-std::vector<std::vector<int>> member_chains(const Graph& g, const FusionGroup& grp) {
-  std::vector<std::vector<int>> chains;
-  std::set<int> used;
-  for (int ni : grp.nodes) {
-    if (op_info(node_at(g, ni).op).pattern != PatternKind::kAnchor && node_at(g, ni).op != OpKind::kLayerNormalization)
-      continue;
-    if (used.count(ni)) continue;
-    std::vector<int> chain = {ni};
-    used.insert(ni);
-    ValueId cur = node_at(g, ni).outputs[0];
-    for (bool grew = true; grew;) {
-      grew = false;
-      for (int c : g.value(cur).consumers) {
-        if (std::find(grp.nodes.begin(), grp.nodes.end(), c) == grp.nodes.end() || used.count(c)) continue;
-        chain.push_back(c);
-        used.insert(c);
-        cur = node_at(g, c).outputs[0];
-        grew = true;
-        break;
-      }
-    }
-    chains.push_back(chain);
-  }
-  return chains;
-}
-
-// W as [N, K] (PyTorch Linear layout) from a Gemm's B operand.
-std::vector<float> weight_nk(const Graph& g, const Node& n) {
-  const Tensor& w = g.value(n.inputs[1]).data;
-  int64_t r = w.shape()[0], c = w.shape()[1];
-  std::vector<float> out(static_cast<size_t>(r * c));
-  bool trans_b = n.attr_i("transB") != 0;
-  for (int64_t i = 0; i < r; ++i)
-    for (int64_t j = 0; j < c; ++j) out[static_cast<size_t>(trans_b ? i * c + j : j * r + i)] = w.f32()[i * c + j];
-  float alpha = static_cast<float>(n.attr_f("alpha"));
-  for (float& v : out) v *= alpha;
-  return out;
-}
-
-std::vector<float> bias_n(const Graph& g, const Node& n, int64_t count) {
-  std::vector<float> out(static_cast<size_t>(count), 0.f);
-  if (n.inputs.size() < 3 || n.inputs[2] == kNoValue || !per_column_bias(g, n)) return out;
-  const Tensor& c = g.value(n.inputs[2]).data;
-  float beta = static_cast<float>(n.attr_f("beta"));
-  for (int64_t i = 0; i < count; ++i) out[static_cast<size_t>(i)] = beta * c.f32()[c.numel() == 1 ? 0 : i];
-  return out;
-}
-
-namespace {
 
 Status check_const(const Graph& g, const Node& n, size_t i) {
   if (i < n.inputs.size() && n.inputs[i] != kNoValue && g.value(n.inputs[i]).data.empty()) {
@@ -231,27 +175,6 @@ Status lower_grouped(const Graph& g, const FusionGroup& grp, Step& s) {
       members[i].y = b.f32(ys[i]);
     }
     cpu::gemm_grouped(m, n, k, members);
-  };
-  return Status();
-}
-
-Status lower_attention(const Graph& g, const FusionGroup& grp, Step& s) {
-  if (!grp.attention)
-    return error(StatusCode::kInternal) << "attention group " << grp.name << " without its decoded pattern";
-  const AttentionMatch& m = *grp.attention;  // decoded once, by the planner
-  s = group_step(g, grp, "attention");
-  cpu::AttentionParams p;
-  p.batch = m.batch;
-  p.heads = m.heads;
-  p.seq = m.seq;
-  p.head_dim = m.head_dim;
-  p.q_stride = p.k_stride = p.v_stride = m.heads * m.head_dim;
-  p.scale = m.scale;
-  p.mask_b_stride = m.mask_b_stride;
-  p.mask_i_stride = m.mask_i_stride;
-  ValueId q = m.q, k = m.k, v = m.v, mask = m.mask, y = m.out;
-  s.run = [=](const BufferTable& b) {
-    cpu::attention(p, b.f32(q), b.f32(k), b.f32(v), mask == kNoValue ? nullptr : b.f32(mask), b.f32(y));
   };
   return Status();
 }

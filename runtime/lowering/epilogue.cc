@@ -1,9 +1,9 @@
-// Plan lowering driver and the epilogue builder shared by every fused lowering.
-#include "runtime/lower_fused.h"
-
+// The epilogue builder (a chain of graph nodes -> cpu::EpOp steps with operands), the step
+// skeleton of a group and the view decision: backend-neutral, read by every lowering.
 #include <set>
 
 #include "graph/unary.h"
+#include "runtime/lowering/spec.h"
 
 namespace fusert {
 
@@ -188,73 +188,36 @@ Step group_step(const Graph& g, const FusionGroup& grp, const char* kernel) {
   return s;
 }
 
-}  // namespace lowering
-
-namespace {
-
-Result<Step> lower_single(const Graph& g, int ni) {
-  const Node& n = g.nodes[static_cast<size_t>(ni)];
-  if (is_alias_op(n.op) && g.value(n.inputs[0]).dtype == g.value(n.outputs[0]).dtype) {
-    Step s;  // a view: no kernel, the output shares the input's buffer
-    s.name = n.name;
-    s.kernel = "alias";
-    s.nodes = {ni};
-    s.alias_of = n.inputs[0];
-    s.inputs = {n.inputs[0]};
-    s.outputs = n.outputs;
-    return s;
-  }
-  return lower_node_cpu(g, ni);
+ValueId view_source(const Graph& g, int ni) {
+  const Node& n = node_at(g, ni);
+  if (is_alias_op(n.op) && g.value(n.inputs[0]).dtype == g.value(n.outputs[0]).dtype) return n.inputs[0];
+  return kNoValue;
 }
 
-}  // namespace
-
-Result<Step> lower_group_cpu(const Graph& g, const FusionGroup& grp) {
-  using namespace lowering;
-  if (grp.kind == GroupKind::kSingle) return lower_single(g, grp.nodes[0]);
-  Status st;
+Step node_step(const Graph& g, int ni, const char* kernel) {
+  const Node& n = node_at(g, ni);
   Step s;
-  switch (grp.kind) {
-    case GroupKind::kAnchorEpilogue:
-    case GroupKind::kGemmLayerNorm:
-      st = lower_anchor_epilogue(g, grp, s);
-      break;
-    case GroupKind::kElementwise:
-      st = lower_elementwise(g, grp, s);
-      break;
-    case GroupKind::kRowNorm:
-      st = lower_row_norm(g, grp, s);
-      break;
-    case GroupKind::kHorizontalGemm:
-      st = lower_horizontal(g, grp, s);
-      break;
-    case GroupKind::kGroupedGemm:
-    case GroupKind::kGroupedRowNorm:
-      st = lower_grouped(g, grp, s);
-      break;
-    case GroupKind::kConvSum:
-      st = lower_conv_sum(g, grp, s);
-      break;
-    case GroupKind::kBranchMerge:
-      st = lower_branch_merge(g, grp, s);
-      break;
-    case GroupKind::kAttention:
-      st = lower_attention(g, grp, s);
-      break;
-    case GroupKind::kSingle:
-      break;
-  }
-  if (!st.ok()) return error(st.code()) << "lowering group " << grp.name << ": " << st.message();
+  s.name = n.name;
+  s.kernel = kernel;
+  s.nodes = {ni};
+  for (ValueId in : n.inputs)
+    if (in != kNoValue) s.inputs.push_back(in);
+  s.outputs = n.outputs;
   return s;
 }
 
-Result<std::vector<Step>> lower_plan_cpu(const Graph& g, const FusionPlan& plan) {
-  std::vector<Step> steps;
-  for (const FusionGroup* grp : plan.kernel_groups()) {
-    FUSERT_ASSIGN_OR_RETURN(Step s, lower_group_cpu(g, *grp));
-    steps.push_back(std::move(s));
-  }
-  return steps;
+Step view_step(const Graph& g, int ni) {
+  const Node& n = node_at(g, ni);
+  Step s;  // a view: no kernel, the output shares the input's buffer
+  s.name = n.name;
+  s.kernel = "alias";
+  s.nodes = {ni};
+  s.alias_of = view_source(g, ni);
+  s.inputs = {n.inputs[0]};
+  s.outputs = n.outputs;
+  return s;
 }
+
+}  // namespace lowering
 
 }  // namespace fusert

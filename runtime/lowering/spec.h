@@ -1,23 +1,39 @@
-// Lowering of a FusionPlan to CPU steps: one step per kernel group, running the group's fused
-// kernel (kernels/cpu/fused_kernels.h). Internal helpers shared by the lower_fused*.cc files.
+// The backend-neutral lowering spec of a fusion group: what both the CPU and the CUDA lowering
+// read from a group instead of decoding it each on its own. The planner records the decoded
+// patterns (FusionGroup::attention, ::branch_merge); from the group and the graph this layer
+// derives the epilogue (EpilogueTemplate: the chain as cpu::EpOp steps with their operands),
+// the anchor parameters (conv/gemm/matmul), the members of horizontal and grouped groups, the
+// stacked branch-merge conv, and whether a single op is a view. Backends add only what is
+// theirs: kernels, library calls, launches.
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "graph/fusion/group.h"
 #include "kernels/cpu/fused_kernels.h"
 #include "runtime/execution_plan.h"
 
-namespace fusert {
+namespace fusert::lowering {
 
-/// One step per kernel group of `plan`, in the plan's order. Single-op groups use the
-/// unfused lowering; Reshape/Flatten/Unsqueeze/Identity become alias steps (no kernel).
-Result<std::vector<Step>> lower_plan_cpu(const Graph& g, const FusionPlan& plan);
-/// The CPU step of one kernel group (also the CUDA backend's host fallback). Errors name the group.
-Result<Step> lower_group_cpu(const Graph& g, const FusionGroup& grp);
+inline const Node& node_at(const Graph& g, int ni) { return g.nodes[static_cast<size_t>(ni)]; }
+/// Input `i` of `n`, or kNoValue when the optional input is absent.
+inline ValueId opt_input(const Node& n, size_t i) { return i < n.inputs.size() ? n.inputs[i] : kNoValue; }
+/// The group's nodes from position `from` on (an anchor's epilogue chain).
+inline std::vector<int> tail_of(const FusionGroup& grp, size_t from) {
+  return std::vector<int>(grp.nodes.begin() + static_cast<long>(from), grp.nodes.end());
+}
 
-namespace lowering {
+/// A single-op group that is a view (Reshape, Flatten, Unsqueeze, Squeeze, Identity with the
+/// same dtype): the value whose buffer its output shares; kNoValue when the op needs a kernel.
+/// Every backend lowers a view to an alias step (view_step), never a launch.
+ValueId view_source(const Graph& g, int ni);
+/// Step skeleton of node `ni` alone: its name, every input present and every output (kernel
+/// names the kernel for stats and profiles).
+Step node_step(const Graph& g, int ni, const char* kernel);
+/// The alias step of view node `ni` (view_source(g, ni) != kNoValue).
+Step view_step(const Graph& g, int ni);
 
 /// An epilogue whose tensor operands are value ids, bound to pointers at run time.
 struct EpilogueTemplate {
@@ -37,16 +53,6 @@ bool build_epilogue(const Graph& g, const std::vector<int>& nodes, ValueId cur, 
 
 /// Step skeleton for a group: name, nodes, inputs (values read from outside), outputs.
 Step group_step(const Graph& g, const FusionGroup& grp, const char* kernel);
-
-/// Kind-specific lowerings (lower_fused_anchor.cc, lower_fused_multi.cc).
-Status lower_anchor_epilogue(const Graph& g, const FusionGroup& grp, Step& s);
-Status lower_elementwise(const Graph& g, const FusionGroup& grp, Step& s);
-Status lower_row_norm(const Graph& g, const FusionGroup& grp, Step& s);
-Status lower_horizontal(const Graph& g, const FusionGroup& grp, Step& s);
-Status lower_grouped(const Graph& g, const FusionGroup& grp, Step& s);
-Status lower_conv_sum(const Graph& g, const FusionGroup& grp, Step& s);
-Status lower_branch_merge(const Graph& g, const FusionGroup& grp, Step& s);
-Status lower_attention(const Graph& g, const FusionGroup& grp, Step& s);
 
 /// Horizontal/grouped groups split into anchor-led chains (anchor, then its epilogue members).
 std::vector<std::vector<int>> member_chains(const Graph& g, const FusionGroup& grp);
@@ -83,5 +89,4 @@ cpu::ConvParams conv_params(const Graph& g, const Node& n);
 cpu::GemmParams gemm_params(const Graph& g, const Node& n);
 cpu::MatMulParams matmul_params(const Graph& g, const Node& n);
 
-}  // namespace lowering
-}  // namespace fusert
+}  // namespace fusert::lowering

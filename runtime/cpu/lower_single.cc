@@ -5,30 +5,22 @@
 #include "graph/unary.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/fused_kernels.h"
+#include "runtime/cpu/lower_cpu.h"
 #include "runtime/execution_plan.h"
-#include "runtime/lower_fused.h"
 
 namespace fusert {
 
 namespace {
 
 Step make_step(const Graph& g, int node_index, const char* kernel) {
-  const Node& n = g.nodes[static_cast<size_t>(node_index)];
-  Step s;
-  s.name = n.name;
-  s.kernel = kernel;
-  s.nodes = {node_index};
-  for (ValueId in : n.inputs)
-    if (in != kNoValue) s.inputs.push_back(in);
-  s.outputs = n.outputs;
-  return s;
+  return lowering::node_step(g, node_index, kernel);
 }
 
 const Shape& shape_of(const Graph& g, ValueId id) { return g.value(id).shape; }
 
 }  // namespace
 
-// Every op's lowering (some live in lower_cpu_seq.cc).
+// Every op's lowering (some live in lower_single_seq.cc).
 #define FUSERT_OP(name, pattern, min_in, max_in, max_out, schema, doc) Status lower_##name(const Graph&, int, Step&);
 #include "graph/ops.def"
 #undef FUSERT_OP

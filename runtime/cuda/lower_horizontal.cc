@@ -1,4 +1,5 @@
-// CUDA lowering of multi-anchor groups besides horizontal GEMMs: horizontal 1x1 convs (one
+// CUDA lowering of multi-anchor groups: horizontal GEMMs (one cuBLASLt GEMM on concatenated
+// weights, one multi-tensor epilogue kernel), horizontal 1x1 convs (one
 // cuDNN conv on stacked weights, then one multi-tensor epilogue kernel scattering each
 // member's channels), grouped GEMMs (same-shape Gemms on different inputs: one pointer-array
 // batched cuBLAS GEMM plus one bias kernel) and grouped LayerNorms (one generated
@@ -12,8 +13,6 @@
 namespace fusert::cuda {
 
 namespace {
-
-const Node& node_at(const Graph& g, int ni) { return g.nodes[static_cast<size_t>(ni)]; }
 
 bool weights_present(const Graph& g, const Node& n) {
   if (g.value(n.inputs[1]).data.empty()) return false;
@@ -98,6 +97,142 @@ Status lower_horizontal_conv_cuda(GroupLowering& gl) {
     FUSERT_RETURN_IF_ERROR(
         state->conv->run(env.ctx, env.dev.f32(x), state->w->get(), state->b->get(), nullptr, env.scratch));
     FUSERT_RETURN_IF_ERROR(multi->run(env, what));
+    return Status();
+  };
+  return Status();
+}
+
+// Gemms sharing one input: one cuBLASLt GEMM on the concatenated weights into scratch
+// [M, sum N_i], then one generated multi-tensor kernel applies each member's epilogue while
+// scattering its columns to the member's output (up to FZ_MAX_MEMBERS members per launch).
+Status lower_horizontal_cuda(GroupLowering& gl) {
+  const Graph& g = gl.g;
+  auto chains = lowering::member_chains(g, gl.grp);
+  const Node& first = node_at(g, chains[0][0]);
+  if (first.op == OpKind::kConv) return lower_horizontal_conv_cuda(gl);
+  if (first.op != OpKind::kGemm)
+    return error(StatusCode::kUnsupported) << "horizontal group of " << op_name(first.op) << " on CUDA";
+  const int64_t m = g.value(first.outputs[0]).shape[0], k = g.value(first.inputs[0]).shape[1];
+  std::vector<float> w_cat, b_cat;
+  int64_t total = 0;
+  std::vector<std::pair<int64_t, int64_t>> cols;  // (offset, width) per member
+  for (const auto& chain : chains) {
+    const Node& n = node_at(g, chain[0]);
+    if (n.attr_i("transA") != 0 || g.value(n.inputs[1]).data.empty() ||
+        (n.inputs.size() > 2 && n.inputs[2] != kNoValue && g.value(n.inputs[2]).data.empty())) {
+      return error(StatusCode::kUnsupported) << "horizontal member '" << n.name << "' needs weight initializers";
+    }
+    if (!lowering::per_column_bias(g, n))
+      return error(StatusCode::kUnsupported)
+             << "horizontal member '" << n.name << "' has a bias that is not per column";
+    const int64_t width = g.value(n.outputs[0]).shape[1];
+    gl.ds.skip_weights.insert(gl.ds.skip_weights.end(), n.inputs.begin() + 1, n.inputs.end());
+    std::vector<float> w = lowering::weight_nk(g, n), b = lowering::bias_n(g, n, width);
+    w_cat.insert(w_cat.end(), w.begin(), w.end());
+    b_cat.insert(b_cat.end(), b.begin(), b.end());
+    cols.push_back({total, width});
+    total += width;
+  }
+  // Member epilogues as programs over [M, width] reading the scratch columns; members with a
+  // LayerNorm tail get a row-norm kernel each.
+  std::vector<std::shared_ptr<BoundProgram>> progs;
+  struct RowMember {
+    std::shared_ptr<BoundProgram> bp;
+    int kernel;
+    int block;
+    size_t shared;
+    int64_t width;
+    ValueId y;
+  };
+  std::vector<RowMember> row_members;
+  for (size_t i = 0; i < chains.size(); ++i) {
+    const auto& chain = chains[i];
+    const Node& n = node_at(g, chain[0]);
+    lowering::EpilogueTemplate t;
+    std::string why;
+    std::vector<int> tail(chain.begin() + 1, chain.end());
+    const Shape shape = {m, cols[i].second};
+    if (!lowering::build_epilogue(g, tail, n.outputs[0], shape, false, &t, &why))
+      return error(StatusCode::kUnsupported) << why;
+    if (t.ep.tail == cpu::EpTail::kLayerNorm) {
+      RowMember rm;
+      rm.bp = std::make_shared<BoundProgram>();
+      rm.width = cols[i].second;
+      rm.y = node_at(g, chain.back()).outputs[0];
+      RowNormSpec spec;
+      spec.eps = t.ep.ln_epsilon;
+      Binding sc;
+      sc.kind = Binding::kScratch;
+      sc.offset = cols[i].first;
+      spec.pre.loads.push_back({0, rm.bp->add_binding(sc, {total, 1})});
+      if (!append_row_steps(g, *rm.bp, t.ep.steps, t.step_operands, shape, &spec.pre) ||
+          !append_row_steps(g, *rm.bp, t.ep.post, t.post_operands, shape, &spec.post) ||
+          !add_row_input(g, *rm.bp, t.ln_scale, shape, &spec.scale_input) ||
+          (t.ln_shift != kNoValue && !add_row_input(g, *rm.bp, t.ln_shift, shape, &spec.shift_input))) {
+        return error(StatusCode::kUnsupported) << "horizontal member LayerNorm operand is not row-indexable";
+      }
+      spec.pre.stores.push_back({0, 0});
+      spec.post.stores.push_back({0, 0});
+      if (rm.bp->inputs.size() > FZ_MAX_INPUTS) return error(StatusCode::kUnsupported) << "too many epilogue operands";
+      if (row_norm_shared_bytes(rm.width) > kMaxDynamicShared)
+        return error(StatusCode::kUnsupported) << "LayerNorm row exceeds shared memory";
+      KernelSource src = gen_row_norm(spec);
+      FUSERT_ASSIGN_OR_RETURN(rm.kernel, gl.kernel(src));
+      rm.block = src.block;
+      rm.shared = row_norm_shared_bytes(rm.width);
+      row_members.push_back(rm);
+      continue;
+    }
+    if (t.ep.tail != cpu::EpTail::kNone) return error(StatusCode::kUnsupported) << "horizontal member tail";
+    auto bp = std::make_shared<BoundProgram>();
+    bp->prog.out_shape = shape;
+    Binding s;
+    s.kind = Binding::kScratch;
+    s.offset = cols[i].first;
+    bp->prog.loads.push_back({0, bp->add_binding(s, {total, 1})});
+    bp->append_steps(g, t.ep.steps, t.step_operands, 0);
+    bp->prog.stores.push_back({0, 0});
+    Binding y;
+    y.value = node_at(g, chain.back()).outputs[0];
+    bp->outputs.push_back(y);
+    if (bp->inputs.size() > FZ_MAX_INPUTS) return error(StatusCode::kUnsupported) << "too many epilogue operands";
+    progs.push_back(bp);
+  }
+  auto multi = std::make_shared<MultiLaunch>();
+  multi->progs = progs;
+  FUSERT_RETURN_IF_ERROR(multi->build(gl));
+  GemmDesc d;
+  d.m = m;
+  d.n = total;
+  d.k = k;
+  d.trans_b = true;
+  d.bias = true;
+  gl.ds.scratch_bytes = static_cast<size_t>(m * total) * sizeof(float);
+  gl.ds.library_calls = 1;
+  struct State {
+    std::unique_ptr<LtGemm> gemm;
+    ConstPtr w, b;
+  };
+  auto state = std::make_shared<State>();
+  state->w = make_const(std::move(w_cat));
+  state->b = make_const(std::move(b_cat));
+  const ValueId a = first.inputs[0];
+  const std::string what = gl.grp.name;
+  gl.ds.prepare = [=](Context& ctx) -> Status {
+    FUSERT_RETURN_IF_ERROR(state->w->upload(what));
+    FUSERT_RETURN_IF_ERROR(state->b->upload(what));
+    FUSERT_ASSIGN_OR_RETURN(state->gemm, LtGemm::create(ctx, d, what));
+    return Status();
+  };
+  gl.ds.run = [=](const RunEnv& env) -> Status {
+    FUSERT_RETURN_IF_ERROR(
+        state->gemm->run(env.ctx, env.dev.f32(a), state->w->get(), state->b->get(), nullptr, env.scratch));
+    FUSERT_RETURN_IF_ERROR(multi->run(env, what));
+    for (const RowMember& rm : row_members) {
+      FzRowArgs ra = row_args(*rm.bp, m, rm.width, env, env.dev.f32(rm.y));
+      FUSERT_RETURN_IF_ERROR(env.ctx.launch(env.kernels[static_cast<size_t>(rm.kernel)], dim3(static_cast<unsigned>(m)),
+                                            dim3(rm.block), rm.shared, &ra, what));
+    }
     return Status();
   };
   return Status();

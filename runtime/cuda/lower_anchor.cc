@@ -2,8 +2,7 @@
 // cudnnConvolutionBiasActivationForward), Gemm/MatMul on cuBLASLt (bias, ReLU / tanh-GELU
 // epilogues, residual as the C operand); whatever of the epilogue the library cannot take runs
 // in one generated kernel on the anchor's result (elementwise, global-average-pool tail, or
-// LayerNorm tail). Also conv-sum cross groups (two cuDNN calls, the second adding the first
-// as z) and horizontal GEMMs on concatenated weights.
+// LayerNorm tail). The remainder builder is shared with the conv-sum lowering (lower_cross.cc).
 #include <algorithm>
 #include <cstring>
 
@@ -11,31 +10,11 @@
 #include "runtime/cuda/cuda_lower_internal.h"
 
 namespace fusert::cuda {
-
 namespace {
-
-const Node& node_at(const Graph& g, int ni) { return g.nodes[static_cast<size_t>(ni)]; }
-ValueId opt_input(const Node& n, size_t i) { return i < n.inputs.size() ? n.inputs[i] : kNoValue; }
 
 bool is_full(const Graph& g, ValueId v, const Shape& out) { return v != kNoValue && g.value(v).shape == out; }
 
-// The library half of an anchor group, built at prepare time.
-struct AnchorState {
-  std::unique_ptr<CudnnConv> conv, conv2;
-  std::unique_ptr<LtGemm> gemm;
-  ConstPtr bias;  ///< summed or beta-scaled bias, when the graph's own cannot be used
-};
-
-// The generated remainder of an anchor epilogue, reading the anchor's result from scratch.
-struct Remainder {
-  enum Kind { kNone, kElementwise, kPool, kRowNorm } kind = kNone;
-  int kernel = -1;
-  int block = 256;
-  std::shared_ptr<BoundProgram> bp;  ///< program (elementwise), or pre/post inputs (pool, row)
-  int64_t outer = 0, inner = 0;      ///< row norm
-  cpu::ConvParams p;                 ///< pool: the conv output dims
-  size_t shared = 0;
-};
+}  // namespace
 
 // Builds the generated part for the epilogue steps from `from` on (and the tail), reading the
 // anchor's result from scratch offset 0 with logical shape `shape`.
@@ -168,6 +147,8 @@ Status run_remainder(const RunEnv& env, const Remainder& r, ValueId y, const std
   }
   return Status();
 }
+
+namespace {
 
 // Bias [N] per output column of a Gemm's C input (beta folded in), or false.
 bool gemm_bias(const Graph& g, const Node& n, int64_t cols, std::vector<float>* bias, bool* full_c) {
@@ -359,75 +340,6 @@ Status lower_anchor_cuda(GroupLowering& gl) {
     const float* bp = state->bias ? state->bias->get() : bias_value != kNoValue ? env.dev.f32(bias_value) : nullptr;
     FUSERT_RETURN_IF_ERROR(
         state->gemm->run(env.ctx, env.dev.f32(A), env.dev.f32(B), bp, C == kNoValue ? nullptr : env.dev.f32(C), out));
-    return run_remainder(env, *rem, y, what);
-  };
-  return Status();
-}
-
-// Two convolutions joined by Add: conv2 into scratch, then conv1 with z = scratch and the
-// summed bias (+ ReLU), then the generated remainder of the chain if any.
-Status lower_conv_sum_cuda(GroupLowering& gl) {
-  const Graph& g = gl.g;
-  const FusionGroup& grp = gl.grp;
-  const Node& c1 = node_at(g, grp.nodes[0]);
-  const Node& c2 = node_at(g, grp.nodes[1]);
-  const Node& join = node_at(g, grp.nodes[2]);
-  if (c1.op != OpKind::kConv || c2.op != OpKind::kConv || join.op != OpKind::kAdd)
-    return error(StatusCode::kInternal) << "conv-sum group shape";
-  const Shape shape = g.value(join.outputs[0]).shape;
-  lowering::EpilogueTemplate t;
-  std::string why;
-  std::vector<int> chain(grp.nodes.begin() + 3, grp.nodes.end());
-  if (!lowering::build_epilogue(g, chain, join.outputs[0], shape, true, &t, &why))
-    return error(StatusCode::kUnsupported) << why;
-  cpu::ConvParams p1 = lowering::conv_params(g, c1), p2 = lowering::conv_params(g, c2);
-  for (const cpu::ConvParams* p : {&p1, &p2}) {
-    if (p->pad_top != p->pad_bottom || p->pad_left != p->pad_right)
-      return error(StatusCode::kUnsupported) << "asymmetric pads";
-  }
-  std::vector<float> bias(static_cast<size_t>(p1.m), 0.f);
-  for (const Node* c : {&c1, &c2}) {
-    ValueId bv = opt_input(*c, 2);
-    if (bv == kNoValue) continue;
-    if (g.value(bv).data.empty()) return error(StatusCode::kUnsupported) << "conv bias is not a weight";
-    gl.ds.skip_weights.push_back(bv);
-    for (size_t i = 0; i < bias.size(); ++i) bias[i] += g.value(bv).data.f32()[i];
-  }
-  ConvEpilogue ep1, ep2;
-  ep1.bias = true;
-  ep1.z = true;
-  size_t used = 0;
-  if (!t.ep.steps.empty() && t.ep.steps[0].op == cpu::EpOp::kRelu) {
-    ep1.relu = true;
-    used = 1;
-  }
-  auto rem = std::make_shared<Remainder>();
-  FUSERT_RETURN_IF_ERROR(build_remainder(gl, t, used, shape, &p1, rem.get()));
-  const bool direct = rem->kind == Remainder::kNone;
-  const size_t plane = (static_cast<size_t>(shape_numel(shape)) + 63) / 64 * 64;  // 256-byte aligned halves
-  // scratch: [0, plane) conv2's result; [plane, 2 plane) conv1's when a remainder follows
-  gl.ds.scratch_bytes = (direct ? 1 : 2) * plane * sizeof(float);
-  if (!direct) {
-    for (Binding& b : rem->bp->inputs)
-      if (b.kind == Binding::kScratch) b.offset = static_cast<int64_t>(plane);
-  }
-  gl.ds.library_calls = 2;
-  auto state = std::make_shared<AnchorState>();
-  state->bias = make_const(bias);
-  const std::string what = grp.name;
-  ValueId x1 = c1.inputs[0], w1 = c1.inputs[1], x2 = c2.inputs[0], w2 = c2.inputs[1], y = grp.outputs.at(0);
-  gl.ds.prepare = [=](Context& ctx) -> Status {
-    FUSERT_RETURN_IF_ERROR(state->bias->upload(what));
-    FUSERT_ASSIGN_OR_RETURN(state->conv, CudnnConv::create(ctx, p1, ep1, what));
-    FUSERT_ASSIGN_OR_RETURN(state->conv2, CudnnConv::create(ctx, p2, ep2, what));
-    FUSERT_RETURN_IF_ERROR(ctx.reserve_workspace(state->conv->workspace_bytes()));
-    return ctx.reserve_workspace(state->conv2->workspace_bytes());
-  };
-  gl.ds.run = [=](const RunEnv& env) -> Status {
-    FUSERT_RETURN_IF_ERROR(state->conv2->run(env.ctx, env.dev.f32(x2), env.dev.f32(w2), nullptr, nullptr, env.scratch));
-    float* out = direct ? env.dev.f32(y) : env.scratch + plane;
-    FUSERT_RETURN_IF_ERROR(
-        state->conv->run(env.ctx, env.dev.f32(x1), env.dev.f32(w1), state->bias->get(), env.scratch, out));
     return run_remainder(env, *rem, y, what);
   };
   return Status();
