@@ -14,8 +14,8 @@
 #include "graph/fusion/planner.h"
 #include "graph/passes/pass.h"
 #include "kernels/cpu/cpu_kernels.h"
-#include "runtime/executor.h"
 #include "runtime/cpu/lower_cpu.h"
+#include "runtime/executor.h"
 #include "runtime/memory_planner.h"
 #include "runtime/weights.h"
 
