@@ -55,6 +55,12 @@ using lowering::node_at;
 using lowering::opt_input;
 using lowering::tail_of;
 
+/// True when a Conv/Gemm's weight (input 1) and bias (input 2, if any) are initializers.
+inline bool weights_present(const Graph& g, const Node& n) {
+  if (g.value(n.inputs[1]).data.empty()) return false;
+  return n.inputs.size() < 3 || n.inputs[2] == kNoValue || !g.value(n.inputs[2]).data.empty();
+}
+
 // The library half of an anchor group, built at prepare time.
 struct AnchorState {
   std::unique_ptr<CudnnConv> conv, conv2;
@@ -75,14 +81,14 @@ struct Remainder {
 
 /// Builds the generated part of an anchor group for the epilogue steps of `t` from `from` on
 /// (and the tail), reading the anchor's result from scratch offset 0 with logical shape
-/// `shape` (lower_anchor.cc; also used by the conv-sum lowering).
+/// `shape` (remainder.cc; used by the anchor and conv-sum lowerings).
 Status build_remainder(GroupLowering& gl, const lowering::EpilogueTemplate& t, size_t from, const Shape& shape,
                        const cpu::ConvParams* conv, Remainder* r);
 /// Enqueues the remainder `r` writing `y`.
 Status run_remainder(const RunEnv& env, const Remainder& r, ValueId y, const std::string& what);
 
 // Per-kind lowerings, one file per group kind as in runtime/cpu (lower_single.cc,
-// lower_anchor.cc, lower_elementwise.cc, lower_horizontal.cc, lower_cross.cc,
+// lower_anchor.cc, lower_elementwise.cc, lower_horizontal.cc, lower_grouped.cc, lower_cross.cc,
 // lower_attention.cc). Each fills gl.ds (prepare/run/kernels) or returns kUnsupported with the
 // reason (the capability check reports it; the planner then does not form the group).
 Status lower_elementwise_cuda(GroupLowering& gl);
