@@ -28,23 +28,18 @@ Status lower_elementwise(const Graph& g, const FusionGroup& grp, Step& s) {
     prog.input_strides.push_back(strides);
     return static_cast<int>(inputs.size() - 1);
   };
-  const Node& head = g.nodes[static_cast<size_t>(grp.nodes[0])];
-  ValueId cur = head.inputs[0];
-  prog.loads.push_back({0, input_index(cur)});
-  for (int ni : grp.nodes) {
-    const Node& n = g.nodes[static_cast<size_t>(ni)];
-    EpilogueTemplate t;
-    std::string why;
-    if (!build_epilogue(g, {ni}, cur, out, false, &t, &why) || t.ep.steps.size() != 1)
-      return error(StatusCode::kInternal) << why;
+  ValueId x = kNoValue;
+  EpilogueTemplate t;
+  FUSERT_RETURN_IF_ERROR(decode_elementwise(g, grp, &x, &t));
+  prog.loads.push_back({0, input_index(x)});
+  for (size_t i = 0; i < t.ep.steps.size(); ++i) {
     cpu::ElementwiseInstr in;
-    in.op = t.ep.steps[0].op;
-    in.a = t.ep.steps[0].a;
-    in.b = t.ep.steps[0].b;
-    in.operand_first = t.ep.steps[0].operand_first;
-    if (t.step_operands[0] != kNoValue) in.input = input_index(t.step_operands[0]);
+    in.op = t.ep.steps[i].op;
+    in.a = t.ep.steps[i].a;
+    in.b = t.ep.steps[i].b;
+    in.operand_first = t.ep.steps[i].operand_first;
+    if (t.step_operands[i] != kNoValue) in.input = input_index(t.step_operands[i]);
     prog.code.push_back(in);
-    cur = n.outputs[0];
   }
   prog.stores.push_back({0, 0});
   ValueId y = grp.outputs.at(0);
@@ -58,31 +53,11 @@ Status lower_elementwise(const Graph& g, const FusionGroup& grp, Step& s) {
 
 Status lower_row_norm(const Graph& g, const FusionGroup& grp, Step& s) {
   s = group_step(g, grp, "norm_rows_fused");
-  size_t norm_at = 0;
-  while (g.nodes[static_cast<size_t>(grp.nodes[norm_at])].op != OpKind::kLayerNormalization &&
-         g.nodes[static_cast<size_t>(grp.nodes[norm_at])].op != OpKind::kSoftmax)
-    ++norm_at;
-  const Node& norm = g.nodes[static_cast<size_t>(grp.nodes[norm_at])];
-  const Shape& shape = g.value(norm.inputs[0]).shape;
-  int64_t inner = shape.back(), outer = shape_numel(shape) / inner;
-  const Node& head = g.nodes[static_cast<size_t>(grp.nodes[0])];
-  ValueId x = norm.inputs[0];
-  if (norm_at > 0) {  // the prologue's running input is the head operand with the norm's shape
-    x = kNoValue;
-    for (ValueId in : head.inputs)
-      if (x == kNoValue && in != kNoValue && g.value(in).shape == shape) x = in;
-    if (x == kNoValue)
-      return error(StatusCode::kInternal)
-             << "row-norm prologue head '" << head.name << "' has no input of shape " << shape_str(shape);
-  }
-  EpilogueTemplate pro, post;
-  std::string why;
-  std::vector<int> pro_nodes(grp.nodes.begin(), grp.nodes.begin() + static_cast<long>(norm_at));
-  // Operands are full-shape or scalars (the planner guarantees it), so flat indexing is exact.
-  if (!build_epilogue(g, pro_nodes, x, shape, false, &pro, &why)) return error(StatusCode::kInternal) << why;
-  if (!build_epilogue(g, tail_of(grp, norm_at + 1), norm.outputs[0], shape, false, &post, &why))
-    return error(StatusCode::kInternal) << why;
-  for (const auto* steps : {&pro.ep.steps, &post.ep.steps}) {
+  RowNormGroup r;
+  FUSERT_RETURN_IF_ERROR(decode_row_norm(g, grp, &r));
+  // The CPU kernel indexes operands flat: they must be full-shape or scalars (the planner
+  // guarantees it for row-norm groups).
+  for (const auto* steps : {&r.pro.ep.steps, &r.post.ep.steps}) {
     for (const cpu::EpilogueStep& e : *steps) {
       if (e.mode != cpu::OperandMode::kFull && e.mode != cpu::OperandMode::kScalar && e.op >= cpu::EpOp::kAddTensor &&
           e.op <= cpu::EpOp::kPowTensor) {
@@ -90,14 +65,11 @@ Status lower_row_norm(const Graph& g, const FusionGroup& grp, Step& s) {
       }
     }
   }
-  bool ln = norm.op == OpKind::kLayerNormalization;
-  ValueId scale = ln ? norm.inputs[1] : kNoValue, shift = ln ? opt_input(norm, 2) : kNoValue;
-  float eps = ln ? static_cast<float>(norm.attr_f("epsilon")) : 0.f;
-  ValueId y = grp.outputs.at(0);
-  s.run = [=](const BufferTable& b) {
-    cpu::norm_rows_fused(outer, inner, b.f32(x), pro.bind(b).steps,
-                         ln ? cpu::RowNorm::kLayerNorm : cpu::RowNorm::kSoftmax, ptr_or_null(b, scale),
-                         ptr_or_null(b, shift), eps, post.bind(b).steps, b.f32(y));
+  const ValueId y = grp.outputs.at(0);
+  s.run = [r, y](const BufferTable& b) {
+    cpu::norm_rows_fused(r.outer, r.inner, b.f32(r.x), r.pro.bind(b).steps,
+                         r.layer_norm ? cpu::RowNorm::kLayerNorm : cpu::RowNorm::kSoftmax, ptr_or_null(b, r.scale),
+                         ptr_or_null(b, r.shift), r.eps, r.post.bind(b).steps, b.f32(y));
   };
   return Status();
 }

@@ -3,11 +3,66 @@
 // generated merge kernel).
 #include <algorithm>
 #include <cstring>
-#include "kernels/cuda/layout.cuh"
 
+#include "kernels/cuda/layout.cuh"
 #include "runtime/cuda/cuda_lower_internal.h"
 
 namespace fusert::cuda {
+
+namespace {
+
+// b1 + b2 of two convs added together (absent bias = 0); the graph's biases are not uploaded.
+Status summed_bias(GroupLowering& gl, const Node& c1, const Node& c2, int64_t m, std::vector<float>* bias) {
+  bias->assign(static_cast<size_t>(m), 0.f);
+  for (const Node* c : {&c1, &c2}) {
+    ValueId bv = opt_input(*c, 2);
+    if (bv == kNoValue) continue;
+    if (gl.g.value(bv).data.empty()) return error(StatusCode::kUnsupported) << "conv bias is not a weight";
+    gl.ds.skip_weights.push_back(bv);
+    for (size_t i = 0; i < bias->size(); ++i) (*bias)[i] += gl.g.value(bv).data.f32()[i];
+  }
+  return Status();
+}
+
+// The merge kernel of a branch-merge group over the stacked conv's result in scratch: each
+// branch's chain on its half (unless linear: one half), their sum, the merge chain.
+Result<std::shared_ptr<BoundProgram>> merge_program(const Graph& g, const lowering::BranchMergeLayout& L,
+                                                    const lowering::EpilogueTemplate& ep_a,
+                                                    const lowering::EpilogueTemplate& ep_b,
+                                                    const lowering::EpilogueTemplate& ep_merge, const Shape& out,
+                                                    ValueId y) {
+  const int64_t hw = out[2] * out[3];
+  auto bp = std::make_shared<BoundProgram>();
+  bp->prog.out_shape = out;
+  Binding half_a;
+  half_a.kind = Binding::kScratch;
+  const std::vector<int64_t> half_strides = {L.p.m * hw, hw, out[3], 1};
+  if (L.linear) {
+    bp->prog.loads.push_back({0, bp->add_binding(half_a, contiguous_strides(out))});
+  } else {
+    Binding half_b = half_a;
+    half_b.offset = L.ma * hw;
+    bp->prog.num_registers = 2;
+    bp->prog.loads.push_back({0, bp->add_binding(half_a, half_strides)});
+    bp->prog.loads.push_back({1, bp->add_binding(half_b, half_strides)});
+    bp->append_steps(g, ep_a.ep.steps, ep_a.step_operands, 0);
+    bp->append_steps(g, ep_b.ep.steps, ep_b.step_operands, 1);
+    cpu::ElementwiseInstr add;
+    add.op = cpu::EpOp::kAddTensor;
+    add.dst = add.src = 0;
+    add.src2 = 1;
+    bp->prog.code.push_back(add);
+  }
+  bp->append_steps(g, ep_merge.ep.steps, ep_merge.step_operands, 0);
+  bp->prog.stores.push_back({0, 0});
+  Binding yb;
+  yb.value = y;
+  bp->outputs.push_back(yb);
+  if (bp->inputs.size() > FZ_MAX_INPUTS) return error(StatusCode::kUnsupported) << "too many epilogue operands";
+  return bp;
+}
+
+}  // namespace
 
 // Two convolutions joined by Add: conv2 into scratch, then conv1 with z = scratch and the
 // summed bias (+ ReLU), then the generated remainder of the chain if any.
@@ -30,14 +85,8 @@ Status lower_conv_sum_cuda(GroupLowering& gl) {
     if (p->pad_top != p->pad_bottom || p->pad_left != p->pad_right)
       return error(StatusCode::kUnsupported) << "asymmetric pads";
   }
-  std::vector<float> bias(static_cast<size_t>(p1.m), 0.f);
-  for (const Node* c : {&c1, &c2}) {
-    ValueId bv = opt_input(*c, 2);
-    if (bv == kNoValue) continue;
-    if (g.value(bv).data.empty()) return error(StatusCode::kUnsupported) << "conv bias is not a weight";
-    gl.ds.skip_weights.push_back(bv);
-    for (size_t i = 0; i < bias.size(); ++i) bias[i] += g.value(bv).data.f32()[i];
-  }
+  std::vector<float> bias;
+  FUSERT_RETURN_IF_ERROR(summed_bias(gl, c1, c2, p1.m, &bias));
   ConvEpilogue ep1, ep2;
   ep1.bias = true;
   ep1.z = true;
@@ -92,12 +141,7 @@ Status lower_branch_merge_cuda(GroupLowering& gl) {
   const Node& cb = node_at(g, L.conv_b);
   const Node& jn = node_at(g, L.join);
   const Shape out = g.value(jn.outputs[0]).shape;
-  const std::vector<int>& chain_a = L.chain_a;
-  const std::vector<int>& chain_b = L.chain_b;
-  const std::vector<int>& post = L.post;
-  const int64_t ma = L.ma;
-  const bool linear = L.linear;
-  cpu::ConvParams p = L.p;
+  const cpu::ConvParams p = L.p;
   if (p.pad_top != p.pad_bottom || p.pad_left != p.pad_right)
     return error(StatusCode::kUnsupported) << "asymmetric pads";
   gl.ds.skip_weights.insert(gl.ds.skip_weights.end(), ca.inputs.begin() + 1, ca.inputs.end());
@@ -105,43 +149,17 @@ Status lower_branch_merge_cuda(GroupLowering& gl) {
   std::vector<float> w = std::move(L.w), bias = std::move(L.bias);
   lowering::EpilogueTemplate ep_merge, ep_a, ep_b;
   std::string why;
-  if (!lowering::build_epilogue(g, post, jn.outputs[0], out, true, &ep_merge, &why) ||
-      !lowering::build_epilogue(g, chain_a, ca.outputs[0], out, true, &ep_a, &why) ||
-      !lowering::build_epilogue(g, chain_b, cb.outputs[0], out, true, &ep_b, &why)) {
+  if (!lowering::build_epilogue(g, L.post, jn.outputs[0], out, true, &ep_merge, &why) ||
+      !lowering::build_epilogue(g, L.chain_a, ca.outputs[0], out, true, &ep_a, &why) ||
+      !lowering::build_epilogue(g, L.chain_b, cb.outputs[0], out, true, &ep_b, &why)) {
     return error(StatusCode::kUnsupported) << why;
   }
   if (ep_merge.ep.tail != cpu::EpTail::kNone || ep_a.ep.tail != cpu::EpTail::kNone ||
       ep_b.ep.tail != cpu::EpTail::kNone) {
     return error(StatusCode::kUnsupported) << "branch-merge with a pooling tail";
   }
+  FUSERT_ASSIGN_OR_RETURN(auto bp, merge_program(g, L, ep_a, ep_b, ep_merge, out, grp.outputs.at(0)));
   const int64_t hw = out[2] * out[3];
-  auto bp = std::make_shared<BoundProgram>();
-  bp->prog.out_shape = out;
-  Binding half_a;
-  half_a.kind = Binding::kScratch;
-  const std::vector<int64_t> half_strides = {p.m * hw, hw, out[3], 1};
-  if (linear) {
-    bp->prog.loads.push_back({0, bp->add_binding(half_a, contiguous_strides(out))});
-  } else {
-    Binding half_b = half_a;
-    half_b.offset = ma * hw;
-    bp->prog.num_registers = 2;
-    bp->prog.loads.push_back({0, bp->add_binding(half_a, half_strides)});
-    bp->prog.loads.push_back({1, bp->add_binding(half_b, half_strides)});
-    bp->append_steps(g, ep_a.ep.steps, ep_a.step_operands, 0);
-    bp->append_steps(g, ep_b.ep.steps, ep_b.step_operands, 1);
-    cpu::ElementwiseInstr add;
-    add.op = cpu::EpOp::kAddTensor;
-    add.dst = add.src = 0;
-    add.src2 = 1;
-    bp->prog.code.push_back(add);
-  }
-  bp->append_steps(g, ep_merge.ep.steps, ep_merge.step_operands, 0);
-  bp->prog.stores.push_back({0, 0});
-  Binding yb;
-  yb.value = grp.outputs.at(0);
-  bp->outputs.push_back(yb);
-  if (bp->inputs.size() > FZ_MAX_INPUTS) return error(StatusCode::kUnsupported) << "too many epilogue operands";
   FUSERT_ASSIGN_OR_RETURN(int k, gl.kernel(gen_elementwise(bp->prog)));
   gl.ds.scratch_bytes = static_cast<size_t>(out[0] * p.m * hw) * sizeof(float);
   gl.ds.library_calls = 1;

@@ -18,18 +18,11 @@ Status lower_elementwise_cuda(GroupLowering& gl) {
   }
   auto bp = std::make_shared<BoundProgram>();
   bp->prog.out_shape = out;
-  const Node& head = node_at(g, gl.grp.nodes[0]);
-  ValueId cur = head.inputs[0];
-  bp->prog.loads.push_back({0, bp->add_value(g, cur)});
-  for (int ni : gl.grp.nodes) {
-    lowering::EpilogueTemplate t;
-    std::string why;
-    if (!lowering::build_epilogue(g, {ni}, cur, out, false, &t, &why) || t.ep.steps.size() != 1) {
-      return error(StatusCode::kUnsupported) << why;
-    }
-    bp->append_steps(g, t.ep.steps, t.step_operands, 0);
-    cur = node_at(g, ni).outputs[0];
-  }
+  ValueId x = kNoValue;
+  lowering::EpilogueTemplate t;
+  FUSERT_RETURN_IF_ERROR(lowering::decode_elementwise(g, gl.grp, &x, &t));
+  bp->prog.loads.push_back({0, bp->add_value(g, x)});
+  bp->append_steps(g, t.ep.steps, t.step_operands, 0);
   bp->prog.stores.push_back({0, 0});
   Binding y;
   y.value = gl.grp.outputs.at(0);
@@ -47,70 +40,37 @@ Status lower_elementwise_cuda(GroupLowering& gl) {
 // LayerNorm / Softmax over the last axis with its elementwise prologue and post chain.
 Status lower_row_norm_cuda(GroupLowering& gl) {
   const Graph& g = gl.g;
-  const FusionGroup& grp = gl.grp;
-  size_t norm_at = 0;
-  while (norm_at < grp.nodes.size() && node_at(g, grp.nodes[norm_at]).op != OpKind::kLayerNormalization &&
-         node_at(g, grp.nodes[norm_at]).op != OpKind::kSoftmax)
-    ++norm_at;
-  if (norm_at == grp.nodes.size()) return error(StatusCode::kInternal) << "row-norm group without a norm";
-  const Node& norm = node_at(g, grp.nodes[norm_at]);
-  const Shape shape = g.value(norm.inputs[0]).shape;
-  if (norm.op == OpKind::kSoftmax) {
-    int64_t axis = norm.attr_i("axis");
-    if (axis < 0) axis += static_cast<int64_t>(shape.size());
-    if (axis != static_cast<int64_t>(shape.size()) - 1)
-      return error(StatusCode::kUnsupported) << "softmax not over the last axis";
-  } else {
-    int64_t axis = norm.attr_i("axis");
-    if (axis < 0) axis += static_cast<int64_t>(shape.size());
-    if (axis != static_cast<int64_t>(shape.size()) - 1)
-      return error(StatusCode::kUnsupported) << "LayerNorm not over the last axis";
-  }
-  const int64_t inner = shape.back(), outer = shape_numel(shape) / std::max<int64_t>(inner, 1);
-  ValueId x = norm.inputs[0];
-  const Node& head = node_at(g, grp.nodes[0]);
-  if (norm_at > 0) {
-    x = kNoValue;
-    for (ValueId in : head.inputs)
-      if (x == kNoValue && in != kNoValue && g.value(in).shape == shape) x = in;
-    if (x == kNoValue) return error(StatusCode::kUnsupported) << "row-norm prologue head has no full-shape input";
-  }
-  lowering::EpilogueTemplate pro, post;
-  std::string why;
-  std::vector<int> pro_nodes(grp.nodes.begin(), grp.nodes.begin() + static_cast<long>(norm_at));
-  std::vector<int> post_nodes(grp.nodes.begin() + static_cast<long>(norm_at) + 1, grp.nodes.end());
-  if (!lowering::build_epilogue(g, pro_nodes, x, shape, false, &pro, &why))
-    return error(StatusCode::kUnsupported) << why;
-  if (!lowering::build_epilogue(g, post_nodes, norm.outputs[0], shape, false, &post, &why))
-    return error(StatusCode::kUnsupported) << why;
+  lowering::RowNormGroup r;
+  FUSERT_RETURN_IF_ERROR(lowering::decode_row_norm(g, gl.grp, &r));
+  const Shape& shape = r.shape;
   auto bp = std::make_shared<BoundProgram>();
   int xi = 0;
-  if (!add_row_input(g, *bp, x, shape, &xi) || xi != 0) return error(StatusCode::kUnsupported) << "row-norm input";
+  if (!add_row_input(g, *bp, r.x, shape, &xi) || xi != 0) return error(StatusCode::kUnsupported) << "row-norm input";
   RowNormSpec spec;
-  spec.kind = norm.op == OpKind::kLayerNormalization ? cpu::RowNorm::kLayerNorm : cpu::RowNorm::kSoftmax;
-  if (!append_row_steps(g, *bp, pro.ep.steps, pro.step_operands, shape, &spec.pre) ||
-      !append_row_steps(g, *bp, post.ep.steps, post.step_operands, shape, &spec.post)) {
+  spec.kind = r.layer_norm ? cpu::RowNorm::kLayerNorm : cpu::RowNorm::kSoftmax;
+  if (!append_row_steps(g, *bp, r.pro.ep.steps, r.pro.step_operands, shape, &spec.pre) ||
+      !append_row_steps(g, *bp, r.post.ep.steps, r.post.step_operands, shape, &spec.post)) {
     return error(StatusCode::kUnsupported) << "row-norm operand is not row-indexable";
   }
   spec.pre.stores.push_back({0, 0});
   spec.post.stores.push_back({0, 0});
-  if (spec.kind == cpu::RowNorm::kLayerNorm) {
-    spec.eps = static_cast<float>(norm.attr_f("epsilon"));
-    if (!add_row_input(g, *bp, norm.inputs[1], shape, &spec.scale_input))
+  if (r.layer_norm) {
+    spec.eps = r.eps;
+    if (!add_row_input(g, *bp, r.scale, shape, &spec.scale_input))
       return error(StatusCode::kUnsupported) << "LayerNorm scale";
-    ValueId shift = opt_input(norm, 2);
-    if (shift != kNoValue && !add_row_input(g, *bp, shift, shape, &spec.shift_input))
+    if (r.shift != kNoValue && !add_row_input(g, *bp, r.shift, shape, &spec.shift_input))
       return error(StatusCode::kUnsupported) << "LayerNorm shift";
   }
   if (bp->inputs.size() > FZ_MAX_INPUTS) return error(StatusCode::kUnsupported) << "too many operands";
-  if (row_norm_shared_bytes(inner) > kMaxDynamicShared)
-    return error(StatusCode::kUnsupported) << "row of " << inner << " values exceeds shared memory";
+  if (row_norm_shared_bytes(r.inner) > kMaxDynamicShared)
+    return error(StatusCode::kUnsupported) << "row of " << r.inner << " values exceeds shared memory";
   KernelSource src = gen_row_norm(spec);
   FUSERT_ASSIGN_OR_RETURN(int k, gl.kernel(src));
-  ValueId y = grp.outputs.at(0);
-  std::string what = grp.name;
-  const size_t shared = row_norm_shared_bytes(inner);
+  const ValueId y = gl.grp.outputs.at(0);
+  const std::string what = gl.grp.name;
+  const size_t shared = row_norm_shared_bytes(r.inner);
   const int block = src.block;
+  const int64_t outer = r.outer, inner = r.inner;
   gl.ds.run = [=](const RunEnv& env) {
     FzRowArgs a = row_args(*bp, outer, inner, env, env.dev.f32(y));
     return env.ctx.launch(env.kernels[static_cast<size_t>(k)], dim3(static_cast<unsigned>(outer)), dim3(block), shared,

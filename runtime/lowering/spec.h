@@ -51,6 +51,27 @@ struct EpilogueTemplate {
 bool build_epilogue(const Graph& g, const std::vector<int>& nodes, ValueId cur, const Shape& out_shape, bool conv,
                     EpilogueTemplate* t, std::string* why);
 
+/// An elementwise group decoded: the running input `x` (the head's first input) and one
+/// epilogue step per node, in order, over the output shape. kUnsupported (with the node's
+/// reason) when a node is not an elementwise step.
+Status decode_elementwise(const Graph& g, const FusionGroup& grp, ValueId* x, EpilogueTemplate* t);
+
+/// A row-norm group decoded: elementwise prologue, the norm (LayerNorm or Softmax over the
+/// last axis of `shape`, viewed as [outer, inner]), the post chain.
+struct RowNormGroup {
+  size_t norm_at = 0;    ///< position of the norm in grp.nodes
+  ValueId x = kNoValue;  ///< the running input: the prologue head's operand of the norm's shape
+  Shape shape;           ///< the norm's input shape
+  int64_t outer = 0, inner = 0;
+  bool layer_norm = false;                     ///< else Softmax
+  ValueId scale = kNoValue, shift = kNoValue;  ///< LayerNorm only; shift may be absent
+  float eps = 0.f;
+  EpilogueTemplate pro, post;
+};
+/// kUnsupported when the norm is not over the last axis or a chain node is not an epilogue
+/// step; kInternal when the group has no norm or the prologue head has no input of its shape.
+Status decode_row_norm(const Graph& g, const FusionGroup& grp, RowNormGroup* out);
+
 /// Step skeleton for a group: name, nodes, inputs (values read from outside), outputs.
 Step group_step(const Graph& g, const FusionGroup& grp, const char* kernel);
 
