@@ -9,87 +9,6 @@
 
 namespace fusert::cuda {
 
-Status lower_horizontal_conv_cuda(GroupLowering& gl) {
-  const Graph& g = gl.g;
-  auto chains = lowering::member_chains(g, gl.grp);
-  const Node& first = node_at(g, chains[0][0]);
-  cpu::ConvParams p = lowering::conv_params(g, first);
-  if (p.pad_top != p.pad_bottom || p.pad_left != p.pad_right)
-    return error(StatusCode::kUnsupported) << "asymmetric pads";
-  const int64_t hw = p.oh * p.ow;
-  std::vector<float> w, bias;
-  std::vector<int64_t> offsets;
-  int64_t total = 0;
-  for (const auto& chain : chains) {
-    const Node& n = node_at(g, chain[0]);
-    if (!weights_present(g, n))
-      return error(StatusCode::kUnsupported) << "horizontal member '" << n.name << "' needs weight initializers";
-    const Tensor& wt = g.value(n.inputs[1]).data;
-    gl.ds.skip_weights.insert(gl.ds.skip_weights.end(), n.inputs.begin() + 1, n.inputs.end());
-    w.insert(w.end(), wt.f32(), wt.f32() + wt.numel());
-    const int64_t m = wt.shape()[0];
-    for (int64_t i = 0; i < m; ++i)
-      bias.push_back(n.inputs.size() > 2 && n.inputs[2] != kNoValue ? g.value(n.inputs[2]).data.f32()[i] : 0.f);
-    offsets.push_back(total);
-    total += m;
-  }
-  std::vector<std::shared_ptr<BoundProgram>> progs;
-  for (size_t i = 0; i < chains.size(); ++i) {
-    const Node& n = node_at(g, chains[i][0]);
-    const Shape shape = g.value(n.outputs[0]).shape;
-    lowering::EpilogueTemplate t;
-    std::string why;
-    std::vector<int> tail(chains[i].begin() + 1, chains[i].end());
-    if (!lowering::build_epilogue(g, tail, n.outputs[0], shape, true, &t, &why) || t.ep.tail != cpu::EpTail::kNone) {
-      return error(StatusCode::kUnsupported)
-             << "horizontal conv member '" << n.name << "': " << (why.empty() ? "reducing tail" : why);
-    }
-    auto bp = std::make_shared<BoundProgram>();
-    bp->prog.out_shape = shape;
-    Binding sc;
-    sc.kind = Binding::kScratch;
-    sc.offset = offsets[i] * hw;
-    bp->prog.loads.push_back({0, bp->add_binding(sc, {total * hw, hw, p.ow, 1})});
-    bp->append_steps(g, t.ep.steps, t.step_operands, 0);
-    bp->prog.stores.push_back({0, 0});
-    Binding y;
-    y.value = node_at(g, chains[i].back()).outputs[0];
-    bp->outputs.push_back(y);
-    if (bp->inputs.size() > FZ_MAX_INPUTS) return error(StatusCode::kUnsupported) << "too many epilogue operands";
-    progs.push_back(bp);
-  }
-  auto multi = std::make_shared<MultiLaunch>();
-  multi->progs = progs;
-  FUSERT_RETURN_IF_ERROR(multi->build(gl));
-  p.m = total;
-  gl.ds.scratch_bytes = static_cast<size_t>(p.n * total * hw) * sizeof(float);
-  gl.ds.library_calls = 1;
-  struct State {
-    std::unique_ptr<CudnnConv> conv;
-    ConstPtr w, b;
-  };
-  auto state = std::make_shared<State>();
-  state->w = make_const(std::move(w));
-  state->b = make_const(std::move(bias));
-  ConvEpilogue cep;
-  cep.bias = true;
-  const ValueId x = first.inputs[0];
-  const std::string what = gl.grp.name;
-  gl.ds.prepare = [=](Context& ctx) -> Status {
-    FUSERT_RETURN_IF_ERROR(state->w->upload(what));
-    FUSERT_RETURN_IF_ERROR(state->b->upload(what));
-    FUSERT_ASSIGN_OR_RETURN(state->conv, CudnnConv::create(ctx, p, cep, what));
-    return ctx.reserve_workspace(state->conv->workspace_bytes());
-  };
-  gl.ds.run = [=](const RunEnv& env) -> Status {
-    FUSERT_RETURN_IF_ERROR(
-        state->conv->run(env.ctx, env.dev.f32(x), state->w->get(), state->b->get(), nullptr, env.scratch));
-    FUSERT_RETURN_IF_ERROR(multi->run(env, what));
-    return Status();
-  };
-  return Status();
-}
-
 namespace {
 
 // Concatenated weights of the Gemms of a horizontal group: [sum N_i, K] (each member's B as
@@ -165,16 +84,18 @@ Result<RowMember> row_member(GroupLowering& gl, const lowering::EpilogueTemplate
   return rm;
 }
 
-// The elementwise program of member `t` over [M, width], reading its scratch columns.
+// The elementwise program of member `t` over its output `shape`, reading its part of the
+// stacked result in scratch at `offset` with `strides`.
 Result<std::shared_ptr<BoundProgram>> member_program(const Graph& g, const lowering::EpilogueTemplate& t,
-                                                     const Shape& shape, int64_t offset, int64_t total, ValueId y) {
+                                                     const Shape& shape, int64_t offset,
+                                                     const std::vector<int64_t>& strides, ValueId y) {
   if (t.ep.tail != cpu::EpTail::kNone) return error(StatusCode::kUnsupported) << "horizontal member tail";
   auto bp = std::make_shared<BoundProgram>();
   bp->prog.out_shape = shape;
   Binding s;
   s.kind = Binding::kScratch;
   s.offset = offset;
-  bp->prog.loads.push_back({0, bp->add_binding(s, {total, 1})});
+  bp->prog.loads.push_back({0, bp->add_binding(s, strides)});
   bp->append_steps(g, t.ep.steps, t.step_operands, 0);
   bp->prog.stores.push_back({0, 0});
   Binding out;
@@ -184,7 +105,89 @@ Result<std::shared_ptr<BoundProgram>> member_program(const Graph& g, const lower
   return bp;
 }
 
+// Stacked weights of the 1x1 convs of a horizontal group: [sum M_i, C, 1, 1] and biases
+// [sum M_i]; the first output channel of each member.
+struct StackedConv {
+  std::vector<float> w, bias;
+  std::vector<int64_t> offsets;
+  int64_t total = 0;
+};
+
+Status stack_convs(GroupLowering& gl, const std::vector<std::vector<int>>& chains, StackedConv* sc) {
+  const Graph& g = gl.g;
+  for (const auto& chain : chains) {
+    const Node& n = node_at(g, chain[0]);
+    if (!weights_present(g, n))
+      return error(StatusCode::kUnsupported) << "horizontal member '" << n.name << "' needs weight initializers";
+    const Tensor& wt = g.value(n.inputs[1]).data;
+    gl.ds.skip_weights.insert(gl.ds.skip_weights.end(), n.inputs.begin() + 1, n.inputs.end());
+    sc->w.insert(sc->w.end(), wt.f32(), wt.f32() + wt.numel());
+    const int64_t m = wt.shape()[0];
+    for (int64_t i = 0; i < m; ++i)
+      sc->bias.push_back(n.inputs.size() > 2 && n.inputs[2] != kNoValue ? g.value(n.inputs[2]).data.f32()[i] : 0.f);
+    sc->offsets.push_back(sc->total);
+    sc->total += m;
+  }
+  return Status();
+}
+
 }  // namespace
+
+Status lower_horizontal_conv_cuda(GroupLowering& gl) {
+  const Graph& g = gl.g;
+  auto chains = lowering::member_chains(g, gl.grp);
+  const Node& first = node_at(g, chains[0][0]);
+  cpu::ConvParams p = lowering::conv_params(g, first);
+  if (p.pad_top != p.pad_bottom || p.pad_left != p.pad_right)
+    return error(StatusCode::kUnsupported) << "asymmetric pads";
+  const int64_t hw = p.oh * p.ow;
+  StackedConv sc;
+  FUSERT_RETURN_IF_ERROR(stack_convs(gl, chains, &sc));
+  const int64_t total = sc.total;
+  auto multi = std::make_shared<MultiLaunch>();
+  for (size_t i = 0; i < chains.size(); ++i) {
+    const Node& n = node_at(g, chains[i][0]);
+    const Shape shape = g.value(n.outputs[0]).shape;
+    lowering::EpilogueTemplate t;
+    std::string why;
+    if (!lowering::build_epilogue(g, lowering::tail_of_chain(chains[i]), n.outputs[0], shape, true, &t, &why) ||
+        t.ep.tail != cpu::EpTail::kNone) {
+      return error(StatusCode::kUnsupported)
+             << "horizontal conv member '" << n.name << "': " << (why.empty() ? "reducing tail" : why);
+    }
+    FUSERT_ASSIGN_OR_RETURN(auto bp, member_program(g, t, shape, sc.offsets[i] * hw, {total * hw, hw, p.ow, 1},
+                                                    node_at(g, chains[i].back()).outputs[0]));
+    multi->progs.push_back(bp);
+  }
+  FUSERT_RETURN_IF_ERROR(multi->build(gl));
+  p.m = total;
+  gl.ds.scratch_bytes = static_cast<size_t>(p.n * total * hw) * sizeof(float);
+  gl.ds.library_calls = 1;
+  struct State {
+    std::unique_ptr<CudnnConv> conv;
+    ConstPtr w, b;
+  };
+  auto state = std::make_shared<State>();
+  state->w = make_const(std::move(sc.w));
+  state->b = make_const(std::move(sc.bias));
+  ConvEpilogue cep;
+  cep.bias = true;
+  const ValueId x = first.inputs[0];
+  const std::string what = gl.grp.name;
+  gl.ds.prepare = [=](Context& ctx) -> Status {
+    FUSERT_RETURN_IF_ERROR(state->w->upload(what));
+    FUSERT_RETURN_IF_ERROR(state->b->upload(what));
+    FUSERT_ASSIGN_OR_RETURN(state->conv, CudnnConv::create(ctx, p, cep, what));
+    return ctx.reserve_workspace(state->conv->workspace_bytes());
+  };
+  gl.ds.run = [=](const RunEnv& env) -> Status {
+    FUSERT_RETURN_IF_ERROR(
+        state->conv->run(env.ctx, env.dev.f32(x), state->w->get(), state->b->get(), nullptr, env.scratch));
+    FUSERT_RETURN_IF_ERROR(multi->run(env, what));
+    return Status();
+  };
+  return Status();
+}
 
 // Gemms sharing one input: one cuBLASLt GEMM on the concatenated weights into scratch
 // [M, sum N_i], then one generated multi-tensor kernel applies each member's epilogue while
@@ -208,13 +211,13 @@ Status lower_horizontal_cuda(GroupLowering& gl) {
     lowering::EpilogueTemplate t;
     std::string why;
     const Shape shape = {m, cg.cols[i].second};
-    if (!lowering::build_epilogue(g, {chains[i].begin() + 1, chains[i].end()}, n.outputs[0], shape, false, &t, &why))
+    if (!lowering::build_epilogue(g, lowering::tail_of_chain(chains[i]), n.outputs[0], shape, false, &t, &why))
       return error(StatusCode::kUnsupported) << why;
     if (t.ep.tail == cpu::EpTail::kLayerNorm) {
       FUSERT_ASSIGN_OR_RETURN(RowMember rm, row_member(gl, t, shape, cg.cols[i].first, cg.total, y));
       row_members.push_back(rm);
     } else {
-      FUSERT_ASSIGN_OR_RETURN(auto bp, member_program(g, t, shape, cg.cols[i].first, cg.total, y));
+      FUSERT_ASSIGN_OR_RETURN(auto bp, member_program(g, t, shape, cg.cols[i].first, {cg.total, 1}, y));
       multi->progs.push_back(bp);
     }
   }

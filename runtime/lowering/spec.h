@@ -25,6 +25,11 @@ inline std::vector<int> tail_of(const FusionGroup& grp, size_t from) {
   return std::vector<int>(grp.nodes.begin() + static_cast<long>(from), grp.nodes.end());
 }
 
+/// A member chain's epilogue: every node after its anchor.
+inline std::vector<int> tail_of_chain(const std::vector<int>& chain) {
+  return std::vector<int>(chain.begin() + 1, chain.end());
+}
+
 /// A single-op group that is a view (Reshape, Flatten, Unsqueeze, Squeeze, Identity with the
 /// same dtype): the value whose buffer its output shares; kNoValue when the op needs a kernel.
 /// Every backend lowers a view to an alias step (view_step), never a launch.
