@@ -5,6 +5,7 @@
 // ggml's backend interface).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,9 +35,17 @@ class Backend {
   virtual void configure_planner(FusionOptions* o, bool will_lower) = 0;
 
   /// Lowers every kernel group of `plan` into one step each (buffers for the memory planner).
-  /// May record what it measured on the groups (e.g. CUDA registers per thread). Errors:
-  /// kInternal for a group it accepted but cannot lower, compile errors.
-  virtual Result<std::vector<Step>> lower(const Graph& g, FusionPlan& plan) = 0;
+  /// Errors: kInternal for a group it accepted but cannot lower, compile errors.
+  virtual Result<std::vector<Step>> lower(const Graph& g, const FusionPlan& plan) = 0;
+
+  /// What lowering measured per group (CUDA: registers per thread and spill bytes of the
+  /// group's generated kernels, from nvJitLink), keyed by FusionGroup::id; empty when the
+  /// backend measures nothing. The session records it on its plan for --explain.
+  struct GroupMeasurement {
+    int registers = -1;
+    int spill_bytes = -1;
+  };
+  virtual std::map<int, GroupMeasurement> measurements() const { return {}; }
 
   /// After memory planning: creates the executor (device context, arenas, library
   /// primitives). Errors: device, memory. Idempotent.

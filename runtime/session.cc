@@ -121,6 +121,22 @@ Result<std::unique_ptr<Session>> Session::load(const std::string& model_path, co
   }
 }
 
+namespace {
+
+// What the backend measured while lowering (CUDA registers and spills), onto the plan's groups
+// for --explain.
+void record_measurements(const Backend& backend, FusionPlan* plan) {
+  const auto m = backend.measurements();
+  for (FusionGroup& grp : plan->groups) {
+    auto it = m.find(grp.id);
+    if (it == m.end()) continue;
+    grp.registers_measured = it->second.registers;
+    grp.spill_bytes = it->second.spill_bytes;
+  }
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Session>> Session::load_impl(const std::string& model_path, const SessionOptions& options) {
   std::unique_ptr<Session> s(new Session());
   FUSERT_ASSIGN_OR_RETURN(s->backend_, create_backend(options));
@@ -164,6 +180,7 @@ Result<std::unique_ptr<Session>> Session::load_impl(const std::string& model_pat
   if (!options.plan_for.empty()) fopt.backend = options.plan_for;  // testing: another backend's cost model
   FUSERT_ASSIGN_OR_RETURN(s->fusion_, plan_fusion(g, fopt));
   FUSERT_ASSIGN_OR_RETURN(s->plan_.steps, s->backend_->lower(g, s->fusion_));
+  record_measurements(*s->backend_, &s->fusion_);
   plan_memory(g, s->plan_);
   if (static_cast<int64_t>(s->plan_.arena_bytes) > options.max_activation_bytes) {
     return error(StatusCode::kInvalidArgument)

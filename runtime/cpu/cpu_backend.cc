@@ -20,7 +20,7 @@ class CpuBackend final : public Backend {
     (void)will_lower;
     o->backend = "cpu";  // every group kind has a CPU kernel: no capability refusals
   }
-  Result<std::vector<Step>> lower(const Graph& g, FusionPlan& plan) override { return lower_plan_cpu(g, plan); }
+  Result<std::vector<Step>> lower(const Graph& g, const FusionPlan& plan) override { return lower_plan_cpu(g, plan); }
   Status prepare(const Graph& g, const ExecutionPlan& plan) override {
     if (!executor_) {
       executor_ = std::make_unique<ExecutorCore>(g, plan, make_cpu_device(g, plan, threads_));

@@ -61,17 +61,17 @@ void CudaBackend::configure_planner(FusionOptions* o, bool will_lower) {
   if (options_.register_budget > 0) o->measured_register_budget = options_.register_budget;
 }
 
-Result<std::vector<Step>> CudaBackend::lower(const Graph& g, FusionPlan& plan) {
+Result<std::vector<Step>> CudaBackend::lower(const Graph& g, const FusionPlan& plan) {
   FUSERT_ASSIGN_OR_RETURN(plan_, lower_plan_cuda(g, plan));
-  for (FusionGroup& grp : plan.groups) {
-    auto it = plan_.group_registers.find(grp.id);
-    if (it == plan_.group_registers.end()) continue;
-    grp.registers_measured = it->second.first;
-    grp.spill_bytes = it->second.second;
-  }
   if (!options_.dump_kernels.empty()) FUSERT_RETURN_IF_ERROR(dump_kernels(plan_, options_.dump_kernels));
   plan_.compile_ms = compile_counters().compile_ms - compiled_before_.compile_ms;
   return plan_.steps;
+}
+
+std::map<int, Backend::GroupMeasurement> CudaBackend::measurements() const {
+  std::map<int, GroupMeasurement> out;
+  for (const auto& [id, rs] : plan_.group_registers) out[id] = {rs.first, rs.second};
+  return out;
 }
 
 void CudaBackend::fill_stats(SessionStats* stats) const {

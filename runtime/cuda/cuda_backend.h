@@ -22,9 +22,11 @@ class CudaBackend final : public Backend {
   /// Cost model "cuda"; when it will lower: nvJitLink's measured registers per candidate
   /// (options.register_budget, default 32 = full occupancy on sm_90).
   void configure_planner(FusionOptions* o, bool will_lower) override;
-  /// Lowers every group (compiling each generated kernel), records measured registers and
-  /// spills on the groups, writes sources to options.dump_kernels if set.
-  Result<std::vector<Step>> lower(const Graph& g, FusionPlan& plan) override;
+  /// Lowers every group (compiling each generated kernel), writes sources to
+  /// options.dump_kernels if set.
+  Result<std::vector<Step>> lower(const Graph& g, const FusionPlan& plan) override;
+  /// Registers per thread and spill bytes of each group's generated kernels (nvJitLink).
+  std::map<int, GroupMeasurement> measurements() const override;
   Status prepare(const Graph& g, const ExecutionPlan& plan) override;
   bool ready() const override { return executor_ != nullptr; }
   /// Runs take turns on the session's one stream.
