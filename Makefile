@@ -34,7 +34,7 @@ weights: deps
 
 $(BUILD)/CMakeCache.txt:
 	@echo "[build] configuring $(BUILD)/ (Release)"
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DFUSERT_WERROR=ON $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DFUSERT_WERROR=ON -DFUSERT_ONEDNN=ON $(CMAKE_FLAGS)
 
 configure: deps $(BUILD)/CMakeCache.txt
 
@@ -86,7 +86,7 @@ tsan: weights
 	@command -v clang++ >/dev/null && dpkg-query -W libomp-14-dev >/dev/null 2>&1 || \
 	  (apt-get update -qq && apt-get install -y -qq --no-install-recommends clang libomp-14-dev)
 	@test -f $(TSAN_BUILD)/CMakeCache.txt || CC=clang CXX=clang++ cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DFUSERT_CUDA=OFF -DFUSERT_SANITIZE=thread
+	  -DFUSERT_CUDA=OFF -DFUSERT_ONEDNN=OFF -DFUSERT_SANITIZE=thread
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target test_runtime test_kernels
 	OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS=$(TSAN_OPTS) ./$(TSAN_BUILD)/tests/test_runtime -tc='concurrency*'
 	OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS=$(TSAN_OPTS) ./$(TSAN_BUILD)/tests/test_kernels -tc='threads*'
@@ -99,7 +99,7 @@ fuzz: deps
 	@command -v clang++ >/dev/null && dpkg-query -W libclang-rt-14-dev libomp-14-dev >/dev/null 2>&1 || \
 	  (apt-get update -qq && apt-get install -y -qq --no-install-recommends clang libclang-rt-14-dev libomp-14-dev)
 	@test -f $(FUZZ_BUILD)/CMakeCache.txt || CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DFUSERT_CUDA=OFF -DFUSERT_LIBFUZZER=ON -DCMAKE_CXX_FLAGS="$(FUZZ_FLAGS)" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined"
+	  -DFUSERT_CUDA=OFF -DFUSERT_ONEDNN=OFF -DFUSERT_LIBFUZZER=ON -DCMAKE_CXX_FLAGS="$(FUZZ_FLAGS)" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined"
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_npy fuzz_safetensors fuzz_image fuzz_tokenizer fuzz_model
 	BUILD=$(FUZZ_BUILD) tools/run_fuzzers.sh
 

@@ -1,6 +1,8 @@
 // The backend registry: which backends this build includes and how the session gets one.
 #include "runtime/backend.h"
 
+#include "runtime/cpu/lower_cpu.h"
+
 namespace fusert {
 
 // Each backend's factory lives beside its implementation (runtime/cpu/cpu_backend.cc,
@@ -36,6 +38,11 @@ std::vector<std::string> backend_names() {
 }
 
 Result<std::unique_ptr<Backend>> create_backend(const SessionOptions& options) {
+  CpuKernels kernels;
+  if (!parse_cpu_kernels(options.cpu_kernels, &kernels)) {
+    return error(StatusCode::kInvalidArgument)
+           << "cpu kernels: expected onednn or reference, got '" << options.cpu_kernels << "'";
+  }
   for (const Entry& e : registry()) {
     if (options.device == e.name) return e.make(options);
   }

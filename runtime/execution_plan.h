@@ -24,6 +24,7 @@ class BufferTable {
 struct Step {
   std::string name;              ///< node name, or group name for fused steps
   std::string kernel;            ///< kernel name for stats and profiles, e.g. "conv2d"
+  std::string detail;            ///< what the backend made of it (e.g. the oneDNN post-op chain, or why not)
   std::vector<int> nodes;        ///< graph node indices this step computes
   std::vector<ValueId> inputs;   ///< activations and weights read
   std::vector<ValueId> outputs;  ///< values written to memory

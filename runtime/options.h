@@ -33,6 +33,11 @@ struct SessionOptions {
   /// and largest weights file it may read; checked from the declared shapes and the file size
   /// before any weight is read, converted or seeded. Default 16 GiB.
   int64_t max_weight_bytes = int64_t{16} << 30;
+  /// CPU backend anchors (Conv, Gemm, MatMul with their epilogues): "onednn" (default; oneDNN
+  /// primitives with post-ops where they run optimised, the reference kernel elsewhere, the
+  /// reason in the backend report) or "reference" (our Eigen/OpenMP kernels only). In a build
+  /// without oneDNN, "onednn" runs the reference kernels and says so in the report.
+  std::string cpu_kernels = "onednn";
   std::string plan_for;  ///< testing: plan with this backend's cost model and capabilities
                          ///< ("cpu" or "cuda"; empty = device) but run on `device`, e.g. the
                          ///< CUDA plan's groups on the CPU kernels (the planner fuzzer)

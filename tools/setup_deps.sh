@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages fusert builds and tests with, only those missing. Idempotent.
 set -euo pipefail
+# libdnnl-dev: oneDNN, the CPU anchor library. Its CMake package (Debian's build also has a GPU
+# runtime) requires OpenCL to be found, hence ocl-icd-opencl-dev, only a "Recommends" of it.
 pkgs=(build-essential cmake pkg-config libeigen3-dev libyaml-cpp-dev doctest-dev nlohmann-json3-dev
-      libpng-dev libjpeg62-turbo-dev libutf8proc-dev python3 python3-pip ca-certificates)
+      libpng-dev libjpeg62-turbo-dev libutf8proc-dev libdnnl-dev ocl-icd-opencl-dev python3 python3-pip ca-certificates)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

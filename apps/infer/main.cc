@@ -145,8 +145,8 @@ Status run(InferOptions o) {
                 session->fusion_plan().family.c_str(), st.fusion_plan_ms);
   }
   if (o.explain) std::fputs(explain_plan(session->graph(), session->fusion_plan()).c_str(), stdout);
+  if (o.explain) std::fputs(session->backend_report().c_str(), stdout);
   if (cuda) {
-    if (o.explain) std::fputs(session->backend_report().c_str(), stdout);
     std::printf("cuda: %lld generated kernels (NVRTC %.0f ms), %lld cuDNN/cuBLASLt calls, %lld host-fallback steps\n",
                 static_cast<long long>(st.generated_kernels), st.compile_ms, static_cast<long long>(st.library_calls),
                 static_cast<long long>(st.host_fallback_steps));

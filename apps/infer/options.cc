@@ -28,6 +28,8 @@ bundled photo models/data/coffee.png, printing the top-5 labels and timing.
   --threads N             CPU threads (default 0: OMP_NUM_THREADS if set, else all cores)
   --fusion MODE           none | all | comma list of vertical,horizontal,cross,compound
                           (default all)
+  --cpu-kernels K         CPU anchors (Conv, Gemm, MatMul): onednn (default: oneDNN primitives
+                          with the fused epilogue as post-ops) or reference (our kernels)
   --profile-guided        run once unfused, time every op, let hot ops drive vertical
                           fusion first and cold ones horizontal
   --explain               print every fusion group, every refused candidate with its reason,
@@ -128,9 +130,9 @@ Result<InferOptions> parse_args(int argc, char** argv) {
       continue;
     }
     static const char* const kWithValue[] = {
-        "--model",     "--weights",      "--input",          "--device", "--threads",    "--fusion", "--runs",
-        "--warmup",    "--topk",         "--output",         "--dot",    "--stats-json", "--seed",   "--text",
-        "--text-file", "--dump-kernels", "--register-budget"};
+        "--model",     "--weights",      "--input",           "--device",     "--threads",    "--fusion", "--runs",
+        "--warmup",    "--topk",         "--output",          "--dot",        "--stats-json", "--seed",   "--text",
+        "--text-file", "--dump-kernels", "--register-budget", "--cpu-kernels"};
     bool known = false;
     for (const char* k : kWithValue) known |= a == k;
     if (!known) return error(StatusCode::kInvalidArgument) << "unknown option '" << a << "' (see --help)";
@@ -146,6 +148,8 @@ Result<InferOptions> parse_args(int argc, char** argv) {
       o.session.device = v;
     else if (a == "--fusion")
       o.session.fusion = v;
+    else if (a == "--cpu-kernels")
+      o.session.cpu_kernels = v;
     else if (a == "--output")
       o.output = v;
     else if (a == "--dot")
@@ -182,6 +186,10 @@ Result<InferOptions> parse_args(int argc, char** argv) {
       (!o.input.empty() || !o.output.empty() || !o.stats_json.empty() || o.verify || o.ablation)) {
     return error(StatusCode::kInvalidArgument)
            << "--text/--text-file cannot be combined with --input, --output, --stats-json, --verify or --ablation";
+  }
+  if (o.session.cpu_kernels != "onednn" && o.session.cpu_kernels != "reference") {
+    return error(StatusCode::kInvalidArgument)
+           << "--cpu-kernels: expected onednn or reference, got '" << o.session.cpu_kernels << "'";
   }
   if (o.session.device != "cpu" && o.session.device != "cuda") {
     return error(StatusCode::kInvalidArgument) << "--device: expected cpu or cuda, got '" << o.session.device << "'";

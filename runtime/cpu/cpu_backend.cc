@@ -12,7 +12,7 @@ namespace {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(const SessionOptions& o) : threads_(o.threads) {}
+  CpuBackend(const SessionOptions& o, CpuKernels kernels) : threads_(o.threads), kernels_(kernels) {}
 
   std::string name() const override { return "cpu"; }
   Status available() const override { return Status(); }
@@ -20,7 +20,12 @@ class CpuBackend final : public Backend {
     (void)will_lower;
     o->backend = "cpu";  // every group kind has a CPU kernel: no capability refusals
   }
-  Result<std::vector<Step>> lower(const Graph& g, const FusionPlan& plan) override { return lower_plan_cpu(g, plan); }
+  Result<std::vector<Step>> lower(const Graph& g, const FusionPlan& plan) override {
+    FUSERT_ASSIGN_OR_RETURN(std::vector<Step> steps, lower_plan_cpu(g, plan, kernels_));
+    steps_.clear();
+    for (const Step& s : steps) steps_.push_back({s.name, s.kernel, s.detail, s.alias_of != kNoValue});
+    return steps;
+  }
   Status prepare(const Graph& g, const ExecutionPlan& plan) override {
     if (!executor_) {
       executor_ = std::make_unique<ExecutorCore>(g, plan, make_cpu_device(g, plan, threads_));
@@ -39,10 +44,34 @@ class CpuBackend final : public Backend {
     }
   }
 
+  /// One line per step that has something to say: the oneDNN primitive and its post-op chain,
+  /// or why the reference kernel runs.
+  std::string report(const Graph& g) const override {
+    (void)g;
+    int onednn = 0, reference = 0;
+    std::string lines;
+    for (const StepInfo& s : steps_) {
+      if (s.alias) continue;
+      const bool dnn = s.kernel.rfind("onednn", 0) == 0;
+      onednn += dnn ? 1 : 0;
+      reference += s.detail.rfind("reference kernel", 0) == 0 ? 1 : 0;
+      if (!s.detail.empty()) lines += "  " + s.name + ": " + s.detail + "\n";
+    }
+    if (kernels_ == CpuKernels::kReference) return "cpu plan: reference kernels (--cpu-kernels reference)\n";
+    return "cpu plan: " + std::to_string(onednn) + " oneDNN primitive step(s), " + std::to_string(reference) +
+           " anchor step(s) on the reference kernels\n" + lines;
+  }
+
   size_t execution_contexts() const override { return executor_ ? executor_->contexts() : 0; }
 
  private:
   int threads_;
+  CpuKernels kernels_;
+  struct StepInfo {
+    std::string name, kernel, detail;
+    bool alias = false;
+  };
+  std::vector<StepInfo> steps_;  ///< what each lowered step became, for the report
   size_t arena_bytes_ = 0;
   std::unique_ptr<ExecutorCore> executor_;
 };
@@ -50,7 +79,9 @@ class CpuBackend final : public Backend {
 }  // namespace
 
 std::unique_ptr<Backend> make_cpu_backend(const SessionOptions& options) {
-  return std::make_unique<CpuBackend>(options);
+  CpuKernels kernels = CpuKernels::kOneDnn;
+  parse_cpu_kernels(options.cpu_kernels, &kernels);  // validated by create_backend
+  return std::make_unique<CpuBackend>(options, kernels);
 }
 
 }  // namespace fusert

@@ -3,12 +3,47 @@
 
 namespace fusert {
 
-Result<Step> lower_group_cpu(const Graph& g, const FusionGroup& grp) {
+bool parse_cpu_kernels(const std::string& s, CpuKernels* out) {
+  if (s == "reference") {
+    *out = CpuKernels::kReference;
+  } else if (s == "onednn") {
+    *out = CpuKernels::kOneDnn;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+bool is_anchor(OpKind op) { return op == OpKind::kConv || op == OpKind::kGemm || op == OpKind::kMatMul; }
+
+// The oneDNN step of an anchor group, or false with the reason in `why` (the reference
+// kernel runs instead).
+bool try_onednn(const Graph& g, const FusionGroup& grp, Step* s, std::string* why) {
+  Status st = lowering::lower_anchor_onednn(g, grp, *s);
+  if (st.ok()) return true;
+  *why = st.message();
+  return false;
+}
+
+}  // namespace
+
+Result<Step> lower_group_cpu(const Graph& g, const FusionGroup& grp, CpuKernels kernels) {
   using namespace lowering;
+  const bool anchor = (grp.kind == GroupKind::kSingle || grp.kind == GroupKind::kAnchorEpilogue) &&
+                      is_anchor(node_at(g, grp.nodes[0]).op);
+  std::string why;
+  if (kernels == CpuKernels::kOneDnn && anchor) {
+    Step s;
+    if (try_onednn(g, grp, &s, &why)) return s;
+  }
   if (grp.kind == GroupKind::kSingle) {
     const int ni = grp.nodes[0];
     if (view_source(g, ni) != kNoValue) return view_step(g, ni);
-    return lower_node_cpu(g, ni);
+    FUSERT_ASSIGN_OR_RETURN(Step s, lower_node_cpu(g, ni));
+    if (!why.empty()) s.detail = "reference kernel: " + why;
+    return s;
   }
   Status st;
   Step s;
@@ -43,13 +78,14 @@ Result<Step> lower_group_cpu(const Graph& g, const FusionGroup& grp) {
       break;
   }
   if (!st.ok()) return error(st.code()) << "lowering group " << grp.name << ": " << st.message();
+  if (!why.empty()) s.detail = "reference kernel: " + why;
   return s;
 }
 
-Result<std::vector<Step>> lower_plan_cpu(const Graph& g, const FusionPlan& plan) {
+Result<std::vector<Step>> lower_plan_cpu(const Graph& g, const FusionPlan& plan, CpuKernels kernels) {
   std::vector<Step> steps;
   for (const FusionGroup* grp : plan.kernel_groups()) {
-    FUSERT_ASSIGN_OR_RETURN(Step s, lower_group_cpu(g, *grp));
+    FUSERT_ASSIGN_OR_RETURN(Step s, lower_group_cpu(g, *grp, kernels));
     steps.push_back(std::move(s));
   }
   return steps;

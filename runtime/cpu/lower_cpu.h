@@ -12,23 +12,36 @@
 
 namespace fusert {
 
+/// Which kernels the CPU lowering uses for anchors (Conv, Gemm, MatMul and their epilogues).
+enum class CpuKernels {
+  kReference,  ///< our Eigen/OpenMP kernels (kernels/cpu): the reference every test compares against
+  kOneDnn,     ///< oneDNN primitives with post-ops (kernels/cpu/onednn.h) where they run
+               ///< optimised; the reference kernel (with the reason in Step::detail) elsewhere
+};
+/// "reference" or "onednn"; false for anything else.
+bool parse_cpu_kernels(const std::string& s, CpuKernels* out);
+
 /// One step per kernel group of `plan`, in the plan's order. Single-op groups use the
 /// unfused lowering; Reshape/Flatten/Unsqueeze/Identity become alias steps (no kernel).
-Result<std::vector<Step>> lower_plan_cpu(const Graph& g, const FusionPlan& plan);
+Result<std::vector<Step>> lower_plan_cpu(const Graph& g, const FusionPlan& plan,
+                                         CpuKernels kernels = CpuKernels::kReference);
 /// The CPU step of one kernel group (also the CUDA backend's host fallback). Errors name the group.
-Result<Step> lower_group_cpu(const Graph& g, const FusionGroup& grp);
+Result<Step> lower_group_cpu(const Graph& g, const FusionGroup& grp, CpuKernels kernels = CpuKernels::kReference);
 
 namespace lowering {
 
 /// Kind-specific CPU lowerings, one file each (named after the group kind).
 Status lower_anchor_epilogue(const Graph& g, const FusionGroup& grp, Step& s);  ///< lower_anchor.cc
-Status lower_elementwise(const Graph& g, const FusionGroup& grp, Step& s);      ///< lower_elementwise.cc
-Status lower_row_norm(const Graph& g, const FusionGroup& grp, Step& s);         ///< lower_elementwise.cc
-Status lower_horizontal(const Graph& g, const FusionGroup& grp, Step& s);       ///< lower_horizontal.cc
-Status lower_grouped(const Graph& g, const FusionGroup& grp, Step& s);          ///< lower_grouped.cc
-Status lower_conv_sum(const Graph& g, const FusionGroup& grp, Step& s);         ///< lower_cross.cc
-Status lower_branch_merge(const Graph& g, const FusionGroup& grp, Step& s);     ///< lower_cross.cc
-Status lower_attention(const Graph& g, const FusionGroup& grp, Step& s);        ///< lower_attention.cc
+/// An anchor group (or a lone Conv/Gemm/MatMul) on a oneDNN primitive with post-ops
+/// (lower_onednn.cc). kUnsupported with the reason when oneDNN cannot run it optimised.
+Status lower_anchor_onednn(const Graph& g, const FusionGroup& grp, Step& s);
+Status lower_elementwise(const Graph& g, const FusionGroup& grp, Step& s);   ///< lower_elementwise.cc
+Status lower_row_norm(const Graph& g, const FusionGroup& grp, Step& s);      ///< lower_elementwise.cc
+Status lower_horizontal(const Graph& g, const FusionGroup& grp, Step& s);    ///< lower_horizontal.cc
+Status lower_grouped(const Graph& g, const FusionGroup& grp, Step& s);       ///< lower_grouped.cc
+Status lower_conv_sum(const Graph& g, const FusionGroup& grp, Step& s);      ///< lower_cross.cc
+Status lower_branch_merge(const Graph& g, const FusionGroup& grp, Step& s);  ///< lower_cross.cc
+Status lower_attention(const Graph& g, const FusionGroup& grp, Step& s);     ///< lower_attention.cc
 
 using FloatBuf = std::shared_ptr<std::vector<float>>;
 

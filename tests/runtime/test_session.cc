@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <string>
 
+#include "kernels/cpu/onednn.h"
 #include "runtime/session.h"
 #include "runtime/weights.h"
 #include "tests/runtime/runtime_test_util.h"
@@ -109,7 +110,14 @@ TEST_CASE("session statistics for the tiny model, counted by hand (unfused and f
   CHECK(st.weights_source == "seeded (seed 0)");  // no weights file: constants only
   CHECK(st.plan_ms >= 0.0);
   REQUIRE(s->plan().steps.size() == 2);
-  CHECK(s->plan().steps[0].kernel == "gemm");
+  // The Gemm runs on oneDNN by default (when built in), on our kernel with --cpu-kernels reference.
+  CHECK(s->plan().steps[0].kernel == std::string(cpu::onednn::built() ? "onednn_gemm" : "gemm"));
+  none.cpu_kernels = "reference";
+  CHECK(load_ok(path, none)->plan().steps[0].kernel == "gemm");
+  none.cpu_kernels = "mkl";
+  auto bad = Session::load(path, none);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("cpu kernels: expected onednn or reference, got 'mkl'") != std::string::npos);
   CHECK(s->graph().name == "tiny");
 
   // The default fuses Gemm + Relu into one kernel: h is never written to memory.

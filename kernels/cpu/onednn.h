@@ -1,0 +1,65 @@
+// oneDNN anchors for the CPU backend: convolution (grouped, depthwise, dilated, asymmetric pads)
+// and GEMM / batched MatMul as oneDNN primitives, created once at load with the group's leading
+// epilogue steps as post-ops (eltwise: Relu, Clip, Sigmoid, Tanh, HardSwish, HardSigmoid as
+// linear + clip, GELU erf/tanh, Exp, Abs, Sqrt, Neg; binary: Add/Sub/Mul/Div of a
+// full-shape, per-channel or scalar operand; sum: a residual Add whose buffer is the output).
+// Steps oneDNN cannot express run after the primitive with our epilogue code (the same
+// formulas as the reference kernels). Constant weights are reordered once into the format the
+// primitive prefers; activations stay plain (NCHW, row-major) at the kernel boundary and are
+// reordered to and from a blocked format inside the call when the primitive prefers one.
+// ISA dispatch (AVX2, AVX-512, AMX) is oneDNN's, at run time, on the machine it runs on.
+// Reference: oneDNN v2.6 developer guide, "Primitive Attributes: Post-ops" and "Convolution".
+// Kernels see buffers and parameter structs only, never the graph.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/fused_kernels.h"
+
+namespace fusert::cpu::onednn {
+
+/// True when this build links oneDNN.
+bool built();
+
+/// A oneDNN primitive with post-ops and the epilogue steps it leaves to us. Thread-safe: run()
+/// may be called concurrently (oneDNN primitives are stateless; scratch is per thread).
+class Anchor {
+ public:
+  virtual ~Anchor() = default;
+  /// Number of leading ep.steps that run inside the primitive as post-ops.
+  virtual size_t fused_steps() const = 0;
+  /// What was created, e.g. "brgconv:avx512_core, post-ops: sum, eltwise_relu; 1 step after".
+  virtual std::string describe() const = 0;
+};
+
+/// y [N, M, OH, OW] = ep(conv(x [N, C, H, W], w) + bias), ONNX Conv semantics (ConvParams).
+/// `w` [M, C/group, KH, KW] and `bias` [M] (nullable) are read at creation only.
+class ConvAnchor : public Anchor {
+ public:
+  /// `ep` gives the steps and operand modes (operands unbound); ep.tail must be kNone and
+  /// ep.post empty. Returns nullptr with `why` when oneDNN would run it only with its
+  /// reference implementation or cannot create it.
+  static std::unique_ptr<ConvAnchor> create(const ConvParams& p, const float* w, const float* bias, const Epilogue& ep,
+                                            std::string* why);
+  /// `ep` carries the bound operands (same steps as at creation). y may alias a tensor
+  /// operand (a residual whose buffer is reused); it must not alias x.
+  virtual void run(const float* x, const Epilogue& ep, float* y) const = 0;
+};
+
+/// Gemm (ONNX): y [M, N] = ep(alpha * op(A) * op(B) + beta * C) with B constant and C absent
+/// or a constant per-column vector ([N], [1, N], [1]). `b` and `c` are read at creation only.
+/// MatMul: y [batch, M, N] = ep(A[b] * B[b']) for batch indices that are the identity or all
+/// zero (B shared); `b_const` non-null makes B a constant reordered once.
+class GemmAnchor : public Anchor {
+ public:
+  static std::unique_ptr<GemmAnchor> create_gemm(const GemmParams& p, const float* b, const float* c,
+                                                 const Epilogue& ep, std::string* why);
+  static std::unique_ptr<GemmAnchor> create_matmul(const MatMulParams& p, const float* b_const, const Epilogue& ep,
+                                                   std::string* why);
+  /// `b` is ignored when B is constant. y may alias a tensor operand, not a or b.
+  virtual void run(const float* a, const float* b, const Epilogue& ep, float* y) const = 0;
+};
+
+}  // namespace fusert::cpu::onednn

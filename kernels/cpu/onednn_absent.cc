@@ -1,0 +1,31 @@
+// oneDNN anchors in a build without oneDNN: every create() says so, and the CPU backend runs
+// its reference kernels.
+#include "kernels/cpu/onednn.h"
+
+namespace fusert::cpu::onednn {
+
+bool built() { return false; }
+
+namespace {
+const char* kAbsent = "this build has no oneDNN (install libdnnl-dev and reconfigure)";
+}
+
+std::unique_ptr<ConvAnchor> ConvAnchor::create(const ConvParams&, const float*, const float*, const Epilogue&,
+                                               std::string* why) {
+  *why = kAbsent;
+  return nullptr;
+}
+
+std::unique_ptr<GemmAnchor> GemmAnchor::create_gemm(const GemmParams&, const float*, const float*, const Epilogue&,
+                                                    std::string* why) {
+  *why = kAbsent;
+  return nullptr;
+}
+
+std::unique_ptr<GemmAnchor> GemmAnchor::create_matmul(const MatMulParams&, const float*, const Epilogue&,
+                                                      std::string* why) {
+  *why = kAbsent;
+  return nullptr;
+}
+
+}  // namespace fusert::cpu::onednn

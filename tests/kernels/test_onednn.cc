@@ -1,0 +1,297 @@
+// oneDNN anchors (kernels/cpu/onednn.h) against the reference kernels (conv2d_fused, gemm_fused,
+// matmul_fused, themselves checked against naive double-precision loops in test_fused_*.cc):
+// odd channel counts (1, 3, 13, 127), strides, dilations, asymmetric pads, groups and depthwise,
+// every post-op kind the lowering emits (eltwise, binary per-channel / per-row / scalar / full,
+// the residual as the sum post-op, the output aliasing the residual), chains oneDNN cannot
+// finish (the rest runs after the primitive), and NaN/Inf inputs, which must propagate as in the
+// reference kernels although oneDNN's Relu and Clip post-ops would turn NaN into a bound.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/onednn.h"
+#include "tests/kernels/kernel_test_util.h"
+
+namespace cpu = fusert::cpu;
+namespace ft = fusert::test;
+using cpu::EpOp;
+using cpu::OperandMode;
+
+namespace {
+
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+const float kInf = std::numeric_limits<float>::infinity();
+
+// A named epilogue chain over an output of `total` elements with `channels` channels and
+// `rows` rows (conv: images); operands owned here.
+struct Chain {
+  std::string name;
+  std::vector<std::vector<float>> operands;
+  cpu::Epilogue ep;
+};
+
+cpu::EpilogueStep unary(EpOp op, float a = 0.f, float b = 0.f) {
+  cpu::EpilogueStep s;
+  s.op = op;
+  s.a = a;
+  s.b = b;
+  return s;
+}
+
+void tensor(Chain* c, EpOp op, OperandMode mode, int64_t count, uint32_t seed, bool first = false) {
+  c->operands.push_back(ft::random_floats(count, seed, 0.5f, 1.5f));
+  cpu::EpilogueStep s;
+  s.op = op;
+  s.mode = mode;
+  s.operand_first = first;
+  c->ep.steps.push_back(s);
+}
+
+// Binds operand pointers (operands are not moved after this).
+void bind(Chain* c) {
+  size_t k = 0;
+  for (cpu::EpilogueStep& s : c->ep.steps)
+    if (cpu::is_tensor_op(s.op)) s.operand = c->operands[k++].data();
+}
+
+std::vector<Chain> chains(int64_t total, int64_t channels, int64_t rows, const std::vector<int64_t>& out_shape) {
+  std::vector<Chain> out;
+  auto add = [&](const std::string& name) -> Chain& {
+    out.push_back(Chain());
+    out.back().name = name;
+    out.back().ep.out_shape = out_shape;
+    return out.back();
+  };
+  add("none");
+  add("relu").ep.steps = {unary(EpOp::kRelu)};
+  add("relu6").ep.steps = {unary(EpOp::kClip, 0.f, 6.f)};
+  add("two hardsigmoids").ep.steps = {unary(EpOp::kHardSigmoid, 0.2f, 0.5f), unary(EpOp::kHardSigmoid, 1 / 6.f, 0.5f)};
+  add("hardswish, sigmoid, tanh").ep.steps = {unary(EpOp::kHardSwish), unary(EpOp::kSigmoid), unary(EpOp::kTanh)};
+  add("gelu erf, gelu tanh, abs").ep.steps = {unary(EpOp::kGelu), unary(EpOp::kGeluTanh), unary(EpOp::kAbs)};
+  add("softplus (after the primitive), neg, exp").ep.steps = {unary(EpOp::kSoftplus), unary(EpOp::kNeg),
+                                                              unary(EpOp::kExp)};
+  {
+    Chain& c = add("residual + relu (sum post-op)");
+    tensor(&c, EpOp::kAddTensor, OperandMode::kFull, total, 11);
+    c.ep.steps.push_back(unary(EpOp::kRelu));
+  }
+  {
+    Chain& c = add("per-channel mul, add, sigmoid");
+    tensor(&c, EpOp::kMulTensor, OperandMode::kPerChannel, channels, 12);
+    tensor(&c, EpOp::kAddTensor, OperandMode::kPerChannel, channels, 13);
+    c.ep.steps.push_back(unary(EpOp::kSigmoid));
+  }
+  {
+    Chain& c = add("relu, full mul, per-row add, scalar div");
+    c.ep.steps.push_back(unary(EpOp::kRelu));
+    tensor(&c, EpOp::kMulTensor, OperandMode::kFull, total, 14);
+    tensor(&c, EpOp::kAddTensor, OperandMode::kPerRow, rows, 15);
+    tensor(&c, EpOp::kDivTensor, OperandMode::kScalar, 1, 16);
+  }
+  {
+    Chain& c = add("scalar sub operand-first, pow (after the primitive)");
+    tensor(&c, EpOp::kSubTensor, OperandMode::kScalar, 1, 17, true);
+    tensor(&c, EpOp::kPowTensor, OperandMode::kScalar, 1, 18);
+  }
+  for (Chain& c : out) bind(&c);
+  return out;
+}
+
+// Max |got - want| / (1 + |want|) over finite values; NaN and Inf must match exactly.
+double compare(const std::vector<float>& got, const std::vector<float>& want) {
+  double worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const float a = want[i], b = got[i];
+    if (std::isnan(a) || std::isnan(b)) {
+      if (std::isnan(a) != std::isnan(b)) return 1e30;
+      continue;
+    }
+    if (std::isinf(a) || std::isinf(b)) {
+      if (a != b) return 1e30;
+      continue;
+    }
+    worst = std::max(worst, std::abs(static_cast<double>(a) - b) / (1 + std::abs(static_cast<double>(a))));
+  }
+  return worst;
+}
+
+cpu::ConvParams conv(int64_t n, int64_t c, int64_t h, int64_t w, int64_t m, int64_t k, int64_t stride, int64_t dil,
+                     int64_t group, int64_t pt, int64_t pl, int64_t pb, int64_t pr) {
+  cpu::ConvParams p;
+  p.n = n, p.c = c, p.h = h, p.w = w, p.m = m, p.kh = p.kw = k;
+  p.stride_h = p.stride_w = stride;
+  p.dil_h = p.dil_w = dil;
+  p.group = group;
+  p.pad_top = pt, p.pad_left = pl, p.pad_bottom = pb, p.pad_right = pr;
+  p.oh = (h + pt + pb - dil * (k - 1) - 1) / stride + 1;
+  p.ow = (w + pl + pr - dil * (k - 1) - 1) / stride + 1;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("onednn: convolutions with every post-op chain match the reference conv2d_fused") {
+  if (!cpu::onednn::built()) {
+    MESSAGE("skipped: this build has no oneDNN");
+    return;
+  }
+  const std::vector<cpu::ConvParams> shapes = {
+      conv(1, 1, 5, 7, 1, 3, 1, 1, 1, 1, 1, 1, 1),     // one channel
+      conv(2, 3, 9, 8, 13, 3, 2, 1, 1, 1, 1, 1, 1),    // RGB stem, stride 2, batch 2
+      conv(1, 13, 7, 7, 127, 1, 1, 1, 1, 0, 0, 0, 0),  // 1x1, odd widths
+      conv(1, 127, 6, 5, 13, 3, 1, 2, 1, 2, 2, 2, 2),  // dilation 2
+      conv(1, 16, 9, 9, 16, 3, 2, 1, 16, 0, 0, 1, 1),  // depthwise, asymmetric pads (TF SAME)
+      conv(1, 12, 6, 6, 18, 3, 1, 1, 3, 1, 0, 1, 2),   // grouped, asymmetric pads
+  };
+  for (const cpu::ConvParams& p : shapes) {
+    const int64_t total = p.n * p.m * p.oh * p.ow;
+    const std::vector<float> w = ft::random_floats(p.m * (p.c / p.group) * p.kh * p.kw, 3);
+    const std::vector<float> b = ft::random_floats(p.m, 4);
+    std::vector<float> x = ft::random_floats(p.n * p.c * p.h * p.w, 5);
+    for (Chain& c : chains(total, p.m, p.n, {p.n, p.m, p.oh, p.ow})) {
+      CAPTURE(c.name);
+      CAPTURE(p.c);
+      CAPTURE(p.m);
+      CAPTURE(p.group);
+      std::string why;
+      auto a = cpu::onednn::ConvAnchor::create(p, w.data(), b.data(), c.ep, &why);
+      REQUIRE_MESSAGE(a, why);
+      std::vector<float> want(static_cast<size_t>(total)), got(want.size());
+      cpu::conv2d_fused(p, x.data(), w.data(), b.data(), c.ep, want.data());
+      a->run(x.data(), c.ep, got.data());
+      CHECK(compare(got, want) <= 1e-5);
+      // NaN and Inf in the input land where the reference puts them.
+      std::vector<float> xs = x;
+      xs[0] = kNaN;
+      xs[xs.size() / 2] = kInf;
+      xs[xs.size() - 1] = -kInf;
+      cpu::conv2d_fused(p, xs.data(), w.data(), b.data(), c.ep, want.data());
+      a->run(xs.data(), c.ep, got.data());
+      CHECK(compare(got, want) <= 1e-5);
+    }
+  }
+}
+
+TEST_CASE("onednn: the output may be the residual's own buffer (sum post-op in place, binary via scratch)") {
+  if (!cpu::onednn::built()) return;
+  const cpu::ConvParams p = conv(1, 13, 7, 7, 13, 3, 1, 1, 1, 1, 1, 1, 1);
+  const int64_t total = p.n * p.m * p.oh * p.ow;
+  const std::vector<float> w = ft::random_floats(p.m * p.c * 9, 21), b = ft::random_floats(p.m, 22);
+  const std::vector<float> x = ft::random_floats(p.n * p.c * p.h * p.w, 23);
+  for (int variant = 0; variant < 2; ++variant) {
+    CAPTURE(variant);
+    const std::vector<float> residual = ft::random_floats(total, 24);
+    std::vector<float> other = ft::random_floats(total, 25);
+    Chain c;
+    c.ep.out_shape = {p.n, p.m, p.oh, p.ow};
+    c.operands = {residual, other};
+    cpu::EpilogueStep add;
+    add.op = EpOp::kAddTensor;
+    cpu::EpilogueStep mul = add;
+    mul.op = EpOp::kMulTensor;
+    c.ep.steps = variant == 0 ? std::vector<cpu::EpilogueStep>{add, unary(EpOp::kRelu)}
+                              : std::vector<cpu::EpilogueStep>{unary(EpOp::kRelu), mul, add};
+    bind(&c);
+    std::vector<float> want(static_cast<size_t>(total));
+    cpu::conv2d_fused(p, x.data(), w.data(), b.data(), c.ep, want.data());
+    std::string why;
+    auto a = cpu::onednn::ConvAnchor::create(p, w.data(), b.data(), c.ep, &why);
+    REQUIRE_MESSAGE(a, why);
+    // y is the buffer of the residual operand (the memory planner may place it there).
+    std::vector<float>& y = variant == 0 ? c.operands[0] : c.operands[1];
+    a->run(x.data(), c.ep, y.data());
+    CHECK(compare(y, want) <= 1e-5);
+  }
+}
+
+TEST_CASE("onednn: Gemm (transposes, alpha, beta, per-column and scalar C) and batched MatMul match the reference") {
+  if (!cpu::onednn::built()) return;
+  struct G {
+    int64_t m, n, k;
+    bool ta, tb;
+    float alpha, beta;
+    int64_t c_cols;
+  };
+  for (const G& t : {G{1, 1, 1, false, false, 1.f, 1.f, 1}, G{3, 13, 7, false, true, 1.f, 1.f, 13},
+                     G{17, 127, 33, true, false, 0.5f, 2.f, 127}, G{5, 8, 3, true, true, 1.5f, 0.f, 0}}) {
+    cpu::GemmParams p;
+    p.m = t.m, p.n = t.n, p.k = t.k, p.trans_a = t.ta, p.trans_b = t.tb, p.alpha = t.alpha, p.beta = t.beta;
+    p.c_rows = t.c_cols ? 1 : 0, p.c_cols = t.c_cols;
+    const std::vector<float> a = ft::random_floats(p.m * p.k, 31), b = ft::random_floats(p.k * p.n, 32);
+    const std::vector<float> c = ft::random_floats(std::max<int64_t>(t.c_cols, 1), 33);
+    const float* cp = t.c_cols ? c.data() : nullptr;
+    for (Chain& ch : chains(p.m * p.n, p.n, p.m, {p.m, p.n})) {
+      CAPTURE(ch.name);
+      CAPTURE(p.n);
+      std::string why;
+      auto g = cpu::onednn::GemmAnchor::create_gemm(p, b.data(), cp, ch.ep, &why);
+      REQUIRE_MESSAGE(g, why);
+      std::vector<float> want(static_cast<size_t>(p.m * p.n)), got(want.size());
+      cpu::gemm_fused(p, a.data(), b.data(), cp, ch.ep, want.data());
+      g->run(a.data(), nullptr, ch.ep, got.data());
+      CHECK(compare(got, want) <= 1e-5);
+      std::vector<float> as = a;
+      as[0] = kNaN;
+      as[as.size() - 1] = kInf;
+      cpu::gemm_fused(p, as.data(), b.data(), cp, ch.ep, want.data());
+      g->run(as.data(), nullptr, ch.ep, got.data());
+      CHECK(compare(got, want) <= 1e-5);
+    }
+  }
+  for (int shared_b = 0; shared_b < 2; ++shared_b) {
+    for (int const_b = 0; const_b < 2; ++const_b) {
+      cpu::MatMulParams p;
+      p.batch = 3, p.m = 5, p.n = 13, p.k = 7;
+      for (int64_t i = 0; i < p.batch; ++i) {
+        p.a_batch_index.push_back(i);
+        p.b_batch_index.push_back(shared_b ? 0 : i);
+      }
+      const std::vector<float> a = ft::random_floats(p.batch * p.m * p.k, 41);
+      const std::vector<float> b = ft::random_floats((shared_b ? 1 : p.batch) * p.k * p.n, 42);
+      for (Chain& ch : chains(p.batch * p.m * p.n, p.n, p.batch * p.m, {p.batch, p.m, p.n})) {
+        CAPTURE(ch.name);
+        CAPTURE(shared_b);
+        CAPTURE(const_b);
+        std::string why;
+        auto g = cpu::onednn::GemmAnchor::create_matmul(p, const_b ? b.data() : nullptr, ch.ep, &why);
+        REQUIRE_MESSAGE(g, why);
+        std::vector<float> want(static_cast<size_t>(p.batch * p.m * p.n)), got(want.size());
+        cpu::matmul_fused(p, a.data(), b.data(), ch.ep, want.data());
+        g->run(a.data(), b.data(), ch.ep, got.data());
+        CHECK(compare(got, want) <= 1e-5);
+      }
+    }
+  }
+}
+
+TEST_CASE("onednn: what cannot run on oneDNN is refused with the reason") {
+  if (!cpu::onednn::built()) {
+    std::string why;
+    CHECK_FALSE(
+        cpu::onednn::ConvAnchor::create(conv(1, 1, 3, 3, 1, 1, 1, 1, 1, 0, 0, 0, 0), nullptr, nullptr, {}, &why));
+    CHECK(why.find("no oneDNN") != std::string::npos);
+    return;
+  }
+  const cpu::ConvParams p = conv(1, 4, 5, 5, 4, 3, 1, 1, 1, 1, 1, 1, 1);
+  const std::vector<float> w = ft::random_floats(4 * 4 * 9, 51);
+  std::string why;
+  cpu::Epilogue pool;
+  pool.tail = cpu::EpTail::kGlobalAvgPool;
+  CHECK_FALSE(cpu::onednn::ConvAnchor::create(p, w.data(), nullptr, pool, &why));
+  CHECK(why.find("reducing tail") != std::string::npos);
+  std::vector<float> bad = w;
+  bad[7] = kNaN;  // NaN weights and a Relu post-op: oneDNN would hide the NaN
+  cpu::Epilogue relu;
+  relu.steps = {unary(EpOp::kRelu)};
+  relu.out_shape = {1, 4, 5, 5};
+  CHECK_FALSE(cpu::onednn::ConvAnchor::create(p, bad.data(), nullptr, relu, &why));
+  CHECK(why.find("NaN or Inf") != std::string::npos);
+  cpu::GemmParams g;
+  g.m = 2, g.n = 3, g.k = 4, g.c_rows = 2, g.c_cols = 3;
+  const std::vector<float> gb = ft::random_floats(12, 52), gc = ft::random_floats(6, 53);
+  CHECK_FALSE(cpu::onednn::GemmAnchor::create_gemm(g, gb.data(), gc.data(), {}, &why));
+  CHECK(why.find("per-column") != std::string::npos);
+}
