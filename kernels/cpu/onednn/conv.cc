@@ -1,0 +1,158 @@
+// oneDNN convolution anchor: the primitive with post-ops, weights reordered once, activations
+// reordered to and from the primitive's blocked format per call.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kernels/cpu/onednn/internal.h"
+
+namespace fusert::cpu::onednn {
+
+using namespace detail;
+
+namespace {
+
+class ConvImpl final : public ConvAnchor {
+ public:
+  ConvParams p;
+  Dims out_dims;
+  PostOps po;
+  size_t steps = 0;
+  dnnl::convolution_forward::primitive_desc pd;
+  dnnl::convolution_forward prim;
+  memory weights, bias;
+  memory::desc x_plain, y_plain;
+  bool reorder_in = false, reorder_out = false;
+  std::string info;
+  const float* w_ref = nullptr;  ///< the caller's weights and bias (alive as long as the anchor):
+  const float* b_ref = nullptr;  ///< the reference kernel's, for calls with non-finite inputs
+  long squash = -1;              ///< first post-op that maps NaN to a number (first_squash)
+
+  size_t fused_steps() const override { return po.fused; }
+  std::string describe() const override { return info; }
+
+  void run(const float* x, const Epilogue& ep, float* y) const override {
+    if (squash >= 0 && !inputs_finite(x, p.n * p.c * p.h * p.w, ep, squash, out_dims, 1)) {
+      conv2d_fused(p, x, w_ref, b_ref, ep, y);  // NaN/Inf propagate as ONNX says
+      return;
+    }
+    dnnl::stream s(cpu_engine());
+    const int64_t total = p.n * p.m * p.oh * p.ow;
+    const bool alias = aliases_output(ep, y, po.sum_step);
+    float* out = alias ? scratch(2, static_cast<size_t>(total)) : y;
+    memory xm(x_plain, cpu_engine(), const_cast<float*>(x));
+    memory ym(y_plain, cpu_engine(), out);
+    memory src = xm, dst = ym;
+    if (reorder_in) {
+      src = memory(pd.src_desc(), cpu_engine(), scratch(0, pd.src_desc().get_size() / sizeof(float) + 16));
+      dnnl::reorder(xm, src).execute(s, xm, src);
+    }
+    if (reorder_out)
+      dst = memory(pd.dst_desc(), cpu_engine(), scratch(1, pd.dst_desc().get_size() / sizeof(float) + 16));
+    if (po.sum_step != kNoSum) {  // the sum post-op adds what dst holds: the residual operand
+      const float* r = ep.steps[static_cast<size_t>(po.sum_step)].operand;
+      if (reorder_out) {
+        memory rm(y_plain, cpu_engine(), const_cast<float*>(r));
+        dnnl::reorder(rm, dst).execute(s, rm, dst);
+      } else if (r != out) {
+        std::memcpy(out, r, static_cast<size_t>(total) * sizeof(float));
+      }
+    }
+    std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src},
+                                            {DNNL_ARG_WEIGHTS, weights},
+                                            {DNNL_ARG_BIAS, bias},
+                                            {DNNL_ARG_DST, dst},
+                                            {DNNL_ARG_SCRATCHPAD, scratchpad(pd.scratchpad_desc())}};
+    bind_binary(po, ep, &args);
+    prim.execute(s, args);
+    if (reorder_out) dnnl::reorder(dst, ym).execute(s, dst, ym);
+    s.wait();
+    apply_rest(ep, po.fused, total, p.m, p.oh * p.ow, out);
+    if (alias) std::memcpy(y, out, static_cast<size_t>(total) * sizeof(float));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<ConvAnchor> ConvAnchor::create(const ConvParams& p, const float* w, const float* bias,
+                                               const Epilogue& ep, std::string* why) {
+  if (ep.tail != EpTail::kNone || !ep.post.empty()) {
+    *why = "a reducing tail (global pool, LayerNorm) is not a oneDNN post-op";
+    return nullptr;
+  }
+  auto c = std::make_unique<ConvImpl>();
+  c->p = p;
+  c->steps = ep.steps.size();
+  const int64_t g = p.group;
+  const Dims x_dims = {p.n, p.c, p.h, p.w}, y_dims = {p.n, p.m, p.oh, p.ow};
+  const Dims w_dims = g > 1 ? Dims{g, p.m / g, p.c / g, p.kh, p.kw} : Dims{p.m, p.c, p.kh, p.kw};
+  c->x_plain = memory::desc(x_dims, memory::data_type::f32, memory::format_tag::nchw);
+  c->y_plain = memory::desc(y_dims, memory::data_type::f32, memory::format_tag::nchw);
+  const memory::desc any_x(x_dims, memory::data_type::f32, memory::format_tag::any);
+  const memory::desc any_y(y_dims, memory::data_type::f32, memory::format_tag::any);
+  const memory::desc any_w(w_dims, memory::data_type::f32, memory::format_tag::any);
+  const memory::desc b_desc({p.m}, memory::data_type::f32, memory::format_tag::x);
+  // oneDNN dilation counts the holes: ONNX dilation d is oneDNN d - 1.
+  const Dims strides = {p.stride_h, p.stride_w}, dil = {p.dil_h - 1, p.dil_w - 1};
+  const Dims pad_l = {p.pad_top, p.pad_left}, pad_r = {p.pad_bottom, p.pad_right};
+  // The longest post-op chain with an optimised implementation; a residual Add tried first as
+  // the sum post-op (it keeps the blocked implementations), then as a binary post-op.
+  auto try_create = [&](size_t limit, long sum_step) {
+    PostOps po = make_post_ops(ep.steps, y_dims, 1, limit, sum_step);
+    if (po.fused < limit) return false;
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(po.ops);
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // per-call scratch: concurrent runs never share one
+    try {
+      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, algorithm::convolution_direct, any_x, any_w,
+                                        b_desc, any_y, strides, dil, pad_l, pad_r);
+      dnnl::convolution_forward::primitive_desc pd(d, attr, cpu_engine());
+      if (is_reference(pd.impl_info_str())) return false;
+      c->pd = pd;
+      c->po = std::move(po);
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  };
+  for (size_t limit = ep.steps.size() + 1; limit-- > 0;) {
+    const long sum = first_full_add(ep.steps, limit);
+    if ((sum != kNoSum && try_create(limit, sum)) || try_create(limit, kNoSum)) break;
+  }
+  if (!c->pd) {
+    *why = "oneDNN has no optimised convolution for these parameters";
+    return nullptr;
+  }
+  c->prim = dnnl::convolution_forward(c->pd);
+  // Weights and bias: reordered once into the primitive's format.
+  dnnl::stream s(cpu_engine());
+  const memory::desc w_user(w_dims, memory::data_type::f32, dense_strides(w_dims));
+  memory wu(w_user, cpu_engine(), const_cast<float*>(w));
+  c->weights = memory(c->pd.weights_desc(), cpu_engine());
+  dnnl::reorder(wu, c->weights).execute(s, wu, c->weights);
+  c->bias = memory(b_desc, cpu_engine());
+  float* bp = static_cast<float*>(c->bias.get_data_handle());
+  for (int64_t i = 0; i < p.m; ++i) bp[i] = bias ? bias[i] : 0.f;
+  s.wait();
+  c->out_dims = y_dims;
+  c->w_ref = w;
+  c->b_ref = bias;
+  c->squash = first_squash(ep.steps, c->po.fused);
+  if (c->squash >= 0 && (!all_finite(w, p.m * (p.c / g) * p.kh * p.kw) || !all_finite(bias, bias ? p.m : 0))) {
+    *why = "weights hold NaN or Inf, which the Relu/Clip post-op would not propagate";
+    return nullptr;
+  }
+  c->reorder_in = c->pd.src_desc() != c->x_plain;
+  c->reorder_out = c->pd.dst_desc() != c->y_plain;
+  c->info = describe_pd(c->pd.impl_info_str(), c->po, c->steps, c->reorder_in, c->reorder_out);
+  return c;
+}
+
+}  // namespace fusert::cpu::onednn

@@ -1,0 +1,63 @@
+// Shared helpers of the oneDNN anchor files (kernels/cpu/onednn/*.cc): the engine, per-thread
+// scratch, the post-op translation of epilogue steps, the non-finite checks and the epilogue
+// steps run after a primitive. Included by those files only (it includes oneDNN's header).
+#pragma once
+
+#include <oneapi/dnnl/dnnl.hpp>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kernels/cpu/onednn.h"
+
+namespace fusert::cpu::onednn::detail {
+
+using dnnl::algorithm;
+using dnnl::memory;
+using Dims = memory::dims;
+
+const dnnl::engine& cpu_engine();
+/// A reusable per-thread buffer of at least `floats` (concurrent runs never share one): slot 0
+/// blocked source, 1 blocked destination, 2 aliased output, 3 the primitive's scratchpad.
+float* scratch(int slot, size_t floats);
+Dims dense_strides(const Dims& d);
+
+/// The leading epilogue steps as a post-op chain.
+struct PostOps {
+  dnnl::post_ops ops;
+  std::vector<std::string> names;
+  struct Binary {
+    size_t step;      ///< ep.steps index of its operand
+    int index;        ///< position in the post-op chain (DNNL_ARG_ATTR_MULTIPLE_POST_OP)
+    memory::desc md;  ///< src1: plain, broadcast dims of 1
+  };
+  std::vector<Binary> binary;
+  size_t fused = 0;
+  long sum_step = -1;  ///< the full-shape Add done as a sum post-op: dst holds the operand before the call
+};
+constexpr long kNoSum = -1;
+
+/// The first full-shape Add among the leading `limit` steps: a sum post-op candidate.
+long first_full_add(const std::vector<EpilogueStep>& steps, size_t limit);
+/// Steps [0, limit) as post-ops over output `out` (per-channel axis `channel_dim`), the Add at
+/// `sum_step` as the sum post-op; stops early at a step oneDNN cannot express (fused < limit).
+PostOps make_post_ops(const std::vector<EpilogueStep>& steps, const Dims& out, size_t channel_dim, size_t limit,
+                      long sum_step = kNoSum);
+/// Applies ep.steps from `from` on to y (total elements; conv: channels x spatial) in parallel.
+void apply_rest(const Epilogue& ep, size_t from, int64_t total, int64_t channels, int64_t spatial, float* y);
+/// True when a tensor operand other than the sum post-op's is the output buffer itself.
+bool aliases_output(const Epilogue& ep, const float* y, long sum_step);
+std::string describe_pd(const char* impl, const PostOps& po, size_t steps, bool reorder_in, bool reorder_out);
+/// True for oneDNN's reference (unoptimised) implementations, which we never use.
+bool is_reference(const char* impl);
+/// The first fused step whose post-op does not keep NaN/Inf as our kernels do, or -1.
+long first_squash(const std::vector<EpilogueStep>& steps, size_t fused);
+bool all_finite(const float* v, int64_t n);
+/// True when `x` (n values) and the tensor operands of the steps before `squash` are finite.
+bool inputs_finite(const float* x, int64_t n, const Epilogue& ep, long squash, const Dims& out, size_t channel_dim);
+/// The primitive's scratchpad for this call (user mode: per thread).
+memory scratchpad(const memory::desc& md);
+/// Binds the binary post-op operands of `ep` for one execution.
+void bind_binary(const PostOps& po, const Epilogue& ep, std::unordered_map<int, memory>* args);
+
+}  // namespace fusert::cpu::onednn::detail

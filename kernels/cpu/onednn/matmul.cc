@@ -1,0 +1,195 @@
+// oneDNN matmul anchor for Gemm and batched MatMul: the primitive with post-ops, a constant B
+// reordered once.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kernels/cpu/onednn/internal.h"
+
+namespace fusert::cpu::onednn {
+
+using namespace detail;
+
+namespace {
+
+class GemmImpl final : public GemmAnchor {
+ public:
+  Dims out_dims;
+  PostOps po;
+  size_t steps = 0;
+  int64_t channels = 0;  ///< N: per-channel operands index the column
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul prim;
+  memory::desc a_desc, b_user, y_desc;
+  memory weights, bias;  ///< constant B in the primitive's format (empty when B is an input)
+  bool has_bias = false, const_b = false;
+  std::string info;
+  /// The reference kernel for calls with non-finite inputs before a NaN-squashing post-op:
+  /// (a, b, ep, y) -> gemm_fused / matmul_fused with the caller's constants.
+  std::function<void(const float*, const float*, const Epilogue&, float*)> reference;
+  int64_t a_count = 0, b_count = 0;
+  long squash = -1;
+
+  size_t fused_steps() const override { return po.fused; }
+  std::string describe() const override { return info; }
+
+  void run(const float* a, const float* b, const Epilogue& ep, float* y) const override {
+    if (squash >= 0 && (!inputs_finite(a, a_count, ep, squash, out_dims, out_dims.size() - 1) ||
+                        (!const_b && !all_finite(b, b_count)))) {
+      reference(a, b, ep, y);
+      return;
+    }
+    dnnl::stream s(cpu_engine());
+    int64_t total = 1;
+    for (auto d : out_dims) total *= d;
+    const bool alias = aliases_output(ep, y, kNoSum);
+    float* out = alias ? scratch(2, static_cast<size_t>(total)) : y;
+    std::unordered_map<int, memory> args = {
+        {DNNL_ARG_SRC, memory(a_desc, cpu_engine(), const_cast<float*>(a))},
+        {DNNL_ARG_WEIGHTS, const_b ? weights : memory(b_user, cpu_engine(), const_cast<float*>(b))},
+        {DNNL_ARG_DST, memory(y_desc, cpu_engine(), out)},
+        {DNNL_ARG_SCRATCHPAD, scratchpad(pd.scratchpad_desc())}};
+    if (has_bias) args.insert({DNNL_ARG_BIAS, bias});
+    bind_binary(po, ep, &args);
+    prim.execute(s, args);
+    s.wait();
+    apply_rest(ep, po.fused, total, channels, 1, out);
+    if (alias) std::memcpy(y, out, static_cast<size_t>(total) * sizeof(float));
+  }
+
+  // Creates the primitive with the longest post-op prefix that has an optimised implementation.
+  bool make(const Epilogue& ep, const memory::desc& w_desc, const memory::desc* bias_desc, std::string* why) {
+    steps = ep.steps.size();
+    for (size_t limit = ep.steps.size() + 1; limit-- > 0;) {
+      PostOps p = make_post_ops(ep.steps, out_dims, out_dims.size() - 1, limit);
+      if (p.fused < limit) continue;
+      dnnl::primitive_attr attr;
+      attr.set_post_ops(p.ops);
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      try {
+        dnnl::matmul::desc d = bias_desc ? dnnl::matmul::desc(a_desc, w_desc, *bias_desc, y_desc)
+                                         : dnnl::matmul::desc(a_desc, w_desc, y_desc);
+        dnnl::matmul::primitive_desc candidate(d, attr, cpu_engine());
+        if (is_reference(candidate.impl_info_str())) continue;
+        pd = candidate;
+        po = std::move(p);
+      } catch (const dnnl::error&) {
+        continue;
+      }
+      break;
+    }
+    if (!pd) {
+      *why = "oneDNN has no optimised matmul for these parameters";
+      return false;
+    }
+    prim = dnnl::matmul(pd);
+    info = describe_pd(pd.impl_info_str(), po, steps, false, false);
+    squash = first_squash(ep.steps, po.fused);
+    return true;
+  }
+
+  void load_weights(const float* b, float scale) {
+    dnnl::stream s(cpu_engine());
+    std::vector<float> scaled;
+    const float* src = b;
+    if (scale != 1.f) {
+      scaled.assign(b, b + b_user.get_size() / sizeof(float));
+      for (float& v : scaled) v *= scale;
+      src = scaled.data();
+    }
+    memory wu(b_user, cpu_engine(), const_cast<float*>(src));
+    weights = memory(pd.weights_desc(), cpu_engine());
+    dnnl::reorder(wu, weights).execute(s, wu, weights);
+    s.wait();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<GemmAnchor> GemmAnchor::create_gemm(const GemmParams& p, const float* b, const float* c,
+                                                    const Epilogue& ep, std::string* why) {
+  if (ep.tail != EpTail::kNone || !ep.post.empty()) {
+    *why = "a reducing tail (LayerNorm) is not a oneDNN post-op";
+    return nullptr;
+  }
+  if (c && !(p.c_rows == 1 && (p.c_cols == p.n || p.c_cols == 1))) {
+    *why = "Gemm C is not a per-column bias";
+    return nullptr;
+  }
+  auto g = std::make_unique<GemmImpl>();
+  g->out_dims = {p.m, p.n};
+  g->channels = p.n;
+  g->const_b = true;
+  g->a_desc = memory::desc({p.m, p.k}, memory::data_type::f32, p.trans_a ? Dims{1, p.m} : Dims{p.k, 1});
+  g->b_user = memory::desc({p.k, p.n}, memory::data_type::f32, p.trans_b ? Dims{1, p.k} : Dims{p.n, 1});
+  g->y_desc = memory::desc({p.m, p.n}, memory::data_type::f32, Dims{p.n, 1});
+  const memory::desc any_w({p.k, p.n}, memory::data_type::f32, memory::format_tag::any);
+  const memory::desc b_desc({1, p.n}, memory::data_type::f32, Dims{p.n, 1});
+  g->has_bias = c != nullptr;
+  if (!g->make(ep, any_w, c ? &b_desc : nullptr, why)) return nullptr;
+  if (g->squash >= 0 && (!all_finite(b, p.k * p.n) || !all_finite(c, c ? p.c_cols : 0))) {
+    *why = "weights hold NaN or Inf, which the Relu/Clip post-op would not propagate";
+    return nullptr;
+  }
+  g->load_weights(b, p.alpha);
+  g->a_count = p.m * p.k;
+  g->reference = [p, b, c](const float* a, const float*, const Epilogue& e, float* y) { gemm_fused(p, a, b, c, e, y); };
+  if (c) {
+    g->bias = memory(b_desc, cpu_engine());
+    float* bp = static_cast<float*>(g->bias.get_data_handle());
+    for (int64_t i = 0; i < p.n; ++i) bp[i] = p.beta * c[p.c_cols == 1 ? 0 : i];
+  }
+  return g;
+}
+
+std::unique_ptr<GemmAnchor> GemmAnchor::create_matmul(const MatMulParams& p, const float* b_const, const Epilogue& ep,
+                                                      std::string* why) {
+  if (ep.tail != EpTail::kNone || !ep.post.empty()) {
+    *why = "a reducing tail (LayerNorm) is not a oneDNN post-op";
+    return nullptr;
+  }
+  auto batch_of = [&](const std::vector<int64_t>& idx, int64_t* dim) {
+    bool seq = true, zero = true;
+    for (size_t i = 0; i < idx.size(); ++i) {
+      seq &= idx[i] == static_cast<int64_t>(i);
+      zero &= idx[i] == 0;
+    }
+    *dim = idx.empty() || seq ? p.batch : 1;
+    return idx.empty() || seq || zero;
+  };
+  int64_t ba = 0, bb = 0;
+  if (!batch_of(p.a_batch_index, &ba) || !batch_of(p.b_batch_index, &bb)) {
+    *why = "MatMul batch broadcast pattern";
+    return nullptr;
+  }
+  auto g = std::make_unique<GemmImpl>();
+  g->out_dims = {p.batch, p.m, p.n};
+  g->channels = p.n;
+  g->const_b = b_const != nullptr;
+  g->a_desc = memory::desc({ba, p.m, p.k}, memory::data_type::f32, memory::format_tag::abc);
+  g->b_user = memory::desc({bb, p.k, p.n}, memory::data_type::f32, memory::format_tag::abc);
+  g->y_desc = memory::desc({p.batch, p.m, p.n}, memory::data_type::f32, memory::format_tag::abc);
+  const memory::desc w_desc =
+      g->const_b ? memory::desc({bb, p.k, p.n}, memory::data_type::f32, memory::format_tag::any) : g->b_user;
+  if (!g->make(ep, w_desc, nullptr, why)) return nullptr;
+  if (g->squash >= 0 && g->const_b && !all_finite(b_const, bb * p.k * p.n)) {
+    *why = "weights hold NaN or Inf, which the Relu/Clip post-op would not propagate";
+    return nullptr;
+  }
+  if (g->const_b) g->load_weights(b_const, 1.f);
+  g->a_count = ba * p.m * p.k;
+  g->b_count = bb * p.k * p.n;
+  g->reference = [p, b_const](const float* a, const float* b, const Epilogue& e, float* y) {
+    matmul_fused(p, a, b_const ? b_const : b, e, y);
+  };
+  return g;
+}
+
+}  // namespace fusert::cpu::onednn
