@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -42,29 +43,46 @@ TensorMap bench_inputs(const Session& s) {
   return in;
 }
 
+// Times `sessions` interleaved (A B C A B C ...), 2 warm-up rounds; median ms of each.
+Result<std::vector<double>> interleaved(const std::vector<Session*>& sessions, const TensorMap& in, int runs) {
+  std::vector<std::vector<double>> t(sessions.size());
+  for (int i = 0; i < runs + 2; ++i) {
+    for (size_t k = 0; k < sessions.size(); ++k) {
+      FUSERT_ASSIGN_OR_RETURN(double x, time_once(*sessions[k], in));
+      if (i >= 2) t[k].push_back(x);
+    }
+  }
+  std::vector<double> m;
+  for (auto& v : t) m.push_back(median(v));
+  return m;
+}
+
+// none and all on the chosen kernels; on the CPU with oneDNN also all on the reference kernels.
 Status bench_model(const std::string& path, int runs, const SessionOptions& base) {
-  SessionOptions none = base, all = base;
+  SessionOptions none = base, all = base, ref = base;
   none.fusion = "none";
-  all.fusion = "all";
-  none.seeded = all.seeded = true;
+  all.fusion = ref.fusion = "all";
+  ref.cpu_kernels = "reference";
+  none.seeded = all.seeded = ref.seeded = true;
+  const bool with_ref = base.device == "cpu" && base.cpu_kernels != "reference";
   FUSERT_ASSIGN_OR_RETURN(auto a, Session::load(path, none));
   FUSERT_ASSIGN_OR_RETURN(auto b, Session::load(path, all));
-  TensorMap in = bench_inputs(*a);
-  std::vector<double> ta, tb;
-  for (int i = 0; i < runs + 2; ++i) {
-    FUSERT_ASSIGN_OR_RETURN(double x, time_once(*a, in));
-    FUSERT_ASSIGN_OR_RETURN(double y, time_once(*b, in));
-    if (i >= 2) {
-      ta.push_back(x);
-      tb.push_back(y);
-    }  // 2 warm-up rounds
+  std::unique_ptr<Session> c;
+  if (with_ref) {
+    FUSERT_ASSIGN_OR_RETURN(c, Session::load(path, ref));
   }
-  double ma = median(ta), mb = median(tb);
-  std::printf("%-20s %8lld %8lld %12.2f %12.2f %8.2fx %10.2f %8.3f\n", a->graph().name.c_str(),
+  TensorMap in = bench_inputs(*a);
+  std::vector<Session*> ss = {a.get(), b.get()};
+  if (c) ss.push_back(c.get());
+  FUSERT_ASSIGN_OR_RETURN(std::vector<double> ms, interleaved(ss, in, runs));
+  const double ma = ms[0], mb = ms[1];
+  std::printf("%-20s %8lld %8lld %12.2f %12.2f %8.2fx %10.2f %8.3f", a->graph().name.c_str(),
               static_cast<long long>(a->stats().kernels), static_cast<long long>(b->stats().kernels), ma, mb, ma / mb,
               static_cast<double>(b->stats().intermediate_bytes) /
                   static_cast<double>(std::max<int64_t>(a->stats().intermediate_bytes, 1)),
               b->stats().fusion_plan_ms);
+  if (c) std::printf(" %12.2f %8.2fx", ms[2], ms[2] / mb);
+  std::printf("\n");
   return Status();
 }
 
@@ -83,10 +101,14 @@ int main(int argc, char** argv) {
       base.cuda_graph = false;
     else if (!std::strcmp(argv[i], "--tf32"))
       base.tf32 = true;
+    else if (!std::strcmp(argv[i], "--cpu-kernels") && i + 1 < argc)
+      base.cpu_kernels = argv[++i];
     else if (!std::strcmp(argv[i], "--help")) {
       std::puts(
-          "usage: bench [--runs N] [--device cpu|cuda] [--no-cuda-graph] [--tf32] [model.yaml ...]\n"
-          "  (default: every zoo model, seeded weights, CPU)");
+          "usage: bench [--runs N] [--device cpu|cuda] [--cpu-kernels onednn|reference] [--no-cuda-graph] [--tf32]\n"
+          "             [model.yaml ...]\n"
+          "  (default: every zoo model, seeded weights, CPU; on the CPU with oneDNN anchors also the fused\n"
+          "  plan on the reference kernels, interleaved: column 'ref all ms' and its ratio to 'all ms')");
       return 0;
     } else if (argv[i][0] == '-') {
       std::fprintf(stderr, "bench: unknown option '%s' (see --help)\n", argv[i]);
@@ -112,8 +134,10 @@ int main(int argc, char** argv) {
   } else {
     std::printf("CPU latency, median of %d interleaved runs (seeded weights and inputs)\n", runs);
   }
-  std::printf("%-20s %8s %8s %12s %12s %9s %10s %8s\n", "model", "k(none)", "k(all)", "none ms", "all ms", "speedup",
+  std::printf("%-20s %8s %8s %12s %12s %9s %10s %8s", "model", "k(none)", "k(all)", "none ms", "all ms", "speedup",
               "bytes all/none", "plan ms");
+  if (!cuda && base.cpu_kernels != "reference") std::printf(" %12s %9s", "ref all ms", "ref/all");
+  std::printf("\n");
   int failures = 0;
   for (const std::string& m : models) {
     Status st = bench_model(m, runs, base);

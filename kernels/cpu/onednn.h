@@ -38,9 +38,9 @@ class Anchor {
 /// `w` [M, C/group, KH, KW] and `bias` [M] (nullable) are read at creation only.
 class ConvAnchor : public Anchor {
  public:
-  /// `ep` gives the steps and operand modes (operands unbound); ep.tail must be kNone and
-  /// ep.post empty. Returns nullptr with `why` when oneDNN would run it only with its
-  /// reference implementation or cannot create it.
+  /// `ep` gives the steps and operand modes (operands unbound); a GlobalAveragePool tail (and
+  /// ep.post after it) runs after the primitive, as in conv2d_fused. Returns nullptr with
+  /// `why` when oneDNN would run it only with its reference implementation or cannot create it.
   static std::unique_ptr<ConvAnchor> create(const ConvParams& p, const float* w, const float* bias, const Epilogue& ep,
                                             std::string* why);
   /// `ep` carries the bound operands (same steps as at creation). y may alias a tensor
@@ -51,7 +51,8 @@ class ConvAnchor : public Anchor {
 /// Gemm (ONNX): y [M, N] = ep(alpha * op(A) * op(B) + beta * C) with B constant and C absent
 /// or a constant per-column vector ([N], [1, N], [1]). `b` and `c` are read at creation only.
 /// MatMul: y [batch, M, N] = ep(A[b] * B[b']) for batch indices that are the identity or all
-/// zero (B shared); `b_const` non-null makes B a constant reordered once.
+/// zero (B shared); `b_const` non-null makes B a constant reordered once. A LayerNorm tail (and
+/// ep.post) runs after the primitive, row by row, as in gemm_fused / matmul_fused.
 class GemmAnchor : public Anchor {
  public:
   static std::unique_ptr<GemmAnchor> create_gemm(const GemmParams& p, const float* b, const float* c,

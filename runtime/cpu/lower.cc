@@ -31,8 +31,10 @@ bool try_onednn(const Graph& g, const FusionGroup& grp, Step* s, std::string* wh
 
 Result<Step> lower_group_cpu(const Graph& g, const FusionGroup& grp, CpuKernels kernels) {
   using namespace lowering;
-  const bool anchor = (grp.kind == GroupKind::kSingle || grp.kind == GroupKind::kAnchorEpilogue) &&
-                      is_anchor(node_at(g, grp.nodes[0]).op);
+  const bool anchor = ((grp.kind == GroupKind::kSingle || grp.kind == GroupKind::kAnchorEpilogue ||
+                        grp.kind == GroupKind::kGemmLayerNorm) &&
+                       is_anchor(node_at(g, grp.nodes[0]).op)) ||
+                      grp.kind == GroupKind::kConvSum;
   std::string why;
   if (kernels == CpuKernels::kOneDnn && anchor) {
     Step s;

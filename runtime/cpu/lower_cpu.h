@@ -32,8 +32,9 @@ namespace lowering {
 
 /// Kind-specific CPU lowerings, one file each (named after the group kind).
 Status lower_anchor_epilogue(const Graph& g, const FusionGroup& grp, Step& s);  ///< lower_anchor.cc
-/// An anchor group (or a lone Conv/Gemm/MatMul) on a oneDNN primitive with post-ops
-/// (lower_onednn.cc). kUnsupported with the reason when oneDNN cannot run it optimised.
+/// An anchor group (or a lone Conv/Gemm/MatMul, or a conv-sum cross group) on oneDNN
+/// primitives with post-ops (lower_onednn.cc). kUnsupported with the reason when oneDNN cannot
+/// run it optimised.
 Status lower_anchor_onednn(const Graph& g, const FusionGroup& grp, Step& s);
 Status lower_elementwise(const Graph& g, const FusionGroup& grp, Step& s);   ///< lower_elementwise.cc
 Status lower_row_norm(const Graph& g, const FusionGroup& grp, Step& s);      ///< lower_elementwise.cc

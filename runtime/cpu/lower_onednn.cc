@@ -15,9 +15,59 @@ bool is_weight(const Graph& g, ValueId v) { return v != kNoValue && !g.value(v).
 
 const float* weight_or_null(const Graph& g, ValueId v) { return v == kNoValue ? nullptr : g.value(v).data.f32(); }
 
+// Conv-sum (cross): y = chain(conv1(x1) + conv2(x2) + b1 + b2). conv2 writes y first; conv1 then
+// adds into it with the sum post-op (its epilogue starts with "+ y"), bias b1 + b2, and the
+// chain as post-ops.
+Status lower_conv_sum_onednn(const Graph& g, const FusionGroup& grp, Step& s) {
+  const Node& c1 = node_at(g, grp.nodes[0]);
+  const Node& c2 = node_at(g, grp.nodes[1]);
+  const Node& join = node_at(g, grp.nodes[2]);
+  if (c1.op != OpKind::kConv || c2.op != OpKind::kConv || join.op != OpKind::kAdd)
+    return error(StatusCode::kInternal) << "conv-sum group shape";
+  for (const Node* c : {&c1, &c2}) {
+    if (!is_weight(g, c->inputs[1]) || (opt_input(*c, 2) != kNoValue && !is_weight(g, opt_input(*c, 2))))
+      return error(StatusCode::kUnsupported) << "weights are not initializers";
+  }
+  const Shape& shape = g.value(join.outputs[0]).shape;
+  const ValueId y = grp.outputs.at(0);
+  EpilogueTemplate t;
+  std::string why;
+  if (!build_epilogue(g, tail_of(grp, 3), join.outputs[0], shape, true, &t, &why))
+    return error(StatusCode::kUnsupported) << why;
+  cpu::EpilogueStep add;  // "+ y": what conv2 left there
+  add.op = cpu::EpOp::kAddTensor;
+  add.mode = cpu::OperandMode::kFull;
+  t.ep.steps.insert(t.ep.steps.begin(), add);
+  t.step_operands.insert(t.step_operands.begin(), y);
+  const cpu::ConvParams p1 = conv_params(g, c1), p2 = conv_params(g, c2);
+  auto bias = std::make_shared<std::vector<float>>(static_cast<size_t>(p1.m), 0.f);
+  for (const Node* c : {&c1, &c2}) {
+    if (const float* b = weight_or_null(g, opt_input(*c, 2)))
+      for (size_t i = 0; i < bias->size(); ++i) (*bias)[i] += b[i];
+  }
+  cpu::Epilogue plain;
+  plain.out_shape = t.ep.out_shape;
+  std::shared_ptr<const cpu::onednn::ConvAnchor> second =
+      cpu::onednn::ConvAnchor::create(p2, weight_or_null(g, c2.inputs[1]), nullptr, plain, &why);
+  if (!second) return error(StatusCode::kUnsupported) << why;
+  std::shared_ptr<const cpu::onednn::ConvAnchor> first =
+      cpu::onednn::ConvAnchor::create(p1, weight_or_null(g, c1.inputs[1]), bias->data(), t.ep, &why);
+  if (!first) return error(StatusCode::kUnsupported) << why;
+  s = group_step(g, grp, "onednn_conv_sum");
+  s.detail = "conv2 " + second->describe() + "; conv1 " + first->describe();
+  const ValueId x1 = c1.inputs[0], x2 = c2.inputs[0];
+  s.run = [=](const BufferTable& b) {
+    second->run(b.f32(x2), plain, b.f32(y));
+    first->run(b.f32(x1), t.bind(b), b.f32(y));
+    (void)bias;  // kept alive: the reference fallback of `first` reads it
+  };
+  return Status();
+}
+
 }  // namespace
 
 Status lower_anchor_onednn(const Graph& g, const FusionGroup& grp, Step& s) {
+  if (grp.kind == GroupKind::kConvSum) return lower_conv_sum_onednn(g, grp, s);
   const Node& a = node_at(g, grp.nodes[0]);
   for (ValueId v : a.inputs)
     if (v != kNoValue && g.value(v).dtype != DType::kF32) return error(StatusCode::kUnsupported) << "non-f32 operand";

@@ -65,6 +65,10 @@ const std::vector<Mode> kModes = {
 
 constexpr double kTolerance = 1e-5;
 constexpr double kCrossKernelFactor = 10;
+// Fused modes on oneDNN: post-ops compute Tanh, Sigmoid, GELU, Exp with oneDNN's polynomial
+// approximations (a few ulps from libm), the unfused ops with libm; a LayerNorm over a few
+// near-equal values amplifies that beyond what the ulp-jitter conditioning probe measures.
+constexpr double kOneDnnFactor = 4;
 
 struct Options {
   uint64_t seed = 1;
@@ -202,8 +206,9 @@ std::string check_model(const std::string& path, int threads) {
   if (!dnn.ok()) return "fusion none (onednn): load failed: " + dnn.status().to_string();
   auto want_dnn = (*dnn)->run(in);
   if (!want_dnn.ok()) return "fusion none (onednn): run failed: " + want_dnn.status().to_string();
-  std::map<std::string, double> cross_tol = tol;
+  std::map<std::string, double> cross_tol = tol, dnn_tol = tol;
   for (auto& kv : cross_tol) kv.second *= kCrossKernelFactor;
+  for (auto& kv : dnn_tol) kv.second *= kOneDnnFactor;
   const std::string cross = compare(*want, *want_dnn, cross_tol);
   if (!cross.empty()) return "none (onednn) against none (reference kernels): " + cross;
   for (const Mode& m : kModes) {
@@ -216,7 +221,7 @@ std::string check_model(const std::string& path, int threads) {
       auto got = (*s)->run(in);
       if (!got.ok()) return std::string(m.name) + ": run failed: " + got.status().to_string();
       const bool reference = std::string(m.cpu_kernels) == "reference" || std::string(m.device) != "cpu";
-      std::string why = compare(reference ? *want : *want_dnn, *got, tol);
+      std::string why = compare(reference ? *want : *want_dnn, *got, reference ? tol : dnn_tol);
       if (!why.empty()) return std::string(m.name) + (rep ? " (second run)" : "") + ": " + why;
     }
 #ifdef FUSERT_FUZZ_EMU

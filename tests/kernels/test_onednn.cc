@@ -278,10 +278,10 @@ TEST_CASE("onednn: what cannot run on oneDNN is refused with the reason") {
   const cpu::ConvParams p = conv(1, 4, 5, 5, 4, 3, 1, 1, 1, 1, 1, 1, 1);
   const std::vector<float> w = ft::random_floats(4 * 4 * 9, 51);
   std::string why;
-  cpu::Epilogue pool;
-  pool.tail = cpu::EpTail::kGlobalAvgPool;
-  CHECK_FALSE(cpu::onednn::ConvAnchor::create(p, w.data(), nullptr, pool, &why));
-  CHECK(why.find("reducing tail") != std::string::npos);
+  cpu::Epilogue ln;
+  ln.tail = cpu::EpTail::kLayerNorm;
+  CHECK_FALSE(cpu::onednn::ConvAnchor::create(p, w.data(), nullptr, ln, &why));
+  CHECK(why.find("LayerNorm tail on a convolution") != std::string::npos);
   std::vector<float> bad = w;
   bad[7] = kNaN;  // NaN weights and a Relu post-op: oneDNN would hide the NaN
   cpu::Epilogue relu;
@@ -294,4 +294,109 @@ TEST_CASE("onednn: what cannot run on oneDNN is refused with the reason") {
   const std::vector<float> gb = ft::random_floats(12, 52), gc = ft::random_floats(6, 53);
   CHECK_FALSE(cpu::onednn::GemmAnchor::create_gemm(g, gb.data(), gc.data(), {}, &why));
   CHECK(why.find("per-column") != std::string::npos);
+}
+
+TEST_CASE("onednn: reducing tails run after the primitive: conv + GlobalAveragePool + post, GEMM + LayerNorm + post") {
+  if (!cpu::onednn::built()) return;
+  for (const cpu::ConvParams& p :
+       {conv(2, 13, 7, 6, 19, 3, 1, 1, 1, 1, 1, 1, 1), conv(1, 8, 5, 5, 8, 3, 2, 1, 8, 0, 0, 1, 1)}) {
+    const std::vector<float> w = ft::random_floats(p.m * (p.c / p.group) * 9, 61), b = ft::random_floats(p.m, 62);
+    std::vector<float> x = ft::random_floats(p.n * p.c * p.h * p.w, 63);
+    const std::vector<float> shift = ft::random_floats(p.m, 64);
+    cpu::Epilogue ep;
+    ep.out_shape = {p.n, p.m, p.oh, p.ow};
+    ep.steps = {unary(EpOp::kRelu)};
+    ep.tail = cpu::EpTail::kGlobalAvgPool;
+    cpu::EpilogueStep add;
+    add.op = EpOp::kAddTensor;
+    add.mode = OperandMode::kPerChannel;
+    add.operand = shift.data();
+    ep.post = {add, unary(EpOp::kSigmoid)};
+    std::string why;
+    auto a = cpu::onednn::ConvAnchor::create(p, w.data(), b.data(), ep, &why);
+    REQUIRE_MESSAGE(a, why);
+    for (int special = 0; special < 2; ++special) {
+      CAPTURE(special);
+      if (special) x[3] = kNaN;
+      std::vector<float> want(static_cast<size_t>(p.n * p.m)), got(want.size());
+      cpu::conv2d_fused(p, x.data(), w.data(), b.data(), ep, want.data());
+      a->run(x.data(), ep, got.data());
+      CHECK(compare(got, want) <= 1e-5);
+    }
+  }
+  cpu::GemmParams g;
+  g.m = 9, g.n = 37, g.k = 21, g.trans_b = true, g.c_rows = 1, g.c_cols = 37;
+  const std::vector<float> a = ft::random_floats(g.m * g.k, 71), b = ft::random_floats(g.k * g.n, 72);
+  const std::vector<float> c = ft::random_floats(g.n, 73), scale = ft::random_floats(g.n, 74, 0.5f, 1.5f),
+                           bias = ft::random_floats(g.n, 75), residual = ft::random_floats(g.m * g.n, 76);
+  cpu::Epilogue ep;
+  ep.out_shape = {g.m, g.n};
+  cpu::EpilogueStep add;
+  add.op = EpOp::kAddTensor;
+  add.operand = residual.data();
+  ep.steps = {unary(EpOp::kGelu), add};
+  ep.tail = cpu::EpTail::kLayerNorm;
+  ep.ln_scale = scale.data();
+  ep.ln_shift = bias.data();
+  ep.ln_epsilon = 1e-5f;
+  ep.post = {unary(EpOp::kRelu)};
+  std::string why;
+  auto gemm = cpu::onednn::GemmAnchor::create_gemm(g, b.data(), c.data(), ep, &why);
+  REQUIRE_MESSAGE(gemm, why);
+  std::vector<float> want(static_cast<size_t>(g.m * g.n)), got(want.size());
+  cpu::gemm_fused(g, a.data(), b.data(), c.data(), ep, want.data());
+  gemm->run(a.data(), nullptr, ep, got.data());
+  CHECK(compare(got, want) <= 1e-5);
+  cpu::MatMulParams mm;
+  mm.batch = 2, mm.m = 4, mm.n = 37, mm.k = 21;
+  mm.a_batch_index = {0, 1}, mm.b_batch_index = {0, 0};
+  const std::vector<float> ma = ft::random_floats(2 * 4 * 21, 77), mr = ft::random_floats(2 * 4 * 37, 78);
+  ep.out_shape = {2, 4, 37};
+  ep.steps[1].operand = mr.data();
+  auto matmul = cpu::onednn::GemmAnchor::create_matmul(mm, b.data(), ep, &why);
+  REQUIRE_MESSAGE(matmul, why);
+  std::vector<float> mwant(2 * 4 * 37), mgot(mwant.size());
+  cpu::matmul_fused(mm, ma.data(), b.data(), ep, mwant.data());
+  matmul->run(ma.data(), nullptr, ep, mgot.data());
+  CHECK(compare(mgot, mwant) <= 1e-5);
+}
+
+TEST_CASE("onednn: conv-sum as two primitives, the second adding into the first's output (sum post-op)") {
+  if (!cpu::onednn::built()) return;
+  {  // A 1x1 image where the dilated 2x2 kernel sees only padding: refused (oneDNN 2.6 wrote
+     // outside its buffers on it with a sum post-op; found by the planner fuzzer).
+    const cpu::ConvParams p = conv(1, 8, 1, 1, 2, 2, 1, 2, 1, 1, 1, 1, 1);
+    const std::vector<float> w = ft::random_floats(2 * 8 * 4, 80);
+    std::string why;
+    CHECK_FALSE(cpu::onednn::ConvAnchor::create(p, w.data(), nullptr, {}, &why));
+    CHECK(why.find("only padding") != std::string::npos);
+  }
+  const cpu::ConvParams p1 = conv(1, 13, 6, 5, 7, 3, 1, 1, 1, 1, 1, 1, 1),
+                        p2 = conv(1, 5, 6, 5, 7, 1, 1, 1, 1, 0, 0, 0, 0);
+  {
+    const int64_t total = p1.n * p1.m * p1.oh * p1.ow;
+    const std::vector<float> w1 = ft::random_floats(p1.m * p1.c * p1.kh * p1.kw, 81),
+                             w2 = ft::random_floats(p2.m * p2.c * p2.kh * p2.kw, 82), b = ft::random_floats(p1.m, 83);
+    const std::vector<float> x1 = ft::random_floats(p1.n * p1.c * p1.h * p1.w, 84),
+                             x2 = ft::random_floats(p2.n * p2.c * p2.h * p2.w, 85);
+    cpu::Epilogue relu;
+    relu.out_shape = {p1.n, p1.m, p1.oh, p1.ow};
+    relu.steps = {unary(EpOp::kRelu)};
+    std::vector<float> want(static_cast<size_t>(total)), got(want.size());
+    cpu::conv2d_sum_fused(p1, x1.data(), w1.data(), p2, x2.data(), w2.data(), b.data(), relu, want.data());
+    cpu::Epilogue plain;
+    plain.out_shape = relu.out_shape;
+    cpu::Epilogue add_relu = relu;
+    cpu::EpilogueStep add;
+    add.op = EpOp::kAddTensor;
+    add_relu.steps.insert(add_relu.steps.begin(), add);
+    std::string why;
+    auto second = cpu::onednn::ConvAnchor::create(p2, w2.data(), nullptr, plain, &why);
+    auto first = cpu::onednn::ConvAnchor::create(p1, w1.data(), b.data(), add_relu, &why);
+    REQUIRE_MESSAGE((second && first), why);
+    second->run(x2.data(), plain, got.data());
+    add_relu.steps[0].operand = got.data();
+    first->run(x1.data(), add_relu, got.data());
+    CHECK(compare(got, want) <= 1e-5);
+  }
 }

@@ -45,8 +45,8 @@ class ConvImpl final : public ConvAnchor {
     }
     dnnl::stream s(cpu_engine());
     const int64_t total = p.n * p.m * p.oh * p.ow;
-    const bool alias = aliases_output(ep, y, po.sum_step);
-    float* out = alias ? scratch(2, static_cast<size_t>(total)) : y;
+    const bool alias = aliases_output(ep, y, po.sum_step), pool = ep.tail == EpTail::kGlobalAvgPool;
+    float* out = alias || pool ? scratch(2, static_cast<size_t>(total)) : y;  // pool: [N, M, OH, OW] first
     memory xm(x_plain, cpu_engine(), const_cast<float*>(x));
     memory ym(y_plain, cpu_engine(), out);
     memory src = xm, dst = ym;
@@ -75,16 +75,40 @@ class ConvImpl final : public ConvAnchor {
     if (reorder_out) dnnl::reorder(dst, ym).execute(s, dst, ym);
     s.wait();
     apply_rest(ep, po.fused, total, p.m, p.oh * p.ow, out);
-    if (alias) std::memcpy(y, out, static_cast<size_t>(total) * sizeof(float));
+    if (pool) {
+      pool_tail(ep, out, p.n, p.m, p.oh * p.ow, y);
+    } else if (alias) {
+      std::memcpy(y, out, static_cast<size_t>(total) * sizeof(float));
+    }
   }
 };
+
+// True when some output row or column sees only padding (no kernel tap inside the input).
+// oneDNN 2.6's brgconv wrote outside its buffers on such a convolution with a sum post-op
+// (a dilated 2x2 kernel over a 1x1 image; found by the planner fuzzer), so those stay ours.
+bool window_in_padding(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t dil, int64_t pad) {
+  for (int64_t o = 0; o < out; ++o) {
+    bool hit = false;
+    for (int64_t t = 0; t < k && !hit; ++t) {
+      const int64_t i = o * stride - pad + t * dil;
+      hit = i >= 0 && i < in;
+    }
+    if (!hit) return true;
+  }
+  return false;
+}
 
 }  // namespace
 
 std::unique_ptr<ConvAnchor> ConvAnchor::create(const ConvParams& p, const float* w, const float* bias,
                                                const Epilogue& ep, std::string* why) {
-  if (ep.tail != EpTail::kNone || !ep.post.empty()) {
-    *why = "a reducing tail (global pool, LayerNorm) is not a oneDNN post-op";
+  if (ep.tail == EpTail::kLayerNorm) {
+    *why = "a LayerNorm tail on a convolution";
+    return nullptr;
+  }
+  if (window_in_padding(p.h, p.oh, p.kh, p.stride_h, p.dil_h, p.pad_top) ||
+      window_in_padding(p.w, p.ow, p.kw, p.stride_w, p.dil_w, p.pad_left)) {
+    *why = "an output sees only padding (oneDNN 2.6 mishandles it)";
     return nullptr;
   }
   auto c = std::make_unique<ConvImpl>();

@@ -45,6 +45,12 @@ PostOps make_post_ops(const std::vector<EpilogueStep>& steps, const Dims& out, s
                       long sum_step = kNoSum);
 /// Applies ep.steps from `from` on to y (total elements; conv: channels x spatial) in parallel.
 void apply_rest(const Epilogue& ep, size_t from, int64_t total, int64_t channels, int64_t spatial, float* y);
+/// The GlobalAveragePool tail of a conv epilogue: y [n, m] = mean over `plane` of `pre`
+/// [n, m, plane] (the steps already applied), then ep.post over [n, m] (as conv2d_fused).
+void pool_tail(const Epilogue& ep, const float* pre, int64_t n, int64_t m, int64_t plane, float* y);
+/// The LayerNorm tail of a GEMM epilogue, in place on rows of `y` [rows, n]: ep.steps from
+/// `from` on, LayerNorm (ep.ln_scale, ep.ln_shift, ep.ln_epsilon), ep.post (as gemm_fused).
+void layer_norm_tail(const Epilogue& ep, size_t from, int64_t rows, int64_t n, float* y);
 /// True when a tensor operand other than the sum post-op's is the output buffer itself.
 bool aliases_output(const Epilogue& ep, const float* y, long sum_step);
 std::string describe_pd(const char* impl, const PostOps& po, size_t steps, bool reorder_in, bool reorder_out);

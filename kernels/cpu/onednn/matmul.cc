@@ -60,7 +60,11 @@ class GemmImpl final : public GemmAnchor {
     bind_binary(po, ep, &args);
     prim.execute(s, args);
     s.wait();
-    apply_rest(ep, po.fused, total, channels, 1, out);
+    if (ep.tail == EpTail::kLayerNorm) {
+      layer_norm_tail(ep, po.fused, total / channels, channels, out);
+    } else {
+      apply_rest(ep, po.fused, total, channels, 1, out);
+    }
     if (alias) std::memcpy(y, out, static_cast<size_t>(total) * sizeof(float));
   }
 
@@ -115,8 +119,8 @@ class GemmImpl final : public GemmAnchor {
 
 std::unique_ptr<GemmAnchor> GemmAnchor::create_gemm(const GemmParams& p, const float* b, const float* c,
                                                     const Epilogue& ep, std::string* why) {
-  if (ep.tail != EpTail::kNone || !ep.post.empty()) {
-    *why = "a reducing tail (LayerNorm) is not a oneDNN post-op";
+  if (ep.tail == EpTail::kGlobalAvgPool) {
+    *why = "a global-pool tail on a GEMM";
     return nullptr;
   }
   if (c && !(p.c_rows == 1 && (p.c_cols == p.n || p.c_cols == 1))) {
@@ -151,8 +155,8 @@ std::unique_ptr<GemmAnchor> GemmAnchor::create_gemm(const GemmParams& p, const f
 
 std::unique_ptr<GemmAnchor> GemmAnchor::create_matmul(const MatMulParams& p, const float* b_const, const Epilogue& ep,
                                                       std::string* why) {
-  if (ep.tail != EpTail::kNone || !ep.post.empty()) {
-    *why = "a reducing tail (LayerNorm) is not a oneDNN post-op";
+  if (ep.tail == EpTail::kGlobalAvgPool) {
+    *why = "a global-pool tail on a GEMM";
     return nullptr;
   }
   auto batch_of = [&](const std::vector<int64_t>& idx, int64_t* dim) {

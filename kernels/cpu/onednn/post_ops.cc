@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kernels/cpu/fused_internal.h"
 #include "kernels/cpu/onednn/internal.h"
 
 namespace fusert::cpu::onednn {
@@ -206,6 +207,34 @@ void apply_rest(const Epilogue& ep, size_t from, int64_t total, int64_t channels
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t f0 = c * chunk, n = std::min(chunk, total - f0);
     apply_epilogue_steps(rest, ep.out_shape, f0, n, channels, spatial, y + f0);
+  }
+}
+
+void pool_tail(const Epilogue& ep, const float* pre, int64_t n, int64_t m, int64_t plane, float* y) {
+  const int64_t rows = n * m;
+  const int team = rows * plane > (1 << 15) ? omp_get_max_threads() : 1;
+#pragma omp parallel for num_threads(team) if (team > 1) schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    double sum = 0;
+    for (int64_t i = 0; i < plane; ++i) sum += pre[r * plane + i];
+    y[r] = static_cast<float>(sum / static_cast<double>(plane));
+  }
+  std::vector<EpilogueStep> post = ep.post;  // strided operands index the pooled [n, m]
+  for (EpilogueStep& s : post)
+    if (s.mode == OperandMode::kStrided && s.strides.size() > 2) s.strides.resize(2);
+  apply_epilogue_steps(post, {n, m}, 0, rows, m, 1, y);
+}
+
+void layer_norm_tail(const Epilogue& ep, size_t from, int64_t rows, int64_t n, float* y) {
+  Epilogue rest = ep;
+  rest.steps.assign(ep.steps.begin() + static_cast<long>(std::min(from, ep.steps.size())), ep.steps.end());
+  const cpu::detail::RowEpilogue rows_ep(rest, n);
+  const int64_t block = 16, blocks = (rows + block - 1) / block;
+  const int team = rows * n > (1 << 14) ? omp_get_max_threads() : 1;
+#pragma omp parallel for num_threads(team) if (team > 1) schedule(static)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t r0 = b * block;
+    rows_ep.apply_rows(r0, std::min(block, rows - r0), y + r0 * n, n);
   }
 }
 
