@@ -63,4 +63,15 @@ class GemmAnchor : public Anchor {
   virtual void run(const float* a, const float* b, const Epilogue& ep, float* y) const = 0;
 };
 
+/// Horizontal group of Gemms sharing one input: one oneDNN GEMM of A [M, K] with the
+/// concatenated weights w_cat [sum n_i, K] (Linear layout) and biases b_cat [sum n_i] into a
+/// per-thread scratch, then each member's columns through its own epilogue (steps, LayerNorm,
+/// post) into its output, as gemm_horizontal does.
+class HorizontalAnchor : public Anchor {
+ public:
+  static std::unique_ptr<HorizontalAnchor> create(int64_t m, int64_t k, const std::vector<int64_t>& widths,
+                                                  const float* w_cat, const float* b_cat, std::string* why);
+  virtual void run(const float* a, std::vector<HorizontalMember>& members) const = 0;
+};
+
 }  // namespace fusert::cpu::onednn

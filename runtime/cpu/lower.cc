@@ -34,7 +34,7 @@ Result<Step> lower_group_cpu(const Graph& g, const FusionGroup& grp, CpuKernels 
   const bool anchor = ((grp.kind == GroupKind::kSingle || grp.kind == GroupKind::kAnchorEpilogue ||
                         grp.kind == GroupKind::kGemmLayerNorm) &&
                        is_anchor(node_at(g, grp.nodes[0]).op)) ||
-                      grp.kind == GroupKind::kConvSum;
+                      grp.kind == GroupKind::kConvSum || grp.kind == GroupKind::kHorizontalGemm;
   std::string why;
   if (kernels == CpuKernels::kOneDnn && anchor) {
     Step s;

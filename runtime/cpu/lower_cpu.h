@@ -46,6 +46,19 @@ Status lower_attention(const Graph& g, const FusionGroup& grp, Step& s);     ///
 
 using FloatBuf = std::shared_ptr<std::vector<float>>;
 
+/// A horizontal group of Gemms decoded: the shared input, the concatenated weights [sum n_i, K]
+/// and biases, and each member's epilogue, width and output (lower_horizontal.cc).
+struct HorizontalGemm {
+  int64_t m = 0, k = 0;
+  ValueId a = kNoValue;
+  FloatBuf w_cat, b_cat;
+  std::vector<EpilogueTemplate> eps;
+  std::vector<ValueId> ys;
+  std::vector<int64_t> widths;
+  std::vector<cpu::HorizontalMember> bind(const BufferTable& b) const;
+};
+Status decode_horizontal_gemm(const Graph& g, const std::vector<std::vector<int>>& chains, HorizontalGemm* h);
+
 /// kUnsupported unless input `i` of `n` is absent or a weight (its data known at lowering).
 inline Status check_const(const Graph& g, const Node& n, size_t i) {
   if (i < n.inputs.size() && n.inputs[i] != kNoValue && g.value(n.inputs[i]).data.empty()) {

@@ -71,44 +71,55 @@ Status lower_horizontal_conv(const Graph& g, const FusionGroup& grp, const std::
 
 }  // namespace
 
-Status lower_horizontal(const Graph& g, const FusionGroup& grp, Step& s) {
-  auto chains = member_chains(g, grp);
+Status decode_horizontal_gemm(const Graph& g, const std::vector<std::vector<int>>& chains, HorizontalGemm* h) {
   const Node& first = node_at(g, chains[0][0]);
-  if (first.op == OpKind::kConv) return lower_horizontal_conv(g, grp, chains, s);
-  if (first.op != OpKind::kGemm) return error(StatusCode::kUnsupported) << "horizontal group of " << op_name(first.op);
-  s = group_step(g, grp, "gemm_horizontal");
-  const int64_t m = g.value(first.outputs[0]).shape[0], k = g.value(first.inputs[0]).shape[1];
-  auto w_cat = std::make_shared<std::vector<float>>();
-  auto b_cat = std::make_shared<std::vector<float>>();
-  std::vector<EpilogueTemplate> eps;
-  std::vector<ValueId> ys;
-  std::vector<int64_t> widths;
+  h->m = g.value(first.outputs[0]).shape[0];
+  h->k = g.value(first.inputs[0]).shape[1];
+  h->a = first.inputs[0];
+  h->w_cat = std::make_shared<std::vector<float>>();
+  h->b_cat = std::make_shared<std::vector<float>>();
   for (const auto& chain : chains) {
     const Node& n = node_at(g, chain[0]);
     FUSERT_RETURN_IF_ERROR(check_const(g, n, 1));
     FUSERT_RETURN_IF_ERROR(check_const(g, n, 2));
     int64_t width = g.value(n.outputs[0]).shape[1];
     std::vector<float> w = weight_nk(g, n), b = bias_n(g, n, width);
-    w_cat->insert(w_cat->end(), w.begin(), w.end());
-    b_cat->insert(b_cat->end(), b.begin(), b.end());
+    h->w_cat->insert(h->w_cat->end(), w.begin(), w.end());
+    h->b_cat->insert(h->b_cat->end(), b.begin(), b.end());
     EpilogueTemplate t;
     std::string why;
     std::vector<int> tail(chain.begin() + 1, chain.end());
-    if (!build_epilogue(g, tail, n.outputs[0], {m, width}, false, &t, &why)) return error(StatusCode::kInternal) << why;
-    if (!per_column_bias(g, n)) bias_as_epilogue(g, n, {m, width}, &t);
-    eps.push_back(t);
-    ys.push_back(node_at(g, chain.back()).outputs[0]);
-    widths.push_back(width);
+    if (!build_epilogue(g, tail, n.outputs[0], {h->m, width}, false, &t, &why))
+      return error(StatusCode::kInternal) << why;
+    if (!per_column_bias(g, n)) bias_as_epilogue(g, n, {h->m, width}, &t);
+    h->eps.push_back(t);
+    h->ys.push_back(node_at(g, chain.back()).outputs[0]);
+    h->widths.push_back(width);
   }
-  ValueId a = first.inputs[0];
-  s.run = [=](const BufferTable& b) {
-    std::vector<cpu::HorizontalMember> members(ys.size());
-    for (size_t i = 0; i < ys.size(); ++i) {
-      members[i].n = widths[i];
-      members[i].ep = eps[i].bind(b);
-      members[i].y = b.f32(ys[i]);
-    }
-    cpu::gemm_horizontal(m, k, b.f32(a), w_cat->data(), b_cat->data(), members);
+  return Status();
+}
+
+std::vector<cpu::HorizontalMember> HorizontalGemm::bind(const BufferTable& b) const {
+  std::vector<cpu::HorizontalMember> members(ys.size());
+  for (size_t i = 0; i < ys.size(); ++i) {
+    members[i].n = widths[i];
+    members[i].ep = eps[i].bind(b);
+    members[i].y = b.f32(ys[i]);
+  }
+  return members;
+}
+
+Status lower_horizontal(const Graph& g, const FusionGroup& grp, Step& s) {
+  auto chains = member_chains(g, grp);
+  const Node& first = node_at(g, chains[0][0]);
+  if (first.op == OpKind::kConv) return lower_horizontal_conv(g, grp, chains, s);
+  if (first.op != OpKind::kGemm) return error(StatusCode::kUnsupported) << "horizontal group of " << op_name(first.op);
+  s = group_step(g, grp, "gemm_horizontal");
+  HorizontalGemm h;
+  FUSERT_RETURN_IF_ERROR(decode_horizontal_gemm(g, chains, &h));
+  s.run = [h](const BufferTable& b) {
+    std::vector<cpu::HorizontalMember> members = h.bind(b);
+    cpu::gemm_horizontal(h.m, h.k, b.f32(h.a), h.w_cat->data(), h.b_cat->data(), members);
   };
   return Status();
 }

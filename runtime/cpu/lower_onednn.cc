@@ -64,10 +64,31 @@ Status lower_conv_sum_onednn(const Graph& g, const FusionGroup& grp, Step& s) {
   return Status();
 }
 
+// Horizontal Gemms: one oneDNN GEMM on the concatenated weights, member epilogues after it.
+Status lower_horizontal_onednn(const Graph& g, const FusionGroup& grp, Step& s) {
+  auto chains = member_chains(g, grp);
+  if (node_at(g, chains[0][0]).op != OpKind::kGemm)
+    return error(StatusCode::kUnsupported) << "horizontal convolutions stay on the reference kernel";
+  HorizontalGemm h;
+  FUSERT_RETURN_IF_ERROR(decode_horizontal_gemm(g, chains, &h));
+  std::string why;
+  std::shared_ptr<const cpu::onednn::HorizontalAnchor> prim =
+      cpu::onednn::HorizontalAnchor::create(h.m, h.k, h.widths, h.w_cat->data(), h.b_cat->data(), &why);
+  if (!prim) return error(StatusCode::kUnsupported) << why;
+  s = group_step(g, grp, "onednn_gemm_horizontal");
+  s.detail = prim->describe();
+  s.run = [h, prim](const BufferTable& b) {
+    std::vector<cpu::HorizontalMember> members = h.bind(b);
+    prim->run(b.f32(h.a), members);
+  };
+  return Status();
+}
+
 }  // namespace
 
 Status lower_anchor_onednn(const Graph& g, const FusionGroup& grp, Step& s) {
   if (grp.kind == GroupKind::kConvSum) return lower_conv_sum_onednn(g, grp, s);
+  if (grp.kind == GroupKind::kHorizontalGemm) return lower_horizontal_onednn(g, grp, s);
   const Node& a = node_at(g, grp.nodes[0]);
   for (ValueId v : a.inputs)
     if (v != kNoValue && g.value(v).dtype != DType::kF32) return error(StatusCode::kUnsupported) << "non-f32 operand";

@@ -400,3 +400,38 @@ TEST_CASE("onednn: conv-sum as two primitives, the second adding into the first'
     CHECK(compare(got, want) <= 1e-5);
   }
 }
+
+TEST_CASE("onednn: a horizontal GEMM (concatenated weights, member epilogues with LayerNorm) matches gemm_horizontal") {
+  if (!cpu::onednn::built()) return;
+  const int64_t m = 11, k = 19;
+  const std::vector<int64_t> widths = {7, 13, 32};
+  const int64_t total = 52;
+  const std::vector<float> a = ft::random_floats(m * k, 91), w = ft::random_floats(total * k, 92),
+                           b = ft::random_floats(total, 93), scale = ft::random_floats(13, 94, 0.5f, 1.5f);
+  std::string why;
+  auto h = cpu::onednn::HorizontalAnchor::create(m, k, widths, w.data(), b.data(), &why);
+  REQUIRE_MESSAGE(h, why);
+  auto members = [&](std::vector<std::vector<float>>* ys) {
+    std::vector<cpu::HorizontalMember> mem(3);
+    ys->assign(3, {});
+    for (size_t i = 0; i < 3; ++i) {
+      mem[i].n = widths[i];
+      mem[i].ep.out_shape = {m, widths[i]};
+      (*ys)[i].assign(static_cast<size_t>(m * widths[i]), 0.f);
+      mem[i].y = (*ys)[i].data();
+    }
+    mem[0].ep.steps = {unary(EpOp::kGelu)};
+    mem[1].ep.tail = cpu::EpTail::kLayerNorm;
+    mem[1].ep.ln_scale = scale.data();
+    mem[1].ep.post = {unary(EpOp::kRelu)};
+    return mem;
+  };
+  std::vector<std::vector<float>> want, got;
+  auto mw = members(&want), mg = members(&got);
+  cpu::gemm_horizontal(m, k, a.data(), w.data(), b.data(), mw);
+  h->run(a.data(), mg);
+  for (size_t i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    CHECK(compare(got[i], want[i]) <= 1e-5);
+  }
+}

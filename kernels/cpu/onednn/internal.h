@@ -18,7 +18,8 @@ using Dims = memory::dims;
 
 const dnnl::engine& cpu_engine();
 /// A reusable per-thread buffer of at least `floats` (concurrent runs never share one): slot 0
-/// blocked source, 1 blocked destination, 2 aliased output, 3 the primitive's scratchpad.
+/// blocked source, 1 blocked destination, 2 aliased output, 3 the primitive's scratchpad, 4 the
+/// stacked result of a horizontal GEMM.
 float* scratch(int slot, size_t floats);
 Dims dense_strides(const Dims& d);
 

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kernels/cpu/fused_internal.h"
 #include "kernels/cpu/onednn/internal.h"
 
 namespace fusert::cpu::onednn {
@@ -194,6 +195,52 @@ std::unique_ptr<GemmAnchor> GemmAnchor::create_matmul(const MatMulParams& p, con
     matmul_fused(p, a, b_const ? b_const : b, e, y);
   };
   return g;
+}
+
+namespace {
+
+class HorizontalImpl final : public HorizontalAnchor {
+ public:
+  std::unique_ptr<GemmAnchor> gemm;
+  int64_t m = 0, total = 0;
+  size_t fused_steps() const override { return 0; }
+  std::string describe() const override { return gemm->describe() + "; member epilogues after it"; }
+
+  void run(const float* a, std::vector<HorizontalMember>& members) const override {
+    float* tile = scratch(4, static_cast<size_t>(m * total));
+    gemm->run(a, nullptr, Epilogue(), tile);
+    std::vector<cpu::detail::RowEpilogue> finish;
+    finish.reserve(members.size());
+    for (const HorizontalMember& mem : members) finish.emplace_back(mem.ep, mem.n);
+    const int64_t block = 16, blocks = (m + block - 1) / block;
+    const int team = m * total > (1 << 14) ? omp_get_max_threads() : 1;
+#pragma omp parallel for num_threads(team) if (team > 1) schedule(static)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t r0 = b * block, rows = std::min(block, m - r0);
+      int64_t off = 0;
+      for (size_t i = 0; i < members.size(); ++i) {
+        const int64_t n = members[i].n;
+        float* src = tile + r0 * total + off;
+        finish[i].apply_rows(r0, rows, src, total);
+        for (int64_t r = 0; r < rows; ++r) std::copy(src + r * total, src + r * total + n, members[i].y + (r0 + r) * n);
+        off += n;
+      }
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<HorizontalAnchor> HorizontalAnchor::create(int64_t m, int64_t k, const std::vector<int64_t>& widths,
+                                                           const float* w_cat, const float* b_cat, std::string* why) {
+  auto h = std::make_unique<HorizontalImpl>();
+  h->m = m;
+  for (int64_t w : widths) h->total += w;
+  GemmParams p;
+  p.m = m, p.n = h->total, p.k = k, p.trans_b = true, p.c_rows = 1, p.c_cols = h->total;
+  h->gemm = GemmAnchor::create_gemm(p, w_cat, b_cat, Epilogue(), why);
+  if (!h->gemm) return nullptr;
+  return h;
 }
 
 }  // namespace fusert::cpu::onednn

@@ -29,7 +29,7 @@ const dnnl::engine& cpu_engine() {
 // A reusable per-thread buffer (concurrent runs never share one): 0 blocked source, 1 blocked
 // destination, 2 aliased output, 3 the primitive's scratchpad.
 float* scratch(int slot, size_t floats) {
-  thread_local std::vector<float> buf[4];
+  thread_local std::vector<float> buf[5];
   std::vector<float>& b = buf[slot];
   if (b.size() < floats) b.resize(floats);
   return b.data();
