@@ -38,6 +38,12 @@ fusert_cli_test(threads_no_value 2 "^infer: --threads needs a value" -- --thread
 fusert_cli_test(runs_zero 2 "--runs: expected an integer in 1\\.\\.1000000, got '0'" -- --runs 0)
 fusert_cli_test(seed_negative 2 "--seed: expected an integer in 0\\.\\.1000000, got '-1'" -- --seed -1)
 fusert_cli_test(device_unknown 2 "--device: expected cpu or cuda, got 'tpu'" -- --device tpu)
+fusert_cli_test(cpu_kernels_unknown 2 "--cpu-kernels: expected onednn or reference, got 'mkl'" -- --cpu-kernels mkl)
+fusert_cli_test(cpu_kernels_reference --stdout 0 "^cpu plan: reference kernels \\(--cpu-kernels reference\\)"
+                "1\\. espresso +0\\.95" -- --cpu-kernels reference --explain)
+fusert_cli_test(cpu_kernels_onednn_explain --stdout 0
+                "^cpu plan: [0-9]+ oneDNN primitive step\\(s\\), [0-9]+ anchor step\\(s\\) on the reference kernels"
+                "1\\. espresso +0\\.95" -- --explain)
 
 # ---- model files
 fusert_cli_test(model_missing 1 "^infer: error: .*/no_such_model\\.yaml: cannot open model file"
