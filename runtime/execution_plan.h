@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,16 @@ class BufferTable {
   virtual ~BufferTable() = default;
   virtual float* f32(ValueId id) const = 0;
   virtual void* raw(ValueId id) const = 0;
+};
+
+/// A step whose kernel can read its `input` or write its `output` in a layout of its own of
+/// the same size (e.g. NHWC for a oneDNN convolution) instead of the graph's NCHW; the CPU
+/// backend's layout pass (runtime/cpu/layout.cc) decides, after checking every other reader
+/// and writer of the buffer, and calls `use` once before any run.
+struct NativeLayout {
+  ValueId input = kNoValue, output = kNoValue;
+  std::vector<int64_t> input_strides, output_strides;  ///< the layouts offered; empty: none
+  std::function<void(bool input, bool output)> use;
 };
 
 /// One kernel launch. `run` holds the kernel's parameters (captured at lowering time) and
@@ -35,6 +46,7 @@ struct Step {
   /// Optional data-dependent validation run before `run` (e.g. Gather index range); its error
   /// names the node and tensor, and the run stops.
   std::function<Status(const BufferTable&)> check;
+  std::shared_ptr<NativeLayout> native;  ///< CPU oneDNN convolutions only
 };
 
 /// What one run measured.

@@ -46,6 +46,16 @@ class ConvAnchor : public Anchor {
   /// `ep` carries the bound operands (same steps as at creation). y may alias a tensor
   /// operand (a residual whose buffer is reused); it must not alias x.
   virtual void run(const float* x, const Epilogue& ep, float* y) const = 0;
+
+  /// Native layouts: the element strides (over N, C, H, W) of the dense layout of the same size
+  /// as NCHW (e.g. NHWC) in which the primitive prefers its input / output, or empty when it
+  /// prefers NCHW or a padded blocked layout. The output is offered only when the whole
+  /// epilogue runs inside the primitive (post-ops, no sum, no tail).
+  virtual std::vector<int64_t> native_input() const = 0;
+  virtual std::vector<int64_t> native_output() const = 0;
+  /// Reads x / writes y in the native layout instead of NCHW (no reorder). Set once, before
+  /// any run, by a layout pass that checked every other reader and writer of the buffer.
+  virtual void use_native(bool input, bool output) = 0;
 };
 
 /// Gemm (ONNX): y [M, N] = ep(alpha * op(A) * op(B) + beta * C) with B constant and C absent

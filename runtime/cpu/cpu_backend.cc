@@ -22,6 +22,7 @@ class CpuBackend final : public Backend {
   }
   Result<std::vector<Step>> lower(const Graph& g, const FusionPlan& plan) override {
     FUSERT_ASSIGN_OR_RETURN(std::vector<Step> steps, lower_plan_cpu(g, plan, kernels_));
+    native_values_ = kernels_ == CpuKernels::kOneDnn ? assign_native_layouts(g, steps) : 0;
     steps_.clear();
     for (const Step& s : steps) steps_.push_back({s.name, s.kernel, s.detail, s.alias_of != kNoValue});
     return steps;
@@ -59,7 +60,8 @@ class CpuBackend final : public Backend {
     }
     if (kernels_ == CpuKernels::kReference) return "cpu plan: reference kernels (--cpu-kernels reference)\n";
     return "cpu plan: " + std::to_string(onednn) + " oneDNN primitive step(s), " + std::to_string(reference) +
-           " anchor step(s) on the reference kernels\n" + lines;
+           " anchor step(s) on the reference kernels, " + std::to_string(native_values_) +
+           " activation(s) kept in oneDNN's layout between convolutions\n" + lines;
   }
 
   size_t execution_contexts() const override { return executor_ ? executor_->contexts() : 0; }
@@ -67,6 +69,7 @@ class CpuBackend final : public Backend {
  private:
   int threads_;
   CpuKernels kernels_;
+  int native_values_ = 0;
   struct StepInfo {
     std::string name, kernel, detail;
     bool alias = false;

@@ -28,6 +28,11 @@ Result<std::vector<Step>> lower_plan_cpu(const Graph& g, const FusionPlan& plan,
 /// The CPU step of one kernel group (also the CUDA backend's host fallback). Errors name the group.
 Result<Step> lower_group_cpu(const Graph& g, const FusionGroup& grp, CpuKernels kernels = CpuKernels::kReference);
 
+/// The layout pass (layout.cc): activations passed between oneDNN convolutions that prefer the
+/// same dense layout stay in it (no reorders). Call once on the lowered steps, before any run.
+/// Returns the number of activations kept in a native layout.
+int assign_native_layouts(const Graph& g, std::vector<Step>& steps);
+
 namespace lowering {
 
 /// Kind-specific CPU lowerings, one file each (named after the group kind).

@@ -15,6 +15,23 @@ bool is_weight(const Graph& g, ValueId v) { return v != kNoValue && !g.value(v).
 
 const float* weight_or_null(const Graph& g, ValueId v) { return v == kNoValue ? nullptr : g.value(v).data.f32(); }
 
+// What the layout pass may change for a convolution step: its input when the group reads x only
+// as the convolution's source (not also as an epilogue operand), its output.
+std::shared_ptr<NativeLayout> native_layout(const Graph& g, const std::shared_ptr<cpu::onednn::ConvAnchor>& p,
+                                            ValueId x, ValueId y, const EpilogueTemplate& t) {
+  (void)g;
+  auto n = std::make_shared<NativeLayout>();
+  n->input = x;
+  n->output = y;
+  bool x_operand = t.ln_scale == x || t.ln_shift == x;
+  for (ValueId v : t.step_operands) x_operand |= v == x;
+  for (ValueId v : t.post_operands) x_operand |= v == x;
+  if (!x_operand) n->input_strides = p->native_input();
+  n->output_strides = p->native_output();
+  n->use = [p](bool input, bool output) { p->use_native(input, output); };
+  return n;
+}
+
 // Conv-sum (cross): y = chain(conv1(x1) + conv2(x2) + b1 + b2). conv2 writes y first; conv1 then
 // adds into it with the sum post-op (its epilogue starts with "+ y"), bias b1 + b2, and the
 // chain as post-ops.
@@ -108,7 +125,8 @@ Status lower_anchor_onednn(const Graph& g, const FusionGroup& grp, Step& s) {
     if (!prim) return error(StatusCode::kUnsupported) << why;
     s.kernel = "onednn_conv";
     s.detail = prim->describe();
-    std::shared_ptr<const cpu::onednn::ConvAnchor> p(std::move(prim));
+    std::shared_ptr<cpu::onednn::ConvAnchor> p(std::move(prim));
+    s.native = native_layout(g, p, x, y, t);
     s.run = [=](const BufferTable& b) { p->run(b.f32(x), t.bind(b), b.f32(y)); };
     return Status();
   }

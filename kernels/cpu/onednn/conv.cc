@@ -31,25 +31,60 @@ class ConvImpl final : public ConvAnchor {
   memory::desc x_plain, y_plain;
   bool reorder_in = false, reorder_out = false;
   std::string info;
-  const float* w_ref = nullptr;  ///< the caller's weights and bias (alive as long as the anchor):
-  const float* b_ref = nullptr;  ///< the reference kernel's, for calls with non-finite inputs
-  long squash = -1;              ///< first post-op that maps NaN to a number (first_squash)
+  const float* w_ref = nullptr;                 ///< the caller's weights and bias (alive as long as the anchor):
+  const float* b_ref = nullptr;                 ///< the reference kernel's, for calls with non-finite inputs
+  long squash = -1;                             ///< first post-op that maps NaN to a number (first_squash)
+  bool src_native = false, dst_native = false;  ///< use_native: x / y stored in pd's layout
+  bool tail = false;                            ///< a GlobalAveragePool tail follows (output [N, M])
 
   size_t fused_steps() const override { return po.fused; }
   std::string describe() const override { return info; }
 
+  std::vector<int64_t> native_input() const override { return reorder_in ? dense_strides_of(pd.src_desc()) : Dims(); }
+  std::vector<int64_t> native_output() const override {
+    const bool whole = po.fused == steps && po.sum_step == kNoSum && !tail;
+    return reorder_out && whole ? dense_strides_of(pd.dst_desc()) : Dims();
+  }
+  void use_native(bool input, bool output) override {
+    src_native = input && !native_input().empty();
+    dst_native = output && !native_output().empty();
+    if (src_native || dst_native)
+      info += std::string("; native layout:") + (src_native ? " in" : "") + (dst_native ? " out" : "");
+  }
+
+  // The reference kernel on a call with NaN/Inf, converting native buffers to NCHW and back.
+  void run_reference(const float* x, const Epilogue& ep, float* y) const {
+    dnnl::stream s(cpu_engine());
+    const float* xp = x;
+    if (src_native) {
+      float* plain = scratch(0, static_cast<size_t>(p.n * p.c * p.h * p.w));
+      memory xn(pd.src_desc(), cpu_engine(), const_cast<float*>(x)), xm(x_plain, cpu_engine(), plain);
+      dnnl::reorder(xn, xm).execute(s, xn, xm);
+      s.wait();
+      xp = plain;
+    }
+    float* out = dst_native ? scratch(1, static_cast<size_t>(p.n * p.m * p.oh * p.ow)) : y;
+    conv2d_fused(p, xp, w_ref, b_ref, ep, out);  // NaN/Inf propagate as ONNX says
+    if (dst_native) {
+      memory ym(y_plain, cpu_engine(), out), yn(pd.dst_desc(), cpu_engine(), y);
+      dnnl::reorder(ym, yn).execute(s, ym, yn);
+      s.wait();
+    }
+  }
+
   void run(const float* x, const Epilogue& ep, float* y) const override {
     if (squash >= 0 && !inputs_finite(x, p.n * p.c * p.h * p.w, ep, squash, out_dims, 1)) {
-      conv2d_fused(p, x, w_ref, b_ref, ep, y);  // NaN/Inf propagate as ONNX says
+      run_reference(x, ep, y);
       return;
     }
     dnnl::stream s(cpu_engine());
     const int64_t total = p.n * p.m * p.oh * p.ow;
     const bool alias = aliases_output(ep, y, po.sum_step), pool = ep.tail == EpTail::kGlobalAvgPool;
     float* out = alias || pool ? scratch(2, static_cast<size_t>(total)) : y;  // pool: [N, M, OH, OW] first
-    memory xm(x_plain, cpu_engine(), const_cast<float*>(x));
-    memory ym(y_plain, cpu_engine(), out);
+    memory xm(src_native ? pd.src_desc() : x_plain, cpu_engine(), const_cast<float*>(x));
+    memory ym(dst_native ? pd.dst_desc() : y_plain, cpu_engine(), out);
     memory src = xm, dst = ym;
+    const bool reorder_in = this->reorder_in && !src_native, reorder_out = this->reorder_out && !dst_native;
     if (reorder_in) {
       src = memory(pd.src_desc(), cpu_engine(), scratch(0, pd.src_desc().get_size() / sizeof(float) + 16));
       dnnl::reorder(xm, src).execute(s, xm, src);
@@ -166,6 +201,7 @@ std::unique_ptr<ConvAnchor> ConvAnchor::create(const ConvParams& p, const float*
   for (int64_t i = 0; i < p.m; ++i) bp[i] = bias ? bias[i] : 0.f;
   s.wait();
   c->out_dims = y_dims;
+  c->tail = ep.tail != EpTail::kNone;
   c->w_ref = w;
   c->b_ref = bias;
   c->squash = first_squash(ep.steps, c->po.fused);

@@ -22,6 +22,9 @@ const dnnl::engine& cpu_engine();
 /// stacked result of a horizontal GEMM.
 float* scratch(int slot, size_t floats);
 Dims dense_strides(const Dims& d);
+/// The element strides of `md` when it is a dense permutation of its dims (no inner blocks, no
+/// padding: same size as the plain layout, e.g. NHWC); else empty.
+Dims dense_strides_of(const memory::desc& md);
 
 /// The leading epilogue steps as a post-op chain.
 struct PostOps {

@@ -41,6 +41,19 @@ Dims dense_strides(const Dims& d) {
   return s;
 }
 
+Dims dense_strides_of(const memory::desc& md) {
+  const dnnl_memory_desc_t& d = md.data;
+  if (d.format_kind != dnnl_blocked || d.format_desc.blocking.inner_nblks != 0) return {};
+  Dims strides(d.format_desc.blocking.strides, d.format_desc.blocking.strides + d.ndims);
+  int64_t size = 1;
+  for (int i = 0; i < d.ndims; ++i) {
+    if (d.padded_dims[i] != d.dims[i] || d.padded_offsets[i] != 0) return {};
+    size *= d.dims[i];
+  }
+  if (static_cast<int64_t>(md.get_size() / sizeof(float)) != size) return {};
+  return strides;
+}
+
 // An eltwise post-op for a unary step (appended to `po`); false when oneDNN has none.
 bool append_unary(const EpilogueStep& s, dnnl::post_ops* po, std::vector<std::string>* names) {
   auto add = [&](algorithm a, float alpha, float beta, const char* name) {

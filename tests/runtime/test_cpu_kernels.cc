@@ -1,0 +1,102 @@
+// The CPU backend on oneDNN against its reference kernels, whole models: the layout pass keeps
+// activations between oneDNN convolutions in oneDNN's layout (no reorders) and the outputs stay
+// those of the reference kernels, NaN and Inf included; a buffer read by anything else (a view,
+// an Add, the caller) stays NCHW.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "kernels/cpu/onednn.h"
+#include "runtime/session.h"
+#include "tests/runtime/runtime_test_util.h"
+
+using namespace fusert;
+using namespace fusert::test;
+
+namespace {
+
+// conv chain (3x3, 1x1, depthwise 3x3) with ReLU6s, then a residual Add of the chain's input,
+// then a conv read by a Flatten view: only the activations between the three convs qualify.
+const char* kChain = R"(fusert: 1
+name: chain
+inputs: [{name: x, shape: [1, 16, 10, 10]}]
+outputs: [y]
+initializers:
+  - {name: a.w, shape: [32, 16, 3, 3]}
+  - {name: a.b, shape: [32]}
+  - {name: b.w, shape: [32, 32, 1, 1]}
+  - {name: c.w, shape: [32, 1, 3, 3]}
+  - {name: d.w, shape: [16, 32, 1, 1]}
+  - {name: e.w, shape: [8, 16, 1, 1]}
+nodes:
+  - {name: a, op: Conv, inputs: [x, a.w, a.b], outputs: [a1], attrs: {kernel_shape: [3, 3], pads: [1, 1, 1, 1]}}
+  - {name: a_act, op: Clip, inputs: [a1], outputs: [a2], attrs: {min: 0.0, max: 6.0}}
+  - {name: b, op: Conv, inputs: [a2, b.w], outputs: [b1], attrs: {kernel_shape: [1, 1]}}
+  - {name: b_act, op: Relu, inputs: [b1], outputs: [b2]}
+  - {name: c, op: Conv, inputs: [b2, c.w], outputs: [c1], attrs: {kernel_shape: [3, 3], pads: [1, 1, 1, 1], group: 32}}
+  - {name: d, op: Conv, inputs: [c1, d.w], outputs: [d1], attrs: {kernel_shape: [1, 1]}}
+  - {name: res, op: Add, inputs: [d1, x], outputs: [r]}
+  - {name: e, op: Conv, inputs: [r, e.w], outputs: [e1], attrs: {kernel_shape: [1, 1]}}
+  - {name: flat, op: Flatten, inputs: [e1], outputs: [y]}
+)";
+
+std::unique_ptr<Session> open(const std::string& path, const std::string& kernels, const std::string& fusion) {
+  SessionOptions o;
+  o.seeded = true;
+  o.cpu_kernels = kernels;
+  o.fusion = fusion;
+  auto s = Session::load(path, o);
+  REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+  return std::move(s.value());
+}
+
+}  // namespace
+
+TEST_CASE("cpu kernels: activations between oneDNN convolutions stay in oneDNN's layout; outputs match the reference") {
+  if (!cpu::onednn::built()) {
+    MESSAGE("skipped: this build has no oneDNN");
+    return;
+  }
+  const std::string path = scratch("chain.yaml");
+  write_file(path, kChain);
+  for (const char* fusion : {"none", "all"}) {
+    CAPTURE(fusion);
+    auto dnn = open(path, "onednn", fusion);
+    auto ref = open(path, "reference", fusion);
+    const std::string report = dnn->backend_report();
+    CAPTURE(report);
+    // none: a1 (Clip), b1 (Relu) are read by elementwise kernels, c1 by conv d only;
+    // all: a2, b2, c1 pass between convs; d1 + x is an Add (none) or d's epilogue (all).
+    CHECK(
+        contains(report, std::string(fusion) == std::string("all") ? "3 activation(s) kept" : "1 activation(s) kept"));
+    TensorMap in = dnn->seeded_inputs(3);
+    for (int special = 0; special < 2; ++special) {
+      CAPTURE(special);
+      if (special) {  // NaN and Inf reach the convolutions that read native buffers
+        in.at("x").f32()[5] = std::numeric_limits<float>::quiet_NaN();
+        in.at("x").f32()[777] = -std::numeric_limits<float>::infinity();
+      }
+      auto a = dnn->run(in);
+      auto b = ref->run(in);
+      REQUIRE(a.ok());
+      REQUIRE(b.ok());
+      const Tensor& ya = a->at("y");
+      const Tensor& yb = b->at("y");
+      REQUIRE(ya.numel() == yb.numel());
+      int mismatches = 0;
+      for (int64_t i = 0; i < ya.numel(); ++i) {
+        const float u = ya.f32()[i], v = yb.f32()[i];
+        if (std::isnan(u) || std::isnan(v)) {
+          mismatches += std::isnan(u) != std::isnan(v);
+        } else if (std::isinf(u) || std::isinf(v)) {
+          mismatches += u != v;
+        } else {
+          mismatches += std::abs(u - v) > 1e-4f * (1.f + std::abs(v));
+        }
+      }
+      CHECK(mismatches == 0);
+    }
+  }
+}
