@@ -28,6 +28,7 @@ struct NativeLayout {
   ValueId input = kNoValue, output = kNoValue;
   std::vector<int64_t> input_strides, output_strides;  ///< the layouts offered; empty: none
   std::function<void(bool input, bool output)> use;
+  bool input_used = false, output_used = false;  ///< what the layout pass chose
 };
 
 /// One kernel launch. `run` holds the kernel's parameters (captured at lowering time) and

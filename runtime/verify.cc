@@ -34,6 +34,24 @@ class MapTable : public BufferTable {
   mutable std::vector<Tensor> bufs_;
 };
 
+// Copies a 4-D NCHW tensor into the dense layout with element `strides` (to_native), or back.
+Tensor permute_layout(const Tensor& t, const std::vector<int64_t>& strides, bool to_native) {
+  Tensor out(t.dtype(), t.shape());
+  const Shape& d = t.shape();
+  int64_t i = 0;
+  for (int64_t n = 0; n < d[0]; ++n)
+    for (int64_t c = 0; c < d[1]; ++c)
+      for (int64_t h = 0; h < d[2]; ++h)
+        for (int64_t w = 0; w < d[3]; ++w, ++i) {
+          const int64_t j = n * strides[0] + c * strides[1] + h * strides[2] + w * strides[3];
+          if (to_native)
+            out.f32()[j] = t.f32()[i];
+          else
+            out.f32()[i] = t.f32()[j];
+        }
+  return out;
+}
+
 }  // namespace
 
 Result<std::vector<GroupCheck>> verify_groups(Session& s, const TensorMap& inputs) {
@@ -61,10 +79,14 @@ Result<std::vector<GroupCheck>> verify_groups(Session& s, const TensorMap& input
   for (const Step& st : s.plan().steps) {
     if (st.nodes.size() < 2 || !st.run) continue;
     MapTable mine(g);
+    const NativeLayout* nl = st.native.get();  // buffers the layout pass keeps in oneDNN's layout
     for (ValueId in : st.inputs) {
-      if (!g.value(in).is_initializer) mine.set(in, ref.tensor(in).clone());
+      if (g.value(in).is_initializer) continue;
+      const bool native = nl && nl->input_used && nl->input == in;
+      mine.set(in, native ? permute_layout(ref.tensor(in), nl->input_strides, true) : ref.tensor(in).clone());
     }
     st.run(mine);
+    if (nl && nl->output_used) mine.set(nl->output, permute_layout(mine.tensor(nl->output), nl->output_strides, false));
     GroupCheck c;
     c.group = st.name;
     c.kernel = st.kernel;

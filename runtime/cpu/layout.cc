@@ -36,7 +36,10 @@ int assign_native_layouts(const Graph& g, std::vector<Step>& steps) {
   for (size_t i = 0; i < steps.size(); ++i) {
     if (!in[i] && !out[i]) continue;
     steps[i].native->use(in[i], out[i]);
-    steps[i].detail += std::string("; reorders removed (layout kept native):") + (in[i] ? " in" : "") + (out[i] ? " out" : "");
+    steps[i].native->input_used = in[i];
+    steps[i].native->output_used = out[i];
+    steps[i].detail +=
+        std::string("; reorders removed (layout kept native):") + (in[i] ? " in" : "") + (out[i] ? " out" : "");
   }
   return kept;
 }
