@@ -14,9 +14,13 @@ namespace fusert {
 using TensorMap = std::map<std::string, Tensor>;
 
 struct SessionOptions {
-  std::string device = "cpu";   ///< "cpu" or "cuda" (cuda fails with a clear error without a GPU)
-  int threads = 0;              ///< CPU worker threads; 0 = all cores
-  std::string fusion = "all";   ///< "none", "all", or a comma list of vertical,horizontal,cross,compound
+  std::string device = "cpu";  ///< "cpu" or "cuda" (cuda fails with a clear error without a GPU)
+  int threads = 0;             ///< CPU worker threads; 0 = all cores
+  std::string fusion = "all";  ///< "none", "all", or a comma list of vertical,horizontal,cross,compound
+  /// Canonicalisation passes (BN folding, LayerNorm/GELU recognition, DCE) also with fusion
+  /// "none": the fair unfused baseline, so that fused / unfused measures fusion alone. Off by
+  /// default: "none" runs the graph as written (constant folding and DCE only).
+  bool canonicalize_unfused = false;
   bool profile_guided = false;  ///< time every op unfused once; hot ops drive vertical fusion first
   std::string weights;          ///< safetensors path; empty = the model's own weights file if it declares one
   bool seeded = false;          ///< ignore weights files and use seeded weights (models/FORMAT.md)

@@ -28,6 +28,8 @@ bundled photo models/data/coffee.png, printing the top-5 labels and timing.
   --threads N             CPU threads (default 0: OMP_NUM_THREADS if set, else all cores)
   --fusion MODE           none | all | comma list of vertical,horizontal,cross,compound
                           (default all)
+  --canonicalize         with --fusion none: run the canonicalisation passes too (BN folded,
+                          LayerNorm/GELU recognised): the fair unfused baseline
   --cpu-kernels K         CPU anchors (Conv, Gemm, MatMul): onednn (default: oneDNN primitives
                           with the fused epilogue as post-ops) or reference (our kernels)
   --profile-guided        run once unfused, time every op, let hot ops drive vertical
@@ -127,6 +129,10 @@ Result<InferOptions> parse_args(int argc, char** argv) {
     }
     if (a == "--compare-cpu") {
       o.compare_cpu = true;
+      continue;
+    }
+    if (a == "--canonicalize") {
+      o.session.canonicalize_unfused = true;
       continue;
     }
     static const char* const kWithValue[] = {

@@ -100,3 +100,31 @@ TEST_CASE("cpu kernels: activations between oneDNN convolutions stay in oneDNN's
     }
   }
 }
+
+TEST_CASE(
+    "cpu kernels: the fair unfused baseline folds BatchNorm (canonicalize_unfused) and computes the same outputs") {
+  const std::string path = std::string(FUSERT_SOURCE_DIR) + "/models/resnet18.yaml";
+  SessionOptions raw;
+  raw.seeded = true;
+  raw.fusion = "none";
+  SessionOptions fair = raw;
+  fair.canonicalize_unfused = true;
+  auto a = Session::load(path, raw);
+  auto b = Session::load(path, fair);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK((*a)->stats().kernels == 68);  // 20 convs, 20 BatchNorms, ... one kernel per node
+  CHECK((*b)->stats().kernels == 48);  // the 20 BatchNorms folded into their convs
+  TensorMap in = (*a)->seeded_inputs(1);
+  auto ya = (*a)->run(in), yb = (*b)->run(in);
+  REQUIRE(ya.ok());
+  REQUIRE(yb.ok());
+  const Tensor& u = ya->at("logits");
+  const Tensor& v = yb->at("logits");
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < u.numel(); ++i) {
+    num += (u.f32()[i] - v.f32()[i]) * static_cast<double>(u.f32()[i] - v.f32()[i]);
+    den += u.f32()[i] * static_cast<double>(u.f32()[i]);
+  }
+  CHECK(std::sqrt(num / den) < 1e-5);
+}
