@@ -51,6 +51,9 @@ Status lower_conv_sum_onednn(const Graph& g, const FusionGroup& grp, Step& s) {
   std::string why;
   if (!build_epilogue(g, tail_of(grp, 3), join.outputs[0], shape, true, &t, &why))
     return error(StatusCode::kUnsupported) << why;
+  // conv2 writes its full result into y: with a GlobalAveragePool tail y is only [N, M] (the
+  // planner fuzzer caught the overflow).
+  if (t.ep.tail != cpu::EpTail::kNone) return error(StatusCode::kUnsupported) << "conv-sum with a pooling tail";
   cpu::EpilogueStep add;  // "+ y": what conv2 left there
   add.op = cpu::EpOp::kAddTensor;
   add.mode = cpu::OperandMode::kFull;
