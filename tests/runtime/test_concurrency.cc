@@ -247,7 +247,8 @@ int hammer(const ExecutorCore& core, int runs) {
 
 }  // namespace
 
-TEST_CASE("executor core: a device with one context serializes runs; an unbounded one gets one per run in flight") {
+TEST_CASE(
+    "concurrency: the executor core with one context serializes runs; an unbounded one gets one per run in flight") {
   Graph g = copy_graph();
   ExecutionPlan plan;
   plan.slots.resize(g.values.size());
@@ -267,7 +268,7 @@ TEST_CASE("executor core: a device with one context serializes runs; an unbounde
   CHECK(pooled.contexts() <= 6);
 }
 
-TEST_CASE("executor core: a context that cannot be created is an error, and the pool recovers") {
+TEST_CASE("concurrency: an execution context that cannot be created is an error, and the pool recovers") {
   Graph g = copy_graph();
   ExecutionPlan plan;
   plan.slots.resize(g.values.size());
