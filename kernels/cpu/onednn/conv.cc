@@ -36,6 +36,9 @@ class ConvImpl final : public ConvAnchor {
   long squash = -1;                             ///< first post-op that maps NaN to a number (first_squash)
   bool src_native = false, dst_native = false;  ///< use_native: x / y stored in pd's layout
   bool tail = false;                            ///< a GlobalAveragePool tail follows (output [N, M])
+  /// Activation reorders, created once with the primitive (not per call): NCHW -> pd's source
+  /// layout, pd's destination layout -> NCHW, and NCHW -> pd's destination (the sum operand).
+  dnnl::reorder to_src, from_dst, to_dst;
 
   size_t fused_steps() const override { return po.fused; }
   std::string describe() const override { return info; }
@@ -87,7 +90,7 @@ class ConvImpl final : public ConvAnchor {
     const bool reorder_in = this->reorder_in && !src_native, reorder_out = this->reorder_out && !dst_native;
     if (reorder_in) {
       src = memory(pd.src_desc(), cpu_engine(), scratch(0, pd.src_desc().get_size() / sizeof(float) + 16));
-      dnnl::reorder(xm, src).execute(s, xm, src);
+      to_src.execute(s, xm, src);
     }
     if (reorder_out)
       dst = memory(pd.dst_desc(), cpu_engine(), scratch(1, pd.dst_desc().get_size() / sizeof(float) + 16));
@@ -95,7 +98,7 @@ class ConvImpl final : public ConvAnchor {
       const float* r = ep.steps[static_cast<size_t>(po.sum_step)].operand;
       if (reorder_out) {
         memory rm(y_plain, cpu_engine(), const_cast<float*>(r));
-        dnnl::reorder(rm, dst).execute(s, rm, dst);
+        to_dst.execute(s, rm, dst);
       } else if (r != out) {
         std::memcpy(out, r, static_cast<size_t>(total) * sizeof(float));
       }
@@ -107,7 +110,7 @@ class ConvImpl final : public ConvAnchor {
                                             {DNNL_ARG_SCRATCHPAD, scratchpad(pd.scratchpad_desc())}};
     bind_binary(po, ep, &args);
     prim.execute(s, args);
-    if (reorder_out) dnnl::reorder(dst, ym).execute(s, dst, ym);
+    if (reorder_out) from_dst.execute(s, dst, ym);
     s.wait();
     apply_rest(ep, po.fused, total, p.m, p.oh * p.ow, out);
     if (pool) {
@@ -211,6 +214,12 @@ std::unique_ptr<ConvAnchor> ConvAnchor::create(const ConvParams& p, const float*
   }
   c->reorder_in = c->pd.src_desc() != c->x_plain;
   c->reorder_out = c->pd.dst_desc() != c->y_plain;
+  const dnnl::engine& e = cpu_engine();
+  if (c->reorder_in) c->to_src = dnnl::reorder(dnnl::reorder::primitive_desc(e, c->x_plain, e, c->pd.src_desc()));
+  if (c->reorder_out) {
+    c->from_dst = dnnl::reorder(dnnl::reorder::primitive_desc(e, c->pd.dst_desc(), e, c->y_plain));
+    c->to_dst = dnnl::reorder(dnnl::reorder::primitive_desc(e, c->y_plain, e, c->pd.dst_desc()));
+  }
   c->info = describe_pd(c->pd.impl_info_str(), c->po, c->steps, c->reorder_in, c->reorder_out);
   return c;
 }
