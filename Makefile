@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 WEIGHTS := .cache/weights/efficientnet_lite0.safetensors
 
-.PHONY: all run test deps weights configure build bench format format-check clean help fuzz-planner fuzz sanitize tsan
+.PHONY: all run test deps weights configure build bench bench-fusion format format-check clean help fuzz-planner fuzz sanitize tsan
 
 all: build
 
@@ -14,7 +14,9 @@ help:
 	@echo "make run     install deps, fetch weights, build, run infer on the default model and photo"
 	@echo "make test    same set-up, then run every test through ctest"
 	@echo "make build   configure and build (Release) into $(BUILD)/"
-	@echo "make bench   fused vs unfused CPU latency of every zoo model, side by side"
+	@echo "make bench   fusert fused and unfused vs ONNX Runtime on the CPU, 1 thread and all cores, interleaved"
+	@echo "             (tools/cpu_bench.py; docs/bench/: results.json, results.md, latency.png; BENCH_ARGS=...)"
+	@echo "make bench-fusion   fused vs unfused latency of every zoo model (bench binary, no ONNX Runtime)"
 	@echo "make fuzz-planner [N=2000] [SEED=1]   the differential planner fuzzer, AddressSanitizer +"
 	@echo "             UBSan build in $(ASAN_BUILD)/; failures shrunk into fuzz-failures/"
 	@echo "make sanitize   every CPU test under AddressSanitizer + UBSan (build-asan/)"
@@ -52,7 +54,11 @@ test: weights build
 	@echo "[test] ctest"
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-bench: weights build
+BENCH_ARGS ?=
+bench: build
+	@PY=$$(bash tools/setup_bench.sh) && $$PY tools/cpu_bench.py --bench $(BUILD)/bench $(BENCH_ARGS)
+
+bench-fusion: build
 	./$(BUILD)/bench --runs 10
 
 # The planner fuzzer under AddressSanitizer + UndefinedBehaviorSanitizer (CPU backend only): a

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Installs the Debian packages fusert builds and tests with, only those missing. Idempotent.
+# With --bench also what `make bench` needs from Debian (tools/setup_bench.sh adds the PyPI part).
 set -euo pipefail
 # libdnnl-dev: oneDNN, the CPU anchor library. Its CMake package (Debian's build also has a GPU
 # runtime) requires OpenCL to be found, hence ocl-icd-opencl-dev, only a "Recommends" of it.
 pkgs=(build-essential cmake pkg-config libeigen3-dev libyaml-cpp-dev doctest-dev nlohmann-json3-dev
       libpng-dev libjpeg62-turbo-dev libutf8proc-dev libdnnl-dev ocl-icd-opencl-dev python3 python3-pip ca-certificates)
+if [ "${1:-}" = "--bench" ]; then
+  # PyTorch builds the reference modules the ONNX files are exported from; matplotlib plots.
+  pkgs+=(python3-venv python3-numpy python3-torch python3-torchvision python3-matplotlib)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

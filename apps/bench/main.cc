@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/bench/serve.h"
 #include "runtime/session.h"
 
 using namespace fusert;
@@ -90,6 +91,10 @@ Status bench_model(const std::string& path, int runs, const SessionOptions& base
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && (!std::strcmp(argv[1], "--serve") || !std::strcmp(argv[1], "--fma-peak"))) {
+    std::vector<std::string> rest(argv + 2, argv + argc);
+    return !std::strcmp(argv[1], "--serve") ? bench::serve(rest) : bench::fma_peak(rest);
+  }
   int runs = 10;
   SessionOptions base;
   std::vector<std::string> models;
@@ -108,8 +113,12 @@ int main(int argc, char** argv) {
       std::puts(
           "usage: bench [--runs N] [--device cpu|cuda] [--cpu-kernels onednn|reference] [--no-cuda-graph] [--tf32]\n"
           "             [model.yaml ...]\n"
+          "       bench --serve model.yaml [--fusion none|all] [--canonicalize] [--threads T] [--input NAME=F.npy]\n"
+          "       bench --fma-peak [--threads T]\n"
           "  (default: every zoo model, seeded weights, CPU; on the CPU with oneDNN anchors also the fused\n"
-          "  plan on the reference kernels, interleaved: column 'ref all ms' and its ratio to 'all ms')");
+          "  plan on the reference kernels, interleaved: column 'ref all ms' and its ratio to 'all ms')\n"
+          "  --serve: a worker holding one session, timing one run per 'run' line on stdin (tools/cpu_bench.py,\n"
+          "  `make bench`, drives it against ONNX Runtime); --fma-peak: the measured FP32 FMA peak in GFLOP/s");
       return 0;
     } else if (argv[i][0] == '-') {
       std::fprintf(stderr, "bench: unknown option '%s' (see --help)\n", argv[i]);
