@@ -20,15 +20,24 @@ class BufferTable {
   virtual void* raw(ValueId id) const = 0;
 };
 
-/// A step whose kernel can read its `input` or write its `output` in a layout of its own of
-/// the same size (e.g. NHWC for a oneDNN convolution) instead of the graph's NCHW; the CPU
-/// backend's layout pass (runtime/cpu/layout.cc) decides, after checking every other reader
-/// and writer of the buffer, and calls `use` once before any run.
+/// A step whose kernel can read some inputs or write its `output` in a layout of its own of the
+/// same size (e.g. NHWC for a oneDNN convolution) instead of the graph's NCHW; the CPU backend's
+/// layout pass (runtime/cpu/layout.cc) decides, after checking every other reader and writer of
+/// each buffer, and calls `apply` once before any run.
 struct NativeLayout {
-  ValueId input = kNoValue, output = kNoValue;
-  std::vector<int64_t> input_strides, output_strides;  ///< the layouts offered; empty: none
-  std::function<void(bool input, bool output)> use;
-  bool input_used = false, output_used = false;  ///< what the layout pass chose
+  struct Read {
+    ValueId value = kNoValue;
+    std::vector<int64_t> strides;  ///< the layout accepted; empty: none
+    bool used = false;             ///< what the layout pass chose
+  };
+  /// Buffers the step may read in a native layout: a convolution's source, the residual its sum
+  /// post-op adds. A value listed here is read by the step in no other way.
+  std::vector<Read> reads;
+  ValueId output = kNoValue;
+  std::vector<int64_t> output_strides;  ///< the layout offered; empty: none
+  bool output_used = false;             ///< what the layout pass chose
+  /// Called once by the layout pass after it set `used` / `output_used`.
+  std::function<void(const NativeLayout&)> apply;
 };
 
 /// One kernel launch. `run` holds the kernel's parameters (captured at lowering time) and

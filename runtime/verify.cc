@@ -82,8 +82,10 @@ Result<std::vector<GroupCheck>> verify_groups(Session& s, const TensorMap& input
     const NativeLayout* nl = st.native.get();  // buffers the layout pass keeps in oneDNN's layout
     for (ValueId in : st.inputs) {
       if (g.value(in).is_initializer) continue;
-      const bool native = nl && nl->input_used && nl->input == in;
-      mine.set(in, native ? permute_layout(ref.tensor(in), nl->input_strides, true) : ref.tensor(in).clone());
+      const NativeLayout::Read* native = nullptr;
+      for (size_t k = 0; nl && k < nl->reads.size(); ++k)
+        if (nl->reads[k].used && nl->reads[k].value == in) native = &nl->reads[k];
+      mine.set(in, native ? permute_layout(ref.tensor(in), native->strides, true) : ref.tensor(in).clone());
     }
     st.run(mine);
     if (nl && nl->output_used) mine.set(nl->output, permute_layout(mine.tensor(nl->output), nl->output_strides, false));

@@ -50,12 +50,19 @@ class ConvAnchor : public Anchor {
   /// Native layouts: the element strides (over N, C, H, W) of the dense layout of the same size
   /// as NCHW (e.g. NHWC) in which the primitive prefers its input / output, or empty when it
   /// prefers NCHW or a padded blocked layout. The output is offered only when the whole
-  /// epilogue runs inside the primitive (post-ops, no sum, no tail).
+  /// epilogue runs inside the primitive (post-ops, the sum post-op, no tail). The sum operand
+  /// (the residual the sum post-op adds, index sum_step() of ep.steps) is accepted in the
+  /// output's native layout when the output is offered; it is then copied into the destination
+  /// as it is instead of reordered.
   virtual std::vector<int64_t> native_input() const = 0;
   virtual std::vector<int64_t> native_output() const = 0;
-  /// Reads x / writes y in the native layout instead of NCHW (no reorder). Set once, before
-  /// any run, by a layout pass that checked every other reader and writer of the buffer.
-  virtual void use_native(bool input, bool output) = 0;
+  virtual std::vector<int64_t> native_sum_operand() const = 0;
+  /// The epilogue step done as oneDNN's sum post-op, or -1.
+  virtual long sum_step() const = 0;
+  /// Reads x / writes y / reads the sum operand in the native layout instead of NCHW (no
+  /// reorder). Set once, before any run, by a layout pass that checked every other reader and
+  /// writer of each buffer.
+  virtual void use_native(bool input, bool output, bool sum_operand) = 0;
 };
 
 /// Gemm (ONNX): y [M, N] = ep(alpha * op(A) * op(B) + beta * C) with B constant and C absent

@@ -1,13 +1,32 @@
 // The CPU backend's layout pass: an activation written by a oneDNN convolution and read only by
-// oneDNN convolutions that all prefer the same dense layout (NHWC for the brgconv kernels) stays
-// in that layout; the reorder out of the producer and into every consumer disappear. A buffer
-// read by anything else (another kernel, an epilogue operand, a view, the caller as a graph
-// output) stays NCHW. The layouts have the size of NCHW, so the memory plan is unchanged.
+// oneDNN convolutions that all accept the producer's dense layout (NHWC for the brgconv kernels)
+// stays in that layout; the reorder out of the producer and into every consumer disappear. A
+// consumer accepts it as its source, or as the residual its sum post-op adds (copied into the
+// destination as it is when the destination has the same layout, reordered there otherwise). A
+// buffer read by anything else (another kernel, another epilogue operand, a view, the caller as
+// a graph output) stays NCHW. The layouts have the size of NCHW, so the memory plan is unchanged.
 #include <map>
 
 #include "runtime/cpu/lower_cpu.h"
 
 namespace fusert {
+
+namespace {
+
+// Whether step `c` reads `v` only in roles that accept the dense layout `strides`.
+bool accepts(const Step& c, ValueId v, const std::vector<int64_t>& strides) {
+  const NativeLayout* n = c.native.get();
+  if (!n) return false;
+  bool listed = false;
+  for (const NativeLayout::Read& r : n->reads) {
+    if (r.value != v) continue;
+    listed = true;
+    if (r.strides != strides) return false;
+  }
+  return listed;  // not listed: read some other way (e.g. a binary post-op operand)
+}
+
+}  // namespace
 
 int assign_native_layouts(const Graph& g, std::vector<Step>& steps) {
   std::map<ValueId, std::vector<size_t>> readers;  // value -> steps that read it
@@ -16,30 +35,33 @@ int assign_native_layouts(const Graph& g, std::vector<Step>& steps) {
     for (ValueId v : steps[i].inputs) readers[v].push_back(i);
     if (steps[i].alias_of != kNoValue) viewed[steps[i].alias_of] = true;
   }
-  std::vector<bool> in(steps.size(), false), out(steps.size(), false);
+  std::vector<bool> touched(steps.size(), false);
   int kept = 0;
   for (size_t i = 0; i < steps.size(); ++i) {
-    const NativeLayout* p = steps[i].native.get();
+    NativeLayout* p = steps[i].native.get();
     if (!p || p->output_strides.empty()) continue;
     const ValueId y = p->output;
     if (g.value(y).is_graph_output || viewed.count(y) || !readers.count(y)) continue;
     bool ok = true;
-    for (size_t r : readers[y]) {
-      const NativeLayout* c = steps[r].native.get();
-      ok &= c && c->input == y && c->input_strides == p->output_strides;
-    }
+    for (size_t r : readers[y]) ok &= accepts(steps[r], y, p->output_strides);
     if (!ok) continue;
-    out[i] = true;
-    for (size_t r : readers[y]) in[r] = true;
+    p->output_used = true;
+    touched[i] = true;
+    for (size_t r : readers[y]) {
+      for (NativeLayout::Read& rd : steps[r].native->reads) rd.used |= rd.value == y;
+      touched[r] = true;
+    }
     ++kept;
   }
   for (size_t i = 0; i < steps.size(); ++i) {
-    if (!in[i] && !out[i]) continue;
-    steps[i].native->use(in[i], out[i]);
-    steps[i].native->input_used = in[i];
-    steps[i].native->output_used = out[i];
-    steps[i].detail +=
-        std::string("; reorders removed (layout kept native):") + (in[i] ? " in" : "") + (out[i] ? " out" : "");
+    if (!touched[i]) continue;
+    const NativeLayout& n = *steps[i].native;
+    n.apply(n);
+    std::string what;
+    for (const NativeLayout::Read& rd : n.reads)
+      if (rd.used) what += " " + g.value(rd.value).name;
+    steps[i].detail += "; reorders removed (layout kept native):" + (what.empty() ? "" : " in" + what) +
+                       (n.output_used ? " out" : "");
   }
   return kept;
 }

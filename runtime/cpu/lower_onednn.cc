@@ -15,20 +15,70 @@ bool is_weight(const Graph& g, ValueId v) { return v != kNoValue && !g.value(v).
 
 const float* weight_or_null(const Graph& g, ValueId v) { return v == kNoValue ? nullptr : g.value(v).data.f32(); }
 
-// What the layout pass may change for a convolution step: its input when the group reads x only
-// as the convolution's source (not also as an epilogue operand), its output.
-std::shared_ptr<NativeLayout> native_layout(const Graph& g, const std::shared_ptr<cpu::onednn::ConvAnchor>& p,
-                                            ValueId x, ValueId y, const EpilogueTemplate& t) {
-  (void)g;
+// How many times the epilogue reads `v` as an operand.
+int operand_uses(const EpilogueTemplate& t, ValueId v) {
+  int n = (t.ln_scale == v) + (t.ln_shift == v);
+  for (ValueId o : t.step_operands) n += o == v;
+  for (ValueId o : t.post_operands) n += o == v;
+  return n;
+}
+
+// What the layout pass may change for a convolution step: its source when the group reads x
+// only as the convolution's source (not also as an epilogue operand), its output, and the
+// residual operand of the sum post-op when the epilogue reads it nowhere else.
+std::shared_ptr<NativeLayout> native_layout(const std::shared_ptr<cpu::onednn::ConvAnchor>& p, ValueId x, ValueId y,
+                                            const EpilogueTemplate& t) {
   auto n = std::make_shared<NativeLayout>();
-  n->input = x;
   n->output = y;
-  bool x_operand = t.ln_scale == x || t.ln_shift == x;
-  for (ValueId v : t.step_operands) x_operand |= v == x;
-  for (ValueId v : t.post_operands) x_operand |= v == x;
-  if (!x_operand) n->input_strides = p->native_input();
   n->output_strides = p->native_output();
-  n->use = [p](bool input, bool output) { p->use_native(input, output); };
+  int src = -1, res = -1;  // their places in n->reads
+  if (operand_uses(t, x) == 0 && !p->native_input().empty()) {
+    src = static_cast<int>(n->reads.size());
+    n->reads.push_back({x, p->native_input(), false});
+  }
+  const long sum = p->sum_step();
+  if (sum >= 0 && static_cast<size_t>(sum) < t.step_operands.size() && !p->native_sum_operand().empty()) {
+    const ValueId r = t.step_operands[static_cast<size_t>(sum)];
+    if (r != kNoValue && r != x && operand_uses(t, r) == 1) {
+      res = static_cast<int>(n->reads.size());
+      n->reads.push_back({r, p->native_sum_operand(), false});
+    }
+  }
+  n->apply = [p, src, res](const NativeLayout& l) {
+    p->use_native(src >= 0 && l.reads[static_cast<size_t>(src)].used, l.output_used,
+                  res >= 0 && l.reads[static_cast<size_t>(res)].used);
+  };
+  return n;
+}
+
+// Conv-sum layouts. Inside the step, conv2 hands y to conv1's sum post-op: when conv2 can write
+// the layout in which conv1 adds its residual, it does so always (one reorder pair less), and
+// conv1 writes y in that layout only if the layout pass keeps y native. Outside, the sources x1
+// and x2 may each be native (when the epilogue reads neither as an operand).
+std::shared_ptr<NativeLayout> native_conv_sum(const std::shared_ptr<cpu::onednn::ConvAnchor>& first,
+                                              const std::shared_ptr<cpu::onednn::ConvAnchor>& second, ValueId x1,
+                                              ValueId x2, ValueId y, const EpilogueTemplate& t) {
+  const bool inner = !second->native_output().empty() && second->native_output() == first->native_sum_operand();
+  auto n = std::make_shared<NativeLayout>();
+  n->output = y;
+  if (inner) n->output_strides = first->native_output();
+  int s1 = -1, s2 = -1;
+  if (operand_uses(t, x1) == 0 && !first->native_input().empty() && x1 != x2) {
+    s1 = static_cast<int>(n->reads.size());
+    n->reads.push_back({x1, first->native_input(), false});
+  }
+  if (operand_uses(t, x2) == 0 && !second->native_input().empty() && x1 != x2) {
+    s2 = static_cast<int>(n->reads.size());
+    n->reads.push_back({x2, second->native_input(), false});
+  }
+  auto used = [](const NativeLayout& l, int i) { return i >= 0 && l.reads[static_cast<size_t>(i)].used; };
+  n->apply = [=](const NativeLayout& l) {
+    second->use_native(used(l, s2), inner, false);
+    first->use_native(used(l, s1), inner && l.output_used, inner);
+  };
+  // Without the layout pass (reference kernels never get here; tests may skip the pass): the
+  // inner hand-over alone.
+  if (inner) n->apply(*n);
   return n;
 }
 
@@ -67,15 +117,16 @@ Status lower_conv_sum_onednn(const Graph& g, const FusionGroup& grp, Step& s) {
   }
   cpu::Epilogue plain;
   plain.out_shape = t.ep.out_shape;
-  std::shared_ptr<const cpu::onednn::ConvAnchor> second =
+  std::shared_ptr<cpu::onednn::ConvAnchor> second =
       cpu::onednn::ConvAnchor::create(p2, weight_or_null(g, c2.inputs[1]), nullptr, plain, &why);
   if (!second) return error(StatusCode::kUnsupported) << why;
-  std::shared_ptr<const cpu::onednn::ConvAnchor> first =
+  std::shared_ptr<cpu::onednn::ConvAnchor> first =
       cpu::onednn::ConvAnchor::create(p1, weight_or_null(g, c1.inputs[1]), bias->data(), t.ep, &why);
   if (!first) return error(StatusCode::kUnsupported) << why;
   s = group_step(g, grp, "onednn_conv_sum");
-  s.detail = "conv2 " + second->describe() + "; conv1 " + first->describe();
   const ValueId x1 = c1.inputs[0], x2 = c2.inputs[0];
+  s.native = native_conv_sum(first, second, x1, x2, y, t);
+  s.detail = "conv2 " + second->describe() + "; conv1 " + first->describe();
   s.run = [=](const BufferTable& b) {
     second->run(b.f32(x2), plain, b.f32(y));
     first->run(b.f32(x1), t.bind(b), b.f32(y));
@@ -129,7 +180,7 @@ Status lower_anchor_onednn(const Graph& g, const FusionGroup& grp, Step& s) {
     s.kernel = "onednn_conv";
     s.detail = prim->describe();
     std::shared_ptr<cpu::onednn::ConvAnchor> p(std::move(prim));
-    s.native = native_layout(g, p, x, y, t);
+    s.native = native_layout(p, x, y, t);
     s.run = [=](const BufferTable& b) { p->run(b.f32(x), t.bind(b), b.f32(y)); };
     return Status();
   }

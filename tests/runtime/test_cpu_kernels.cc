@@ -1,12 +1,13 @@
 // The CPU backend on oneDNN against its reference kernels, whole models: the layout pass keeps
-// activations between oneDNN convolutions in oneDNN's layout (no reorders) and the outputs stay
-// those of the reference kernels, NaN and Inf included; a buffer read by anything else (a view,
-// an Add, the caller) stays NCHW.
+// activations between oneDNN convolutions in oneDNN's layout (no reorders), as sources and as
+// the residuals of sum post-ops, and the outputs stay those of the reference kernels, NaN and
+// Inf included; a buffer read by anything else (a view, an Add, the caller) stays NCHW.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "kernels/cpu/onednn.h"
 #include "runtime/session.h"
@@ -42,6 +43,37 @@ nodes:
   - {name: flat, op: Flatten, inputs: [e1], outputs: [y]}
 )";
 
+// ResNet-style joins: an identity residual (c's sum post-op adds a2, which a convolution wrote)
+// and a conv-sum (d(r2) + e(b2)); every activation passes between convolutions, as the source
+// of one and the residual of another, so all four stay in oneDNN's layout.
+const char* kResiduals = R"(fusert: 1
+name: residuals
+inputs: [{name: x, shape: [1, 16, 10, 10]}]
+outputs: [y]
+initializers:
+  - {name: a.w, shape: [16, 16, 3, 3]}
+  - {name: a.b, shape: [16]}
+  - {name: b.w, shape: [16, 16, 1, 1]}
+  - {name: c.w, shape: [16, 16, 3, 3]}
+  - {name: d.w, shape: [16, 16, 1, 1]}
+  - {name: e.w, shape: [16, 16, 1, 1]}
+  - {name: f.w, shape: [8, 16, 1, 1]}
+nodes:
+  - {name: a, op: Conv, inputs: [x, a.w, a.b], outputs: [a1], attrs: {kernel_shape: [3, 3], pads: [1, 1, 1, 1]}}
+  - {name: a_act, op: Relu, inputs: [a1], outputs: [a2]}
+  - {name: b, op: Conv, inputs: [a2, b.w], outputs: [b1], attrs: {kernel_shape: [1, 1]}}
+  - {name: b_act, op: Relu, inputs: [b1], outputs: [b2]}
+  - {name: c, op: Conv, inputs: [b2, c.w], outputs: [c1], attrs: {kernel_shape: [3, 3], pads: [1, 1, 1, 1]}}
+  - {name: res, op: Add, inputs: [c1, a2], outputs: [r1]}
+  - {name: res_act, op: Relu, inputs: [r1], outputs: [r2]}
+  - {name: d, op: Conv, inputs: [r2, d.w], outputs: [d1], attrs: {kernel_shape: [1, 1]}}
+  - {name: e, op: Conv, inputs: [b2, e.w], outputs: [e1], attrs: {kernel_shape: [1, 1]}}
+  - {name: join, op: Add, inputs: [d1, e1], outputs: [j1]}
+  - {name: join_act, op: Relu, inputs: [j1], outputs: [j2]}
+  - {name: f, op: Conv, inputs: [j2, f.w], outputs: [f1], attrs: {kernel_shape: [1, 1]}}
+  - {name: flat, op: Flatten, inputs: [f1], outputs: [y]}
+)";
+
 std::unique_ptr<Session> open(const std::string& path, const std::string& kernels, const std::string& fusion) {
   SessionOptions o;
   o.seeded = true;
@@ -59,18 +91,40 @@ TEST_CASE("cpu kernels: activations between oneDNN convolutions stay in oneDNN's
     MESSAGE("skipped: this build has no oneDNN");
     return;
   }
-  const std::string path = scratch("chain.yaml");
-  write_file(path, kChain);
-  for (const char* fusion : {"none", "all"}) {
+  // chain, none: a1 (Clip), b1 (Relu) are read by elementwise kernels, c1 by conv d only;
+  // chain, all: a2, b2, c1 pass between convs, and r (d's epilogue adds the graph input x,
+  // reordered into d's destination) is read by conv e only. residuals, none: every conv output
+  // is read by an elementwise kernel; all: a2, b2, r2, j2 (see kResiduals).
+  struct Case {
+    const char* name;
+    const char* yaml;
+    const char* fusion;
+    const char* kept;
+    std::vector<const char*> details;  // in the --explain report
+  };
+  const std::vector<Case> cases = {
+      {"chain", kChain, "none", "1 activation(s) kept", {}},
+      {"chain", kChain, "all", "4 activation(s) kept", {}},
+      {"residuals", kResiduals, "none", "0 activation(s) kept", {}},
+      {"residuals",
+       kResiduals,
+       "all",
+       "4 activation(s) kept",
+       {"cross:c+2: brgconv", "reorders removed (layout kept native): in b2 a2 out", "native layout: out; conv1",
+        "reorders removed (layout kept native): in r2 b2 out"}},
+  };
+  for (const Case& k : cases) {
+    CAPTURE(k.name);
+    const char* fusion = k.fusion;
     CAPTURE(fusion);
+    const std::string path = scratch(std::string(k.name) + ".yaml");
+    write_file(path, k.yaml);
     auto dnn = open(path, "onednn", fusion);
     auto ref = open(path, "reference", fusion);
     const std::string report = dnn->backend_report();
     CAPTURE(report);
-    // none: a1 (Clip), b1 (Relu) are read by elementwise kernels, c1 by conv d only;
-    // all: a2, b2, c1 pass between convs; d1 + x is an Add (none) or d's epilogue (all).
-    CHECK(
-        contains(report, std::string(fusion) == std::string("all") ? "3 activation(s) kept" : "1 activation(s) kept"));
+    CHECK(contains(report, k.kept));
+    for (const char* d : k.details) CHECK(contains(report, d));
     TensorMap in = dnn->seeded_inputs(3);
     for (int special = 0; special < 2; ++special) {
       CAPTURE(special);

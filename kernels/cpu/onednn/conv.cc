@@ -35,44 +35,60 @@ class ConvImpl final : public ConvAnchor {
   const float* b_ref = nullptr;                 ///< the reference kernel's, for calls with non-finite inputs
   long squash = -1;                             ///< first post-op that maps NaN to a number (first_squash)
   bool src_native = false, dst_native = false;  ///< use_native: x / y stored in pd's layout
+  bool sum_native = false;                      ///< use_native: the sum operand stored in pd's layout
   bool tail = false;                            ///< a GlobalAveragePool tail follows (output [N, M])
   /// Activation reorders, created once with the primitive (not per call): NCHW -> pd's source
   /// layout, pd's destination layout -> NCHW, and NCHW -> pd's destination (the sum operand).
   dnnl::reorder to_src, from_dst, to_dst;
 
   size_t fused_steps() const override { return po.fused; }
-  std::string describe() const override { return info; }
+  std::string describe() const override {
+    if (!src_native && !dst_native && !sum_native) return info;
+    return info + "; native layout:" + (src_native ? " in" : "") + (dst_native ? " out" : "") +
+           (sum_native ? " residual" : "");
+  }
 
   std::vector<int64_t> native_input() const override { return reorder_in ? dense_strides_of(pd.src_desc()) : Dims(); }
   std::vector<int64_t> native_output() const override {
-    const bool whole = po.fused == steps && po.sum_step == kNoSum && !tail;
+    const bool whole = po.fused == steps && !tail;
     return reorder_out && whole ? dense_strides_of(pd.dst_desc()) : Dims();
   }
-  void use_native(bool input, bool output) override {
+  std::vector<int64_t> native_sum_operand() const override {
+    return po.sum_step != kNoSum ? native_output() : Dims();
+  }
+  long sum_step() const override { return po.sum_step; }
+  void use_native(bool input, bool output, bool sum_operand) override {
     src_native = input && !native_input().empty();
     dst_native = output && !native_output().empty();
-    if (src_native || dst_native)
-      info += std::string("; native layout:") + (src_native ? " in" : "") + (dst_native ? " out" : "");
+    sum_native = sum_operand && !native_sum_operand().empty();
+  }
+
+  // x -> y, both [n, c, h, w] floats: the reorder from pd's layout `from` to NCHW (or back).
+  void reorder_plain(const memory::desc& from, const memory::desc& to, const float* x, float* y) const {
+    dnnl::stream s(cpu_engine());
+    memory a(from, cpu_engine(), const_cast<float*>(x)), b(to, cpu_engine(), y);
+    dnnl::reorder(a, b).execute(s, a, b);
+    s.wait();
   }
 
   // The reference kernel on a call with NaN/Inf, converting native buffers to NCHW and back.
   void run_reference(const float* x, const Epilogue& ep, float* y) const {
-    dnnl::stream s(cpu_engine());
     const float* xp = x;
     if (src_native) {
       float* plain = scratch(0, static_cast<size_t>(p.n * p.c * p.h * p.w));
-      memory xn(pd.src_desc(), cpu_engine(), const_cast<float*>(x)), xm(x_plain, cpu_engine(), plain);
-      dnnl::reorder(xn, xm).execute(s, xn, xm);
-      s.wait();
+      reorder_plain(pd.src_desc(), x_plain, x, plain);
       xp = plain;
     }
-    float* out = dst_native ? scratch(1, static_cast<size_t>(p.n * p.m * p.oh * p.ow)) : y;
-    conv2d_fused(p, xp, w_ref, b_ref, ep, out);  // NaN/Inf propagate as ONNX says
-    if (dst_native) {
-      memory ym(y_plain, cpu_engine(), out), yn(pd.dst_desc(), cpu_engine(), y);
-      dnnl::reorder(ym, yn).execute(s, ym, yn);
-      s.wait();
+    const size_t total = static_cast<size_t>(p.n * p.m * p.oh * p.ow);
+    Epilogue e = ep;
+    if (sum_native) {  // the residual operand to NCHW, as the reference kernel reads it
+      float* plain = scratch(5, total);
+      reorder_plain(pd.dst_desc(), y_plain, ep.steps[static_cast<size_t>(po.sum_step)].operand, plain);
+      e.steps[static_cast<size_t>(po.sum_step)].operand = plain;
     }
+    float* out = dst_native ? scratch(1, total) : y;
+    conv2d_fused(p, xp, w_ref, b_ref, e, out);  // NaN/Inf propagate as ONNX says
+    if (dst_native) reorder_plain(y_plain, pd.dst_desc(), out, y);
   }
 
   void run(const float* x, const Epilogue& ep, float* y) const override {
@@ -96,11 +112,12 @@ class ConvImpl final : public ConvAnchor {
       dst = memory(pd.dst_desc(), cpu_engine(), scratch(1, pd.dst_desc().get_size() / sizeof(float) + 16));
     if (po.sum_step != kNoSum) {  // the sum post-op adds what dst holds: the residual operand
       const float* r = ep.steps[static_cast<size_t>(po.sum_step)].operand;
-      if (reorder_out) {
+      float* d = static_cast<float*>(dst.get_data_handle());
+      if (sum_native || !this->reorder_out) {  // r is in pd's destination layout already
+        if (r != d) std::memcpy(d, r, static_cast<size_t>(total) * sizeof(float));
+      } else {
         memory rm(y_plain, cpu_engine(), const_cast<float*>(r));
         to_dst.execute(s, rm, dst);
-      } else if (r != out) {
-        std::memcpy(out, r, static_cast<size_t>(total) * sizeof(float));
       }
     }
     std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src},
