@@ -60,8 +60,8 @@ int assign_native_layouts(const Graph& g, std::vector<Step>& steps) {
     std::string what;
     for (const NativeLayout::Read& rd : n.reads)
       if (rd.used) what += " " + g.value(rd.value).name;
-    steps[i].detail += "; reorders removed (layout kept native):" + (what.empty() ? "" : " in" + what) +
-                       (n.output_used ? " out" : "");
+    steps[i].detail +=
+        "; reorders removed (layout kept native):" + (what.empty() ? "" : " in" + what) + (n.output_used ? " out" : "");
   }
   return kept;
 }
