@@ -16,11 +16,12 @@ using TensorMap = std::map<std::string, Tensor>;
 struct SessionOptions {
   std::string device = "cpu";  ///< "cpu" or "cuda" (cuda fails with a clear error without a GPU)
   int threads = 0;             ///< CPU worker threads; 0 = all cores
-  std::string fusion = "all";  ///< "none", "all", or a comma list of vertical,horizontal,cross,compound
-  /// Canonicalisation passes (BN folding, LayerNorm/GELU recognition, DCE) also with fusion
-  /// "none": the fair unfused baseline, so that fused / unfused measures fusion alone. Off by
-  /// default: "none" runs the graph as written (constant folding and DCE only).
-  bool canonicalize_unfused = false;
+  /// "all", "none", "raw", or a comma list of vertical,horizontal,cross,compound. "none" is the
+  /// fair unfused baseline: the canonicalisation passes run (BatchNorm folded into convolutions,
+  /// LayerNorm/GELU recognised, dead code removed) and then one kernel per op, so that fused /
+  /// unfused measures fusion alone. "raw" runs the graph as written, one kernel per node
+  /// (constant folding and dead-code removal only): the most independent reference.
+  std::string fusion = "all";
   bool profile_guided = false;  ///< time every op unfused once; hot ops drive vertical fusion first
   std::string weights;          ///< safetensors path; empty = the model's own weights file if it declares one
   bool seeded = false;          ///< ignore weights files and use seeded weights (models/FORMAT.md)

@@ -167,7 +167,7 @@ Result<std::unique_ptr<Session>> Session::load_impl(const std::string& model_pat
   }
   auto t1 = std::chrono::steady_clock::now();
   Graph& g = s->model_.graph;
-  if (!fopt.enabled.empty() || options.canonicalize_unfused) {
+  if (options.fusion != "raw") {
     FUSERT_ASSIGN_OR_RETURN(s->stats_.pass_log, run_canonicalize(g, false));
   } else {  // unfused still folds constant subgraphs (e.g. integer shape arithmetic)
     PassManager pm(false);

@@ -12,7 +12,7 @@ fusert), and fed the same seeded inputs as fusert (written once as .npy and give
 
 Engines, each in its own worker process (own peak RSS; loaded once; one run per request):
   fused    `bench --serve models/M.yaml --fusion all`               fusert, every strategy
-  unfused  `bench --serve models/M.yaml --fusion none --canonicalize` the fair baseline: BN folded,
+  unfused  `bench --serve models/M.yaml --fusion none`     the fair baseline: BN folded,
            one primitive per op, so fused/unfused measures fusion alone
   ort      tools/ort_worker.py M.onnx: ONNX Runtime, ORT_ENABLE_ALL, intra-op threads = T, inter 1
 Checks, once per model: the first output of ORT vs fusert fused (rel. L2 <= 1e-4: the two engines
@@ -189,7 +189,7 @@ def start_workers(args, m, threads):
     fin = sum((["--input", f] for f in feeds), [])
     cmds = {
         "fused": [args.bench, "--serve", yaml, "--fusion", "all", "--threads", str(threads)] + fin,
-        "unfused": [args.bench, "--serve", yaml, "--fusion", "none", "--canonicalize", "--threads",
+        "unfused": [args.bench, "--serve", yaml, "--fusion", "none", "--threads",
                     str(threads)] + fin,
         "ort": [sys.executable, os.path.join(TOOLS, "ort_worker.py"), m["onnx"], "--threads", str(threads)] + fin,
     }

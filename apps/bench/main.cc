@@ -62,7 +62,6 @@ Result<std::vector<double>> interleaved(const std::vector<Session*>& sessions, c
 Status bench_model(const std::string& path, int runs, const SessionOptions& base) {
   SessionOptions none = base, all = base, ref = base;
   none.fusion = "none";
-  none.canonicalize_unfused = true;  // the fair baseline: BN folded, one kernel per op
   all.fusion = ref.fusion = "all";
   ref.cpu_kernels = "reference";
   none.seeded = all.seeded = ref.seeded = true;
@@ -113,7 +112,7 @@ int main(int argc, char** argv) {
       std::puts(
           "usage: bench [--runs N] [--device cpu|cuda] [--cpu-kernels onednn|reference] [--no-cuda-graph] [--tf32]\n"
           "             [model.yaml ...]\n"
-          "       bench --serve model.yaml [--fusion none|all] [--canonicalize] [--threads T] [--input NAME=F.npy]\n"
+          "       bench --serve model.yaml [--fusion all|none|raw] [--threads T] [--input NAME=F.npy]\n"
           "       bench --fma-peak [--threads T]\n"
           "  (default: every zoo model, seeded weights, CPU; on the CPU with oneDNN anchors also the fused\n"
           "  plan on the reference kernels, interleaved: column 'ref all ms' and its ratio to 'all ms')\n"

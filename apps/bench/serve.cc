@@ -60,8 +60,6 @@ std::string parse(const std::vector<std::string>& args, ServeArgs& a) {
     const bool has_value = i + 1 < args.size();
     if (k == "--fusion" && has_value) {
       a.options.fusion = args[++i];
-    } else if (k == "--canonicalize") {
-      a.options.canonicalize_unfused = true;
     } else if (k == "--threads" && has_value) {
       a.options.threads = std::atoi(args[++i].c_str());
     } else if (k == "--cpu-kernels" && has_value) {

@@ -9,7 +9,7 @@
 
 namespace fusert::bench {
 
-/// `bench --serve MODEL.yaml [--fusion none|all] [--canonicalize] [--threads T]
+/// `bench --serve MODEL.yaml [--fusion all|none|raw] [--threads T]
 /// [--cpu-kernels onednn|reference] [--seeded] [--input NAME=FILE.npy ...]`.
 /// Loads the model, prints one JSON line `{"ready": true, "kernels": K, ...}` (or `{"error": ...}`
 /// and returns 1), then answers one command per stdin line, one stdout line each:

@@ -140,7 +140,7 @@ Status run(InferOptions o) {
       "ms\n",
       st.weights_source.c_str(), static_cast<long long>(st.nodes), static_cast<long long>(st.kernels),
       st.peak_activation_bytes / 1048576.0, st.naive_activation_bytes / 1048576.0, st.plan_ms);
-  if (o.session.fusion != "none") {
+  if (o.session.fusion != "none" && o.session.fusion != "raw") {
     std::printf("fusion: %s (family %s), planner %.2f ms\n", o.session.fusion.c_str(),
                 session->fusion_plan().family.c_str(), st.fusion_plan_ms);
   }
@@ -155,8 +155,9 @@ Status run(InferOptions o) {
     std::printf("device: %s\n", session->stats().device_name.c_str());
   }
   if (!o.dot.empty()) {
-    const std::string dot = o.session.fusion == "none" ? graph_to_dot(session->graph())
-                                                       : plan_to_dot(session->graph(), session->fusion_plan());
+    const bool unfused = o.session.fusion == "none" || o.session.fusion == "raw";
+    const std::string dot =
+        unfused ? graph_to_dot(session->graph()) : plan_to_dot(session->graph(), session->fusion_plan());
     FUSERT_RETURN_IF_ERROR(write_text(o.dot, dot));
   }
   if (!o.text_file.empty()) {

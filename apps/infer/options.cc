@@ -26,10 +26,10 @@ bundled photo models/data/coffee.png, printing the top-5 labels and timing.
   --text-file F           one text per line (UTF-8)
   --device cpu|cuda       backend (default cpu); cuda needs an NVIDIA GPU (sm_90 kernels)
   --threads N             CPU threads (default 0: OMP_NUM_THREADS if set, else all cores)
-  --fusion MODE           none | all | comma list of vertical,horizontal,cross,compound
-                          (default all)
-  --canonicalize         with --fusion none: run the canonicalisation passes too (BN folded,
-                          LayerNorm/GELU recognised): the fair unfused baseline
+  --fusion MODE           all | none | raw | comma list of vertical,horizontal,cross,compound
+                          (default all). none: canonicalised (BatchNorm folded, LayerNorm/GELU
+                          recognised), one kernel per op: the fair unfused baseline. raw: the
+                          graph as written, one kernel per node
   --cpu-kernels K         CPU anchors (Conv, Gemm, MatMul): onednn (default: oneDNN primitives
                           with the fused epilogue as post-ops) or reference (our kernels)
   --profile-guided        run once unfused, time every op, let hot ops drive vertical
@@ -129,10 +129,6 @@ Result<InferOptions> parse_args(int argc, char** argv) {
     }
     if (a == "--compare-cpu") {
       o.compare_cpu = true;
-      continue;
-    }
-    if (a == "--canonicalize") {
-      o.session.canonicalize_unfused = true;
       continue;
     }
     static const char* const kWithValue[] = {

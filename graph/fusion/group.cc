@@ -62,7 +62,7 @@ const char* group_kind_name(GroupKind k) {
 
 bool parse_fusion_mode(const std::string& mode, FusionOptions* out, std::string* error) {
   out->enabled.clear();
-  if (mode == "none") return true;
+  if (mode == "none" || mode == "raw") return true;  // raw: the session skips canonicalisation too
   if (mode == "all") {
     out->enabled = {Strategy::kVertical, Strategy::kHorizontal, Strategy::kCross, Strategy::kCompound};
     return true;
@@ -73,7 +73,7 @@ bool parse_fusion_mode(const std::string& mode, FusionOptions* out, std::string*
     Strategy s;
     if (!parse_strategy(item, &s)) {
       *error = "unknown fusion strategy '" + item +
-               "' (none, all, or a comma list of vertical, horizontal, cross, compound)";
+               "' (all, none, raw, or a comma list of vertical, horizontal, cross, compound)";
       return false;
     }
     out->enabled.insert(s);

@@ -47,8 +47,12 @@ fusert_cli_test(verify_mobilenet_v2 --stdout 0 "^verify: 45 fused groups against
                 "^verify: all groups within relative L2 1e-4" -- --model ${CMAKE_SOURCE_DIR}/models/mobilenet_v2.yaml --seeded --verify)
 fusert_cli_test(verify_resnet18 --stdout 0 "^verify: all groups within relative L2 1e-4"
                 -- --model ${CMAKE_SOURCE_DIR}/models/resnet18.yaml --seeded --verify)
-fusert_cli_test(canonicalize_unfused --stdout 0 "^plan: 49 nodes -> 48 kernels"
-                -- --model ${CMAKE_SOURCE_DIR}/models/resnet18.yaml --seeded --fusion none --canonicalize)
+fusert_cli_test(fusion_none_canonicalized --stdout 0 "^plan: 49 nodes -> 48 kernels"
+                -- --model ${CMAKE_SOURCE_DIR}/models/resnet18.yaml --seeded --fusion none)
+fusert_cli_test(fusion_raw --stdout 0 "^plan: 69 nodes -> 68 kernels"
+                -- --model ${CMAKE_SOURCE_DIR}/models/resnet18.yaml --seeded --fusion raw)
+fusert_cli_test(fusion_unknown 2 "unknown fusion strategy 'fast' \\(all, none, raw, or a comma list"
+                -- --model ${CMAKE_SOURCE_DIR}/models/resnet18.yaml --seeded --fusion fast)
 fusert_cli_test(cpu_kernels_onednn_explain --stdout 0
                 "^cpu plan: [0-9]+ oneDNN primitive step\\(s\\), [0-9]+ anchor step\\(s\\) on the reference kernels"
                 "1\\. espresso +0\\.95" -- --explain)

@@ -1,6 +1,6 @@
 // fuzz_planner: the differential planner fuzzer. For each generated graph (graph_gen.h) it runs
 // every fusion mode on seeded weights and inputs and compares every graph output with the
-// unfused plan (`--fusion none`: the CPU reference kernels, one per op): relative L2 <= 1e-5 over
+// graph as written (`--fusion raw`: the CPU reference kernels, one per node): relative L2 <= 1e-5 over
 // the finite elements and NaN/Inf in the same places. A failing graph is shrunk (motifs dropped
 // while it still fails) and written as a YAML file with its seed, ready to be a regression test.
 // Each graph runs in a child process, so a crash or a sanitizer abort is a failure of that
@@ -41,13 +41,15 @@ struct Mode {
   const char* cpu_kernels = "onednn";
 };
 
-// `none` is the reference: each mode is compared with `none` on the same CPU kernels (oneDNN
-// anchors by default, or our reference kernels), and `none` on oneDNN with `none` on the
-// reference kernels (kCrossKernelFactor looser: oneDNN's eltwise approximations and blocked
-// accumulation order differ from libm and our loops by a few ulps, which a normalisation can
-// amplify).
+// `raw` (the graph as written, one kernel per node, no canonicalisation) is the reference: each
+// mode is compared with `raw` on the same CPU kernels (oneDNN anchors by default, or our
+// reference kernels), and `raw` on oneDNN with `raw` on the reference kernels
+// (kCrossKernelFactor looser: oneDNN's eltwise approximations and blocked accumulation order
+// differ from libm and our loops by a few ulps, which a normalisation can amplify). `none`, the
+// canonicalised unfused baseline, is one of the modes checked.
 const std::vector<Mode> kModes = {
     {"all (reference kernels)", "all", false, "", "cpu", "reference"},
+    {"none", "none"},
     {"vertical", "vertical"},
     {"horizontal", "horizontal"},
     {"cross", "cross"},
@@ -58,7 +60,7 @@ const std::vector<Mode> kModes = {
 #ifdef FUSERT_FUZZ_EMU
     // The CUDA backend linked against tests/cuda_emu: real lowering, executor and library calls,
     // generated kernels run as their host references, allocations bounds-checked.
-    {"cuda-emu none", "none", false, "", "cuda"},
+    {"cuda-emu raw", "raw", false, "", "cuda"},
     {"cuda-emu all", "all", false, "", "cuda"},
 #endif
 };
@@ -177,7 +179,7 @@ Result<std::unique_ptr<Session>> open(const std::string& path, const Mode* m, in
   SessionOptions o;
   o.seeded = true;
   o.threads = threads;
-  o.fusion = m ? m->fusion : "none";
+  o.fusion = m ? m->fusion : "raw";
   o.cpu_kernels = m ? m->cpu_kernels : "reference";
   if (m) o.profile_guided = m->profile, o.plan_for = m->plan_for, o.device = m->device;
   return Session::load(path, o);
@@ -186,31 +188,31 @@ Result<std::unique_ptr<Session>> open(const std::string& path, const Mode* m, in
 // Runs every mode on the model at `path`; empty when all agree, else what failed first.
 std::string check_model(const std::string& path, int threads) {
   auto ref = open(path, nullptr, threads);
-  if (!ref.ok()) return "fusion none: load failed: " + ref.status().to_string();
+  if (!ref.ok()) return "fusion raw: load failed: " + ref.status().to_string();
   TensorMap in = (*ref)->seeded_inputs(7);
   auto want = (*ref)->run(in);
-  if (!want.ok()) return "fusion none: run failed: " + want.status().to_string();
+  if (!want.ok()) return "fusion raw: run failed: " + want.status().to_string();
   // The conditioning probe: another unfused session whose weights (shared buffers the unfused
   // kernels read at run time) and inputs are jittered by a few ulps.
   auto probe = open(path, nullptr, threads);
-  if (!probe.ok()) return "fusion none: load failed: " + probe.status().to_string();
+  if (!probe.ok()) return "fusion raw: load failed: " + probe.status().to_string();
   uint64_t state = 0x9E3779B97F4A7C15ull;
   for (const Value& v : (*probe)->graph().values) {
     if (v.is_initializer && !v.data.empty()) jitter(const_cast<Tensor&>(v.data), &state);
   }
   auto noisy = (*probe)->run(perturbed(in, &state));
-  if (!noisy.ok()) return "fusion none: run failed: " + noisy.status().to_string();
+  if (!noisy.ok()) return "fusion raw: run failed: " + noisy.status().to_string();
   const std::map<std::string, double> tol = tolerances(*want, *noisy);
-  const Mode dnn_none = {"none (onednn)", "none"};
+  const Mode dnn_none = {"raw (onednn)", "raw"};
   auto dnn = open(path, &dnn_none, threads);
-  if (!dnn.ok()) return "fusion none (onednn): load failed: " + dnn.status().to_string();
+  if (!dnn.ok()) return "fusion raw (onednn): load failed: " + dnn.status().to_string();
   auto want_dnn = (*dnn)->run(in);
-  if (!want_dnn.ok()) return "fusion none (onednn): run failed: " + want_dnn.status().to_string();
+  if (!want_dnn.ok()) return "fusion raw (onednn): run failed: " + want_dnn.status().to_string();
   std::map<std::string, double> cross_tol = tol, dnn_tol = tol;
   for (auto& kv : cross_tol) kv.second *= kCrossKernelFactor;
   for (auto& kv : dnn_tol) kv.second *= kOneDnnFactor;
   const std::string cross = compare(*want, *want_dnn, cross_tol);
-  if (!cross.empty()) return "none (onednn) against none (reference kernels): " + cross;
+  if (!cross.empty()) return "raw (onednn) against raw (reference kernels): " + cross;
   for (const Mode& m : kModes) {
 #ifdef FUSERT_FUZZ_EMU
     emu::clear_violations();
@@ -342,9 +344,9 @@ int run_replay(const Options& o) {
 void usage() {
   std::cout << "fuzz_planner [--graphs N] [--seed S] [--threads T] [--out DIR] [--max-failures K]\n"
                "             [--no-fork] [--no-shrink] [--print] [--replay FILE_OR_DIR ...]\n"
-               "  Generates N random graphs (seeds S .. S+N-1), runs every fusion mode (vertical,\n"
+               "  Generates N random graphs (seeds S .. S+N-1), runs every fusion mode (none, vertical,\n"
                "  horizontal, cross, compound, all, profile-guided, all with the CUDA plan on CPU\n"
-               "  kernels) and compares every output with --fusion none (relative L2 <= 1e-5, NaN/Inf\n"
+               "  kernels) and compares every output with --fusion raw (relative L2 <= 1e-5, NaN/Inf\n"
                "  in the same places). Failures are shrunk and written to DIR (default fuzz-failures).\n"
                "  --print writes the YAML of seed S and exits; --replay checks existing YAML files.\n";
 }

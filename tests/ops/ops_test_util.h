@@ -112,8 +112,8 @@ inline TensorMap run_with_fusion(const std::string& path, const std::string& fus
   return std::move(out).value();
 }
 
-/// Writes the model to a fresh scratch file and runs it through Session twice: unfused (the
-/// result returned, checked by the caller) and with every fusion strategy, which must agree
+/// Writes the model to a fresh scratch file and runs it through Session twice: unfused as
+/// written (fusion raw; the result returned, checked by the caller) and with every fusion strategy, which must agree
 /// with it to kTol * (1 + |unfused|) (NaN with NaN, infinities exactly).
 inline TensorMap run_model(const ModelBuilder& m, const TensorMap& inputs) {
   static int counter = 0;
@@ -123,7 +123,7 @@ inline TensorMap run_model(const ModelBuilder& m, const TensorMap& inputs) {
     f << m.yaml();
   }
   INFO(m.yaml());
-  TensorMap plain = run_with_fusion(path, "none", inputs);
+  TensorMap plain = run_with_fusion(path, "raw", inputs);
   TensorMap fused = run_with_fusion(path, "all", inputs);
   REQUIRE(fused.size() == plain.size());
   for (const auto& [name, t] : plain) {
