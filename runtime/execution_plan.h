@@ -61,8 +61,10 @@ struct Step {
 
 /// What one run measured.
 struct RunInfo {
-  double device_ms = 0;     ///< CPU: wall time of the steps; CUDA: CUDA-event time of the plan, copies excluded
-  bool cuda_graph = false;  ///< the run replayed a captured CUDA Graph
+  double device_ms = 0;         ///< CPU: wall time of the steps; CUDA: CUDA-event time of the plan, copies excluded
+  bool cuda_graph = false;      ///< the run replayed a captured CUDA Graph
+  bool want_step_ms = false;    ///< asks the backend for step_ms (CPU only; CUDA leaves it empty)
+  std::vector<double> step_ms;  ///< wall time of each plan step in ms, in plan order
 };
 
 /// Where an activation lives in the arena.

@@ -1,6 +1,7 @@
 // Session: model + weights -> lowered plan -> executor.
 #include "runtime/session.h"
 
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 
@@ -244,6 +245,29 @@ Result<TensorMap> Session::run(const TensorMap& inputs) {
   std::lock_guard<std::mutex> lock(*run_mu_);
   stats_.last_run_device_ms = info.device_ms;
   stats_.cuda_graph = info.cuda_graph;
+  return out;
+}
+
+Result<std::vector<Session::StepTime>> Session::profile(const TensorMap& inputs, int runs) const {
+  if (runs < 1) return error(StatusCode::kInvalidArgument) << "profile: runs must be >= 1, got " << runs;
+  if (backend_->name() != "cpu")
+    return error(StatusCode::kUnsupported) << "per-step profile: CPU only (device " << backend_->name() << ")";
+  std::vector<std::vector<double>> per_step(plan_.steps.size());
+  for (int r = 0; r <= runs; ++r) {
+    RunInfo info;
+    info.want_step_ms = true;
+    FUSERT_ASSIGN_OR_RETURN(TensorMap out, backend_->run(inputs, &info));
+    if (r == 0) continue;  // warm-up: first touch of the arena and the primitives' scratch
+    for (size_t i = 0; i < per_step.size() && i < info.step_ms.size(); ++i) per_step[i].push_back(info.step_ms[i]);
+  }
+  std::vector<StepTime> out;
+  for (size_t i = 0; i < plan_.steps.size(); ++i) {
+    const Step& st = plan_.steps[i];
+    std::vector<double>& v = per_step[i];
+    std::sort(v.begin(), v.end());
+    out.push_back({st.name, st.alias_of == kNoValue ? st.kernel : "view", st.detail, static_cast<int>(st.nodes.size()),
+                   v.empty() ? 0.0 : v[v.size() / 2]});
+  }
   return out;
 }
 

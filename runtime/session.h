@@ -49,6 +49,18 @@ class Session {
   /// Empty for the CPU.
   std::string backend_report() const;
 
+  /// Where the time of one inference goes: `runs` runs of `inputs` (after one untimed run),
+  /// each plan step's wall time in ms (median over the runs), in plan order, with its kernel and
+  /// what the backend made of it (e.g. the oneDNN primitive and post-op chain). CPU only: on
+  /// CUDA, kUnsupported (the plan runs as one CUDA Graph; use Nsight Systems). Errors: those of
+  /// run(); runs < 1 is kInvalidArgument.
+  struct StepTime {
+    std::string name, kernel, detail;
+    int nodes = 0;  ///< graph nodes the step computes
+    double ms = 0;  ///< median wall time of the step
+  };
+  Result<std::vector<StepTime>> profile(const TensorMap& inputs, int runs) const;
+
   /// Seeded values for every graph input: f32 inputs with init kind `input`; integer inputs
   /// (token ids, masks) all ones. For benchmarks, --verify and goldens.
   TensorMap seeded_inputs(uint64_t seed = 0) const;

@@ -1,8 +1,13 @@
 // --verify and --ablation for infer.
 #include "apps/infer/analysis.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "apps/infer/report.h"
 #include "runtime/verify.h"
@@ -56,6 +61,38 @@ Status print_ablation(const InferOptions& o, const TensorMap& inputs) {
                 summarize(times).median, max_abs_diff(y, reference));
   }
   std::printf("  (max |err| of output '%s' against fusion raw, the graph as written)\n", first_output.c_str());
+  return Status();
+}
+
+Status print_profile(const InferOptions& o, const Session& s, const TensorMap& inputs) {
+  FUSERT_ASSIGN_OR_RETURN(auto steps, s.profile(inputs, o.runs));
+  double total = 0;
+  std::map<std::string, std::pair<int, double>> per_kernel;  // kernel -> steps, ms
+  for (const auto& st : steps) {
+    total += st.ms;
+    auto& k = per_kernel[st.kernel];
+    k.first += 1;
+    k.second += st.ms;
+  }
+  std::printf("profile (%s, fusion %s, threads %d (0: all cores), median of %d run%s per step): %zu steps, %.3f ms\n",
+              s.graph().name.c_str(), s.options().fusion.c_str(), s.options().threads, o.runs, o.runs == 1 ? "" : "s",
+              steps.size(), total);
+  std::vector<size_t> order(steps.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return steps[a].ms > steps[b].ms; });
+  std::printf("  slowest steps:\n  %9s %6s  %-40s %-24s %s\n", "ms", "%", "step", "kernel", "what it runs");
+  for (size_t k = 0; k < order.size() && k < 15; ++k) {
+    const auto& st = steps[order[k]];
+    std::printf("  %9.3f %5.1f%%  %-40.40s %-24.24s %.90s\n", st.ms, 100 * st.ms / std::max(total, 1e-9),
+                st.name.c_str(), st.kernel.c_str(), st.detail.c_str());
+  }
+  std::vector<std::pair<std::string, std::pair<int, double>>> kernels(per_kernel.begin(), per_kernel.end());
+  std::sort(kernels.begin(), kernels.end(),
+            [](const auto& a, const auto& b) { return a.second.second > b.second.second; });
+  std::printf("  per kernel:\n  %9s %6s %6s  %s\n", "ms", "%", "steps", "kernel");
+  for (const auto& [name, k] : kernels) {
+    std::printf("  %9.3f %5.1f%% %6d  %s\n", k.second, 100 * k.second / std::max(total, 1e-9), k.first, name.c_str());
+  }
   return Status();
 }
 

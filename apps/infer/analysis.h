@@ -11,5 +11,8 @@ Status print_verify(Session& s, const TensorMap& inputs);
 
 /// Loads the model once per mode (none, each strategy alone, all) and prints one table.
 Status print_ablation(const InferOptions& o, const TensorMap& inputs);
+/// --profile: each step's median time over o.runs runs (Session::profile), the slowest steps
+/// and the totals per kernel.
+Status print_profile(const InferOptions& o, const Session& s, const TensorMap& inputs);
 
 }  // namespace fusert::app

@@ -168,6 +168,7 @@ Status run(InferOptions o) {
   FUSERT_ASSIGN_OR_RETURN(TensorMap inputs, make_inputs(o, *session));
   if (o.verify) FUSERT_RETURN_IF_ERROR(print_verify(*session, inputs));
   if (o.ablation) return print_ablation(o, inputs);
+  if (o.profile) return print_profile(o, *session, inputs);
   TensorMap outputs;
   for (int i = 0; i < o.warmup; ++i) {
     FUSERT_ASSIGN_OR_RETURN(outputs, session->run(inputs));

@@ -38,8 +38,10 @@ bundled photo models/data/coffee.png, printing the top-5 labels and timing.
                           and the depth table
   --verify                run every fused group against the unfused CPU path; print the
                           max error per group
-  --ablation              run none, each strategy alone, and all; print kernels,
+  --ablation              run raw, none, each strategy alone, and all; print kernels,
                           intermediate bytes, peak bytes, latency and max error
+  --profile               CPU: where the time goes: each step's median time over --runs
+                          runs, the slowest steps with what they run, totals per kernel
   --runs N                timed runs (default 1)
   --warmup N              untimed runs before timing (default 0)
   --topk K                labels to print for a classifier output (default 5)
@@ -115,6 +117,10 @@ Result<InferOptions> parse_args(int argc, char** argv) {
       o.ablation = true;
       continue;
     }
+    if (a == "--profile") {
+      o.profile = true;
+      continue;
+    }
     if (a == "--profile-guided") {
       o.session.profile_guided = true;
       continue;
@@ -185,9 +191,9 @@ Result<InferOptions> parse_args(int argc, char** argv) {
   if (!parse_fusion_mode(o.session.fusion, &fusion, &why))
     return error(StatusCode::kInvalidArgument) << "--fusion: " << why;
   if ((!o.texts.empty() || !o.text_file.empty()) &&
-      (!o.input.empty() || !o.output.empty() || !o.stats_json.empty() || o.verify || o.ablation)) {
-    return error(StatusCode::kInvalidArgument)
-           << "--text/--text-file cannot be combined with --input, --output, --stats-json, --verify or --ablation";
+      (!o.input.empty() || !o.output.empty() || !o.stats_json.empty() || o.verify || o.ablation || o.profile)) {
+    return error(StatusCode::kInvalidArgument) << "--text/--text-file cannot be combined with --input, --output, "
+                                                  "--stats-json, --verify, --ablation or --profile";
   }
   if (o.session.cpu_kernels != "onednn" && o.session.cpu_kernels != "reference") {
     return error(StatusCode::kInvalidArgument)
@@ -196,10 +202,10 @@ Result<InferOptions> parse_args(int argc, char** argv) {
   if (o.session.device != "cpu" && o.session.device != "cuda") {
     return error(StatusCode::kInvalidArgument) << "--device: expected cpu or cuda, got '" << o.session.device << "'";
   }
-  if (o.session.device == "cuda" && (o.verify || o.ablation || o.session.profile_guided)) {
+  if (o.session.device == "cuda" && (o.verify || o.ablation || o.profile || o.session.profile_guided)) {
     return error(StatusCode::kInvalidArgument)
-           << "--verify, --ablation and --profile-guided run on the CPU backend only; "
-              "use --compare-cpu to check --device cuda against the CPU";
+           << "--verify, --ablation, --profile and --profile-guided run on the CPU backend only; "
+              "use --compare-cpu to check --device cuda against the CPU (and Nsight Systems for a CUDA profile)";
   }
   if (o.session.device != "cuda") {
     const char* flag = !o.session.cuda_graph             ? "--no-cuda-graph"

@@ -16,7 +16,7 @@ struct InferOptions {
   std::string text_file;
   int runs = 1, warmup = 0, topk = 5;
   bool dump = false, list_ops = false, help = false;
-  bool explain = false, verify = false, ablation = false;
+  bool explain = false, verify = false, ablation = false, profile = false;
   bool compare_cpu = false;  // --compare-cpu: run the same input on the CPU and compare
   SessionOptions session;
 };

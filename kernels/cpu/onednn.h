@@ -65,6 +65,25 @@ class ConvAnchor : public Anchor {
   virtual void use_native(bool input, bool output, bool sum_operand) = 0;
 };
 
+/// MaxPool / AveragePool (ONNX semantics as cpu::max_pool2d / avg_pool2d; NCHW [n, c, h, w] ->
+/// [n, c, oh, ow]) on oneDNN's pooling primitive (pooling_max, pooling_avg_include_padding /
+/// pooling_avg_exclude_padding), in NCHW or, when the layout pass keeps its buffers native, in
+/// NHWC. Refused (nullptr with `why`; the reference kernel runs): dilation, a window with no real
+/// input, and an AveragePool whose ceil_mode window reaches past the padding with
+/// count_include_pad (oneDNN divides by the whole window). A call whose input holds NaN/Inf runs
+/// the reference kernel (oneDNN's max does not propagate NaN as ONNX does).
+class PoolAnchor {
+ public:
+  virtual ~PoolAnchor() = default;
+  static std::unique_ptr<PoolAnchor> create(const PoolParams& p, bool max, std::string* why);
+  virtual void run(const float* x, float* y) const = 0;
+  virtual std::string describe() const = 0;
+  /// The NHWC element strides of x / y (the layout pass's offer), as ConvAnchor's.
+  virtual std::vector<int64_t> native_input() const = 0;
+  virtual std::vector<int64_t> native_output() const = 0;
+  virtual void use_native(bool input, bool output) = 0;
+};
+
 /// Gemm (ONNX): y [M, N] = ep(alpha * op(A) * op(B) + beta * C) with B constant and C absent
 /// or a constant per-column vector ([N], [1, N], [1]). `b` and `c` are read at creation only.
 /// MatMul: y [batch, M, N] = ep(A[b] * B[b']) for batch indices that are the identity or all

@@ -28,6 +28,11 @@ std::unique_ptr<GemmAnchor> GemmAnchor::create_matmul(const MatMulParams&, const
   return nullptr;
 }
 
+std::unique_ptr<PoolAnchor> PoolAnchor::create(const PoolParams&, bool, std::string* why) {
+  *why = kAbsent;
+  return nullptr;
+}
+
 std::unique_ptr<HorizontalAnchor> HorizontalAnchor::create(int64_t, int64_t, const std::vector<int64_t>&, const float*,
                                                            const float*, std::string* why) {
   *why = kAbsent;

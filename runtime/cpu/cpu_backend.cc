@@ -38,7 +38,7 @@ class CpuBackend final : public Backend {
 
   Result<TensorMap> run(const TensorMap& inputs, RunInfo* info) const override {
     try {
-      return executor_->run(inputs, nullptr, info);
+      return executor_->run(inputs, info && info->want_step_ms ? &info->step_ms : nullptr, info);
     } catch (const std::bad_alloc&) {  // a kernel's own scratch (im2col, packing)
       return error(StatusCode::kIoError) << "out of memory while running (execution context of " << arena_bytes_
                                          << " bytes)";
@@ -60,8 +60,8 @@ class CpuBackend final : public Backend {
     }
     if (kernels_ == CpuKernels::kReference) return "cpu plan: reference kernels (--cpu-kernels reference)\n";
     return "cpu plan: " + std::to_string(onednn) + " oneDNN primitive step(s), " + std::to_string(reference) +
-           " anchor step(s) on the reference kernels, " + std::to_string(native_values_) +
-           " activation(s) kept in oneDNN's layout between convolutions\n" + lines;
+           " step(s) refused by oneDNN (reference kernels, reason below), " + std::to_string(native_values_) +
+           " activation(s) kept in oneDNN's layout between oneDNN steps\n" + lines;
   }
 
   size_t execution_contexts() const override { return executor_ ? executor_->contexts() : 0; }

@@ -40,6 +40,14 @@ Result<Step> lower_group_cpu(const Graph& g, const FusionGroup& grp, CpuKernels 
     Step s;
     if (try_onednn(g, grp, &s, &why)) return s;
   }
+  const OpKind head = node_at(g, grp.nodes[0]).op;
+  if (kernels == CpuKernels::kOneDnn && grp.kind == GroupKind::kSingle &&
+      (head == OpKind::kMaxPool || head == OpKind::kAveragePool)) {
+    Step s;
+    Status st = lowering::lower_pool_onednn(g, grp.nodes[0], s);
+    if (st.ok()) return s;
+    why = st.message();
+  }
   if (grp.kind == GroupKind::kSingle) {
     const int ni = grp.nodes[0];
     if (view_source(g, ni) != kNoValue) return view_step(g, ni);

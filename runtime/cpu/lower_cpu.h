@@ -41,6 +41,11 @@ Status lower_anchor_epilogue(const Graph& g, const FusionGroup& grp, Step& s);  
 /// primitives with post-ops (lower_onednn.cc). kUnsupported with the reason when oneDNN cannot
 /// run it optimised.
 Status lower_anchor_onednn(const Graph& g, const FusionGroup& grp, Step& s);
+/// A lone MaxPool / AveragePool on oneDNN's pooling primitive (lower_onednn.cc); kUnsupported
+/// with the reason when it stays on the reference kernel.
+Status lower_pool_onednn(const Graph& g, int node, Step& s);
+/// The pooling parameters of a MaxPool / AveragePool node (lower_single.cc).
+cpu::PoolParams pool_params(const Graph& g, const Node& n);
 Status lower_elementwise(const Graph& g, const FusionGroup& grp, Step& s);   ///< lower_elementwise.cc
 Status lower_row_norm(const Graph& g, const FusionGroup& grp, Step& s);      ///< lower_elementwise.cc
 Status lower_horizontal(const Graph& g, const FusionGroup& grp, Step& s);    ///< lower_horizontal.cc

@@ -157,6 +157,28 @@ Status lower_horizontal_onednn(const Graph& g, const FusionGroup& grp, Step& s) 
 
 }  // namespace
 
+Status lower_pool_onednn(const Graph& g, int node, Step& s) {
+  const Node& n = node_at(g, node);
+  if (g.value(n.inputs[0]).dtype != DType::kF32) return error(StatusCode::kUnsupported) << "non-f32 input";
+  cpu::PoolParams p = pool_params(g, n);
+  const bool max = n.op == OpKind::kMaxPool;
+  if (!max) p.count_include_pad = n.attr_i("count_include_pad") != 0;
+  std::string why;
+  std::shared_ptr<cpu::onednn::PoolAnchor> prim(cpu::onednn::PoolAnchor::create(p, max, &why));
+  if (!prim) return error(StatusCode::kUnsupported) << why;
+  s = node_step(g, node, "onednn_pool");
+  const ValueId x = n.inputs[0], y = n.outputs[0];
+  auto l = std::make_shared<NativeLayout>();
+  l->reads.push_back({x, prim->native_input(), false});
+  l->output = y;
+  l->output_strides = prim->native_output();
+  l->apply = [prim](const NativeLayout& nl) { prim->use_native(nl.reads[0].used, nl.output_used); };
+  s.native = l;
+  s.detail = prim->describe();
+  s.run = [=](const BufferTable& b) { prim->run(b.f32(x), b.f32(y)); };
+  return Status();
+}
+
 Status lower_anchor_onednn(const Graph& g, const FusionGroup& grp, Step& s) {
   if (grp.kind == GroupKind::kConvSum) return lower_conv_sum_onednn(g, grp, s);
   if (grp.kind == GroupKind::kHorizontalGemm) return lower_horizontal_onednn(g, grp, s);

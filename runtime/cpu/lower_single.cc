@@ -124,7 +124,7 @@ LOWER(Mul) { return lower_binary(g, ni, s, cpu::BinaryKind::kMul); }
 LOWER(Div) { return lower_binary(g, ni, s, cpu::BinaryKind::kDiv); }
 LOWER(Pow) { return lower_binary(g, ni, s, cpu::BinaryKind::kPow); }
 
-static cpu::PoolParams pool_params(const Graph& g, const Node& n) {
+cpu::PoolParams lowering::pool_params(const Graph& g, const Node& n) {
   const Shape& x = shape_of(g, n.inputs[0]);
   const Shape& y = shape_of(g, n.outputs[0]);
   cpu::PoolParams p;
@@ -153,14 +153,14 @@ static cpu::PoolParams pool_params(const Graph& g, const Node& n) {
 }
 
 LOWER(MaxPool) {
-  cpu::PoolParams p = pool_params(g, NODE);
+  cpu::PoolParams p = lowering::pool_params(g, NODE);
   ValueId xi = NODE.inputs[0], yi = NODE.outputs[0];
   s.run = [=](const BufferTable& b) { cpu::max_pool2d(p, b.f32(xi), b.f32(yi)); };
   return Status();
 }
 
 LOWER(AveragePool) {
-  cpu::PoolParams p = pool_params(g, NODE);
+  cpu::PoolParams p = lowering::pool_params(g, NODE);
   p.count_include_pad = NODE.attr_i("count_include_pad") != 0;
   ValueId xi = NODE.inputs[0], yi = NODE.outputs[0];
   s.run = [=](const BufferTable& b) { cpu::avg_pool2d(p, b.f32(xi), b.f32(yi)); };

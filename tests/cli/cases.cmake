@@ -54,7 +54,7 @@ fusert_cli_test(fusion_raw --stdout 0 "^plan: 69 nodes -> 68 kernels"
 fusert_cli_test(fusion_unknown 2 "unknown fusion strategy 'fast' \\(all, none, raw, or a comma list"
                 -- --model ${CMAKE_SOURCE_DIR}/models/resnet18.yaml --seeded --fusion fast)
 fusert_cli_test(cpu_kernels_onednn_explain --stdout 0
-                "^cpu plan: [0-9]+ oneDNN primitive step\\(s\\), [0-9]+ anchor step\\(s\\) on the reference kernels"
+                "^cpu plan: [0-9]+ oneDNN primitive step\\(s\\), [0-9]+ step\\(s\\) refused by oneDNN \\(reference kernels, reason below\\)"
                 "1\\. espresso +0\\.95" -- --explain)
 
 # ---- model files

@@ -435,3 +435,95 @@ TEST_CASE("onednn: a horizontal GEMM (concatenated weights, member epilogues wit
     CHECK(compare(got[i], want[i]) <= 1e-5);
   }
 }
+
+namespace {
+
+cpu::PoolParams pool(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t stride, int64_t pt, int64_t pl,
+                     int64_t pb, int64_t pr, bool ceil_mode) {
+  cpu::PoolParams p;
+  p.n = n, p.c = c, p.h = h, p.w = w, p.kh = p.kw = k;
+  p.stride_h = p.stride_w = stride;
+  p.pad_top = pt, p.pad_left = pl, p.pad_bottom = pb, p.pad_right = pr;
+  const int64_t add = ceil_mode ? stride - 1 : 0;  // ONNX: ceil((len + pads - k) / stride) + 1
+  p.oh = (h + pt + pb - k + add) / stride + 1;
+  p.ow = (w + pl + pr - k + add) / stride + 1;
+  return p;
+}
+
+// NCHW -> NHWC (to_nhwc) or back.
+std::vector<float> permute(const std::vector<float>& v, int64_t n, int64_t c, int64_t hw, bool to_nhwc) {
+  std::vector<float> out(v.size());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t s = 0; s < hw; ++s) {
+        const size_t nchw = static_cast<size_t>((i * c + ch) * hw + s),
+                     nhwc = static_cast<size_t>((i * hw + s) * c + ch);
+        if (to_nhwc) {
+          out[nhwc] = v[nchw];
+        } else {
+          out[nchw] = v[nhwc];
+        }
+      }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("onednn: MaxPool and AveragePool match max_pool2d / avg_pool2d in NCHW and NHWC, NaN/Inf included") {
+  if (!cpu::onednn::built()) return;
+  const std::vector<cpu::PoolParams> shapes = {
+      pool(1, 64, 112, 112, 3, 2, 1, 1, 1, 1, false),  // the ResNet stem
+      pool(1, 1, 5, 7, 2, 1, 0, 0, 0, 0, false),       // one channel
+      pool(2, 13, 9, 8, 3, 2, 1, 0, 0, 1, false),      // batch 2, asymmetric pads
+      pool(1, 3, 7, 7, 2, 2, 0, 0, 0, 0, true),        // ceil_mode: the last window passes the input
+      pool(1, 127, 6, 5, 3, 2, 1, 1, 1, 1, true),      // odd channels, ceil_mode with pads
+  };
+  for (const cpu::PoolParams& base : shapes) {
+    for (int kind = 0; kind < 3; ++kind) {  // max, average excluding pads, average including pads
+      cpu::PoolParams p = base;
+      const bool max = kind == 0;
+      p.count_include_pad = kind == 2;
+      CAPTURE(kind);
+      CAPTURE(p.c);
+      CAPTURE(p.h);
+      std::string why;
+      auto a = cpu::onednn::PoolAnchor::create(p, max, &why);
+      const int64_t over = (p.oh - 1) * p.stride_h + p.kh - p.h - p.pad_top - p.pad_bottom;
+      if (kind == 2 && over > 0) {  // oneDNN would divide by the whole window
+        CHECK(!a);
+        CHECK(why.find("count_include_pad") != std::string::npos);
+        continue;
+      }
+      REQUIRE_MESSAGE(a, why);
+      const int64_t in = p.n * p.c * p.h * p.w, out = p.n * p.c * p.oh * p.ow;
+      std::vector<float> x = ft::random_floats(in, 11);
+      for (int special = 0; special < 2; ++special) {
+        CAPTURE(special);
+        if (special) x[0] = kNaN, x[static_cast<size_t>(in / 2)] = kInf, x[static_cast<size_t>(in - 1)] = -kInf;
+        std::vector<float> want(static_cast<size_t>(out)), got(want.size());
+        if (max) {
+          cpu::max_pool2d(p, x.data(), want.data());
+        } else {
+          cpu::avg_pool2d(p, x.data(), want.data());
+        }
+        for (int layout = 0; layout < 4; ++layout) {  // bit 0: source NHWC, bit 1: destination NHWC
+          CAPTURE(layout);
+          const bool src = layout & 1, dst = layout & 2;
+          a->use_native(src, dst);
+          std::vector<float> xs = src ? permute(x, p.n, p.c, p.h * p.w, true) : x;
+          a->run(xs.data(), got.data());
+          CHECK(compare(dst ? permute(got, p.n, p.c, p.oh * p.ow, false) : got, want) <= 1e-6);
+        }
+      }
+    }
+  }
+  std::string why;
+  cpu::PoolParams d = pool(1, 4, 9, 9, 3, 1, 0, 0, 0, 0, false);
+  d.dil_h = d.dil_w = 2;
+  d.oh = d.ow = 5;
+  CHECK(!cpu::onednn::PoolAnchor::create(d, true, &why));
+  CHECK(why == "dilated pooling");
+  // ceil_mode with a last column window wholly in the right padding (starts at 5 of 5 columns)
+  CHECK(!cpu::onednn::PoolAnchor::create(pool(1, 8, 6, 5, 3, 3, 1, 1, 1, 1, true), true, &why));
+  CHECK(why == "an output window sees only padding");
+}

@@ -136,21 +136,6 @@ class ConvImpl final : public ConvAnchor {
   }
 };
 
-// True when some output row or column sees only padding (no kernel tap inside the input).
-// oneDNN 2.6's brgconv wrote outside its buffers on such a convolution with a sum post-op
-// (a dilated 2x2 kernel over a 1x1 image; found by the planner fuzzer), so those stay ours.
-bool window_in_padding(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t dil, int64_t pad) {
-  for (int64_t o = 0; o < out; ++o) {
-    bool hit = false;
-    for (int64_t t = 0; t < k && !hit; ++t) {
-      const int64_t i = o * stride - pad + t * dil;
-      hit = i >= 0 && i < in;
-    }
-    if (!hit) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 std::unique_ptr<ConvAnchor> ConvAnchor::create(const ConvParams& p, const float* w, const float* bias,

@@ -65,6 +65,8 @@ long first_squash(const std::vector<EpilogueStep>& steps, size_t fused);
 bool all_finite(const float* v, int64_t n);
 /// True when `x` (n values) and the tensor operands of the steps before `squash` are finite.
 bool inputs_finite(const float* x, int64_t n, const Epilogue& ep, long squash, const Dims& out, size_t channel_dim);
+/// True when some output along an axis sees only padding (no tap inside the input).
+bool window_in_padding(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t dil, int64_t pad);
 /// The primitive's scratchpad for this call (user mode: per thread).
 memory scratchpad(const memory::desc& md);
 /// Binds the binary post-op operands of `ep` for one execution.

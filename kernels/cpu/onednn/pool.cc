@@ -1,0 +1,167 @@
+// oneDNN pooling anchor: MaxPool / AveragePool on oneDNN's pooling primitive, in NCHW, or in
+// NHWC when the layout pass keeps its source or destination in the convolutions' layout.
+#include <oneapi/dnnl/dnnl.hpp>
+#include <string>
+#include <unordered_map>
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/onednn/internal.h"
+
+namespace fusert::cpu::onednn {
+
+using namespace detail;
+
+namespace {
+
+struct Primitive {
+  dnnl::pooling_forward::primitive_desc pd;
+  dnnl::pooling_forward prim;
+};
+
+class PoolImpl final : public PoolAnchor {
+ public:
+  PoolParams p;
+  bool max = true;
+  memory::desc x_plain, y_plain, x_nhwc, y_nhwc;
+  Primitive plain, nhwc;
+  dnnl::reorder to_nhwc, from_nhwc;  // x NCHW -> NHWC, y NHWC -> NCHW
+  bool src_native = false, dst_native = false;
+
+  std::string describe() const override {
+    const bool native = src_native || dst_native;
+    std::string s = std::string(max ? "pooling_max " : "pooling_avg ") +
+                    (native ? nhwc.pd.impl_info_str() : plain.pd.impl_info_str());
+    if (native) s += std::string("; NHWC; reorders:") + (src_native ? "" : " in") + (dst_native ? "" : " out");
+    return s;
+  }
+  std::vector<int64_t> native_input() const override { return dense_strides_of(x_nhwc); }
+  std::vector<int64_t> native_output() const override { return dense_strides_of(y_nhwc); }
+  void use_native(bool input, bool output) override { src_native = input, dst_native = output; }
+
+  void run(const float* x, float* y) const override {
+    const int64_t in = p.n * p.c * p.h * p.w, out = p.n * p.c * p.oh * p.ow;
+    if (!all_finite(x, in)) {
+      run_reference(x, y);
+      return;
+    }
+    dnnl::stream s(cpu_engine());
+    if (!src_native && !dst_native) {
+      plain.prim.execute(s, {{DNNL_ARG_SRC, memory(x_plain, cpu_engine(), const_cast<float*>(x))},
+                             {DNNL_ARG_DST, memory(y_plain, cpu_engine(), y)},
+                             {DNNL_ARG_SCRATCHPAD, scratchpad(plain.pd.scratchpad_desc())}});
+      s.wait();
+      return;
+    }
+    memory src(x_nhwc, cpu_engine(), const_cast<float*>(x)), dst(y_nhwc, cpu_engine(), y);
+    if (!src_native) {
+      memory xm(x_plain, cpu_engine(), const_cast<float*>(x));
+      src = memory(x_nhwc, cpu_engine(), scratch(0, static_cast<size_t>(in)));
+      to_nhwc.execute(s, xm, src);
+    }
+    if (!dst_native) dst = memory(y_nhwc, cpu_engine(), scratch(1, static_cast<size_t>(out)));
+    nhwc.prim.execute(
+        s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratchpad(nhwc.pd.scratchpad_desc())}});
+    if (!dst_native) {
+      memory ym(y_plain, cpu_engine(), y);
+      from_nhwc.execute(s, dst, ym);
+    }
+    s.wait();
+  }
+
+  // The reference kernel (NaN/Inf propagate as ONNX says), converting native buffers.
+  void run_reference(const float* x, float* y) const {
+    dnnl::stream s(cpu_engine());
+    const float* xp = x;
+    if (src_native) {
+      float* tmp = scratch(0, static_cast<size_t>(p.n * p.c * p.h * p.w));
+      memory a(x_nhwc, cpu_engine(), const_cast<float*>(x)), b(x_plain, cpu_engine(), tmp);
+      dnnl::reorder(a, b).execute(s, a, b);
+      s.wait();
+      xp = tmp;
+    }
+    float* out = dst_native ? scratch(1, static_cast<size_t>(p.n * p.c * p.oh * p.ow)) : y;
+    if (max) {
+      max_pool2d(p, xp, out);
+    } else {
+      avg_pool2d(p, xp, out);
+    }
+    if (dst_native) {
+      memory a(y_plain, cpu_engine(), out), b(y_nhwc, cpu_engine(), y);
+      dnnl::reorder(a, b).execute(s, a, b);
+      s.wait();
+    }
+  }
+};
+
+// The pooling primitive for x -> y in the given layouts; false (with why) when oneDNN has only
+// its reference implementation or refuses the shape.
+bool make_primitive(const PoolParams& p, algorithm alg, const memory::desc& x, const memory::desc& y, Primitive* out,
+                    std::string* why) {
+  // ONNX's ceil_mode is resolved into oh/ow: the right/bottom padding is what makes oneDNN's
+  // output-size formula give them.
+  const Dims pad_r = {(p.oh - 1) * p.stride_h + p.kh - p.h - p.pad_top,
+                      (p.ow - 1) * p.stride_w + p.kw - p.w - p.pad_left};
+  try {
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference, alg, x, y, {p.stride_h, p.stride_w}, {p.kh, p.kw},
+                                  {p.pad_top, p.pad_left}, pad_r);
+    out->pd = dnnl::pooling_forward::primitive_desc(d, attr, cpu_engine());
+    if (is_reference(out->pd.impl_info_str())) {
+      *why = std::string("oneDNN has only its reference pooling here (") + out->pd.impl_info_str() + ")";
+      return false;
+    }
+    out->prim = dnnl::pooling_forward(out->pd);
+  } catch (const dnnl::error& e) {
+    *why = std::string("oneDNN pooling: ") + e.what();
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::unique_ptr<PoolAnchor> PoolAnchor::create(const PoolParams& p, bool max, std::string* why) {
+  if (p.dil_h != 1 || p.dil_w != 1) {
+    *why = "dilated pooling";
+    return nullptr;
+  }
+  if (window_in_padding(p.h, p.oh, p.kh, p.stride_h, 1, p.pad_top) ||
+      window_in_padding(p.w, p.ow, p.kw, p.stride_w, 1, p.pad_left)) {
+    *why = "an output window sees only padding";
+    return nullptr;
+  }
+  const int64_t over_h = (p.oh - 1) * p.stride_h + p.kh - p.h - p.pad_top - p.pad_bottom;
+  const int64_t over_w = (p.ow - 1) * p.stride_w + p.kw - p.w - p.pad_left - p.pad_right;
+  if (!max && p.count_include_pad && (over_h > 0 || over_w > 0)) {
+    *why = "AveragePool with count_include_pad whose ceil_mode window passes the padding";
+    return nullptr;
+  }
+  auto a = std::make_unique<PoolImpl>();
+  a->p = p;
+  a->max = max;
+  const Dims x_dims = {p.n, p.c, p.h, p.w}, y_dims = {p.n, p.c, p.oh, p.ow};
+  const auto f32 = memory::data_type::f32;
+  a->x_plain = memory::desc(x_dims, f32, memory::format_tag::nchw);
+  a->y_plain = memory::desc(y_dims, f32, memory::format_tag::nchw);
+  a->x_nhwc = memory::desc(x_dims, f32, memory::format_tag::nhwc);
+  a->y_nhwc = memory::desc(y_dims, f32, memory::format_tag::nhwc);
+  const algorithm alg = max                   ? algorithm::pooling_max
+                        : p.count_include_pad ? algorithm::pooling_avg_include_padding
+                                              : algorithm::pooling_avg_exclude_padding;
+  if (!make_primitive(p, alg, a->x_plain, a->y_plain, &a->plain, why) ||
+      !make_primitive(p, alg, a->x_nhwc, a->y_nhwc, &a->nhwc, why)) {
+    return nullptr;
+  }
+  try {
+    const dnnl::engine& e = cpu_engine();
+    a->to_nhwc = dnnl::reorder(dnnl::reorder::primitive_desc(e, a->x_plain, e, a->x_nhwc));
+    a->from_nhwc = dnnl::reorder(dnnl::reorder::primitive_desc(e, a->y_nhwc, e, a->y_plain));
+  } catch (const dnnl::error& e) {
+    *why = std::string("oneDNN reorder: ") + e.what();
+    return nullptr;
+  }
+  return a;
+}
+
+}  // namespace fusert::cpu::onednn
