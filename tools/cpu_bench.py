@@ -2,7 +2,7 @@
 """`make bench`: fusert (fused and unfused) against ONNX Runtime on the CPU, side by side.
 
     python3 tools/cpu_bench.py [--bench build/bench] [--models M,M] [--threads 1,all]
-                               [--rounds 25] [--warmup 3] [--no-load] [--out docs/bench]
+                               [--rounds 30] [--warmup 3] [--no-load] [--out docs/bench]
 
 For each model (default: resnet18 resnet50 mobilenet_v2 efficientnet_lite0 bert_base_layer
 minilm_l6) the PyTorch reference module is built with fusert's seeded weights
@@ -417,7 +417,7 @@ def main():
     ap.add_argument("--bench", default=os.path.join(REPO, "build", "bench"), help="the fusert bench binary")
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--threads", default="1,all", help="comma list of thread counts; 'all' = every core")
-    ap.add_argument("--rounds", type=int, default=25)
+    ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--opset", type=int, default=14)
     ap.add_argument("--gap-ms", type=float, default=50,

@@ -53,6 +53,11 @@ fusert_cli_test(fusion_raw --stdout 0 "^plan: 69 nodes -> 68 kernels"
                 -- --model ${CMAKE_SOURCE_DIR}/models/resnet18.yaml --seeded --fusion raw)
 fusert_cli_test(fusion_unknown 2 "unknown fusion strategy 'fast' \\(all, none, raw, or a comma list"
                 -- --model ${CMAKE_SOURCE_DIR}/models/resnet18.yaml --seeded --fusion fast)
+fusert_cli_test(profile_resnet18 --stdout 0 "^profile \\(resnet18, fusion all, .*median of 2 runs per step\\): 2[0-9] steps"
+                "^  slowest steps:" "^ +[0-9.]+ +[0-9.]+% +[0-9]+ +onednn_conv$" "^ +[0-9.]+ +[0-9.]+% +1 +onednn_pool$"
+                -- --model ${CMAKE_SOURCE_DIR}/models/resnet18.yaml --seeded --profile --runs 2)
+fusert_cli_test(profile_cuda 2 "--profile and --profile-guided run on the CPU backend only"
+                -- --model ${CMAKE_SOURCE_DIR}/models/resnet18.yaml --seeded --profile --device cuda)
 fusert_cli_test(cpu_kernels_onednn_explain --stdout 0
                 "^cpu plan: [0-9]+ oneDNN primitive step\\(s\\), [0-9]+ step\\(s\\) refused by oneDNN \\(reference kernels, reason below\\)"
                 "1\\. espresso +0\\.95" -- --explain)
