@@ -74,10 +74,18 @@ def quartiles(v):
 
 def onnx_flops(path):
     """2 x multiply-adds of every Conv, Gemm and MatMul in the ONNX graph (direct convolution /
-    GEMM; shapes from onnx.shape_inference). Other ops are not counted."""
+    GEMM). Shapes from onnx.shape_inference on the graph after ONNX Runtime's basic (constant-
+    folding) optimisation, which resolves the shape arithmetic PyTorch exports around Pad
+    (EfficientNet's same-padding). Other ops are not counted."""
     import onnx
+    import onnxruntime as ort
     from onnx import numpy_helper, shape_inference
-    m = shape_inference.infer_shapes(onnx.load(path))
+    folded = path[:-len(".onnx")] + ".folded.onnx"
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    so.optimized_model_filepath = folded
+    ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    m = shape_inference.infer_shapes(onnx.load(folded))
     g = m.graph
     shapes = {}
     for vi in list(g.value_info) + list(g.input) + list(g.output):
@@ -87,6 +95,8 @@ def onnx_flops(path):
         shapes[init.name] = list(numpy_helper.to_array(init).shape)
     flops = 0
     for n in g.node:
+        if n.op_type in ("Conv", "Gemm", "MatMul") and (n.output[0] not in shapes or 0 in shapes[n.output[0]]):
+            raise ValueError(f"{path}: the shape of {n.op_type} '{n.name}' was not inferred: FLOPs unknown")
         if n.op_type == "Conv":
             w = shapes[n.input[1]]
             y = shapes[n.output[0]]

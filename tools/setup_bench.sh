@@ -9,10 +9,11 @@ bash tools/setup_deps.sh --bench >&2
 VENV=.cache/bench-venv
 ORT=onnxruntime==1.32.0
 ONNX=onnx==1.23.2
-if ! "$VENV/bin/python" -c "import onnxruntime, onnx, torch, matplotlib" 2>/dev/null; then
-  echo "[bench] creating $VENV ($ORT, $ONNX from PyPI)" >&2
+TQDM=tqdm==4.66.4  # imported by transformers 4.40.2 (the BERT builders, .cache/pylib)
+if ! "$VENV/bin/python" -c "import onnxruntime, onnx, tqdm, torch, matplotlib" 2>/dev/null; then
+  echo "[bench] creating $VENV ($ORT, $ONNX, $TQDM from PyPI)" >&2
   rm -rf "$VENV"
   /usr/bin/python3 -m venv --system-site-packages "$VENV"
-  "$VENV/bin/pip" install -q --disable-pip-version-check "$ORT" "$ONNX" "numpy<2" >&2
+  "$VENV/bin/pip" install -q --disable-pip-version-check "$ORT" "$ONNX" "$TQDM" "numpy<2" >&2
 fi
 echo "$VENV/bin/python"
