@@ -1,10 +1,13 @@
 // Row-wise normalisations for fused groups: LayerNorm and softmax of one row, the gemm-style
 // row epilogue (steps, LayerNorm tail, post) and norm_rows_fused (prologue + norm + post).
 // Each row is finished in one visit: it is read once into cache and written once.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "kernels/cpu/fused_internal.h"
 #include "kernels/cpu/parallel.h"
@@ -46,20 +49,58 @@ void layer_norm_row(int64_t n, const float* scale, const float* shift, float eps
   }
 }
 
-void softmax_row(int64_t n, float* v) {
+// The row's max, NaN if it holds one (as nan_max over the row), eight lanes at a time.
+static float row_max(int64_t n, const float* v) {
   float mx = kNegInf;
-  for (int64_t i = 0; i < n; ++i) mx = nan_max(mx, v[i]);
+  int64_t i = 0;
+#ifdef __AVX__
+  __m256 m = _mm256_set1_ps(kNegInf), unordered = _mm256_setzero_ps();
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(v + i);
+    m = _mm256_max_ps(m, x);
+    unordered = _mm256_or_ps(unordered, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+  }
+  if (_mm256_movemask_ps(unordered) != 0) return std::numeric_limits<float>::quiet_NaN();
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, m);
+  for (float l : lanes) mx = std::max(mx, l);
+#endif
+  for (; i < n; ++i) mx = nan_max(mx, v[i]);
+  return mx;
+}
+
+void softmax_row(int64_t n, float* v) {
+  const float mx = row_max(n, v);
   if (mx == kNegInf) {  // every entry is -inf (e.g. a fully masked row): zeros, as ONNX RT gives
     std::fill(v, v + n, 0.f);
     return;
   }
+  if (!std::isfinite(mx)) {  // NaN or +inf in the row: libm's exp gives ONNX's NaN pattern
+    float sum = 0.f;
+    for (int64_t i = 0; i < n; ++i) {
+      v[i] = std::exp(v[i] - mx);
+      sum += v[i];
+    }
+    const float inv = 1.f / sum;
+    for (int64_t i = 0; i < n; ++i) v[i] *= inv;
+    return;
+  }
+  // Finite max: Eigen's vectorised exp (within a few ulps of libm; attention spent most of its
+  // time in scalar expf). Its input clamp would turn exp(-inf) into a tiny number instead of 0,
+  // so masked (-inf) entries are selected to exactly 0: 0 * an infinite V stays NaN, as unfused.
+  // Eigen's select() is not vectorised: the exp goes to a per-thread buffer first. That buffer
+  // is Eigen-aligned, so no leading elements are peeled off to the scalar exp whatever v's
+  // alignment: the row's result is the same bits in every run and on every thread.
+  thread_local Eigen::ArrayXf buf;
+  if (buf.size() < n) buf.resize(n);
+  Eigen::Map<Eigen::ArrayXf> a(v, n);
+  buf.head(n) = (a - mx).exp();
   float sum = 0.f;
   for (int64_t i = 0; i < n; ++i) {
-    v[i] = std::exp(v[i] - mx);
+    v[i] = v[i] == kNegInf ? 0.f : buf[i];
     sum += v[i];
   }
-  const float inv = 1.f / sum;  // sum >= 1: the max entry contributes exp(0)
-  for (int64_t i = 0; i < n; ++i) v[i] *= inv;
+  a *= 1.f / sum;  // sum >= 1: the max entry contributes exp(0)
 }
 
 RowEpilogue::RowEpilogue(const Epilogue& ep, int64_t n)
