@@ -45,6 +45,12 @@ struct MatMulParams {
   std::vector<int64_t> a_batch_index, b_batch_index;  // size batch; empty = identity
 };
 void matmul(const MatMulParams& p, const float* a, const float* b, float* y);
+/// How an operand's batch index maps output batch b to an operand matrix: all zero (kShared:
+/// one matrix for every batch; checked first, so batch 1 is kShared), the identity (kPerBatch:
+/// 0, 1, 2, ...; an empty index too), or anything else (kIrregular). The library GEMMs
+/// (cuBLASLt strided batches, oneDNN matmul broadcast) take only the first two.
+enum class BatchPattern { kShared, kPerBatch, kIrregular };
+BatchPattern batch_pattern(const std::vector<int64_t>& index);
 
 // ---------------------------------------------------------------- Convolution
 /// 2-D convolution, NCHW input [N,C,H,W], weight [M, C/group, KH, KW], bias [M] (nullable),

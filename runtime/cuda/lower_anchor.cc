@@ -127,13 +127,9 @@ Status lower_conv_anchor(GroupLowering& gl, const lowering::EpilogueTemplate& t,
 
 // A MatMul batch index that cuBLASLt can stride: 0, 1, 2, ... (step 1) or all 0 (step 0).
 bool regular_batch(const std::vector<int64_t>& idx, int64_t* step) {
-  bool seq = true, zero = true;
-  for (size_t i = 0; i < idx.size(); ++i) {
-    seq &= idx[i] == static_cast<int64_t>(i);
-    zero &= idx[i] == 0;
-  }
-  *step = zero ? 0 : 1;
-  return seq || zero;
+  const cpu::BatchPattern b = cpu::batch_pattern(idx);
+  *step = b == cpu::BatchPattern::kShared ? 0 : 1;
+  return b != cpu::BatchPattern::kIrregular;
 }
 
 // What a GEMM anchor hands cuBLASLt, and how far into the epilogue the library goes.

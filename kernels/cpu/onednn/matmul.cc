@@ -160,14 +160,10 @@ std::unique_ptr<GemmAnchor> GemmAnchor::create_matmul(const MatMulParams& p, con
     *why = "a global-pool tail on a GEMM";
     return nullptr;
   }
-  auto batch_of = [&](const std::vector<int64_t>& idx, int64_t* dim) {
-    bool seq = true, zero = true;
-    for (size_t i = 0; i < idx.size(); ++i) {
-      seq &= idx[i] == static_cast<int64_t>(i);
-      zero &= idx[i] == 0;
-    }
-    *dim = idx.empty() || seq ? p.batch : 1;
-    return idx.empty() || seq || zero;
+  auto batch_of = [&](const std::vector<int64_t>& idx, int64_t* dim) {  // oneDNN broadcasts a batch of 1
+    const BatchPattern b = batch_pattern(idx);
+    *dim = b == BatchPattern::kShared ? 1 : p.batch;
+    return b != BatchPattern::kIrregular;
   };
   int64_t ba = 0, bb = 0;
   if (!batch_of(p.a_batch_index, &ba) || !batch_of(p.b_batch_index, &bb)) {
