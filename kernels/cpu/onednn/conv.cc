@@ -138,34 +138,26 @@ class ConvImpl final : public ConvAnchor {
 
 }  // namespace
 
-std::unique_ptr<ConvAnchor> ConvAnchor::create(const ConvParams& p, const float* w, const float* bias,
-                                               const Epilogue& ep, std::string* why) {
-  if (ep.tail == EpTail::kLayerNorm) {
-    *why = "a LayerNorm tail on a convolution";
-    return nullptr;
-  }
-  if (window_in_padding(p.h, p.oh, p.kh, p.stride_h, p.dil_h, p.pad_top) ||
-      window_in_padding(p.w, p.ow, p.kw, p.stride_w, p.dil_w, p.pad_left)) {
-    *why = "an output sees only padding (oneDNN 2.6 mishandles it)";
-    return nullptr;
-  }
-  auto c = std::make_unique<ConvImpl>();
-  c->p = p;
-  c->steps = ep.steps.size();
+namespace {
+
+Dims weight_dims(const ConvParams& p) {
   const int64_t g = p.group;
+  return g > 1 ? Dims{g, p.m / g, p.c / g, p.kh, p.kw} : Dims{p.m, p.c, p.kh, p.kw};
+}
+
+// The longest post-op chain of `ep` with an optimised implementation, into c->pd and c->po; a
+// residual Add is tried first as the sum post-op (it keeps the blocked implementations), then
+// as a binary post-op. Activations and weights in format `any`: oneDNN picks.
+bool choose_primitive(ConvImpl* c, const Epilogue& ep) {
+  const ConvParams& p = c->p;
   const Dims x_dims = {p.n, p.c, p.h, p.w}, y_dims = {p.n, p.m, p.oh, p.ow};
-  const Dims w_dims = g > 1 ? Dims{g, p.m / g, p.c / g, p.kh, p.kw} : Dims{p.m, p.c, p.kh, p.kw};
-  c->x_plain = memory::desc(x_dims, memory::data_type::f32, memory::format_tag::nchw);
-  c->y_plain = memory::desc(y_dims, memory::data_type::f32, memory::format_tag::nchw);
   const memory::desc any_x(x_dims, memory::data_type::f32, memory::format_tag::any);
   const memory::desc any_y(y_dims, memory::data_type::f32, memory::format_tag::any);
-  const memory::desc any_w(w_dims, memory::data_type::f32, memory::format_tag::any);
+  const memory::desc any_w(weight_dims(p), memory::data_type::f32, memory::format_tag::any);
   const memory::desc b_desc({p.m}, memory::data_type::f32, memory::format_tag::x);
   // oneDNN dilation counts the holes: ONNX dilation d is oneDNN d - 1.
   const Dims strides = {p.stride_h, p.stride_w}, dil = {p.dil_h - 1, p.dil_w - 1};
   const Dims pad_l = {p.pad_top, p.pad_left}, pad_r = {p.pad_bottom, p.pad_right};
-  // The longest post-op chain with an optimised implementation; a residual Add tried first as
-  // the sum post-op (it keeps the blocked implementations), then as a binary post-op.
   auto try_create = [&](size_t limit, long sum_step) {
     PostOps po = make_post_ops(ep.steps, y_dims, 1, limit, sum_step);
     if (po.fused < limit) return false;
@@ -186,32 +178,24 @@ std::unique_ptr<ConvAnchor> ConvAnchor::create(const ConvParams& p, const float*
   };
   for (size_t limit = ep.steps.size() + 1; limit-- > 0;) {
     const long sum = first_full_add(ep.steps, limit);
-    if ((sum != kNoSum && try_create(limit, sum)) || try_create(limit, kNoSum)) break;
+    if ((sum != kNoSum && try_create(limit, sum)) || try_create(limit, kNoSum)) return true;
   }
-  if (!c->pd) {
-    *why = "oneDNN has no optimised convolution for these parameters";
-    return nullptr;
-  }
-  c->prim = dnnl::convolution_forward(c->pd);
-  // Weights and bias: reordered once into the primitive's format.
+  return false;
+}
+
+// Weights and bias reordered once into the primitive's format; the activation reorders created.
+void bind_weights(ConvImpl* c, const float* w, const float* bias) {
+  const ConvParams& p = c->p;
+  const Dims w_dims = weight_dims(p);
   dnnl::stream s(cpu_engine());
   const memory::desc w_user(w_dims, memory::data_type::f32, dense_strides(w_dims));
   memory wu(w_user, cpu_engine(), const_cast<float*>(w));
   c->weights = memory(c->pd.weights_desc(), cpu_engine());
   dnnl::reorder(wu, c->weights).execute(s, wu, c->weights);
-  c->bias = memory(b_desc, cpu_engine());
+  c->bias = memory(memory::desc({p.m}, memory::data_type::f32, memory::format_tag::x), cpu_engine());
   float* bp = static_cast<float*>(c->bias.get_data_handle());
   for (int64_t i = 0; i < p.m; ++i) bp[i] = bias ? bias[i] : 0.f;
   s.wait();
-  c->out_dims = y_dims;
-  c->tail = ep.tail != EpTail::kNone;
-  c->w_ref = w;
-  c->b_ref = bias;
-  c->squash = first_squash(ep.steps, c->po.fused);
-  if (c->squash >= 0 && (!all_finite(w, p.m * (p.c / g) * p.kh * p.kw) || !all_finite(bias, bias ? p.m : 0))) {
-    *why = "weights hold NaN or Inf, which the Relu/Clip post-op would not propagate";
-    return nullptr;
-  }
   c->reorder_in = c->pd.src_desc() != c->x_plain;
   c->reorder_out = c->pd.dst_desc() != c->y_plain;
   const dnnl::engine& e = cpu_engine();
@@ -220,6 +204,41 @@ std::unique_ptr<ConvAnchor> ConvAnchor::create(const ConvParams& p, const float*
     c->from_dst = dnnl::reorder(dnnl::reorder::primitive_desc(e, c->pd.dst_desc(), e, c->y_plain));
     c->to_dst = dnnl::reorder(dnnl::reorder::primitive_desc(e, c->y_plain, e, c->pd.dst_desc()));
   }
+}
+
+}  // namespace
+
+std::unique_ptr<ConvAnchor> ConvAnchor::create(const ConvParams& p, const float* w, const float* bias,
+                                               const Epilogue& ep, std::string* why) {
+  if (ep.tail == EpTail::kLayerNorm) {
+    *why = "a LayerNorm tail on a convolution";
+    return nullptr;
+  }
+  if (window_in_padding(p.h, p.oh, p.kh, p.stride_h, p.dil_h, p.pad_top) ||
+      window_in_padding(p.w, p.ow, p.kw, p.stride_w, p.dil_w, p.pad_left)) {
+    *why = "an output sees only padding (oneDNN 2.6 mishandles it)";
+    return nullptr;
+  }
+  auto c = std::make_unique<ConvImpl>();
+  c->p = p;
+  c->steps = ep.steps.size();
+  c->out_dims = {p.n, p.m, p.oh, p.ow};
+  c->x_plain = memory::desc({p.n, p.c, p.h, p.w}, memory::data_type::f32, memory::format_tag::nchw);
+  c->y_plain = memory::desc(c->out_dims, memory::data_type::f32, memory::format_tag::nchw);
+  if (!choose_primitive(c.get(), ep)) {
+    *why = "oneDNN has no optimised convolution for these parameters";
+    return nullptr;
+  }
+  c->prim = dnnl::convolution_forward(c->pd);
+  c->tail = ep.tail != EpTail::kNone;
+  c->w_ref = w;
+  c->b_ref = bias;
+  c->squash = first_squash(ep.steps, c->po.fused);
+  if (c->squash >= 0 && (!all_finite(w, p.m * (p.c / p.group) * p.kh * p.kw) || !all_finite(bias, bias ? p.m : 0))) {
+    *why = "weights hold NaN or Inf, which the Relu/Clip post-op would not propagate";
+    return nullptr;
+  }
+  bind_weights(c.get(), w, bias);
   c->info = describe_pd(c->pd.impl_info_str(), c->po, c->steps, c->reorder_in, c->reorder_out);
   return c;
 }
