@@ -8,9 +8,14 @@
 #include <chrono>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
+
+#include "tests/cuda_emu/emu.h"
 
 #include "tests/cuda_oracle/kernel_reference.h"
 
@@ -77,5 +82,63 @@ bool check_args(const CUkern_st& k, const void* args, dim3 grid, size_t shared);
 /// cudaGetErrorName / cudaGetErrorString texts of the errors the emulation returns.
 const char* error_name(cudaError_t e);
 const char* error_string(cudaError_t e);
+
+}  // namespace fusert::emu::detail
+
+// ---------------------------------------------------------------- the runtime's state
+// Defined in fake_cudart.cc, shared by fake_cudart_{memory,streams,launch}.cc.
+namespace fusert::emu::detail {
+
+constexpr int kSmVersion = 90;
+constexpr size_t kSharedOptin = 232448;  // sm_90: 227 KiB per block by opt-in
+constexpr size_t kSharedDefault = 48 * 1024;
+constexpr size_t kTotalMemory = size_t{141} << 30;
+constexpr size_t kGuard = 256;         // guard bytes before and after every allocation
+constexpr unsigned char kFill = 0xFF;  // fresh memory and guards: NaN as f32
+constexpr size_t kQuarantineBytes = size_t{512} << 20;
+
+struct Alloc {
+  char* base = nullptr;  ///< what aligned_alloc returned
+  size_t size = 0;       ///< bytes the caller asked for
+  size_t total = 0;      ///< with guards
+  bool pinned = false;
+};
+
+struct State {
+  std::mutex mu;                      // allocations, violations, counters
+  std::map<uintptr_t, Alloc> allocs;  // by user pointer
+  std::deque<Alloc> quarantine;
+  size_t quarantined = 0;
+  std::vector<std::string> violations;
+  std::set<std::string> reported;
+  Counters counters;
+  // Handles (host thread only).
+  CUstream_st legacy;
+  std::set<CUstream_st*> streams;
+  std::set<CUevent_st*> events;
+  std::set<CUlib_st*> libraries;
+  std::set<const CUkern_st*> kernels;
+  std::map<CUlib_st*, std::vector<CUkern_st*>> lib_kernels;
+  cudaError_t async_error = cudaSuccess;
+};
+
+State& st();
+/// Synchronisation points (device, stream, event) also verify every allocation's guard bytes.
+void check_guards(const char* when);
+/// Records e as the thread's last error (cudaGetLastError) when it is one; returns it.
+cudaError_t ret(cudaError_t e);
+extern thread_local cudaError_t t_last_error;
+CUstream_st* resolve(cudaStream_t s);
+bool valid_stream(cudaStream_t s);
+/// A call that is not permitted while a capture is in progress: invalidates the captures.
+bool refuse_during_capture(const char* call);
+/// Runs the queued work of one stream / of every stream, in order.
+void drain(CUstream_st* s);
+void drain_all();
+cudaError_t take_async_error();
+/// Guarded allocation (device) or plain (pinned host); nullptr when out of memory.
+char* allocate(size_t size, bool pinned);
+/// Frees into the quarantine; a pointer not allocated (or freed twice) is a violation.
+cudaError_t release(void* p, bool pinned, const char* call);
 
 }  // namespace fusert::emu::detail
