@@ -51,9 +51,10 @@ class Session {
 
   /// Where the time of one inference goes: `runs` runs of `inputs` (after one untimed run),
   /// each plan step's wall time in ms (median over the runs), in plan order, with its kernel and
-  /// what the backend made of it (e.g. the oneDNN primitive and post-op chain). CPU only: on
-  /// CUDA, kUnsupported (the plan runs as one CUDA Graph; use Nsight Systems). Errors: those of
-  /// run(); runs < 1 is kInvalidArgument.
+  /// what the backend made of it (e.g. the oneDNN primitive and post-op chain). CPU only: a
+  /// backend that does not report step times (CUDA: the plan runs as one CUDA Graph; use Nsight
+  /// Systems) gives kUnsupported after one run. Errors: those of run(); runs < 1 is
+  /// kInvalidArgument.
   struct StepTime {
     std::string name, kernel, detail;
     int nodes = 0;  ///< graph nodes the step computes

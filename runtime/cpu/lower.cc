@@ -17,11 +17,12 @@ bool parse_cpu_kernels(const std::string& s, CpuKernels* out) {
 namespace {
 
 bool is_anchor(OpKind op) { return op == OpKind::kConv || op == OpKind::kGemm || op == OpKind::kMatMul; }
+bool is_pool(OpKind op) { return op == OpKind::kMaxPool || op == OpKind::kAveragePool; }
 
-// The oneDNN step of an anchor group, or false with the reason in `why` (the reference
-// kernel runs instead).
+// The oneDNN step of an anchor group or a pooling, or false with the reason in `why` (the
+// reference kernel runs instead).
 bool try_onednn(const Graph& g, const FusionGroup& grp, Step* s, std::string* why) {
-  Status st = lowering::lower_anchor_onednn(g, grp, *s);
+  Status st = lowering::lower_onednn(g, grp, *s);
   if (st.ok()) return true;
   *why = st.message();
   return false;
@@ -31,22 +32,16 @@ bool try_onednn(const Graph& g, const FusionGroup& grp, Step* s, std::string* wh
 
 Result<Step> lower_group_cpu(const Graph& g, const FusionGroup& grp, CpuKernels kernels) {
   using namespace lowering;
-  const bool anchor = ((grp.kind == GroupKind::kSingle || grp.kind == GroupKind::kAnchorEpilogue ||
-                        grp.kind == GroupKind::kGemmLayerNorm) &&
-                       is_anchor(node_at(g, grp.nodes[0]).op)) ||
-                      grp.kind == GroupKind::kConvSum || grp.kind == GroupKind::kHorizontalGemm;
+  const OpKind head = node_at(g, grp.nodes[0]).op;
+  const bool onednn_kind = ((grp.kind == GroupKind::kSingle || grp.kind == GroupKind::kAnchorEpilogue ||
+                             grp.kind == GroupKind::kGemmLayerNorm) &&
+                            is_anchor(head)) ||
+                           (grp.kind == GroupKind::kSingle && is_pool(head)) || grp.kind == GroupKind::kConvSum ||
+                           grp.kind == GroupKind::kHorizontalGemm;
   std::string why;
-  if (kernels == CpuKernels::kOneDnn && anchor) {
+  if (kernels == CpuKernels::kOneDnn && onednn_kind) {
     Step s;
     if (try_onednn(g, grp, &s, &why)) return s;
-  }
-  const OpKind head = node_at(g, grp.nodes[0]).op;
-  if (kernels == CpuKernels::kOneDnn && grp.kind == GroupKind::kSingle &&
-      (head == OpKind::kMaxPool || head == OpKind::kAveragePool)) {
-    Step s;
-    Status st = lowering::lower_pool_onednn(g, grp.nodes[0], s);
-    if (st.ok()) return s;
-    why = st.message();
   }
   if (grp.kind == GroupKind::kSingle) {
     const int ni = grp.nodes[0];

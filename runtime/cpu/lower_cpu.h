@@ -37,13 +37,10 @@ namespace lowering {
 
 /// Kind-specific CPU lowerings, one file each (named after the group kind).
 Status lower_anchor_epilogue(const Graph& g, const FusionGroup& grp, Step& s);  ///< lower_anchor.cc
-/// An anchor group (or a lone Conv/Gemm/MatMul, or a conv-sum cross group) on oneDNN
-/// primitives with post-ops (lower_onednn.cc). kUnsupported with the reason when oneDNN cannot
-/// run it optimised.
-Status lower_anchor_onednn(const Graph& g, const FusionGroup& grp, Step& s);
-/// A lone MaxPool / AveragePool on oneDNN's pooling primitive (lower_onednn.cc); kUnsupported
-/// with the reason when it stays on the reference kernel.
-Status lower_pool_onednn(const Graph& g, int node, Step& s);
+/// An anchor group (or a lone Conv/Gemm/MatMul, a conv-sum cross group, a horizontal GEMM, a
+/// lone MaxPool/AveragePool) on oneDNN primitives with post-ops (lower_onednn.cc).
+/// kUnsupported with the reason when oneDNN cannot run it optimised.
+Status lower_onednn(const Graph& g, const FusionGroup& grp, Step& s);
 /// The pooling parameters of a MaxPool / AveragePool node (lower_single.cc).
 cpu::PoolParams pool_params(const Graph& g, const Node& n);
 Status lower_elementwise(const Graph& g, const FusionGroup& grp, Step& s);   ///< lower_elementwise.cc

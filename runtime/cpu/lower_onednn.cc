@@ -23,6 +23,14 @@ int operand_uses(const EpilogueTemplate& t, ValueId v) {
   return n;
 }
 
+// Offers `v` to the layout pass as a buffer the step can read in `strides`; its place in
+// n->reads, or -1 when there is no layout to offer.
+int offer_read(NativeLayout* n, ValueId v, std::vector<int64_t> strides) {
+  if (strides.empty()) return -1;
+  n->reads.push_back({v, std::move(strides), false});
+  return static_cast<int>(n->reads.size()) - 1;
+}
+
 // What the layout pass may change for a convolution step: its source when the group reads x
 // only as the convolution's source (not also as an epilogue operand), its output, and the
 // residual operand of the sum post-op when the epilogue reads it nowhere else.
@@ -31,18 +39,12 @@ std::shared_ptr<NativeLayout> native_layout(const std::shared_ptr<cpu::onednn::C
   auto n = std::make_shared<NativeLayout>();
   n->output = y;
   n->output_strides = p->native_output();
-  int src = -1, res = -1;  // their places in n->reads
-  if (operand_uses(t, x) == 0 && !p->native_input().empty()) {
-    src = static_cast<int>(n->reads.size());
-    n->reads.push_back({x, p->native_input(), false});
-  }
+  const int src = operand_uses(t, x) == 0 ? offer_read(n.get(), x, p->native_input()) : -1;
+  int res = -1;
   const long sum = p->sum_step();
-  if (sum >= 0 && static_cast<size_t>(sum) < t.step_operands.size() && !p->native_sum_operand().empty()) {
+  if (sum >= 0 && static_cast<size_t>(sum) < t.step_operands.size()) {
     const ValueId r = t.step_operands[static_cast<size_t>(sum)];
-    if (r != kNoValue && r != x && operand_uses(t, r) == 1) {
-      res = static_cast<int>(n->reads.size());
-      n->reads.push_back({r, p->native_sum_operand(), false});
-    }
+    if (r != kNoValue && r != x && operand_uses(t, r) == 1) res = offer_read(n.get(), r, p->native_sum_operand());
   }
   n->apply = [p, src, res](const NativeLayout& l) {
     p->use_native(src >= 0 && l.reads[static_cast<size_t>(src)].used, l.output_used,
@@ -62,15 +64,9 @@ std::shared_ptr<NativeLayout> native_conv_sum(const std::shared_ptr<cpu::onednn:
   auto n = std::make_shared<NativeLayout>();
   n->output = y;
   if (inner) n->output_strides = first->native_output();
-  int s1 = -1, s2 = -1;
-  if (operand_uses(t, x1) == 0 && !first->native_input().empty() && x1 != x2) {
-    s1 = static_cast<int>(n->reads.size());
-    n->reads.push_back({x1, first->native_input(), false});
-  }
-  if (operand_uses(t, x2) == 0 && !second->native_input().empty() && x1 != x2) {
-    s2 = static_cast<int>(n->reads.size());
-    n->reads.push_back({x2, second->native_input(), false});
-  }
+  const bool apart = x1 != x2;
+  const int s1 = apart && operand_uses(t, x1) == 0 ? offer_read(n.get(), x1, first->native_input()) : -1;
+  const int s2 = apart && operand_uses(t, x2) == 0 ? offer_read(n.get(), x2, second->native_input()) : -1;
   auto used = [](const NativeLayout& l, int i) { return i >= 0 && l.reads[static_cast<size_t>(i)].used; };
   n->apply = [=](const NativeLayout& l) {
     second->use_native(used(l, s2), inner, false);
@@ -155,8 +151,6 @@ Status lower_horizontal_onednn(const Graph& g, const FusionGroup& grp, Step& s) 
   return Status();
 }
 
-}  // namespace
-
 Status lower_pool_onednn(const Graph& g, int node, Step& s) {
   const Node& n = node_at(g, node);
   if (g.value(n.inputs[0]).dtype != DType::kF32) return error(StatusCode::kUnsupported) << "non-f32 input";
@@ -169,18 +163,24 @@ Status lower_pool_onednn(const Graph& g, int node, Step& s) {
   s = node_step(g, node, "onednn_pool");
   const ValueId x = n.inputs[0], y = n.outputs[0];
   auto l = std::make_shared<NativeLayout>();
-  l->reads.push_back({x, prim->native_input(), false});
+  const int src = offer_read(l.get(), x, prim->native_input());
   l->output = y;
   l->output_strides = prim->native_output();
-  l->apply = [prim](const NativeLayout& nl) { prim->use_native(nl.reads[0].used, nl.output_used); };
+  l->apply = [prim, src](const NativeLayout& nl) {
+    prim->use_native(src >= 0 && nl.reads[static_cast<size_t>(src)].used, nl.output_used);
+  };
   s.native = l;
   s.detail = prim->describe();
   s.run = [=](const BufferTable& b) { prim->run(b.f32(x), b.f32(y)); };
   return Status();
 }
 
-Status lower_anchor_onednn(const Graph& g, const FusionGroup& grp, Step& s) {
+}  // namespace
+
+Status lower_onednn(const Graph& g, const FusionGroup& grp, Step& s) {
   if (grp.kind == GroupKind::kConvSum) return lower_conv_sum_onednn(g, grp, s);
+  const OpKind head = node_at(g, grp.nodes[0]).op;
+  if (head == OpKind::kMaxPool || head == OpKind::kAveragePool) return lower_pool_onednn(g, grp.nodes[0], s);
   if (grp.kind == GroupKind::kHorizontalGemm) return lower_horizontal_onednn(g, grp, s);
   const Node& a = node_at(g, grp.nodes[0]);
   for (ValueId v : a.inputs)

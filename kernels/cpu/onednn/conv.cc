@@ -61,32 +61,24 @@ class ConvImpl final : public ConvAnchor {
     sum_native = sum_operand && !native_sum_operand().empty();
   }
 
-  // x -> y, both [n, c, h, w] floats: the reorder from pd's layout `from` to NCHW (or back).
-  void reorder_plain(const memory::desc& from, const memory::desc& to, const float* x, float* y) const {
-    dnnl::stream s(cpu_engine());
-    memory a(from, cpu_engine(), const_cast<float*>(x)), b(to, cpu_engine(), y);
-    dnnl::reorder(a, b).execute(s, a, b);
-    s.wait();
-  }
-
   // The reference kernel on a call with NaN/Inf, converting native buffers to NCHW and back.
   void run_reference(const float* x, const Epilogue& ep, float* y) const {
     const float* xp = x;
     if (src_native) {
       float* plain = scratch(0, static_cast<size_t>(p.n * p.c * p.h * p.w));
-      reorder_plain(pd.src_desc(), x_plain, x, plain);
+      reorder_once(pd.src_desc(), x_plain, x, plain);
       xp = plain;
     }
     const size_t total = static_cast<size_t>(p.n * p.m * p.oh * p.ow);
     Epilogue e = ep;
     if (sum_native) {  // the residual operand to NCHW, as the reference kernel reads it
       float* plain = scratch(5, total);
-      reorder_plain(pd.dst_desc(), y_plain, ep.steps[static_cast<size_t>(po.sum_step)].operand, plain);
+      reorder_once(pd.dst_desc(), y_plain, ep.steps[static_cast<size_t>(po.sum_step)].operand, plain);
       e.steps[static_cast<size_t>(po.sum_step)].operand = plain;
     }
     float* out = dst_native ? scratch(1, total) : y;
     conv2d_fused(p, xp, w_ref, b_ref, e, out);  // NaN/Inf propagate as ONNX says
-    if (dst_native) reorder_plain(y_plain, pd.dst_desc(), out, y);
+    if (dst_native) reorder_once(y_plain, pd.dst_desc(), out, y);
   }
 
   void run(const float* x, const Epilogue& ep, float* y) const override {

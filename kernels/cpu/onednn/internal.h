@@ -65,6 +65,9 @@ long first_squash(const std::vector<EpilogueStep>& steps, size_t fused);
 bool all_finite(const float* v, int64_t n);
 /// True when `x` (n values) and the tensor operands of the steps before `squash` are finite.
 bool inputs_finite(const float* x, int64_t n, const Epilogue& ep, long squash, const Dims& out, size_t channel_dim);
+/// x in layout `from` -> y in layout `to` (same dims), with a reorder made for this one call:
+/// for cold paths only (the NaN/Inf reference fallbacks); hot paths keep theirs.
+void reorder_once(const memory::desc& from, const memory::desc& to, const float* x, float* y);
 /// True when some output along an axis sees only padding (no tap inside the input).
 bool window_in_padding(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t dil, int64_t pad);
 /// The primitive's scratchpad for this call (user mode: per thread).

@@ -70,13 +70,10 @@ class PoolImpl final : public PoolAnchor {
 
   // The reference kernel (NaN/Inf propagate as ONNX says), converting native buffers.
   void run_reference(const float* x, float* y) const {
-    dnnl::stream s(cpu_engine());
     const float* xp = x;
     if (src_native) {
       float* tmp = scratch(0, static_cast<size_t>(p.n * p.c * p.h * p.w));
-      memory a(x_nhwc, cpu_engine(), const_cast<float*>(x)), b(x_plain, cpu_engine(), tmp);
-      dnnl::reorder(a, b).execute(s, a, b);
-      s.wait();
+      reorder_once(x_nhwc, x_plain, x, tmp);
       xp = tmp;
     }
     float* out = dst_native ? scratch(1, static_cast<size_t>(p.n * p.c * p.oh * p.ow)) : y;
@@ -85,11 +82,7 @@ class PoolImpl final : public PoolAnchor {
     } else {
       avg_pool2d(p, xp, out);
     }
-    if (dst_native) {
-      memory a(y_plain, cpu_engine(), out), b(y_nhwc, cpu_engine(), y);
-      dnnl::reorder(a, b).execute(s, a, b);
-      s.wait();
-    }
+    if (dst_native) reorder_once(y_plain, y_nhwc, out, y);
   }
 };
 

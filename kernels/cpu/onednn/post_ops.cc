@@ -342,6 +342,13 @@ void bind_binary(const PostOps& po, const Epilogue& ep, std::unordered_map<int, 
   }
 }
 
+void reorder_once(const memory::desc& from, const memory::desc& to, const float* x, float* y) {
+  dnnl::stream s(cpu_engine());
+  memory a(from, cpu_engine(), const_cast<float*>(x)), b(to, cpu_engine(), y);
+  dnnl::reorder(a, b).execute(s, a, b);
+  s.wait();
+}
+
 // True when some output row or column sees only padding (no kernel tap inside the input).
 // oneDNN 2.6's brgconv wrote outside its buffers on such a convolution with a sum post-op
 // (a dilated 2x2 kernel over a 1x1 image; found by the planner fuzzer), so those stay ours.
