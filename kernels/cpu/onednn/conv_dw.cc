@@ -1,0 +1,200 @@
+// oneDNN block fusion of a 1x1 convolution with the depthwise convolution that consumes it (the
+// `dw` post-op): one primitive, weights of both reordered once, activations reordered to and
+// from the primitive's blocked format per call.
+#include <oneapi/dnnl/dnnl.hpp>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kernels/cpu/fused_internal.h"
+#include "kernels/cpu/onednn/internal.h"
+
+namespace fusert::cpu::onednn {
+
+using namespace detail;
+
+namespace {
+
+class PointwiseDepthwiseImpl final : public PointwiseDepthwiseAnchor {
+ public:
+  ConvParams p1, p2;
+  Epilogue ep1, ep2;  ///< unary steps only: nothing to bind per call
+  dnnl::convolution_forward::primitive_desc pd;
+  dnnl::convolution_forward prim;
+  memory w1, b1, w2, b2;
+  memory::desc x_plain, y_plain;
+  bool reorder_in = false, reorder_out = false;
+  dnnl::reorder to_src, from_dst;
+  const float* ref[4] = {};  ///< the caller's w1, b1, w2, b2: the reference kernels' (NaN/Inf calls)
+  bool squash = false;       ///< some post-op maps NaN/Inf to a number: scan the input per call
+  std::string info;
+
+  size_t fused_steps() const override { return ep1.steps.size() + ep2.steps.size(); }
+  std::string describe() const override { return info; }
+
+  void run_reference(const float* x, float* y) const {
+    float* mid = scratch(6, static_cast<size_t>(p1.n * p1.m * p1.oh * p1.ow));
+    conv2d_fused(p1, x, ref[0], ref[1], ep1, mid);
+    conv2d_fused(p2, mid, ref[2], ref[3], ep2, y);
+  }
+
+  void run(const float* x, float* y) const override {
+    if (squash && !all_finite(x, p1.n * p1.c * p1.h * p1.w)) {
+      run_reference(x, y);
+      return;
+    }
+    dnnl::stream s(cpu_engine());
+    memory xm(x_plain, cpu_engine(), const_cast<float*>(x)), ym(y_plain, cpu_engine(), y);
+    memory src = xm, dst = ym;
+    if (reorder_in) {
+      src = memory(pd.src_desc(), cpu_engine(), scratch(0, pd.src_desc().get_size() / sizeof(float) + 16));
+      to_src.execute(s, xm, src);
+    }
+    if (reorder_out)
+      dst = memory(pd.dst_desc(), cpu_engine(), scratch(1, pd.dst_desc().get_size() / sizeof(float) + 16));
+    prim.execute(s, {{DNNL_ARG_SRC, src},
+                     {DNNL_ARG_WEIGHTS, w1},
+                     {DNNL_ARG_BIAS, b1},
+                     {DNNL_ARG_DST, dst},
+                     {DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS, w2},
+                     {DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_BIAS, b2},
+                     {DNNL_ARG_SCRATCHPAD, scratchpad(pd.scratchpad_desc())}});
+    if (reorder_out) from_dst.execute(s, dst, ym);
+    s.wait();
+  }
+};
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The shapes oneDNN's depthwise post-op computes as ONNX does (see the class comment).
+bool shapes_fit(const ConvParams& p1, const ConvParams& p2, std::string* why) {
+  const bool pointwise = p1.kh == 1 && p1.kw == 1 && p1.stride_h == 1 && p1.stride_w == 1 && p1.pad_top == 0 &&
+                         p1.pad_left == 0 && p1.pad_bottom == 0 && p1.pad_right == 0 && p1.group == 1;
+  const bool depthwise = p2.group == p2.c && p2.m == p2.c && p2.c == p1.m && p2.h == p1.oh && p2.w == p1.ow;
+  const bool square = p2.kh == p2.kw && p2.stride_h == p2.stride_w && p2.dil_h == 1 && p2.dil_w == 1 &&
+                      p2.pad_top == p2.pad_left && p2.pad_top < p2.kh;
+  const bool sized = p2.oh == ceil_div(p2.h, p2.stride_h) && p2.ow == ceil_div(p2.w, p2.stride_w);
+  if (!pointwise || !depthwise) {
+    *why = "not a 1x1 convolution feeding a depthwise convolution of its channels";
+  } else if (!square || !sized) {
+    *why = "the depthwise convolution is not square with padding_l = top = left pad and output ceil(H / stride) "
+           "(the shapes oneDNN's depthwise post-op computes)";
+  } else {
+    return true;
+  }
+  return false;
+}
+
+// Both epilogues as eltwise post-ops around the dw post-op, or false with the reason.
+bool chain(const Epilogue& ep1, const ConvParams& p2, const Epilogue& ep2, PostOps* po, std::string* why) {
+  for (const Epilogue* ep : {&ep1, &ep2}) {
+    if (ep->tail != EpTail::kNone || !ep->post.empty()) {
+      *why = "an epilogue tail in a 1x1 + depthwise block";
+      return false;
+    }
+    for (const EpilogueStep& s : ep->steps) {
+      if (is_tensor_op(s.op) || !append_unary(s, &po->ops, &po->names)) {
+        *why = "an epilogue step with an operand or without an eltwise post-op in a 1x1 + depthwise block";
+        return false;
+      }
+    }
+    if (ep == &ep1) {
+      po->ops.append_dw(memory::data_type::f32, memory::data_type::f32, memory::data_type::f32, p2.kh, p2.stride_h,
+                        p2.pad_top, 0, {});
+      po->names.push_back("dw " + std::to_string(p2.kh) + "x" + std::to_string(p2.kw) + " s" +
+                          std::to_string(p2.stride_h));
+    }
+  }
+  if (conflicting_eltwise(po->ops)) {
+    *why = "one eltwise algorithm twice with other parameters (oneDNN 2.6 computes it wrong)";
+    return false;
+  }
+  po->fused = ep1.steps.size() + ep2.steps.size();
+  return true;
+}
+
+memory weights_into(const memory::desc& md, const Dims& dims, const float* w, dnnl::stream& s) {
+  memory user(memory::desc(dims, memory::data_type::f32, dense_strides(dims)), cpu_engine(), const_cast<float*>(w));
+  memory out(md, cpu_engine());
+  dnnl::reorder(user, out).execute(s, user, out);
+  return out;
+}
+
+memory bias_of(const float* b, int64_t m) {
+  memory out(memory::desc({m}, memory::data_type::f32, memory::format_tag::x), cpu_engine());
+  float* p = static_cast<float*>(out.get_data_handle());
+  for (int64_t i = 0; i < m; ++i) p[i] = b ? b[i] : 0.f;
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<PointwiseDepthwiseAnchor> PointwiseDepthwiseAnchor::create(const ConvParams& p1, const float* w1,
+                                                                          const float* b1, const Epilogue& ep1,
+                                                                          const ConvParams& p2, const float* w2,
+                                                                          const float* b2, const Epilogue& ep2,
+                                                                          bool allow_two_pass, std::string* why) {
+  if (!shapes_fit(p1, p2, why)) return nullptr;
+  auto c = std::make_unique<PointwiseDepthwiseImpl>();
+  c->p1 = p1, c->p2 = p2, c->ep1 = ep1, c->ep2 = ep2;
+  PostOps po;
+  if (!chain(ep1, p2, ep2, &po, why)) return nullptr;
+  if (!all_finite(w1, p1.m * p1.c) || !all_finite(b1, b1 ? p1.m : 0) || !all_finite(w2, p2.m * p2.kh * p2.kw) ||
+      !all_finite(b2, b2 ? p2.m : 0)) {
+    *why = "weights hold NaN or Inf";
+    return nullptr;
+  }
+  const auto f32 = memory::data_type::f32;
+  const auto any = memory::format_tag::any;
+  const Dims x_dims = {p1.n, p1.c, p1.h, p1.w}, mid_dims = {p1.n, p1.m, p1.oh, p1.ow};
+  const Dims y_dims = {p2.n, p2.m, p2.oh, p2.ow};
+  const memory::desc b_desc({p1.m}, f32, memory::format_tag::x);
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(po.ops);
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  try {
+    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, algorithm::convolution_direct,
+                                      memory::desc(x_dims, f32, any), memory::desc({p1.m, p1.c, 1, 1}, f32, any),
+                                      b_desc, memory::desc(mid_dims, f32, any), {1, 1}, {0, 0}, {0, 0});
+    c->pd = dnnl::convolution_forward::primitive_desc(d, attr, cpu_engine());
+  } catch (const dnnl::error& e) {
+    *why = std::string("oneDNN cannot fuse this 1x1 + depthwise pair (") + e.what() + ")";
+    return nullptr;
+  }
+  const std::string impl = c->pd.impl_info_str();
+  const bool two_pass = impl.rfind("ref_fused", 0) == 0;
+  if (two_pass ? impl.find(":ref") != std::string::npos : is_reference(impl.c_str())) {
+    *why = "oneDNN would run this 1x1 + depthwise pair on its reference kernels (" + impl + ")";
+    return nullptr;
+  }
+  if (two_pass && !allow_two_pass) {
+    *why = "oneDNN 2.6 has only its two-pass kernel for this 1x1 + depthwise pair (" + impl +
+           ": the whole intermediate through scratch)";
+    return nullptr;
+  }
+  if (c->pd.dst_desc().dims() != y_dims) {
+    *why = "oneDNN's depthwise post-op output differs from the graph's";
+    return nullptr;
+  }
+  c->prim = dnnl::convolution_forward(c->pd);
+  dnnl::stream s(cpu_engine());
+  c->w1 = weights_into(c->pd.weights_desc(), {p1.m, p1.c, 1, 1}, w1, s);
+  const memory::desc dw_w = c->pd.query_md(dnnl::query::exec_arg_md, DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS);
+  c->w2 = weights_into(dw_w, {p2.m, 1, 1, p2.kh, p2.kw}, w2, s);
+  s.wait();
+  c->b1 = bias_of(b1, p1.m);
+  c->b2 = bias_of(b2, p2.m);
+  c->ref[0] = w1, c->ref[1] = b1, c->ref[2] = w2, c->ref[3] = b2;
+  c->squash = first_squash(ep1.steps, ep1.steps.size()) >= 0 || first_squash(ep2.steps, ep2.steps.size()) >= 0;
+  c->x_plain = memory::desc(x_dims, f32, memory::format_tag::nchw);
+  c->y_plain = memory::desc(y_dims, f32, memory::format_tag::nchw);
+  c->reorder_in = c->pd.src_desc() != c->x_plain;
+  c->reorder_out = c->pd.dst_desc() != c->y_plain;
+  const dnnl::engine& e = cpu_engine();
+  if (c->reorder_in) c->to_src = dnnl::reorder(dnnl::reorder::primitive_desc(e, c->x_plain, e, c->pd.src_desc()));
+  if (c->reorder_out) c->from_dst = dnnl::reorder(dnnl::reorder::primitive_desc(e, c->pd.dst_desc(), e, c->y_plain));
+  c->info = describe_pd(impl.c_str(), po, po.fused, c->reorder_in, c->reorder_out);
+  return c;
+}
+
+}  // namespace fusert::cpu::onednn
