@@ -43,7 +43,7 @@ fusert_cli_test(cpu_kernels_reference --stdout 0 "^cpu plan: reference kernels \
                 "1\\. espresso +0\\.95" -- --cpu-kernels reference --explain)
 # --verify runs every fused group (oneDNN steps included, their NHWC buffers converted) on the
 # unfused reference path's values; exit 1 when one disagrees.
-fusert_cli_test(verify_mobilenet_v2 --stdout 0 "^verify: 45 fused groups against the unfused CPU path"
+fusert_cli_test(verify_mobilenet_v2 --stdout 0 "^verify: [0-9]+ fused groups against the unfused CPU path"
                 "^verify: all groups within relative L2 1e-4" -- --model ${CMAKE_SOURCE_DIR}/models/mobilenet_v2.yaml --seeded --verify)
 fusert_cli_test(verify_resnet18 --stdout 0 "^verify: all groups within relative L2 1e-4"
                 -- --model ${CMAKE_SOURCE_DIR}/models/resnet18.yaml --seeded --verify)

@@ -84,6 +84,19 @@ std::unique_ptr<Session> open(const std::string& path, const std::string& kernel
   return std::move(s.value());
 }
 
+// Whether oneDNN on this machine runs these 16-channel 10x10 convolutions in a dense layout other
+// than NCHW (NHWC: brgconv on AVX-512) that the layout pass can keep; with AVX2 only it picks the
+// blocked nChw8c, which is padded per block and never offered (reorders stay inside the call).
+bool dense_native_layout() {
+  cpu::ConvParams p;
+  p.c = p.m = 16, p.h = p.w = p.oh = p.ow = 10, p.kh = p.kw = 3;
+  p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = 1;
+  const std::vector<float> w(16 * 16 * 9, 0.01f);
+  std::string why;
+  auto a = cpu::onednn::ConvAnchor::create(p, w.data(), nullptr, cpu::Epilogue(), &why);
+  return a && !a->native_output().empty();
+}
+
 }  // namespace
 
 TEST_CASE("cpu kernels: activations between oneDNN convolutions stay in oneDNN's layout; outputs match the reference") {
@@ -113,6 +126,8 @@ TEST_CASE("cpu kernels: activations between oneDNN convolutions stay in oneDNN's
        {"cross:c+2: brgconv", "reorders removed (layout kept native): in b2 a2 out", "native layout: out; conv1",
         "reorders removed (layout kept native): in r2 b2 out"}},
   };
+  const bool dense = dense_native_layout();
+  if (!dense) MESSAGE("oneDNN picks blocked layouts on this machine (no AVX-512): no layout to keep; outputs checked");
   for (const Case& k : cases) {
     CAPTURE(k.name);
     const char* fusion = k.fusion;
@@ -123,8 +138,12 @@ TEST_CASE("cpu kernels: activations between oneDNN convolutions stay in oneDNN's
     auto ref = open(path, "reference", fusion);
     const std::string report = dnn->backend_report();
     CAPTURE(report);
-    CHECK(contains(report, k.kept));
-    for (const char* d : k.details) CHECK(contains(report, d));
+    if (dense) {
+      CHECK(contains(report, k.kept));
+      for (const char* d : k.details) CHECK(contains(report, d));
+    } else {
+      CHECK(contains(report, "0 activation(s) kept"));
+    }
     TensorMap in = dnn->seeded_inputs(3);
     for (int special = 0; special < 2; ++special) {
       CAPTURE(special);
