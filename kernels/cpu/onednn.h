@@ -57,12 +57,40 @@ class ConvAnchor : public Anchor {
   virtual std::vector<int64_t> native_input() const = 0;
   virtual std::vector<int64_t> native_output() const = 0;
   virtual std::vector<int64_t> native_sum_operand() const = 0;
+  /// True when the primitive writes a padded blocked layout (e.g. nChw8c) that every call
+  /// reorders to NCHW: no layout the layout pass could keep.
+  virtual bool blocked_output() const = 0;
   /// The epilogue step done as oneDNN's sum post-op, or -1.
   virtual long sum_step() const = 0;
   /// Reads x / writes y / reads the sum operand in the native layout instead of NCHW (no
   /// reorder). Set once, before any run, by a layout pass that checked every other reader and
   /// writer of each buffer.
   virtual void use_native(bool input, bool output, bool sum_operand) = 0;
+};
+
+/// Block fusion of an inverted-residual pair: a 1x1 convolution and the depthwise convolution
+/// that consumes it, as one oneDNN primitive whose depthwise convolution is the `dw` post-op of
+/// the 1x1 one (oneDNN v2.6 developer guide, "Primitive Attributes: Post-ops", depthwise
+/// post-op, and "Depthwise Fusion"). The [N, M, H, W] intermediate is never written in full:
+/// oneDNN's single-pass kernel computes the 1x1 rows a band of depthwise output rows needs.
+///   mid [N, M, H, W]   = ep1(conv1x1(x [N, C, H, W], w1 [M, C, 1, 1]) + b1)
+///   y   [N, M, OH, OW] = ep2(depthwise(mid, w2 [M, 1, K, K]) + b2)
+/// Both epilogues are unary steps only (eltwise post-ops: Relu, Clip, HardSwish, ...). The
+/// depthwise conv: square kernel K, one stride s on both axes, dilation 1, top/left pads equal
+/// (oneDNN's padding_l) and OH = ceil(H / s), OW = ceil(W / s) (oneDNN derives the right pads so).
+/// Activations are NCHW at the boundary (reordered to and from oneDNN's blocked layout inside).
+/// Refused (nullptr with `why`): any other shape, a non-unary or tail step, non-finite weights, a
+/// reference implementation, and, unless `allow_two_pass`, oneDNN's ref_fused_convolution (its
+/// two optimised convolutions one after the other through a whole scratch intermediate, kept in
+/// the blocked layout: one call, not a single-pass kernel). A call whose input holds NaN/Inf
+/// runs the two reference convolutions (as ConvAnchor). Weights are read at creation only.
+class PointwiseDepthwiseAnchor : public Anchor {
+ public:
+  static std::unique_ptr<PointwiseDepthwiseAnchor> create(const ConvParams& p1, const float* w1, const float* b1,
+                                                          const Epilogue& ep1, const ConvParams& p2, const float* w2,
+                                                          const float* b2, const Epilogue& ep2, bool allow_two_pass,
+                                                          std::string* why);
+  virtual void run(const float* x, float* y) const = 0;
 };
 
 /// MaxPool / AveragePool (ONNX semantics as cpu::max_pool2d / avg_pool2d; NCHW [n, c, h, w] ->

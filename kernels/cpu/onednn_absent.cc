@@ -39,4 +39,13 @@ std::unique_ptr<HorizontalAnchor> HorizontalAnchor::create(int64_t, int64_t, con
   return nullptr;
 }
 
+std::unique_ptr<PointwiseDepthwiseAnchor> PointwiseDepthwiseAnchor::create(const ConvParams&, const float*,
+                                                                           const float*, const Epilogue&,
+                                                                           const ConvParams&, const float*,
+                                                                           const float*, const Epilogue&, bool,
+                                                                           std::string* why) {
+  *why = kAbsent;
+  return nullptr;
+}
+
 }  // namespace fusert::cpu::onednn

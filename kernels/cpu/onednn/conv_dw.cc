@@ -77,8 +77,9 @@ bool shapes_fit(const ConvParams& p1, const ConvParams& p2, std::string* why) {
   if (!pointwise || !depthwise) {
     *why = "not a 1x1 convolution feeding a depthwise convolution of its channels";
   } else if (!square || !sized) {
-    *why = "the depthwise convolution is not square with padding_l = top = left pad and output ceil(H / stride) "
-           "(the shapes oneDNN's depthwise post-op computes)";
+    *why =
+        "the depthwise convolution is not square with padding_l = top = left pad and output ceil(H / stride) "
+        "(the shapes oneDNN's depthwise post-op computes)";
   } else {
     return true;
   }
@@ -130,10 +131,10 @@ memory bias_of(const float* b, int64_t m) {
 }  // namespace
 
 std::unique_ptr<PointwiseDepthwiseAnchor> PointwiseDepthwiseAnchor::create(const ConvParams& p1, const float* w1,
-                                                                          const float* b1, const Epilogue& ep1,
-                                                                          const ConvParams& p2, const float* w2,
-                                                                          const float* b2, const Epilogue& ep2,
-                                                                          bool allow_two_pass, std::string* why) {
+                                                                           const float* b1, const Epilogue& ep1,
+                                                                           const ConvParams& p2, const float* w2,
+                                                                           const float* b2, const Epilogue& ep2,
+                                                                           bool allow_two_pass, std::string* why) {
   if (!shapes_fit(p1, p2, why)) return nullptr;
   auto c = std::make_unique<PointwiseDepthwiseImpl>();
   c->p1 = p1, c->p2 = p2, c->ep1 = ep1, c->ep2 = ep2;

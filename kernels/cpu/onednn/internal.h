@@ -19,7 +19,8 @@ using Dims = memory::dims;
 const dnnl::engine& cpu_engine();
 /// A reusable per-thread buffer of at least `floats` (concurrent runs never share one): slot 0
 /// blocked source, 1 blocked destination, 2 aliased output, 3 the primitive's scratchpad, 4 the
-/// stacked result of a horizontal GEMM.
+/// stacked result of a horizontal GEMM, 5 an NCHW copy of a native residual operand, 6 the
+/// intermediate of the 1x1 + depthwise reference fallback.
 float* scratch(int slot, size_t floats);
 Dims dense_strides(const Dims& d);
 /// The element strides of `md` when it is a dense permutation of its dims (no inner blocks, no
@@ -41,6 +42,12 @@ struct PostOps {
 };
 constexpr long kNoSum = -1;
 
+/// An eltwise post-op (or two) for a unary step, appended to `po` with its name; false when
+/// oneDNN has none (the step then runs after the primitive, or the fusion is refused).
+bool append_unary(const EpilogueStep& s, dnnl::post_ops* po, std::vector<std::string>* names);
+/// True when two eltwise post-ops of `po` use one algorithm with different alpha or beta
+/// (oneDNN 2.6's JIT injectors keep one set of constants per algorithm: wrong values).
+bool conflicting_eltwise(const dnnl::post_ops& po);
 /// The first full-shape Add among the leading `limit` steps: a sum post-op candidate.
 long first_full_add(const std::vector<EpilogueStep>& steps, size_t limit);
 /// Steps [0, limit) as post-ops over output `out` (per-channel axis `channel_dim`), the Add at
