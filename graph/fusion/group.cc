@@ -56,6 +56,8 @@ const char* group_kind_name(GroupKind k) {
       return "branch-merge";
     case GroupKind::kAttention:
       return "attention";
+    case GroupKind::kPointwiseDepthwise:
+      return "1x1+depthwise";
   }
   return "?";
 }

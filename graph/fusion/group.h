@@ -21,17 +21,19 @@ bool parse_strategy(const std::string& s, Strategy* out);
 
 /// The kernel shape a group lowers to; backends declare which kinds they support.
 enum class GroupKind {
-  kSingle,          ///< one node, its own kernel (aliases such as Reshape have no kernel)
-  kAnchorEpilogue,  ///< Conv/Gemm/MatMul + elementwise chain (+ residual operand, + GAP tail)
-  kElementwise,     ///< elementwise/broadcast chain in one pass
-  kRowNorm,         ///< elementwise prologue + LayerNorm/Softmax + elementwise post
-  kGemmLayerNorm,   ///< Gemm + elementwise chain + LayerNorm (+ post)
-  kHorizontalGemm,  ///< Gemms (or 1x1 convs) sharing one input: one GEMM on concatenated weights
-  kGroupedGemm,     ///< same-shape Gemms on different inputs: one grouped launch
-  kGroupedRowNorm,  ///< same-shape LayerNorms on different inputs: one launch
-  kConvSum,         ///< cross: two convs joined by Add (+ chain), both computed per output tile
-  kBranchMerge,     ///< cross: two conv branches on one input balanced into one stacked conv
-  kAttention,       ///< softmax(Q K^T * scale + mask) V over the heads, with the head reshapes
+  kSingle,              ///< one node, its own kernel (aliases such as Reshape have no kernel)
+  kAnchorEpilogue,      ///< Conv/Gemm/MatMul + elementwise chain (+ residual operand, + GAP tail)
+  kElementwise,         ///< elementwise/broadcast chain in one pass
+  kRowNorm,             ///< elementwise prologue + LayerNorm/Softmax + elementwise post
+  kGemmLayerNorm,       ///< Gemm + elementwise chain + LayerNorm (+ post)
+  kHorizontalGemm,      ///< Gemms (or 1x1 convs) sharing one input: one GEMM on concatenated weights
+  kGroupedGemm,         ///< same-shape Gemms on different inputs: one grouped launch
+  kGroupedRowNorm,      ///< same-shape LayerNorms on different inputs: one launch
+  kConvSum,             ///< cross: two convs joined by Add (+ chain), both computed per output tile
+  kBranchMerge,         ///< cross: two conv branches on one input balanced into one stacked conv
+  kAttention,           ///< softmax(Q K^T * scale + mask) V over the heads, with the head reshapes
+  kPointwiseDepthwise,  ///< vertical block: 1x1 conv + unary chain, then the depthwise conv that
+                        ///< consumes it + unary chain (inverted-residual expand + depthwise)
 };
 const char* group_kind_name(GroupKind k);
 

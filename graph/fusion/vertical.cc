@@ -196,6 +196,71 @@ void grow_chain(PlanState& st, int head) {
   st.add_group(Strategy::kVertical, kind, chain);
 }
 
+// A Conv node that is a pointwise (1x1, stride 1, no pads, group 1) or a depthwise (one group
+// per input channel, as many outputs) convolution with constant weights.
+bool conv_of(const Graph& g, const Node& n, bool pointwise) {
+  if (n.op != OpKind::kConv || n.inputs.size() < 2 || g.value(n.inputs[1]).data.empty()) return false;
+  const Shape& w = g.value(n.inputs[1]).shape;
+  const int64_t group = n.attr_i("group");
+  if (!pointwise) return group > 1 && group == g.value(n.inputs[0]).shape[1] && w[0] == group && w[1] == 1;
+  auto all = [&](const char* a, int64_t v) {
+    for (int64_t x : n.attr_ints(a))
+      if (x != v) return false;
+    return true;
+  };
+  return group == 1 && w.size() == 4 && w[2] == 1 && w[3] == 1 && all("strides", 1) && all("pads", 0);
+}
+
+// The nodes of the vertical part headed by `head`: its group (an anchor+epilogue chain without
+// a pooling tail) or the unclaimed conv alone; empty when it is neither.
+std::vector<int> part_of(const PlanState& st, int head, int* gid) {
+  *gid = st.group_of(head);
+  if (*gid < 0) return st.node(head).fuse_never ? std::vector<int>{} : std::vector<int>{head};
+  const FusionGroup& grp = st.groups[static_cast<size_t>(*gid)];
+  if (grp.kind != GroupKind::kAnchorEpilogue || grp.nodes.front() != head) return {};
+  for (int n : grp.nodes)
+    if (st.node(n).op == OpKind::kGlobalAveragePool) return {};
+  return grp.nodes;
+}
+
+// Block fusion of inverted residuals (MobileNetV2, EfficientNet): the 1x1 expansion with its
+// chain and the depthwise conv that alone consumes it, with its chain, become one vertical
+// group: the expanded [N, 6C, H, W] map is never written. A backend without such a kernel
+// refuses it (capability) and the two groups stay.
+void merge_pointwise_depthwise(PlanState& st) {
+  const Graph& g = st.g;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!conv_of(g, g.nodes[i], true)) continue;
+    int ga = -1, gb = -1;
+    std::vector<int> a = part_of(st, static_cast<int>(i), &ga);
+    if (a.empty()) continue;
+    const ValueId mid = st.node(a.back()).outputs[0];
+    if (g.value(mid).consumers.size() != 1) continue;
+    const int dw = g.value(mid).consumers[0];
+    if (!conv_of(g, st.node(dw), false) || st.node(dw).inputs[0] != mid) continue;
+    std::vector<int> b = part_of(st, dw, &gb);
+    if (b.empty()) continue;
+    std::vector<int> block = a;
+    block.insert(block.end(), b.begin(), b.end());
+    FusionDecision d = check_single_use(g, mid);
+    if (d) d = check_no_cycle(g, block);
+    const int regs = register_estimate(g, block);
+    if (d && !st.opt.measure_registers && block.size() >= 5 && regs > st.opt.register_budget) {
+      d = refuse("register_pressure") << "register pressure: block of depth " << block.size() << " needs ~" << regs
+                                      << " registers > budget " << st.opt.register_budget;
+    }
+    if (d) d = backend_supports(st.opt, g, GroupKind::kPointwiseDepthwise, block);
+    if (!d) {
+      st.reject(Strategy::kVertical, block, d);
+      continue;
+    }
+    if (ga >= 0) st.dissolve(ga);
+    if (gb >= 0) st.dissolve(gb);
+    st.add_group(Strategy::kVertical, GroupKind::kPointwiseDepthwise, block,
+                 "1x1 + depthwise block: the expanded map stays inside the kernel");
+  }
+}
+
 }  // namespace
 
 void run_vertical(PlanState& st) {
@@ -212,6 +277,7 @@ void run_vertical(PlanState& st) {
     if (st.group_of(ni) >= 0 || st.node(ni).fuse_never) continue;
     grow_chain(st, ni);
   }
+  merge_pointwise_depthwise(st);
 }
 
 }  // namespace fusert

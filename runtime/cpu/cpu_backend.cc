@@ -12,13 +12,32 @@ namespace {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend(const SessionOptions& o, CpuKernels kernels) : threads_(o.threads), kernels_(kernels) {}
+  CpuBackend(const SessionOptions& o, CpuKernels kernels)
+      : threads_(o.threads), kernels_(kernels), all_blocks_(o.all_blocks) {}
 
   std::string name() const override { return "cpu"; }
   Status available() const override { return Status(); }
   void configure_planner(FusionOptions* o, bool will_lower) override {
     (void)will_lower;
-    o->backend = "cpu";  // every group kind has a CPU kernel: no capability refusals
+    o->backend = "cpu";
+    // Every group kind has a CPU kernel, but a 1x1 + depthwise block only pays as one oneDNN
+    // primitive (the dw post-op) in one pass, or in oneDNN's two passes where these save the
+    // intermediate's reorders (lowering::TwoPass): the reference kernels would run the two
+    // convolutions one after the other anyway. The check creates the primitive (oneDNN keeps it
+    // in its primitive cache for the lowering).
+    const CpuKernels kernels = kernels_;
+    const bool every = all_blocks_;
+    o->supports = [kernels, every](const Graph& g, const FusionGroup& candidate) {
+      if (candidate.kind != GroupKind::kPointwiseDepthwise) return FusionDecision::yes();
+      if (kernels != CpuKernels::kOneDnn)
+        return every
+                   ? FusionDecision::yes()
+                   : FusionDecision::no("backend", "the reference kernels have no single-pass 1x1 + depthwise kernel");
+      Step s;
+      Status st = lowering::lower_pointwise_depthwise_onednn(
+          g, candidate, every ? lowering::TwoPass::kAlways : lowering::TwoPass::kWhenBlocked, s);
+      return st.ok() ? FusionDecision::yes() : FusionDecision::no("backend", st.message());
+    };
   }
   Result<std::vector<Step>> lower(const Graph& g, const FusionPlan& plan) override {
     FUSERT_ASSIGN_OR_RETURN(std::vector<Step> steps, lower_plan_cpu(g, plan, kernels_));
@@ -69,6 +88,7 @@ class CpuBackend final : public Backend {
  private:
   int threads_;
   CpuKernels kernels_;
+  bool all_blocks_;
   int native_values_ = 0;
   struct StepInfo {
     std::string name, kernel, detail;

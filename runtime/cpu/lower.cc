@@ -37,7 +37,7 @@ Result<Step> lower_group_cpu(const Graph& g, const FusionGroup& grp, CpuKernels 
                              grp.kind == GroupKind::kGemmLayerNorm) &&
                             is_anchor(head)) ||
                            (grp.kind == GroupKind::kSingle && is_pool(head)) || grp.kind == GroupKind::kConvSum ||
-                           grp.kind == GroupKind::kHorizontalGemm;
+                           grp.kind == GroupKind::kHorizontalGemm || grp.kind == GroupKind::kPointwiseDepthwise;
   std::string why;
   if (kernels == CpuKernels::kOneDnn && onednn_kind) {
     Step s;
@@ -78,6 +78,9 @@ Result<Step> lower_group_cpu(const Graph& g, const FusionGroup& grp, CpuKernels 
       break;
     case GroupKind::kAttention:
       st = lower_attention(g, grp, s);
+      break;
+    case GroupKind::kPointwiseDepthwise:
+      st = lower_pointwise_depthwise(g, grp, s);
       break;
     case GroupKind::kSingle:
       break;

@@ -39,4 +39,38 @@ Status lower_anchor_epilogue(const Graph& g, const FusionGroup& grp, Step& s) {
   return Status();
 }
 
+Status decode_pointwise_depthwise(const Graph& g, const FusionGroup& grp, PointwiseDepthwise* d) {
+  size_t split = 1;
+  while (split < grp.nodes.size() && node_at(g, grp.nodes[split]).op != OpKind::kConv) ++split;
+  const Node& c1 = node_at(g, grp.nodes[0]);
+  if (c1.op != OpKind::kConv || split == grp.nodes.size())
+    return error(StatusCode::kInternal) << "1x1 + depthwise group " << grp.name << " has not two convolutions";
+  const Node& c2 = node_at(g, grp.nodes[split]);
+  std::string why;
+  const std::vector<int> first(grp.nodes.begin() + 1, grp.nodes.begin() + static_cast<long>(split));
+  if (!build_epilogue(g, first, c1.outputs[0], g.value(c1.outputs[0]).shape, true, &d->t1, &why) ||
+      !build_epilogue(g, tail_of(grp, split + 1), c2.outputs[0], g.value(c2.outputs[0]).shape, true, &d->t2, &why))
+    return error(StatusCode::kUnsupported) << why;
+  d->p1 = conv_params(g, c1);
+  d->p2 = conv_params(g, c2);
+  d->x = c1.inputs[0];
+  d->y = grp.outputs.at(0);
+  d->w1 = c1.inputs[1], d->b1 = opt_input(c1, 2);
+  d->w2 = c2.inputs[1], d->b2 = opt_input(c2, 2);
+  return Status();
+}
+
+Status lower_pointwise_depthwise(const Graph& g, const FusionGroup& grp, Step& s) {
+  PointwiseDepthwise d;
+  FUSERT_RETURN_IF_ERROR(decode_pointwise_depthwise(g, grp, &d));
+  s = group_step(g, grp, "conv2d_fused x2");
+  s.run = [d](const BufferTable& b) {
+    thread_local std::vector<float> mid;  // per thread: concurrent runs never share it
+    mid.resize(static_cast<size_t>(d.p1.n * d.p1.m * d.p1.oh * d.p1.ow));
+    cpu::conv2d_fused(d.p1, b.f32(d.x), b.f32(d.w1), ptr_or_null(b, d.b1), d.t1.bind(b), mid.data());
+    cpu::conv2d_fused(d.p2, mid.data(), b.f32(d.w2), ptr_or_null(b, d.b2), d.t2.bind(b), b.f32(d.y));
+  };
+  return Status();
+}
+
 }  // namespace fusert::lowering

@@ -41,6 +41,16 @@ Status lower_anchor_epilogue(const Graph& g, const FusionGroup& grp, Step& s);  
 /// lone MaxPool/AveragePool) on oneDNN primitives with post-ops (lower_onednn.cc).
 /// kUnsupported with the reason when oneDNN cannot run it optimised.
 Status lower_onednn(const Graph& g, const FusionGroup& grp, Step& s);
+/// Which of oneDNN's kernels for a 1x1 + depthwise pair a block may use.
+enum class TwoPass {
+  kNever,        ///< the single-pass kernel only
+  kWhenBlocked,  ///< also the two-pass one (ref_fused_convolution) when the 1x1 conv alone would
+                 ///< write a padded blocked layout reordered to NCHW per call (AVX2's nChw8c):
+                 ///< the pair then saves two reorders of the intermediate (the CPU capability)
+  kAlways,       ///< either kernel (the lowering of a block the planner formed; testing)
+};
+/// A 1x1 + depthwise block as one oneDNN primitive (the dw post-op).
+Status lower_pointwise_depthwise_onednn(const Graph& g, const FusionGroup& grp, TwoPass two_pass, Step& s);
 /// The pooling parameters of a MaxPool / AveragePool node (lower_single.cc).
 cpu::PoolParams pool_params(const Graph& g, const Node& n);
 Status lower_elementwise(const Graph& g, const FusionGroup& grp, Step& s);   ///< lower_elementwise.cc
@@ -50,6 +60,18 @@ Status lower_grouped(const Graph& g, const FusionGroup& grp, Step& s);       ///
 Status lower_conv_sum(const Graph& g, const FusionGroup& grp, Step& s);      ///< lower_cross.cc
 Status lower_branch_merge(const Graph& g, const FusionGroup& grp, Step& s);  ///< lower_cross.cc
 Status lower_attention(const Graph& g, const FusionGroup& grp, Step& s);     ///< lower_attention.cc
+/// A 1x1 + depthwise block on the reference kernels: the two convolutions one after the other
+/// through a per-thread intermediate (lower_anchor.cc).
+Status lower_pointwise_depthwise(const Graph& g, const FusionGroup& grp, Step& s);
+
+/// A 1x1 + depthwise block decoded: each half's conv parameters, weights, bias (kNoValue when
+/// absent) and unary epilogue; x the block's input, y its output (lower_anchor.cc).
+struct PointwiseDepthwise {
+  cpu::ConvParams p1, p2;
+  ValueId x = kNoValue, y = kNoValue, w1 = kNoValue, b1 = kNoValue, w2 = kNoValue, b2 = kNoValue;
+  EpilogueTemplate t1, t2;
+};
+Status decode_pointwise_depthwise(const Graph& g, const FusionGroup& grp, PointwiseDepthwise* d);
 
 using FloatBuf = std::shared_ptr<std::vector<float>>;
 

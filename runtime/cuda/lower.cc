@@ -31,6 +31,9 @@ Status lower_group(GroupLowering& gl) {
     case GroupKind::kGroupedGemm:
     case GroupKind::kGroupedRowNorm:
       return lower_grouped_cuda(gl);
+    case GroupKind::kPointwiseDepthwise:  // cuDNN has no 1x1 + depthwise fusion; no kernel of ours
+      return error(StatusCode::kUnsupported) << "no CUDA kernel for a 1x1 + depthwise block (the two convolutions "
+                                                "run as two groups)";
   }
   return error(StatusCode::kInternal) << "unknown group kind";
 }

@@ -17,7 +17,8 @@ std::string inverted_residual(int64_t h, int64_t stride, const std::string& outp
 name: inverted_residual
 inputs: [{name: x, shape: [1, 8, )" +
          std::to_string(h) + ", " + std::to_string(h) + R"(]}]
-outputs: )" + outputs +
+outputs: )" +
+         outputs +
          R"(
 initializers:
   - {name: we, shape: [48, 8, 1, 1]}
@@ -67,7 +68,8 @@ TEST_SUITE("fusion.block") {
   }
 
   TEST_CASE("block: a second reader of the expanded map keeps two groups") {
-    std::string yaml = inverted_residual(16, 1, "[y, z]") + "  - {name: sig, op: Sigmoid, inputs: [ec], outputs: [z]}\n";
+    std::string yaml =
+        inverted_residual(16, 1, "[y, z]") + "  - {name: sig, op: Sigmoid, inputs: [ec], outputs: [z]}\n";
     Graph g = load_graph(yaml);
     FusionPlan p = plan(g, only({Strategy::kVertical}));
     INFO(plan_dump(g, p));
@@ -113,7 +115,8 @@ TEST_SUITE("fusion.block") {
       const std::string path = write_model(yaml, "block_" + std::to_string(h) + "_" + std::to_string(stride));
       auto s = open_session(path, "all");
       bool block = false;
-      for (const FusionGroup* grp : s->fusion_plan().kernel_groups()) block |= grp->kind == GroupKind::kPointwiseDepthwise;
+      for (const FusionGroup* grp : s->fusion_plan().kernel_groups())
+        block |= grp->kind == GroupKind::kPointwiseDepthwise;
       std::string details, reasons;
       for (const Step& st : s->plan().steps) details += st.kernel + ": " + st.detail + "\n";
       for (const Rejection& r : s->fusion_plan().rejected) reasons += r.key + ": " + r.reason + "\n";

@@ -39,6 +39,7 @@ struct Mode {
   const char* plan_for = "";
   const char* device = "cpu";
   const char* cpu_kernels = "onednn";
+  bool all_blocks = false;
 };
 
 // `raw` (the graph as written, one kernel per node, no canonicalisation) is the reference: each
@@ -49,12 +50,16 @@ struct Mode {
 // canonicalised unfused baseline, is one of the modes checked.
 const std::vector<Mode> kModes = {
     {"all (reference kernels)", "all", false, "", "cpu", "reference"},
+    {"all (reference kernels, every 1x1+depthwise block)", "all", false, "", "cpu", "reference", true},
     {"none", "none"},
     {"vertical", "vertical"},
     {"horizontal", "horizontal"},
     {"cross", "cross"},
     {"compound", "compound"},
     {"all", "all"},
+    // 1x1 + depthwise blocks at every size: oneDNN's dw post-op also where it has only its
+    // two-pass kernel (the small maps of fuzz graphs rarely get the single-pass one).
+    {"all (every 1x1+depthwise block)", "all", false, "", "cpu", "onednn", true},
     {"profile-guided", "all", true},
     {"all (cuda plan)", "all", false, "cuda"},
 #ifdef FUSERT_FUZZ_EMU
@@ -111,6 +116,7 @@ constexpr double kUnjudged = 1e-3;
 
 struct Counts {
   int64_t outputs = 0, widened = 0, unjudged = 0;
+  int64_t blocks = 0;  ///< 1x1+depthwise groups formed (coverage of the block fusion)
 };
 Counts g_counts;  // of the current process (a child reports its own through the pipe)
 
@@ -182,6 +188,7 @@ Result<std::unique_ptr<Session>> open(const std::string& path, const Mode* m, in
   o.fusion = m ? m->fusion : "raw";
   o.cpu_kernels = m ? m->cpu_kernels : "reference";
   if (m) o.profile_guided = m->profile, o.plan_for = m->plan_for, o.device = m->device;
+  if (m) o.all_blocks = m->all_blocks;
   return Session::load(path, o);
 }
 
@@ -219,6 +226,8 @@ std::string check_model(const std::string& path, int threads) {
 #endif
     auto s = open(path, &m, threads);
     if (!s.ok()) return std::string(m.name) + ": load failed: " + s.status().to_string();
+    for (const FusionGroup* grp : (*s)->fusion_plan().kernel_groups())
+      g_counts.blocks += grp->kind == GroupKind::kPointwiseDepthwise ? 1 : 0;
     for (int rep = 0; rep < 2; ++rep) {  // twice: a stale or uninitialised buffer shows on the second run
       auto got = (*s)->run(in);
       if (!got.ok()) return std::string(m.name) + ": run failed: " + got.status().to_string();
@@ -251,7 +260,8 @@ std::string check_isolated(const std::string& yaml, int threads, bool fork_each)
     // "#counts o w u\n" first, then the failure text (empty when the graph passed).
     why = "#counts " + std::to_string(g_counts.outputs - before.outputs) + " " +
           std::to_string(g_counts.widened - before.widened) + " " +
-          std::to_string(g_counts.unjudged - before.unjudged) + "\n" + why;
+          std::to_string(g_counts.unjudged - before.unjudged) + " " + std::to_string(g_counts.blocks - before.blocks) +
+          "\n" + why;
     ssize_t n = write(fds[1], why.data(), why.size());
     (void)n;
     close(fds[1]);
@@ -267,8 +277,9 @@ std::string check_isolated(const std::string& yaml, int threads, bool fork_each)
   if (why.rfind("#counts ", 0) == 0) {
     std::istringstream head(why.substr(8, why.find('\n') - 8));
     Counts c;
-    head >> c.outputs >> c.widened >> c.unjudged;
+    head >> c.outputs >> c.widened >> c.unjudged >> c.blocks;
     g_counts.outputs += c.outputs, g_counts.widened += c.widened, g_counts.unjudged += c.unjudged;
+    g_counts.blocks += c.blocks;
     why = why.substr(why.find('\n') + 1);
   }
   if (WIFSIGNALED(status))
@@ -431,7 +442,7 @@ int main(int argc, char** argv) {
   std::cout << "fuzz_planner: seeds " << o.seed << ".." << (o.seed + static_cast<uint64_t>(passed + failed) - 1) << ", "
             << nodes << " nodes, " << kModes.size() << " fused modes each, " << s << " s; outputs " << g_counts.outputs
             << " (" << g_counts.widened << " with a tolerance widened by their conditioning, " << g_counts.unjudged
-            << " too ill-conditioned to judge)\n"
+            << " too ill-conditioned to judge); 1x1+depthwise groups formed: " << g_counts.blocks << "\n"
             << passed << " passed, " << failed << " failed\n";
   std::remove(scratch_path().c_str());
   return failed ? 1 : 0;

@@ -272,12 +272,50 @@ std::string broadcast_join(Emitter& e, Rng& r, std::string x) {
   return r.chance(0.5) ? act(e, r, y) : y;
 }
 
+// MobileNetV2 / EfficientNet inverted residual: 1x1 expansion (+ BN) + act, depthwise KxK
+// (stride 1 or 2, the pads oneDNN's depthwise post-op computes or others) (+ BN) + act, 1x1
+// projection, joined with the input when the shapes allow; sometimes the expansion has a
+// second reader or a chain with an operand (block fusion must then refuse).
+std::string inverted_residual(Emitter& e, Rng& r, std::string x) {
+  x = computed(e, x);
+  const Dims xs = e.shape(x);
+  ConvSpec expand;
+  expand.m = xs[1] * r.pick(std::vector<int64_t>{1, 2, 3, 6});
+  expand.bias = r.chance(0.7);
+  std::string y = emit_conv(e, x, expand);
+  if (r.chance(0.3)) y = emit_bn(e, y);
+  if (r.chance(0.85)) y = act(e, r, y);
+  if (r.chance(0.1)) y = epilogue_chain(e, r, y, 2);
+  const std::string mid = y;
+  ConvSpec dw;
+  dw.m = dw.group = expand.m;
+  dw.kh = dw.kw = r.chance(0.7) ? 3 : 5;
+  if (r.chance(0.4)) dw.sh = dw.sw = 2;
+  same_pads(dw);
+  if (r.chance(0.1)) dw.pt = dw.pl = 0;  // TF "SAME" style for stride 2: the extra pad at the end
+  dw.bias = r.chance(0.7);
+  fit(e.shape(y), dw);
+  y = emit_conv(e, y, dw);
+  if (r.chance(0.3)) y = emit_bn(e, y);
+  if (r.chance(0.85)) y = act(e, r, y);
+  ConvSpec project;
+  const bool second_reader = r.chance(0.1);  // the expanded map read again (channel broadcast join)
+  project.m = second_reader ? expand.m : r.chance(0.6) ? xs[1] : r.range(1, 8);
+  project.bias = r.chance(0.7);
+  y = emit_conv(e, y, project);
+  if (second_reader) y = join(e, r, y, e.node("GlobalAveragePool", {mid}, {xs[0], expand.m, 1, 1}), "Add");
+  if (e.shape(y) == xs && r.chance(0.7)) y = join(e, r, y, x, "Add");
+  return y;
+}
+
 }  // namespace
 
 void cnn_motif(Emitter& e, Rng& r, std::string& cur, std::string* name) {
   int64_t k = r.below(100);
-  if (k < 25)
+  if (k < 18)
     *name = "conv_chain", cur = conv_chain(e, r, cur);
+  else if (k < 28)
+    *name = "inverted_residual", cur = inverted_residual(e, r, cur);
   else if (k < 40)
     *name = "residual", cur = residual(e, r, cur);
   else if (k < 55)
