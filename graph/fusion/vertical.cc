@@ -225,8 +225,9 @@ std::vector<int> part_of(const PlanState& st, int head, int* gid) {
 
 // Block fusion of inverted residuals (MobileNetV2, EfficientNet): the 1x1 expansion with its
 // chain and the depthwise conv that alone consumes it, with its chain, become one vertical
-// group: the expanded [N, 6C, H, W] map is never written. A backend without such a kernel
-// refuses it (capability) and the two groups stay.
+// group: the expanded [N, 6C, H, W] map is no activation buffer of the plan (the kernel keeps it
+// in registers and cache, or in its own scratch). A backend without such a kernel refuses it
+// (capability) and the two groups stay.
 void merge_pointwise_depthwise(PlanState& st) {
   const Graph& g = st.g;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -257,7 +258,7 @@ void merge_pointwise_depthwise(PlanState& st) {
     if (ga >= 0) st.dissolve(ga);
     if (gb >= 0) st.dissolve(gb);
     st.add_group(Strategy::kVertical, GroupKind::kPointwiseDepthwise, block,
-                 "1x1 + depthwise block: the expanded map stays inside the kernel");
+                 "1x1 + depthwise block: the expanded map is no activation buffer");
   }
 }
 

@@ -219,8 +219,8 @@ Status lower_pool_onednn(const Graph& g, int node, Step& s) {
 
 Status lower_onednn(const Graph& g, const FusionGroup& grp, Step& s) {
   if (grp.kind == GroupKind::kConvSum) return lower_conv_sum_onednn(g, grp, s);
-  // A block the planner formed: the backend's capability check chose it (single pass, unless
-  // testing asks for two); lowering under another thread count may find only the two-pass kernel.
+  // A block the planner formed: the backend's capability check chose its kernel (single pass, or
+  // two where that saves reorders); lowering under another thread count may find only the other.
   if (grp.kind == GroupKind::kPointwiseDepthwise) return lower_pointwise_depthwise_onednn(g, grp, TwoPass::kAlways, s);
   const OpKind head = node_at(g, grp.nodes[0]).op;
   if (head == OpKind::kMaxPool || head == OpKind::kAveragePool) return lower_pool_onednn(g, grp.nodes[0], s);
