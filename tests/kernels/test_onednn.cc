@@ -450,26 +450,32 @@ cpu::PoolParams pool(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int6
   return p;
 }
 
-// NCHW -> NHWC (to_nhwc) or back.
-std::vector<float> permute(const std::vector<float>& v, int64_t n, int64_t c, int64_t hw, bool to_nhwc) {
+// NCHW [n, c, h, w] -> the native layout `l` (NativeLayout: dense strides, or channel-blocked
+// strides followed by the block), or back; written out here, not with oneDNN's reorders.
+std::vector<float> permute(const std::vector<float>& v, const std::vector<int64_t>& l, int64_t n, int64_t c, int64_t h,
+                           int64_t w, bool to_native) {
+  REQUIRE((l.size() == 4 || l.size() == 5));
+  const int64_t b = l.size() == 5 ? l[4] : 1;
   std::vector<float> out(v.size());
   for (int64_t i = 0; i < n; ++i)
     for (int64_t ch = 0; ch < c; ++ch)
-      for (int64_t s = 0; s < hw; ++s) {
-        const size_t nchw = static_cast<size_t>((i * c + ch) * hw + s),
-                     nhwc = static_cast<size_t>((i * hw + s) * c + ch);
-        if (to_nhwc) {
-          out[nhwc] = v[nchw];
-        } else {
-          out[nchw] = v[nhwc];
+      for (int64_t y = 0; y < h; ++y)
+        for (int64_t x = 0; x < w; ++x) {
+          const size_t nchw = static_cast<size_t>(((i * c + ch) * h + y) * w + x);
+          const size_t nat = static_cast<size_t>(i * l[0] + (ch / b) * l[1] + y * l[2] + x * l[3] + ch % b);
+          if (to_native) {
+            out[nat] = v[nchw];
+          } else {
+            out[nchw] = v[nat];
+          }
         }
-      }
   return out;
 }
 
 }  // namespace
 
-TEST_CASE("onednn: MaxPool and AveragePool match max_pool2d / avg_pool2d in NCHW and NHWC, NaN/Inf included") {
+TEST_CASE(
+    "onednn: MaxPool and AveragePool match max_pool2d / avg_pool2d in NCHW and the native layout, NaN/Inf included") {
   if (!cpu::onednn::built()) return;
   const std::vector<cpu::PoolParams> shapes = {
       pool(1, 64, 112, 112, 3, 2, 1, 1, 1, 1, false),  // the ResNet stem
@@ -506,13 +512,15 @@ TEST_CASE("onednn: MaxPool and AveragePool match max_pool2d / avg_pool2d in NCHW
         } else {
           cpu::avg_pool2d(p, x.data(), want.data());
         }
-        for (int layout = 0; layout < 4; ++layout) {  // bit 0: source NHWC, bit 1: destination NHWC
+        // The layout a convolution picks here: NHWC (AVX-512) or nChw8c (AVX2) when C allows.
+        const std::vector<int64_t> li = a->native_input(), lo = a->native_output();
+        for (int layout = 0; layout < 4; ++layout) {  // bit 0: source native, bit 1: destination native
           CAPTURE(layout);
-          const bool src = layout & 1, dst = layout & 2;
+          const bool src = (layout & 1) && !li.empty(), dst = (layout & 2) && !lo.empty();
           a->use_native(src, dst);
-          std::vector<float> xs = src ? permute(x, p.n, p.c, p.h * p.w, true) : x;
+          std::vector<float> xs = src ? permute(x, li, p.n, p.c, p.h, p.w, true) : x;
           a->run(xs.data(), got.data());
-          CHECK(compare(dst ? permute(got, p.n, p.c, p.oh * p.ow, false) : got, want) <= 1e-6);
+          CHECK(compare(dst ? permute(got, lo, p.n, p.c, p.oh, p.ow, false) : got, want) <= 1e-6);
         }
       }
     }

@@ -1,5 +1,8 @@
 // oneDNN pooling anchor: MaxPool / AveragePool on oneDNN's pooling primitive, in NCHW, or in
-// NHWC when the layout pass keeps its source or destination in the convolutions' layout.
+// the layout oneDNN's convolutions pick on this machine (NHWC with AVX-512, nChw8c with AVX2)
+// when the layout pass keeps its source or destination there. When oneDNN pools NCHW only with
+// a generic loop (simple_nchw: 19 ms for ResNet-18's max pool on one AVX2 core), an NCHW call
+// reorders into that layout and back instead.
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <unordered_map>
@@ -22,20 +25,22 @@ class PoolImpl final : public PoolAnchor {
  public:
   PoolParams p;
   bool max = true;
-  memory::desc x_plain, y_plain, x_nhwc, y_nhwc;
-  Primitive plain, nhwc;
-  dnnl::reorder to_nhwc, from_nhwc;  // x NCHW -> NHWC, y NHWC -> NCHW
+  memory::desc x_plain, y_plain, x_nat, y_nat;
+  Primitive plain, nat;
+  dnnl::reorder to_nat, from_nat;  // x NCHW -> native, y native -> NCHW
+  std::string tag;                 ///< the native layout's name, e.g. "nChw8c"
   bool src_native = false, dst_native = false;
+  bool plain_slow = false;  ///< NCHW pooling is oneDNN's generic loop: NCHW calls go through `nat`
 
   std::string describe() const override {
-    const bool native = src_native || dst_native;
+    const bool native = src_native || dst_native || plain_slow;
     std::string s = std::string(max ? "pooling_max " : "pooling_avg ") +
-                    (native ? nhwc.pd.impl_info_str() : plain.pd.impl_info_str());
-    if (native) s += std::string("; NHWC; reorders:") + (src_native ? "" : " in") + (dst_native ? "" : " out");
+                    (native ? nat.pd.impl_info_str() : plain.pd.impl_info_str());
+    if (native) s += "; " + tag + "; reorders:" + (src_native ? "" : " in") + (dst_native ? "" : " out");
     return s;
   }
-  std::vector<int64_t> native_input() const override { return dense_strides_of(x_nhwc); }
-  std::vector<int64_t> native_output() const override { return dense_strides_of(y_nhwc); }
+  std::vector<int64_t> native_input() const override { return native_layout_of(x_nat); }
+  std::vector<int64_t> native_output() const override { return native_layout_of(y_nat); }
   void use_native(bool input, bool output) override { src_native = input, dst_native = output; }
 
   void run(const float* x, float* y) const override {
@@ -45,25 +50,25 @@ class PoolImpl final : public PoolAnchor {
       return;
     }
     dnnl::stream s(cpu_engine());
-    if (!src_native && !dst_native) {
+    if (!src_native && !dst_native && !plain_slow) {
       plain.prim.execute(s, {{DNNL_ARG_SRC, memory(x_plain, cpu_engine(), const_cast<float*>(x))},
                              {DNNL_ARG_DST, memory(y_plain, cpu_engine(), y)},
                              {DNNL_ARG_SCRATCHPAD, scratchpad(plain.pd.scratchpad_desc())}});
       s.wait();
       return;
     }
-    memory src(x_nhwc, cpu_engine(), const_cast<float*>(x)), dst(y_nhwc, cpu_engine(), y);
+    memory src(x_nat, cpu_engine(), const_cast<float*>(x)), dst(y_nat, cpu_engine(), y);
     if (!src_native) {
       memory xm(x_plain, cpu_engine(), const_cast<float*>(x));
-      src = memory(x_nhwc, cpu_engine(), scratch(0, static_cast<size_t>(in)));
-      to_nhwc.execute(s, xm, src);
+      src = memory(x_nat, cpu_engine(), scratch(0, static_cast<size_t>(in)));
+      to_nat.execute(s, xm, src);
     }
-    if (!dst_native) dst = memory(y_nhwc, cpu_engine(), scratch(1, static_cast<size_t>(out)));
-    nhwc.prim.execute(
-        s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratchpad(nhwc.pd.scratchpad_desc())}});
+    if (!dst_native) dst = memory(y_nat, cpu_engine(), scratch(1, static_cast<size_t>(out)));
+    nat.prim.execute(
+        s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratchpad(nat.pd.scratchpad_desc())}});
     if (!dst_native) {
       memory ym(y_plain, cpu_engine(), y);
-      from_nhwc.execute(s, dst, ym);
+      from_nat.execute(s, dst, ym);
     }
     s.wait();
   }
@@ -73,7 +78,7 @@ class PoolImpl final : public PoolAnchor {
     const float* xp = x;
     if (src_native) {
       float* tmp = scratch(0, static_cast<size_t>(p.n * p.c * p.h * p.w));
-      reorder_once(x_nhwc, x_plain, x, tmp);
+      reorder_once(x_nat, x_plain, x, tmp);
       xp = tmp;
     }
     float* out = dst_native ? scratch(1, static_cast<size_t>(p.n * p.c * p.oh * p.ow)) : y;
@@ -82,9 +87,30 @@ class PoolImpl final : public PoolAnchor {
     } else {
       avg_pool2d(p, xp, out);
     }
-    if (dst_native) reorder_once(y_plain, y_nhwc, out, y);
+    if (dst_native) reorder_once(y_plain, y_nat, out, y);
   }
 };
+
+// The layout a oneDNN convolution picks on this machine for an activation of c channels (a 3x3
+// conv c -> c on the same map, formats `any`), which the pooling's neighbours then use: nhwc,
+// nChw8c or nChw16c (without channel padding), else nhwc.
+memory::format_tag conv_layout(int64_t n, int64_t c, int64_t h, int64_t w, std::string* name) {
+  *name = "NHWC";
+  try {
+    const auto f32 = memory::data_type::f32;
+    const auto any = memory::format_tag::any;
+    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, algorithm::convolution_direct,
+                                      memory::desc({n, c, h, w}, f32, any), memory::desc({c, c, 3, 3}, f32, any),
+                                      memory::desc({n, c, h, w}, f32, any), {1, 1}, {1, 1}, {1, 1});
+    const Dims l = native_layout_of(dnnl::convolution_forward::primitive_desc(d, cpu_engine()).dst_desc());
+    if (l.size() == 5 && (l[4] == 8 || l[4] == 16)) {
+      *name = l[4] == 8 ? "nChw8c" : "nChw16c";
+      return l[4] == 8 ? memory::format_tag::nChw8c : memory::format_tag::nChw16c;
+    }
+  } catch (const dnnl::error&) {
+  }
+  return memory::format_tag::nhwc;
+}
 
 // The pooling primitive for x -> y in the given layouts; false (with why) when oneDNN has only
 // its reference implementation or refuses the shape.
@@ -137,23 +163,26 @@ std::unique_ptr<PoolAnchor> PoolAnchor::create(const PoolParams& p, bool max, st
   const auto f32 = memory::data_type::f32;
   a->x_plain = memory::desc(x_dims, f32, memory::format_tag::nchw);
   a->y_plain = memory::desc(y_dims, f32, memory::format_tag::nchw);
-  a->x_nhwc = memory::desc(x_dims, f32, memory::format_tag::nhwc);
-  a->y_nhwc = memory::desc(y_dims, f32, memory::format_tag::nhwc);
+  const memory::format_tag tag = conv_layout(p.n, p.c, p.h, p.w, &a->tag);
+  a->x_nat = memory::desc(x_dims, f32, tag);
+  a->y_nat = memory::desc(y_dims, f32, tag);
   const algorithm alg = max                   ? algorithm::pooling_max
                         : p.count_include_pad ? algorithm::pooling_avg_include_padding
                                               : algorithm::pooling_avg_exclude_padding;
   if (!make_primitive(p, alg, a->x_plain, a->y_plain, &a->plain, why) ||
-      !make_primitive(p, alg, a->x_nhwc, a->y_nhwc, &a->nhwc, why)) {
+      !make_primitive(p, alg, a->x_nat, a->y_nat, &a->nat, why)) {
     return nullptr;
   }
   try {
     const dnnl::engine& e = cpu_engine();
-    a->to_nhwc = dnnl::reorder(dnnl::reorder::primitive_desc(e, a->x_plain, e, a->x_nhwc));
-    a->from_nhwc = dnnl::reorder(dnnl::reorder::primitive_desc(e, a->y_nhwc, e, a->y_plain));
+    a->to_nat = dnnl::reorder(dnnl::reorder::primitive_desc(e, a->x_plain, e, a->x_nat));
+    a->from_nat = dnnl::reorder(dnnl::reorder::primitive_desc(e, a->y_nat, e, a->y_plain));
   } catch (const dnnl::error& e) {
     *why = std::string("oneDNN reorder: ") + e.what();
     return nullptr;
   }
+  const std::string plain_impl = a->plain.pd.impl_info_str(), nat_impl = a->nat.pd.impl_info_str();
+  a->plain_slow = plain_impl.rfind("jit", 0) != 0 && nat_impl.rfind("jit", 0) == 0;
   return a;
 }
 
