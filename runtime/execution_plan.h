@@ -27,15 +27,18 @@ class BufferTable {
 struct NativeLayout {
   struct Read {
     ValueId value = kNoValue;
-    std::vector<int64_t> strides;  ///< the layout accepted; empty: none
+    std::vector<int64_t> strides;  ///< the layout accepted (see output_strides); empty: none
     bool used = false;             ///< what the layout pass chose
   };
   /// Buffers the step may read in a native layout: a convolution's source, the residual its sum
   /// post-op adds. A value listed here is read by the step in no other way.
   std::vector<Read> reads;
   ValueId output = kNoValue;
-  std::vector<int64_t> output_strides;  ///< the layout offered; empty: none
-  bool output_used = false;             ///< what the layout pass chose
+  /// The layout offered, of the size of NCHW: the element strides over (N, C, H, W) of a dense
+  /// layout (NHWC: C*H*W, 1, W*C, C), or over (N, C/b, H, W) followed by b for a channel-blocked
+  /// one (oneDNN's nChw8c, C % 8 == 0: channel c at (c / b) * stride + c % b). Empty: none.
+  std::vector<int64_t> output_strides;
+  bool output_used = false;  ///< what the layout pass chose
   /// Called once by the layout pass after it set `used` / `output_used`.
   std::function<void(const NativeLayout&)> apply;
 };

@@ -34,8 +34,10 @@ class MapTable : public BufferTable {
   mutable std::vector<Tensor> bufs_;
 };
 
-// Copies a 4-D NCHW tensor into the dense layout with element `strides` (to_native), or back.
+// Copies a 4-D NCHW tensor into the native layout `strides` (NativeLayout: dense, or channel-
+// blocked with the block size last) (to_native), or back.
 Tensor permute_layout(const Tensor& t, const std::vector<int64_t>& strides, bool to_native) {
+  const int64_t b = strides.size() == 5 ? strides[4] : 1;
   Tensor out(t.dtype(), t.shape());
   const Shape& d = t.shape();
   int64_t i = 0;
@@ -43,7 +45,7 @@ Tensor permute_layout(const Tensor& t, const std::vector<int64_t>& strides, bool
     for (int64_t c = 0; c < d[1]; ++c)
       for (int64_t h = 0; h < d[2]; ++h)
         for (int64_t w = 0; w < d[3]; ++w, ++i) {
-          const int64_t j = n * strides[0] + c * strides[1] + h * strides[2] + w * strides[3];
+          const int64_t j = n * strides[0] + (c / b) * strides[1] + h * strides[2] + w * strides[3] + c % b;
           if (to_native)
             out.f32()[j] = t.f32()[i];
           else

@@ -47,13 +47,13 @@ class ConvAnchor : public Anchor {
   /// operand (a residual whose buffer is reused); it must not alias x.
   virtual void run(const float* x, const Epilogue& ep, float* y) const = 0;
 
-  /// Native layouts: the element strides (over N, C, H, W) of the dense layout of the same size
-  /// as NCHW (e.g. NHWC) in which the primitive prefers its input / output, or empty when it
-  /// prefers NCHW or a padded blocked layout. The output is offered only when the whole
-  /// epilogue runs inside the primitive (post-ops, the sum post-op, no tail). The sum operand
-  /// (the residual the sum post-op adds, index sum_step() of ep.steps) is accepted in the
-  /// output's native layout when the output is offered; it is then copied into the destination
-  /// as it is instead of reordered.
+  /// Native layouts: the layout of the same size as NCHW in which the primitive prefers its
+  /// input / output, as runtime/execution_plan.h NativeLayout names it (the element strides
+  /// over N, C, H, W of a dense layout such as NHWC; or over N, C/b, H, W followed by b for
+  /// oneDNN's unpadded nChw8c / nChw16c), or empty when it prefers NCHW or a padded layout. The output is offered only
+  /// when the whole epilogue runs inside the primitive (post-ops, the sum post-op, no tail). The sum operand (the
+  /// residual the sum post-op adds, index sum_step() of ep.steps) is accepted in the output's native layout when the
+  /// output is offered; it is then copied into the destination as it is instead of reordered.
   virtual std::vector<int64_t> native_input() const = 0;
   virtual std::vector<int64_t> native_output() const = 0;
   virtual std::vector<int64_t> native_sum_operand() const = 0;
@@ -91,12 +91,19 @@ class PointwiseDepthwiseAnchor : public Anchor {
                                                           const float* b2, const Epilogue& ep2, bool allow_two_pass,
                                                           std::string* why);
   virtual void run(const float* x, float* y) const = 0;
+  /// Native layouts (as ConvAnchor's): x / y in the primitive's own layout of the size of NCHW
+  /// (dense, or channel-blocked without padding), or empty.
+  virtual std::vector<int64_t> native_input() const = 0;
+  virtual std::vector<int64_t> native_output() const = 0;
+  virtual void use_native(bool input, bool output) = 0;
 };
 
 /// MaxPool / AveragePool (ONNX semantics as cpu::max_pool2d / avg_pool2d; NCHW [n, c, h, w] ->
 /// [n, c, oh, ow]) on oneDNN's pooling primitive (pooling_max, pooling_avg_include_padding /
 /// pooling_avg_exclude_padding), in NCHW or, when the layout pass keeps its buffers native, in
-/// NHWC. Refused (nullptr with `why`; the reference kernel runs): dilation, a window with no real
+/// the layout oneDNN's convolutions pick on this machine (NHWC with AVX-512, nChw8c with AVX2);
+/// an NCHW call goes through that layout too when oneDNN pools NCHW with a generic loop only.
+/// Refused (nullptr with `why`; the reference kernel runs): dilation, a window with no real
 /// input, and an AveragePool whose ceil_mode window reaches past the padding with
 /// count_include_pad (oneDNN divides by the whole window). A call whose input holds NaN/Inf runs
 /// the reference kernel (oneDNN's max does not propagate NaN as ONNX does).
@@ -106,7 +113,7 @@ class PoolAnchor {
   static std::unique_ptr<PoolAnchor> create(const PoolParams& p, bool max, std::string* why);
   virtual void run(const float* x, float* y) const = 0;
   virtual std::string describe() const = 0;
-  /// The NHWC element strides of x / y (the layout pass's offer), as ConvAnchor's.
+  /// The native layout of x / y (the layout pass's offer), as ConvAnchor's.
   virtual std::vector<int64_t> native_input() const = 0;
   virtual std::vector<int64_t> native_output() const = 0;
   virtual void use_native(bool input, bool output) = 0;

@@ -1,10 +1,10 @@
 // The CPU backend's layout pass: an activation written by a oneDNN convolution and read only by
-// oneDNN convolutions that all accept the producer's dense layout (NHWC for the brgconv kernels)
-// stays in that layout; the reorder out of the producer and into every consumer disappear. A
-// consumer accepts it as its source, or as the residual its sum post-op adds (copied into the
-// destination as it is when the destination has the same layout, reordered there otherwise). A
-// buffer read by anything else (another kernel, another epilogue operand, a view, the caller as
-// a graph output) stays NCHW. The layouts have the size of NCHW, so the memory plan is unchanged.
+// oneDNN convolutions that all accept the producer's layout (NHWC for the AVX-512 brgconv
+// kernels; nChw8c, unpadded, for the AVX2 jit kernels) stays in that layout; the reorder out of the producer and into
+// every consumer disappear. A consumer accepts it as its source, or as the residual its sum post-op adds (copied into
+// the destination as it is when the destination has the same layout, reordered there otherwise). A buffer read by
+// anything else (another kernel, another epilogue operand, a view, the caller as a graph output) stays NCHW. The
+// layouts have the size of NCHW, so the memory plan is unchanged.
 #include <map>
 
 #include "runtime/cpu/lower_cpu.h"
@@ -13,7 +13,7 @@ namespace fusert {
 
 namespace {
 
-// Whether step `c` reads `v` only in roles that accept the dense layout `strides`.
+// Whether step `c` reads `v` only in roles that accept the layout `strides`.
 bool accepts(const Step& c, ValueId v, const std::vector<int64_t>& strides) {
   const NativeLayout* n = c.native.get();
   if (!n) return false;

@@ -163,11 +163,11 @@ Status lower_pointwise_depthwise_onednn(const Graph& g, const FusionGroup& grp, 
     if (v != kNoValue && !is_weight(g, v)) return error(StatusCode::kUnsupported) << "bias is not an initializer";
   std::string why;
   auto create = [&](bool allow) {
-    return std::shared_ptr<const cpu::onednn::PointwiseDepthwiseAnchor>(cpu::onednn::PointwiseDepthwiseAnchor::create(
+    return std::shared_ptr<cpu::onednn::PointwiseDepthwiseAnchor>(cpu::onednn::PointwiseDepthwiseAnchor::create(
         d.p1, weight_or_null(g, d.w1), weight_or_null(g, d.b1), d.t1.ep, d.p2, weight_or_null(g, d.w2),
         weight_or_null(g, d.b2), d.t2.ep, allow, &why));
   };
-  std::shared_ptr<const cpu::onednn::PointwiseDepthwiseAnchor> prim = create(two_pass == TwoPass::kAlways);
+  std::shared_ptr<cpu::onednn::PointwiseDepthwiseAnchor> prim = create(two_pass == TwoPass::kAlways);
   if (!prim && two_pass == TwoPass::kWhenBlocked) {
     // The two-pass kernel keeps the intermediate in its blocked layout; it pays where the 1x1
     // conv alone would reorder its output out of that layout and the depthwise conv back in
@@ -185,6 +185,14 @@ Status lower_pointwise_depthwise_onednn(const Graph& g, const FusionGroup& grp, 
   s = group_step(g, grp, "onednn_conv_dw");
   s.detail = prim->describe();
   const ValueId x = d.x, y = d.y;
+  auto l = std::make_shared<NativeLayout>();
+  const int src = offer_read(l.get(), x, prim->native_input());
+  l->output = y;
+  l->output_strides = prim->native_output();
+  l->apply = [prim, src](const NativeLayout& nl) {
+    prim->use_native(src >= 0 && nl.reads[static_cast<size_t>(src)].used, nl.output_used);
+  };
+  s.native = l;
   s.run = [prim, x, y](const BufferTable& b) { prim->run(b.f32(x), b.f32(y)); };
   return Status();
 }

@@ -25,17 +25,36 @@ class PointwiseDepthwiseImpl final : public PointwiseDepthwiseAnchor {
   memory::desc x_plain, y_plain;
   bool reorder_in = false, reorder_out = false;
   dnnl::reorder to_src, from_dst;
-  const float* ref[4] = {};  ///< the caller's w1, b1, w2, b2: the reference kernels' (NaN/Inf calls)
-  bool squash = false;       ///< some post-op maps NaN/Inf to a number: scan the input per call
+  const float* ref[4] = {};                     ///< the caller's w1, b1, w2, b2: the reference kernels' (NaN/Inf calls)
+  bool squash = false;                          ///< some post-op maps NaN/Inf to a number: scan the input per call
+  bool src_native = false, dst_native = false;  ///< use_native: x / y stored in pd's layout
   std::string info;
 
   size_t fused_steps() const override { return ep1.steps.size() + ep2.steps.size(); }
-  std::string describe() const override { return info; }
+  std::string describe() const override {
+    if (!src_native && !dst_native) return info;
+    return info + "; native layout:" + (src_native ? " in" : "") + (dst_native ? " out" : "");
+  }
+  std::vector<int64_t> native_input() const override { return reorder_in ? native_layout_of(pd.src_desc()) : Dims(); }
+  std::vector<int64_t> native_output() const override { return reorder_out ? native_layout_of(pd.dst_desc()) : Dims(); }
+  void use_native(bool input, bool output) override {
+    src_native = input && !native_input().empty();
+    dst_native = output && !native_output().empty();
+  }
 
+  // Two reference convolutions, converting native buffers to NCHW and back.
   void run_reference(const float* x, float* y) const {
+    const float* xp = x;
+    if (src_native) {
+      float* plain = scratch(0, static_cast<size_t>(p1.n * p1.c * p1.h * p1.w));
+      reorder_once(pd.src_desc(), x_plain, x, plain);
+      xp = plain;
+    }
     float* mid = scratch(6, static_cast<size_t>(p1.n * p1.m * p1.oh * p1.ow));
-    conv2d_fused(p1, x, ref[0], ref[1], ep1, mid);
-    conv2d_fused(p2, mid, ref[2], ref[3], ep2, y);
+    float* out = dst_native ? scratch(1, static_cast<size_t>(p2.n * p2.m * p2.oh * p2.ow)) : y;
+    conv2d_fused(p1, xp, ref[0], ref[1], ep1, mid);
+    conv2d_fused(p2, mid, ref[2], ref[3], ep2, out);
+    if (dst_native) reorder_once(y_plain, pd.dst_desc(), out, y);
   }
 
   void run(const float* x, float* y) const override {
@@ -44,8 +63,10 @@ class PointwiseDepthwiseImpl final : public PointwiseDepthwiseAnchor {
       return;
     }
     dnnl::stream s(cpu_engine());
-    memory xm(x_plain, cpu_engine(), const_cast<float*>(x)), ym(y_plain, cpu_engine(), y);
+    memory xm(src_native ? pd.src_desc() : x_plain, cpu_engine(), const_cast<float*>(x));
+    memory ym(dst_native ? pd.dst_desc() : y_plain, cpu_engine(), y);
     memory src = xm, dst = ym;
+    const bool reorder_in = this->reorder_in && !src_native, reorder_out = this->reorder_out && !dst_native;
     if (reorder_in) {
       src = memory(pd.src_desc(), cpu_engine(), scratch(0, pd.src_desc().get_size() / sizeof(float) + 16));
       to_src.execute(s, xm, src);

@@ -56,6 +56,21 @@ Dims dense_strides_of(const memory::desc& md) {
   return strides;
 }
 
+Dims native_layout_of(const memory::desc& md) {
+  Dims dense = dense_strides_of(md);
+  const dnnl_memory_desc_t& d = md.data;
+  if (!dense.empty() || d.ndims != 4 || d.format_kind != dnnl_blocked) return dense;
+  const dnnl_blocking_desc_t& b = d.format_desc.blocking;
+  if (b.inner_nblks != 1 || b.inner_idxs[0] != 1 || d.offset0 != 0) return {};
+  int64_t size = 1;
+  for (int i = 0; i < 4; ++i) {
+    if (d.padded_dims[i] != d.dims[i] || d.padded_offsets[i] != 0) return {};
+    size *= d.dims[i];
+  }
+  if (d.dims[1] % b.inner_blks[0] != 0 || static_cast<int64_t>(md.get_size() / sizeof(float)) != size) return {};
+  return {b.strides[0], b.strides[1], b.strides[2], b.strides[3], b.inner_blks[0]};
+}
+
 // An eltwise post-op for a unary step (appended to `po`); false when oneDNN has none.
 bool append_unary(const EpilogueStep& s, dnnl::post_ops* po, std::vector<std::string>* names) {
   auto add = [&](algorithm a, float alpha, float beta, const char* name) {
