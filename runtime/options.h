@@ -46,10 +46,9 @@ struct SessionOptions {
   std::string plan_for;     ///< testing: plan with this backend's cost model and capabilities
                             ///< ("cpu" or "cuda"; empty = device) but run on `device`, e.g. the
                             ///< CUDA plan's groups on the CPU kernels (the planner fuzzer)
-  bool all_blocks = false;  ///< testing: the CPU backend forms every 1x1 + depthwise block the
-                            ///< planner finds (on oneDNN with its two-pass kernel where it has no
-                            ///< single-pass one; on the reference kernels as two convolutions in
-                            ///< one step), so tests and the planner fuzzer reach them at any size
+  bool all_blocks = false;  ///< testing: the CPU reference kernels form 1x1 + depthwise blocks too
+                            ///< (two convolutions in one step; their capability refuses blocks
+                            ///< otherwise), so tests and the planner fuzzer reach that lowering
   // CUDA backend (device "cuda")
   bool cuda_graph = true;    ///< capture the plan once per input shape and replay it (CUDA Graphs)
   bool tf32 = false;         ///< TF32 tensor-core math in cuBLASLt/cuDNN (off: exact fp32)

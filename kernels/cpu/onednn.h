@@ -57,9 +57,6 @@ class ConvAnchor : public Anchor {
   virtual std::vector<int64_t> native_input() const = 0;
   virtual std::vector<int64_t> native_output() const = 0;
   virtual std::vector<int64_t> native_sum_operand() const = 0;
-  /// True when the primitive writes a padded blocked layout (e.g. nChw8c) that every call
-  /// reorders to NCHW: no layout the layout pass could keep.
-  virtual bool blocked_output() const = 0;
   /// The epilogue step done as oneDNN's sum post-op, or -1.
   virtual long sum_step() const = 0;
   /// Reads x / writes y / reads the sum operand in the native layout instead of NCHW (no

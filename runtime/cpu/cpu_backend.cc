@@ -21,10 +21,9 @@ class CpuBackend final : public Backend {
     (void)will_lower;
     o->backend = "cpu";
     // Every group kind has a CPU kernel, but a 1x1 + depthwise block only pays as one oneDNN
-    // primitive (the dw post-op) in one pass, or in oneDNN's two passes where these save the
-    // intermediate's reorders (lowering::TwoPass): the reference kernels would run the two
-    // convolutions one after the other anyway. The check creates the primitive (oneDNN keeps it
-    // in its primitive cache for the lowering).
+    // primitive (the dw post-op, lower_pointwise_depthwise_onednn): the reference kernels would
+    // run the two convolutions one after the other anyway. The check creates the primitive
+    // (oneDNN keeps it in its primitive cache for the lowering).
     const CpuKernels kernels = kernels_;
     const bool every = all_blocks_;
     o->supports = [kernels, every](const Graph& g, const FusionGroup& candidate) {
@@ -34,8 +33,7 @@ class CpuBackend final : public Backend {
                    ? FusionDecision::yes()
                    : FusionDecision::no("backend", "the reference kernels have no single-pass 1x1 + depthwise kernel");
       Step s;
-      Status st = lowering::lower_pointwise_depthwise_onednn(
-          g, candidate, every ? lowering::TwoPass::kAlways : lowering::TwoPass::kWhenBlocked, s);
+      Status st = lowering::lower_pointwise_depthwise_onednn(g, candidate, s);
       return st.ok() ? FusionDecision::yes() : FusionDecision::no("backend", st.message());
     };
   }

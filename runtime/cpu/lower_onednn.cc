@@ -154,7 +154,7 @@ Status lower_horizontal_onednn(const Graph& g, const FusionGroup& grp, Step& s) 
 }  // namespace
 
 // 1x1 + depthwise block: one primitive, the depthwise conv as the dw post-op of the 1x1 one.
-Status lower_pointwise_depthwise_onednn(const Graph& g, const FusionGroup& grp, TwoPass two_pass, Step& s) {
+Status lower_pointwise_depthwise_onednn(const Graph& g, const FusionGroup& grp, Step& s) {
   PointwiseDepthwise d;
   FUSERT_RETURN_IF_ERROR(decode_pointwise_depthwise(g, grp, &d));
   for (ValueId v : {d.w1, d.w2})
@@ -162,25 +162,9 @@ Status lower_pointwise_depthwise_onednn(const Graph& g, const FusionGroup& grp, 
   for (ValueId v : {d.b1, d.b2})
     if (v != kNoValue && !is_weight(g, v)) return error(StatusCode::kUnsupported) << "bias is not an initializer";
   std::string why;
-  auto create = [&](bool allow) {
-    return std::shared_ptr<cpu::onednn::PointwiseDepthwiseAnchor>(cpu::onednn::PointwiseDepthwiseAnchor::create(
-        d.p1, weight_or_null(g, d.w1), weight_or_null(g, d.b1), d.t1.ep, d.p2, weight_or_null(g, d.w2),
-        weight_or_null(g, d.b2), d.t2.ep, allow, &why));
-  };
-  std::shared_ptr<cpu::onednn::PointwiseDepthwiseAnchor> prim = create(two_pass == TwoPass::kAlways);
-  if (!prim && two_pass == TwoPass::kWhenBlocked) {
-    // The two-pass kernel keeps the intermediate in its blocked layout; it pays where the 1x1
-    // conv alone would reorder its output out of that layout and the depthwise conv back in
-    // (MobileNetV2, 1 thread, AVX2: 0.89x of single-pass blocks only; see README).
-    std::string why1;
-    auto alone =
-        cpu::onednn::ConvAnchor::create(d.p1, weight_or_null(g, d.w1), weight_or_null(g, d.b1), d.t1.ep, &why1);
-    if (alone && alone->blocked_output()) {
-      prim = create(true);
-    } else {
-      why += "; the 1x1 conv alone keeps its output in a layout the next conv reads without a reorder";
-    }
-  }
+  std::shared_ptr<cpu::onednn::PointwiseDepthwiseAnchor> prim(cpu::onednn::PointwiseDepthwiseAnchor::create(
+      d.p1, weight_or_null(g, d.w1), weight_or_null(g, d.b1), d.t1.ep, d.p2, weight_or_null(g, d.w2),
+      weight_or_null(g, d.b2), d.t2.ep, true, &why));
   if (!prim) return error(StatusCode::kUnsupported) << why;
   s = group_step(g, grp, "onednn_conv_dw");
   s.detail = prim->describe();
@@ -227,9 +211,7 @@ Status lower_pool_onednn(const Graph& g, int node, Step& s) {
 
 Status lower_onednn(const Graph& g, const FusionGroup& grp, Step& s) {
   if (grp.kind == GroupKind::kConvSum) return lower_conv_sum_onednn(g, grp, s);
-  // A block the planner formed: the backend's capability check chose its kernel (single pass, or
-  // two where that saves reorders); lowering under another thread count may find only the other.
-  if (grp.kind == GroupKind::kPointwiseDepthwise) return lower_pointwise_depthwise_onednn(g, grp, TwoPass::kAlways, s);
+  if (grp.kind == GroupKind::kPointwiseDepthwise) return lower_pointwise_depthwise_onednn(g, grp, s);
   const OpKind head = node_at(g, grp.nodes[0]).op;
   if (head == OpKind::kMaxPool || head == OpKind::kAveragePool) return lower_pool_onednn(g, grp.nodes[0], s);
   if (grp.kind == GroupKind::kHorizontalGemm) return lower_horizontal_onednn(g, grp, s);

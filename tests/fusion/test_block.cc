@@ -147,4 +147,23 @@ TEST_SUITE("fusion.block") {
       CHECK(said);
     }
   }
+
+  TEST_CASE("block: rejects_unsupported_group on CUDA (cuDNN has no 1x1 + depthwise fusion)") {
+    const std::string path = write_model(inverted_residual(56, 2), "block_cuda_plan");
+    SessionOptions o;
+    o.seeded = true;
+    o.device = "cuda";
+    o.plan_only = true;  // the CUDA backend's plan and capability answers, no device needed
+    auto s = Session::load(path, o);
+    if (!s.ok()) {  // a build without the CUDA backend
+      MESSAGE("skipped: " << s.status().to_string());
+      return;
+    }
+    for (const FusionGroup* grp : s.value()->fusion_plan().kernel_groups())
+      CHECK(grp->kind != GroupKind::kPointwiseDepthwise);
+    bool said = false;
+    for (const Rejection& r : s.value()->fusion_plan().rejected)
+      said |= r.key == "backend" && contains(r.reason, "no CUDA kernel for a 1x1 + depthwise block");
+    CHECK(said);
+  }
 }

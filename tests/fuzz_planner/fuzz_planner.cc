@@ -57,9 +57,6 @@ const std::vector<Mode> kModes = {
     {"cross", "cross"},
     {"compound", "compound"},
     {"all", "all"},
-    // 1x1 + depthwise blocks at every size: oneDNN's dw post-op also where it has only its
-    // two-pass kernel (the small maps of fuzz graphs rarely get the single-pass one).
-    {"all (every 1x1+depthwise block)", "all", false, "", "cpu", "onednn", true},
     {"profile-guided", "all", true},
     {"all (cuda plan)", "all", false, "cuda"},
 #ifdef FUSERT_FUZZ_EMU

@@ -53,7 +53,6 @@ class ConvImpl final : public ConvAnchor {
     const bool whole = po.fused == steps && !tail;
     return reorder_out && whole ? native_layout_of(pd.dst_desc()) : Dims();
   }
-  bool blocked_output() const override { return reorder_out && native_layout_of(pd.dst_desc()).empty(); }
   std::vector<int64_t> native_sum_operand() const override { return po.sum_step != kNoSum ? native_output() : Dims(); }
   long sum_step() const override { return po.sum_step; }
   void use_native(bool input, bool output, bool sum_operand) override {
