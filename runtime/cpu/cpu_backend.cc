@@ -21,7 +21,7 @@ class CpuBackend final : public Backend {
     (void)will_lower;
     o->backend = "cpu";
     // Every group kind has a CPU kernel, but a 1x1 + depthwise block only pays as one oneDNN
-    // primitive (the dw post-op, lower_pointwise_depthwise_onednn): the reference kernels would
+    // primitive (the dw post-op, lower_onednn.cc): the reference kernels would
     // run the two convolutions one after the other anyway. The check creates the primitive
     // (oneDNN keeps it in its primitive cache for the lowering).
     const CpuKernels kernels = kernels_;
@@ -33,7 +33,7 @@ class CpuBackend final : public Backend {
                    ? FusionDecision::yes()
                    : FusionDecision::no("backend", "the reference kernels have no single-pass 1x1 + depthwise kernel");
       Step s;
-      Status st = lowering::lower_pointwise_depthwise_onednn(g, candidate, s);
+      Status st = lowering::lower_onednn(g, candidate, s);
       return st.ok() ? FusionDecision::yes() : FusionDecision::no("backend", st.message());
     };
   }

@@ -38,15 +38,10 @@ namespace lowering {
 /// Kind-specific CPU lowerings, one file each (named after the group kind).
 Status lower_anchor_epilogue(const Graph& g, const FusionGroup& grp, Step& s);  ///< lower_anchor.cc
 /// An anchor group (or a lone Conv/Gemm/MatMul, a conv-sum cross group, a horizontal GEMM, a
-/// lone MaxPool/AveragePool) on oneDNN primitives with post-ops (lower_onednn.cc).
+/// 1x1+depthwise block, a lone MaxPool/AveragePool) on oneDNN primitives with post-ops
+/// (lower_onednn.cc).
 /// kUnsupported with the reason when oneDNN cannot run it optimised.
 Status lower_onednn(const Graph& g, const FusionGroup& grp, Step& s);
-/// A 1x1 + depthwise block as one oneDNN primitive (the dw post-op), with oneDNN's single-pass
-/// kernel where it has one, else its two-pass kernel (ref_fused_convolution: its two optimised
-/// convolutions one after the other, the intermediate in scratch in the blocked layout; measured
-/// on MobileNetV2, 1 thread, AVX2, activations kept blocked: 0.91x of the separate convolutions).
-/// kUnsupported with oneDNN's reason otherwise.
-Status lower_pointwise_depthwise_onednn(const Graph& g, const FusionGroup& grp, Step& s);
 /// The pooling parameters of a MaxPool / AveragePool node (lower_single.cc).
 cpu::PoolParams pool_params(const Graph& g, const Node& n);
 Status lower_elementwise(const Graph& g, const FusionGroup& grp, Step& s);   ///< lower_elementwise.cc

@@ -151,9 +151,11 @@ Status lower_horizontal_onednn(const Graph& g, const FusionGroup& grp, Step& s) 
   return Status();
 }
 
-}  // namespace
-
-// 1x1 + depthwise block: one primitive, the depthwise conv as the dw post-op of the 1x1 one.
+// 1x1 + depthwise block: one primitive, the depthwise conv as the dw post-op of the 1x1 one,
+// with oneDNN's single-pass kernel where it has one, else its two-pass kernel
+// (ref_fused_convolution: its two optimised convolutions one after the other, the intermediate
+// in scratch in the blocked layout; measured on MobileNetV2, 1 thread, AVX2, activations kept
+// blocked: 0.91x of the separate convolutions).
 Status lower_pointwise_depthwise_onednn(const Graph& g, const FusionGroup& grp, Step& s) {
   PointwiseDepthwise d;
   FUSERT_RETURN_IF_ERROR(decode_pointwise_depthwise(g, grp, &d));
@@ -180,8 +182,6 @@ Status lower_pointwise_depthwise_onednn(const Graph& g, const FusionGroup& grp, 
   s.run = [prim, x, y](const BufferTable& b) { prim->run(b.f32(x), b.f32(y)); };
   return Status();
 }
-
-namespace {
 
 Status lower_pool_onednn(const Graph& g, int node, Step& s) {
   const Node& n = node_at(g, node);

@@ -177,17 +177,8 @@ bool choose_primitive(ConvImpl* c, const Epilogue& ep) {
 
 // Weights and bias reordered once into the primitive's format; the activation reorders created.
 void bind_weights(ConvImpl* c, const float* w, const float* bias) {
-  const ConvParams& p = c->p;
-  const Dims w_dims = weight_dims(p);
-  dnnl::stream s(cpu_engine());
-  const memory::desc w_user(w_dims, memory::data_type::f32, dense_strides(w_dims));
-  memory wu(w_user, cpu_engine(), const_cast<float*>(w));
-  c->weights = memory(c->pd.weights_desc(), cpu_engine());
-  dnnl::reorder(wu, c->weights).execute(s, wu, c->weights);
-  c->bias = memory(memory::desc({p.m}, memory::data_type::f32, memory::format_tag::x), cpu_engine());
-  float* bp = static_cast<float*>(c->bias.get_data_handle());
-  for (int64_t i = 0; i < p.m; ++i) bp[i] = bias ? bias[i] : 0.f;
-  s.wait();
+  c->weights = reordered_weights(c->pd.weights_desc(), weight_dims(c->p), w);
+  c->bias = bias_memory(bias, c->p.m);
   c->reorder_in = c->pd.src_desc() != c->x_plain;
   c->reorder_out = c->pd.dst_desc() != c->y_plain;
   const dnnl::engine& e = cpu_engine();

@@ -135,20 +135,6 @@ bool chain(const Epilogue& ep1, const ConvParams& p2, const Epilogue& ep2, PostO
   return true;
 }
 
-memory weights_into(const memory::desc& md, const Dims& dims, const float* w, dnnl::stream& s) {
-  memory user(memory::desc(dims, memory::data_type::f32, dense_strides(dims)), cpu_engine(), const_cast<float*>(w));
-  memory out(md, cpu_engine());
-  dnnl::reorder(user, out).execute(s, user, out);
-  return out;
-}
-
-memory bias_of(const float* b, int64_t m) {
-  memory out(memory::desc({m}, memory::data_type::f32, memory::format_tag::x), cpu_engine());
-  float* p = static_cast<float*>(out.get_data_handle());
-  for (int64_t i = 0; i < m; ++i) p[i] = b ? b[i] : 0.f;
-  return out;
-}
-
 }  // namespace
 
 std::unique_ptr<PointwiseDepthwiseAnchor> PointwiseDepthwiseAnchor::create(const ConvParams& p1, const float* w1,
@@ -199,13 +185,11 @@ std::unique_ptr<PointwiseDepthwiseAnchor> PointwiseDepthwiseAnchor::create(const
     return nullptr;
   }
   c->prim = dnnl::convolution_forward(c->pd);
-  dnnl::stream s(cpu_engine());
-  c->w1 = weights_into(c->pd.weights_desc(), {p1.m, p1.c, 1, 1}, w1, s);
+  c->w1 = reordered_weights(c->pd.weights_desc(), {p1.m, p1.c, 1, 1}, w1);
   const memory::desc dw_w = c->pd.query_md(dnnl::query::exec_arg_md, DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS);
-  c->w2 = weights_into(dw_w, {p2.m, 1, 1, p2.kh, p2.kw}, w2, s);
-  s.wait();
-  c->b1 = bias_of(b1, p1.m);
-  c->b2 = bias_of(b2, p2.m);
+  c->w2 = reordered_weights(dw_w, {p2.m, 1, 1, p2.kh, p2.kw}, w2);
+  c->b1 = bias_memory(b1, p1.m);
+  c->b2 = bias_memory(b2, p2.m);
   c->ref[0] = w1, c->ref[1] = b1, c->ref[2] = w2, c->ref[3] = b2;
   c->squash = first_squash(ep1.steps, ep1.steps.size()) >= 0 || first_squash(ep2.steps, ep2.steps.size()) >= 0;
   c->x_plain = memory::desc(x_dims, f32, memory::format_tag::nchw);

@@ -26,6 +26,10 @@ Dims dense_strides(const Dims& d);
 /// The element strides of `md` when it is a dense permutation of its dims (no inner blocks, no
 /// padding: same size as the plain layout, e.g. NHWC); else empty.
 Dims dense_strides_of(const memory::desc& md);
+/// Constant weights `w` (dense, row-major over `dims`) reordered once into `md`.
+memory reordered_weights(const memory::desc& md, const Dims& dims, const float* w);
+/// A bias of `m` floats (zeros when `b` is null) in oneDNN memory.
+memory bias_memory(const float* b, int64_t m);
 /// The layout of a 4-D `md` as the layout pass names it (runtime/execution_plan.h NativeLayout):
 /// dense_strides_of, or for one channel block b without padding (nChw8c with C % 8 == 0: the
 /// size of NCHW) the outer strides over (N, C/b, H, W) followed by b; else empty.

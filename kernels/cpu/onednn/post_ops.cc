@@ -56,6 +56,22 @@ Dims dense_strides_of(const memory::desc& md) {
   return strides;
 }
 
+memory reordered_weights(const memory::desc& md, const Dims& dims, const float* w) {
+  memory user(memory::desc(dims, memory::data_type::f32, dense_strides(dims)), cpu_engine(), const_cast<float*>(w));
+  memory out(md, cpu_engine());
+  dnnl::stream s(cpu_engine());
+  dnnl::reorder(user, out).execute(s, user, out);
+  s.wait();
+  return out;
+}
+
+memory bias_memory(const float* b, int64_t m) {
+  memory out(memory::desc({m}, memory::data_type::f32, memory::format_tag::x), cpu_engine());
+  float* p = static_cast<float*>(out.get_data_handle());
+  for (int64_t i = 0; i < m; ++i) p[i] = b ? b[i] : 0.f;
+  return out;
+}
+
 Dims native_layout_of(const memory::desc& md) {
   Dims dense = dense_strides_of(md);
   const dnnl_memory_desc_t& d = md.data;
