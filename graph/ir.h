@@ -40,6 +40,9 @@ struct Value {
   bool is_graph_output = false;
   bool is_initializer = false;
   bool is_constant = false;  // value given in the model file, not a weight
+  // A constant whose contents depend on a symbolic dim (e.g. a Reshape target [batch, seq, 384]):
+  // never folded, re-set for every instantiated shape (runtime/shape_cache.cc).
+  bool symbolic = false;
   InitKind init = InitKind::kUniform;
   Tensor data;  // initializer contents once bound (weights or constants)
   SourceLoc loc;
@@ -62,6 +65,17 @@ struct Node {
   const std::string& attr_s(const std::string& n) const;
 };
 
+/// A node constant folding evaluated although an input was symbolic (Value::symbolic): its
+/// output is a symbolic constant too, evaluated again for every instantiated shape
+/// (refold_symbolic in graph/passes/pass.h). Inputs by value name; a non-symbolic input's data
+/// is kept here since dead-code removal may drop its value from the graph.
+struct SymbolicFold {
+  Node node;                        ///< the folded node (its inputs/outputs ids are stale)
+  std::vector<std::string> inputs;  ///< input value names ("" for an omitted input)
+  std::vector<Tensor> fixed;        ///< data of non-symbolic inputs (empty for symbolic ones)
+  std::string output;
+};
+
 /// A graph in topological node order (the loader sorts; passes keep the order valid).
 class Graph {
  public:
@@ -70,6 +84,7 @@ class Graph {
   std::vector<Value> values;
   std::vector<Node> nodes;
   std::vector<ValueId> inputs, outputs;
+  std::vector<SymbolicFold> symbolic_folds;  ///< in evaluation order
 
   ValueId find_value(const std::string& name) const;  ///< kNoValue if absent
   ValueId add_value(const std::string& name);         ///< creates or returns existing

@@ -57,6 +57,10 @@ struct SessionOptions {
                              ///< occupancy on sm_90: 65536 registers / 2048 threads per SM)
   bool plan_only = false;    ///< load, plan, generate and compile kernels, but do not touch a
                              ///< device (run() then fails); for --explain without a GPU
+  /// Models with symbolic dims: input shapes other than the opt point whose execution plans
+  /// (graph, lowering, memory plan, executor) are kept, least recently used evicted first.
+  /// Each holds its own arenas and library primitives. Must be >= 1.
+  int shape_cache_size = 16;
 };
 
 /// What loading and planning produced; sizes in bytes, times in ms.
@@ -82,6 +86,14 @@ struct SessionStats {
   bool cuda_graph = false;          ///< runs replay a captured CUDA Graph
   double last_run_device_ms = 0;    ///< CUDA: the last run's plan time by CUDA events, excluding
                                     ///< input/output copies; CPU: the last run's wall time
+  // Symbolic dims (zero for a model of static shapes). A run at the opt point or at a cached
+  // shape is a hit; a miss builds that shape's execution plan (ShapeInstance) first.
+  int64_t shape_cache_hits = 0;
+  int64_t shape_cache_misses = 0;
+  int64_t shape_replans = 0;        ///< misses whose shape the session's fusion plan could not lower
+  double shape_build_ms_last = 0;   ///< time of the last miss's build (graph, lowering, memory, executor)
+  double shape_build_ms_max = 0;    ///< the slowest miss so far
+  double shape_build_ms_total = 0;  ///< all misses
 };
 
 }  // namespace fusert

@@ -14,6 +14,8 @@
 #include "graph/fusion/explain.h"
 #include "graph/fusion/planner.h"
 #include "graph/passes/pass.h"
+#include "graph/shape_inference.h"
+#include "graph/verifier.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "runtime/cpu/lower_cpu.h"
 #include "runtime/executor.h"
@@ -100,6 +102,24 @@ Status check_size_limits(const ModelSpec& m, const SessionOptions& o, const std:
   return Status();
 }
 
+// Symbolic dims: every tensor of the model at the dims' max values (the loader inferred its
+// shapes) within max_tensor_elements, so no run in range is refused for size later.
+Status check_dim_limits(const ModelSpec& m, const SessionOptions& o) {
+  DimValues at;
+  for (const SymbolicDim& d : m.dims) at[d.name] = d.max;
+  FUSERT_ASSIGN_OR_RETURN(ModelSpec big, instantiate_model(m, at));
+  for (const Value& v : big.graph.values) {
+    int64_t n = 0;
+    if (v.shape_known && (!checked_numel(v.shape, &n) || n > o.max_tensor_elements)) {
+      return error(StatusCode::kInvalidArgument)
+             << v.loc.str() << ": tensor '" << v.name << "' " << shape_str(v.shape) << " at " << dims_str(at)
+             << " has more elements than SessionOptions::max_tensor_elements (" << o.max_tensor_elements
+             << "); lower the dims' max";
+    }
+  }
+  return Status();
+}
+
 // FUSERT_LOG=passes,fusion prints the canonicalisation log and the plan with every refusal.
 void log_plan(const Session& s) {
   const char* env = std::getenv("FUSERT_LOG");
@@ -158,6 +178,16 @@ Result<std::unique_ptr<Session>> Session::load_impl(const std::string& model_pat
   cpu::ThreadScope threads(options.threads);  // weight binding and folding use the session's count too
   s->options_ = options;
   FUSERT_ASSIGN_OR_RETURN(s->model_, load_model(model_path));
+  if (!s->model_.dims.empty()) {
+    if (options.shape_cache_size < 1) {
+      return error(StatusCode::kInvalidArgument)
+             << "SessionOptions::shape_cache_size must be >= 1, got " << options.shape_cache_size;
+    }
+    s->loaded_ = s->model_;  // unbound: weights hold no data yet, constants are small
+    s->shapes_ = std::make_unique<ShapeCache>(static_cast<size_t>(options.shape_cache_size));
+    FUSERT_RETURN_IF_ERROR(check_dim_limits(s->model_, options));
+  }
+  FUSERT_ASSIGN_OR_RETURN(s->output_info_, Session::describe_outputs(s->model_));
   FUSERT_RETURN_IF_ERROR(check_size_limits(s->model_, options, model_path));
   FUSERT_RETURN_IF_ERROR(bind_weights(s->model_, options, &s->stats_.weights_source));
   s->stats_.load_ms = ms_since(t0);
@@ -177,6 +207,7 @@ Result<std::unique_ptr<Session>> Session::load_impl(const std::string& model_pat
     s->stats_.pass_log = pm.log_lines();
   }
   s->stats_.canonicalize_ms = ms_since(t1);
+  s->fusion_options_ = fopt;
   s->backend_->configure_planner(&fopt, true);
   if (!options.plan_for.empty()) fopt.backend = options.plan_for;  // testing: another backend's cost model
   FUSERT_ASSIGN_OR_RETURN(s->fusion_, plan_fusion(g, fopt));
@@ -241,7 +272,12 @@ Result<TensorMap> Session::run(const TensorMap& inputs) {
            << "--device " << backend_->name() << ": the session has no device (plan only)";
   }
   RunInfo info;
-  FUSERT_ASSIGN_OR_RETURN(TensorMap out, backend_->run(inputs, &info));
+  TensorMap out;
+  if (shapes_) {
+    FUSERT_ASSIGN_OR_RETURN(out, run_instance(inputs, &info));
+  } else {
+    FUSERT_ASSIGN_OR_RETURN(out, backend_->run(inputs, &info));
+  }
   std::lock_guard<std::mutex> lock(*run_mu_);
   stats_.last_run_device_ms = info.device_ms;
   stats_.cuda_graph = info.cuda_graph;
@@ -272,15 +308,20 @@ Result<std::vector<Session::StepTime>> Session::profile(const TensorMap& inputs,
   return out;
 }
 
-TensorMap Session::seeded_inputs(uint64_t seed) const {
+TensorMap Session::seeded_inputs(uint64_t seed, const DimValues& dims) const {
   cpu::ThreadScope threads(options_.threads);
   TensorMap m;
-  for (ValueId id : graph().inputs) {
-    const Value& v = graph().value(id);
+  for (size_t k = 0; k < graph().inputs.size(); ++k) {
+    const Value& v = graph().value(graph().inputs[k]);
+    Shape shape = v.shape;
+    for (size_t d = 0; k < model_.input_dims.size() && d < shape.size(); ++d) {
+      auto it = dims.find(model_.input_dims[k][d]);
+      if (it != dims.end()) shape[d] = it->second;
+    }
     if (v.dtype == DType::kF32) {
-      m.emplace(v.name, seeded_tensor(v.name, v.shape, InitKind::kInput, seed));
+      m.emplace(v.name, seeded_tensor(v.name, shape, InitKind::kInput, seed));
     } else {  // integer inputs (token ids, masks): all ones, valid for both (models/FORMAT.md)
-      Tensor t(v.dtype, v.shape);
+      Tensor t(v.dtype, shape);
       for (int64_t i = 0; i < t.numel(); ++i) {
         if (v.dtype == DType::kI64)
           t.i64()[i] = 1;

@@ -16,6 +16,7 @@
 #include "runtime/backend.h"
 #include "runtime/execution_plan.h"
 #include "runtime/options.h"
+#include "runtime/shape_cache.h"
 
 namespace fusert {
 
@@ -26,7 +27,13 @@ class Session {
   /// weights (tensor names), device ("no CUDA device"), options.
   static Result<std::unique_ptr<Session>> load(const std::string& model_path, const SessionOptions& options);
 
-  /// Runs one inference. Inputs by graph input name with exact dtype and shape.
+  /// Runs one inference. Inputs by graph input name with their dtype and shape: exactly the
+  /// declared shape, or for a model with symbolic dims any value of each dim within its range
+  /// (one value per dim across inputs). The first run at a new shape builds its execution plan
+  /// (stats().shape_cache_misses, shape_build_ms_*); later runs reuse it while it stays among
+  /// options().shape_cache_size most recently used shapes. Errors: kInvalidArgument for a missing
+  /// or unknown input or a wrong dtype; kShapeMismatch naming the input, its dimension, the dim
+  /// and the declared range; errors of a data-dependent check (e.g. a Gather index).
   ///
   /// Thread safety: run() may be called concurrently from any number of threads on one
   /// session. On the CPU each call gets its own execution context (an activation arena from a
@@ -63,8 +70,28 @@ class Session {
   Result<std::vector<StepTime>> profile(const TensorMap& inputs, int runs) const;
 
   /// Seeded values for every graph input: f32 inputs with init kind `input`; integer inputs
-  /// (token ids, masks) all ones. For benchmarks, --verify and goldens.
-  TensorMap seeded_inputs(uint64_t seed = 0) const;
+  /// (token ids, masks) all ones. For benchmarks, --verify and goldens. `dims` (a model with
+  /// symbolic dims): at these values instead of the opt point; a dim not given keeps its opt.
+  TensorMap seeded_inputs(uint64_t seed = 0, const DimValues& dims = {}) const;
+
+  /// A graph input or output as an application sees it: the shape with each symbolic dim
+  /// by name (Dim::symbol non-empty) and its range, at opt for outputs' concrete example.
+  struct Dim {
+    int64_t value = 0;   ///< the fixed size, or the dim's value at the opt point
+    std::string symbol;  ///< the symbolic dim's name; empty for a fixed dimension
+    int64_t min = 0, max = 0;
+  };
+  struct TensorInfo {
+    std::string name;
+    DType dtype = DType::kF32;
+    std::vector<Dim> dims;
+  };
+  /// The graph inputs in declaration order, with their symbolic dims.
+  std::vector<TensorInfo> inputs() const;
+  /// The graph outputs: a dimension that follows one symbolic dim (found by loading the model
+  /// with each dim moved within its range) carries its name and range; one that changes with a
+  /// dim in another way (e.g. batch * seq) has symbol "?" and min = max = 0; sizes at opt.
+  std::vector<TensorInfo> outputs() const;
 
   const ModelSpec& model() const { return model_; }
   const Graph& graph() const { return model_.graph; }
@@ -79,7 +106,14 @@ class Session {
   Session() = default;
   static Result<std::unique_ptr<Session>> load_impl(const std::string& model_path, const SessionOptions& options);
   Result<std::map<std::string, double>> profile_unfused() const;
+  Result<std::shared_ptr<ShapeInstance>> build_instance(const DimValues& dims) const;
+  static Result<std::vector<TensorInfo>> describe_outputs(const ModelSpec& m);
+  Result<TensorMap> run_instance(const TensorMap& inputs, RunInfo* info);
   ModelSpec model_;
+  ModelSpec loaded_;              // as loaded, before weights and canonicalisation (symbolic dims only)
+  FusionOptions fusion_options_;  // as parsed, before a backend configured it
+  std::unique_ptr<ShapeCache> shapes_;
+  std::vector<TensorInfo> output_info_;
   SessionOptions options_;
   ExecutionPlan plan_;
   FusionPlan fusion_;

@@ -2,6 +2,8 @@
 // the rest, and a topological order of the kernel groups.
 #include "graph/fusion/planner.h"
 
+#include "graph/fusion/attention_pattern.h"
+
 #include <chrono>
 #include <queue>
 
@@ -144,6 +146,20 @@ Result<FusionPlan> plan_fusion(const Graph& g, const FusionOptions& opt) {
   plan.rejected = st.rejected;
   plan.plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return plan;
+}
+
+Status rebind_plan(const Graph& g, FusionPlan* plan) {
+  for (FusionGroup& grp : plan->groups) {
+    if (!grp.attention) continue;
+    int softmax = -1;
+    for (int n : grp.nodes) softmax = g.nodes[static_cast<size_t>(n)].op == OpKind::kSoftmax ? n : softmax;
+    AttentionMatch m;
+    if (softmax < 0 || !match_attention(g, softmax, &m) || m.nodes != grp.attention->nodes) {
+      return error(StatusCode::kUnsupported) << "attention group " << grp.name << " does not match at these shapes";
+    }
+    grp.attention = std::make_shared<const AttentionMatch>(m);
+  }
+  return Status();
 }
 
 }  // namespace fusert

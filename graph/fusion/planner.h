@@ -19,4 +19,10 @@ std::string detect_family(const Graph& g);
 /// topological execution order.
 Result<FusionPlan> plan_fusion(const Graph& g, const FusionOptions& opt);
 
+/// For a plan made on another shape of the same graph (symbolic dims: same nodes, other input
+/// shapes): decodes again, at g's shapes, what groups hold of the shapes (an attention group's
+/// batch, heads, seq and mask strides). Errors: kUnsupported when a group no longer matches
+/// at these shapes (the caller plans this shape on its own).
+Status rebind_plan(const Graph& g, FusionPlan* plan);
+
 }  // namespace fusert

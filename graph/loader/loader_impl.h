@@ -20,8 +20,9 @@ constexpr int kMaxTemplateDepth = 16;
 
 class Loader {
  public:
-  Loader(std::string file, std::string base_dir)
-      : file_(file), base_dir_(std::move(base_dir)), cur_file_(std::move(file)) {}
+  /// `values` (nullable): symbolic dims' values; each dim's opt when null.
+  Loader(std::string file, std::string base_dir, const DimValues* values = nullptr)
+      : file_(file), base_dir_(std::move(base_dir)), cur_file_(std::move(file)), values_(values) {}
   Status load(const YAML::Node& root, ModelSpec* spec);
 
  private:
@@ -48,7 +49,8 @@ class Loader {
   /// `list` is the include list of `file`; its entries are relative to `dir` (the including
   /// file's directory).
   Status read_includes(const YAML::Node& list, const std::string& file, const std::string& dir, int depth);
-  Status read_inputs(const YAML::Node& list, Graph& g);
+  Status read_dims(const YAML::Node& map, ModelSpec* spec);
+  Status read_inputs(const YAML::Node& list, ModelSpec* spec);
   Status read_preprocess(const YAML::Node& n, PreprocessSpec* p);
   Status expand_list(const YAML::Node& list, const Bindings& env, bool initializers, Graph& g, int depth);
   Status expand_use(const YAML::Node& use, const Bindings& env, Graph& g, int depth);
@@ -69,6 +71,19 @@ class Loader {
   std::map<std::string, YAML::Node> templates_;
   std::map<std::string, std::string> template_files_;  // template name -> file defining it
   std::set<std::string> node_names_;
+  const DimValues* values_ = nullptr;
+  Bindings dims_env_;  // symbolic dim -> its value, the top-level bindings of `${...}`
 };
 
 }  // namespace fusert::detail
+
+namespace fusert {
+
+/// Expands the model text at `values` (nullptr: each dim's opt); shared by model_loader.cc and
+/// dims.cc.
+Result<ModelSpec> load_root(const std::string& text, const std::string& name, const std::string& base_dir,
+                            const DimValues* values);
+/// Marks the constants that depend on a symbolic dim (Value::symbolic); no-op without dims.
+Status mark_symbolic(ModelSpec& spec);
+
+}  // namespace fusert

@@ -3,6 +3,8 @@
 #include "graph/loader/model_loader.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -44,11 +46,11 @@ Status Loader::check_keys(const YAML::Node& n, const std::set<std::string>& allo
 
 Status Loader::load(const YAML::Node& root, ModelSpec* spec) {
   if (!root.IsMap()) return fail(root) << "a model file must be a YAML mapping";
-  FUSERT_RETURN_IF_ERROR(
-      check_keys(root,
-                 {"fusert", "name", "description", "inputs", "outputs", "preprocess", "labels", "weights",
-                  "weights_fetch", "weights_ignore", "tokenizer", "include", "templates", "initializers", "nodes"},
-                 "the model file"));
+  FUSERT_RETURN_IF_ERROR(check_keys(
+      root,
+      {"fusert", "name", "description", "inputs", "outputs", "preprocess", "labels", "weights", "weights_fetch",
+       "weights_ignore", "tokenizer", "include", "templates", "initializers", "nodes", "dims"},
+      "the model file"));
   Bindings none;
   FUSERT_RETURN_IF_ERROR(require_key(root, "fusert", "'fusert' (format version)"));
   FUSERT_ASSIGN_OR_RETURN(int64_t version, integer(root["fusert"], none, "'fusert' (format version)"));
@@ -85,14 +87,15 @@ Status Loader::load(const YAML::Node& root, ModelSpec* spec) {
       FUSERT_ASSIGN_OR_RETURN(spec->tokenizer_max_length, integer(t["max_length"], none, "'tokenizer' max_length"));
     }
   }
+  if (const YAML::Node d = root["dims"]) FUSERT_RETURN_IF_ERROR(read_dims(d, spec));
   if (!root["inputs"] || !root["inputs"].IsSequence()) return fail(root) << "'inputs' (a list) is required";
-  FUSERT_RETURN_IF_ERROR(read_inputs(root["inputs"], g));
+  FUSERT_RETURN_IF_ERROR(read_inputs(root["inputs"], spec));
   include_stack_ = {std::filesystem::path(file_).lexically_normal().string()};
   if (const YAML::Node inc = root["include"]) FUSERT_RETURN_IF_ERROR(read_includes(inc, file_, base_dir_, 0));
   FUSERT_RETURN_IF_ERROR(read_templates(root["templates"], file_));
-  if (const YAML::Node inits = root["initializers"]) FUSERT_RETURN_IF_ERROR(expand_list(inits, none, true, g, 0));
+  if (const YAML::Node inits = root["initializers"]) FUSERT_RETURN_IF_ERROR(expand_list(inits, dims_env_, true, g, 0));
   if (!root["nodes"] || !root["nodes"].IsSequence()) return fail(root) << "'nodes' (a list) is required";
-  FUSERT_RETURN_IF_ERROR(expand_list(root["nodes"], none, false, g, 0));
+  FUSERT_RETURN_IF_ERROR(expand_list(root["nodes"], dims_env_, false, g, 0));
   const YAML::Node outs = root["outputs"];
   if (!outs || !outs.IsSequence() || outs.size() == 0)
     return fail(root) << "'outputs' (a non-empty list of value names) is required";
@@ -167,22 +170,40 @@ Status Loader::read_includes(const YAML::Node& list, const std::string& file, co
   return st;
 }
 
-Status Loader::read_inputs(const YAML::Node& list, Graph& g) {
-  Bindings none;
+Status Loader::read_inputs(const YAML::Node& list, ModelSpec* spec) {
+  Graph& g = spec->graph;
+  std::set<std::string> used;
   for (const YAML::Node& in : list) {
     FUSERT_RETURN_IF_ERROR(check_keys(in, {"name", "shape", "dtype"}, "an input"));
     FUSERT_RETURN_IF_ERROR(require_key(in, "name", "input name"));
-    FUSERT_ASSIGN_OR_RETURN(std::string name, scalar(in["name"], none, "input name"));
+    FUSERT_ASSIGN_OR_RETURN(std::string name, scalar(in["name"], dims_env_, "input name"));
     if (g.find_value(name) != kNoValue) return fail(in) << "duplicate input '" << name << "'";
     Value& v = g.value(g.add_value(name));
     v.is_graph_input = true;
     v.init = InitKind::kInput;
     v.loc = loc(in);
     if (!in["shape"] || !in["shape"].IsSequence()) return fail(in) << "input '" << name << "' needs a shape list";
+    std::vector<std::string> syms;
     for (const YAML::Node& d : in["shape"]) {
-      FUSERT_ASSIGN_OR_RETURN(int64_t dim, integer(d, none, "input dimension"));
-      if (dim < 1) return fail(d) << "input '" << name << "' dimension must be >= 1, got " << dim;
-      v.shape.push_back(dim);
+      // A dimension is an integer or the name of a symbolic dim (no expressions: the run-time
+      // shape must name each dim's value directly).
+      if (d.IsScalar() && dims_env_.count(d.Scalar())) {
+        syms.push_back(d.Scalar());
+        used.insert(d.Scalar());
+        v.shape.push_back(std::stoll(dims_env_[d.Scalar()]));
+        continue;
+      }
+      if (d.IsScalar() && d.Scalar().find("${") != std::string::npos)
+        return fail(d) << "input '" << name << "': a dimension is an integer or a name from 'dims', not an expression";
+      Result<int64_t> dim = integer(d, dims_env_, "input dimension");
+      if (!dim.ok() && d.IsScalar() && !d.Scalar().empty() && std::isalpha(static_cast<unsigned char>(d.Scalar()[0]))) {
+        return fail(d) << "input '" << name << "': dimension '" << d.Scalar()
+                       << "' is not declared in 'dims' (e.g. dims: {" << d.Scalar() << ": {min: 1, max: 64}})";
+      }
+      FUSERT_RETURN_IF_ERROR(dim.status());
+      if (*dim < 1) return fail(d) << "input '" << name << "' dimension must be >= 1, got " << *dim;
+      v.shape.push_back(*dim);
+      syms.emplace_back();
     }
     v.shape_known = true;
     if (int64_t count = 0; !checked_numel(v.shape, &count)) {
@@ -193,8 +214,12 @@ Status Loader::read_inputs(const YAML::Node& list, Graph& g) {
     if (!parse_dtype(dt, &v.dtype))
       return fail(in["dtype"]) << "unknown dtype '" << dt << "' (f32, f16, bf16, i64, i32)";
     g.inputs.push_back(g.find_value(name));
+    spec->input_dims.push_back(std::move(syms));
   }
   if (g.inputs.empty()) return fail(list) << "the model needs at least one input";
+  for (const SymbolicDim& d : spec->dims) {
+    if (!used.count(d.name)) return fail(list) << "dim '" << d.name << "' is declared in 'dims' but no input uses it";
+  }
   return Status();
 }
 
@@ -247,16 +272,16 @@ Status Loader::expand_list(const YAML::Node& list, const Bindings& env, bool ini
 
 namespace fusert {
 
-static Result<ModelSpec> load_root(const std::string& text, bool is_file, const std::string& name,
-                                   const std::string& base_dir) {
+Result<ModelSpec> load_root(const std::string& text, const std::string& name, const std::string& base_dir,
+                            const DimValues* values) {
   ModelSpec spec;
   spec.path = name;
+  spec.source_text = text;
+  spec.base_dir = base_dir;
   try {
-    YAML::Node root = is_file ? YAML::LoadFile(name) : YAML::Load(text);
-    detail::Loader loader(name, base_dir);
+    YAML::Node root = YAML::Load(text);
+    detail::Loader loader(name, base_dir, values);
     FUSERT_RETURN_IF_ERROR(loader.load(root, &spec));
-  } catch (const YAML::BadFile&) {
-    return error(StatusCode::kNotFound) << name << ": cannot open model file";
   } catch (const YAML::Exception& e) {
     return error(StatusCode::kParseError)
            << name << ":" << e.mark.line + 1 << ":" << e.mark.column + 1 << ": malformed YAML: " << e.msg;
@@ -266,15 +291,22 @@ static Result<ModelSpec> load_root(const std::string& text, bool is_file, const 
 
 Result<ModelSpec> load_model(const std::string& path) {
   FUSERT_RETURN_IF_ERROR(check_regular_file(path, "model file"));
-  std::ifstream probe(path);
-  if (!probe) return error(StatusCode::kNotFound) << path << ": cannot open model file";
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return error(StatusCode::kNotFound) << path << ": cannot open model file";
+  std::stringstream text;
+  text << f.rdbuf();
   size_t slash = path.find_last_of('/');
-  return load_root("", true, path, slash == std::string::npos ? "." : path.substr(0, slash));
+  FUSERT_ASSIGN_OR_RETURN(
+      ModelSpec spec, load_root(text.str(), path, slash == std::string::npos ? "." : path.substr(0, slash), nullptr));
+  FUSERT_RETURN_IF_ERROR(mark_symbolic(spec));
+  return spec;
 }
 
 Result<ModelSpec> load_model_from_string(const std::string& text, const std::string& name,
                                          const std::string& base_dir) {
-  return load_root(text, false, name, base_dir);
+  FUSERT_ASSIGN_OR_RETURN(ModelSpec spec, load_root(text, name, base_dir, nullptr));
+  FUSERT_RETURN_IF_ERROR(mark_symbolic(spec));
+  return spec;
 }
 
 }  // namespace fusert

@@ -1,6 +1,7 @@
 // Loads a YAML model file (models/FORMAT.md) into a verified, shape-inferred Graph.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,17 @@ struct PreprocessSpec {
   std::string color = "RGB", layout = "NCHW";
 };
 
+/// A symbolic input dimension (models/FORMAT.md, "Symbolic dimensions"): an input dim named
+/// in `dims:` takes any value in [min, max] at run time; the model is loaded, canonicalised and
+/// fusion-planned at `opt` (the optimisation point).
+struct SymbolicDim {
+  std::string name;
+  int64_t min = 1, max = 1, opt = 1;
+};
+
+/// Values of symbolic dims by name, e.g. {{"batch", 4}, {"seq", 37}}.
+using DimValues = std::map<std::string, int64_t>;
+
 /// A loaded model: the graph (topologically sorted, shapes inferred, verified; weights not yet
 /// bound) plus the file's metadata with paths resolved relative to the YAML file.
 struct ModelSpec {
@@ -31,10 +43,27 @@ struct ModelSpec {
   std::vector<std::string> weights_ignore;  ///< globs of weights-file tensors the model does not use
   std::string tokenizer_vocab;              ///< WordPiece vocab.txt for text inputs, empty when none
   int64_t tokenizer_max_length = 0;         ///< tokens per text incl. [CLS]/[SEP] (0: the input's length)
+  /// Symbolic dims in declaration order; empty for a model of static shapes.
+  std::vector<SymbolicDim> dims;
+  /// Per graph input (same order as graph.inputs), per dimension: the symbol's name, or "" for
+  /// a fixed dimension. graph's input shapes hold the values at `dims`' opt points.
+  std::vector<std::vector<std::string>> input_dims;
+  /// The values the graph was instantiated at (each dim's opt for load_model).
+  DimValues dim_values;
+  /// The model text and the directory its relative paths resolve against (instantiate_model).
+  std::string source_text, base_dir;
 };
 
-/// Reads and expands `path`. Errors name file:line:column (and the template use site).
+/// Reads and expands `path` at each symbolic dim's opt value. Constants whose values depend on
+/// a symbolic dim (found by expanding the model again at every dim's min and at its max) are
+/// marked Value::symbolic. Errors name file:line:column (and the template use site); a model
+/// whose node structure depends on a dim is kInvalidArgument.
 Result<ModelSpec> load_model(const std::string& path);
+/// The same model expanded at `values` (every symbolic dim, within its range): input shapes and
+/// symbolic constants at those values; weights not bound. Errors: a dim missing or out of range
+/// (kInvalidArgument naming dim and range), a shape error of the model at these values
+/// (file:line of the node), a structure that differs from `base`'s.
+Result<ModelSpec> instantiate_model(const ModelSpec& base, const DimValues& values);
 /// Same, from text (tests); `name` stands in for the file name in errors, `base_dir` resolves
 /// relative paths.
 Result<ModelSpec> load_model_from_string(const std::string& text, const std::string& name,

@@ -11,6 +11,7 @@
 #include "graph/base/unary_math.h"
 #include "graph/passes/graph_edit.h"
 #include "graph/passes/pass.h"
+#include "graph/shape_inference.h"
 #include "graph/unary.h"
 
 namespace fusert {
@@ -329,6 +330,16 @@ std::optional<Tensor> fold(const FoldInput& f) {
   }
 }
 
+// Keeps what refold_symbolic needs to evaluate `n` again at another shape.
+void record_symbolic_fold(Graph& g, const Node& n) {
+  SymbolicFold f{n, {}, {}, g.value(n.outputs[0]).name};
+  for (ValueId in : n.inputs) {
+    f.inputs.push_back(in == kNoValue ? std::string() : g.value(in).name);
+    f.fixed.push_back(in == kNoValue || g.value(in).symbolic ? Tensor() : g.value(in).data);
+  }
+  g.symbolic_folds.push_back(std::move(f));
+}
+
 class ConstantFoldingPass : public Pass {
  public:
   const char* name() const override { return "constant_folding"; }
@@ -344,9 +355,13 @@ class ConstantFoldingPass : public Pass {
       if (!f) continue;
       std::optional<Tensor> t = fold(*f);
       if (!t) continue;
+      bool symbolic = false;
+      for (ValueId in : n.inputs) symbolic = symbolic || (in != kNoValue && g.value(in).symbolic);
+      if (symbolic) record_symbolic_fold(g, n);
       Value& v = g.value(n.outputs[0]);
       v.is_initializer = true;
       v.is_constant = true;
+      v.symbolic = symbolic;
       v.data = std::move(*t);
       v.loc = n.loc;
       folded[i] = true;
@@ -382,6 +397,48 @@ class ConstantFoldingPass : public Pass {
 };
 
 }  // namespace
+
+Status refold_symbolic(const Graph& folds, std::map<std::string, Tensor>* env) {
+  for (const SymbolicFold& f : folds.symbolic_folds) {
+    // A one-node graph over constant inputs infers the output's shape at this shape.
+    Graph mini;
+    Node n = f.node;
+    n.inputs.clear();
+    for (size_t k = 0; k < f.inputs.size(); ++k) {
+      if (f.inputs[k].empty()) {
+        n.inputs.push_back(kNoValue);
+        continue;
+      }
+      Tensor data = f.fixed[k];
+      if (data.empty()) {
+        auto it = env->find(f.inputs[k]);
+        if (it == env->end())
+          return error(StatusCode::kInternal)
+                 << "symbolic fold of node '" << n.name << "': no value for '" << f.inputs[k] << "'";
+        data = it->second;
+      }
+      const ValueId id = mini.add_value(f.inputs[k]);
+      Value& v = mini.value(id);
+      v.dtype = data.dtype();
+      v.shape = data.shape();
+      v.shape_known = v.is_initializer = v.is_constant = true;
+      v.data = data;
+      n.inputs.push_back(id);
+    }
+    n.outputs = {mini.add_value(f.output)};
+    mini.nodes.push_back(n);
+    mini.outputs = n.outputs;
+    mini.rebuild_links();
+    FUSERT_RETURN_IF_ERROR(infer_shapes(mini));
+    const Value& out = mini.value(mini.nodes[0].outputs[0]);
+    FoldInput in{mini.nodes[0], {}, out.shape, out.dtype};
+    for (ValueId id : mini.nodes[0].inputs) in.in.push_back(id == kNoValue ? nullptr : &mini.value(id).data);
+    std::optional<Tensor> t = fold(in);
+    if (!t) return error(StatusCode::kInternal) << "node '" << n.name << "' folded at load but not at this shape";
+    (*env)[f.output] = std::move(*t);
+  }
+  return Status();
+}
 
 std::unique_ptr<Pass> make_constant_folding_pass() { return std::make_unique<ConstantFoldingPass>(); }
 

@@ -69,6 +69,11 @@ Status verify_graph_after_pass(const Graph& g, const std::string& pass);
 
 // The standard passes (graph/passes/*.cc).
 std::unique_ptr<Pass> make_constant_folding_pass();
+/// Evaluates again, in order, the nodes constant folding folded over symbolic inputs
+/// (Graph::symbolic_folds of `folds`), reading symbolic inputs from `env` (value name -> data
+/// at the new shape, e.g. the model's symbolic constants expanded there) and adding each
+/// output to it. Errors: kInternal when an input is missing or a node no longer folds.
+Status refold_symbolic(const Graph& folds, std::map<std::string, Tensor>* env);
 std::unique_ptr<Pass> make_bn_folding_pass();
 std::unique_ptr<Pass> make_pattern_rewrite_pass();  ///< LayerNorm and GELU recognition
 std::unique_ptr<Pass> make_dead_code_pass();

@@ -113,7 +113,8 @@ constexpr double kUnjudged = 1e-3;
 
 struct Counts {
   int64_t outputs = 0, widened = 0, unjudged = 0;
-  int64_t blocks = 0;  ///< 1x1+depthwise groups formed (coverage of the block fusion)
+  int64_t blocks = 0;    ///< 1x1+depthwise groups formed (coverage of the block fusion)
+  int64_t symbolic = 0;  ///< graphs also run planned at another batch (symbolic dim)
 };
 Counts g_counts;  // of the current process (a child reports its own through the pipe)
 
@@ -189,6 +190,62 @@ Result<std::unique_ptr<Session>> open(const std::string& path, const Mode* m, in
   return Session::load(path, o);
 }
 
+// The model with the leading dim of its inputs of rank >= 2 that share the first input's
+// leading size made a symbolic dim `batch` planned at another value (models/FORMAT.md,
+// "Symbolic dimensions"); empty when the first input has rank < 2.
+std::string symbolic_batch_variant(const std::string& yaml) {
+  const std::string key = ", shape: [";
+  size_t at = yaml.find("inputs:\n");
+  if (at == std::string::npos) return "";
+  size_t first = yaml.find(key, at);
+  if (first == std::string::npos) return "";
+  const size_t lead_end = yaml.find_first_of(",]", first + key.size());
+  const std::string lead = yaml.substr(first + key.size(), lead_end - first - key.size());
+  if (yaml[lead_end] != ',') return "";  // rank 1: no batch
+  const int64_t b = std::stoll(lead), opt = b == 1 ? 3 : 1;
+  std::string out = yaml.substr(0, at) + "dims: {batch: {min: 1, max: " + std::to_string(std::max<int64_t>(4, b)) +
+                    ", opt: " + std::to_string(opt) + "}}\n";
+  size_t end_inputs = yaml.find("outputs:", at);
+  std::string inputs = yaml.substr(at, end_inputs - at);
+  for (size_t p = inputs.find(key); p != std::string::npos; p = inputs.find(key, p + 1)) {
+    const size_t e = inputs.find_first_of(",]", p + key.size());
+    if (inputs[e] == ',' && inputs.substr(p + key.size(), e - p - key.size()) == lead)
+      inputs.replace(p + key.size(), e - p - key.size(), "batch");
+  }
+  return out + inputs + yaml.substr(end_inputs);
+}
+
+// The symbolic-batch variant planned (fusion all, oneDNN) at another batch and run at the
+// generated shape: the per-shape instance of a plan made elsewhere must agree with raw. A
+// variant that does not load (a shape that only holds at the generated batch, e.g. a
+// broadcast operand) is skipped.
+std::string check_symbolic(const std::string& path, int threads, const TensorMap& in, const TensorMap& want,
+                           const std::map<std::string, double>& tol) {
+  std::ifstream f(path);
+  std::stringstream text;
+  text << f.rdbuf();
+  const std::string yaml = symbolic_batch_variant(text.str());
+  if (yaml.empty()) return "";
+  const std::string sym_path = path + ".batch.yaml";
+  {
+    std::ofstream o(sym_path);
+    o << yaml;
+  }
+  const Mode m = {"all (planned at another batch)", "all"};
+  auto s = open(sym_path, &m, threads);
+  std::remove(sym_path.c_str());
+  if (!s.ok()) return "";
+  ++g_counts.symbolic;
+  for (int rep = 0; rep < 2; ++rep) {
+    auto got = (*s)->run(in);
+    if (!got.ok()) return std::string(m.name) + ": run failed: " + got.status().to_string();
+    std::string why = compare(want, *got, tol);
+    if (!why.empty()) return std::string(m.name) + (rep ? " (second run)" : "") + ": " + why;
+  }
+  if ((*s)->stats().shape_cache_misses != 1) return std::string(m.name) + ": expected one shape-cache miss";
+  return "";
+}
+
 // Runs every mode on the model at `path`; empty when all agree, else what failed first.
 std::string check_model(const std::string& path, int threads) {
   auto ref = open(path, nullptr, threads);
@@ -236,7 +293,7 @@ std::string check_model(const std::string& path, int threads) {
     if (!emu::violations().empty()) return std::string(m.name) + ": emulation violation: " + emu::violations()[0];
 #endif
   }
-  return "";
+  return check_symbolic(path, threads, in, *want_dnn, dnn_tol);
 }
 
 // check_model in a child process: a crash becomes a failure text instead of ending the run.
@@ -258,7 +315,7 @@ std::string check_isolated(const std::string& yaml, int threads, bool fork_each)
     why = "#counts " + std::to_string(g_counts.outputs - before.outputs) + " " +
           std::to_string(g_counts.widened - before.widened) + " " +
           std::to_string(g_counts.unjudged - before.unjudged) + " " + std::to_string(g_counts.blocks - before.blocks) +
-          "\n" + why;
+          " " + std::to_string(g_counts.symbolic - before.symbolic) + "\n" + why;
     ssize_t n = write(fds[1], why.data(), why.size());
     (void)n;
     close(fds[1]);
@@ -274,9 +331,10 @@ std::string check_isolated(const std::string& yaml, int threads, bool fork_each)
   if (why.rfind("#counts ", 0) == 0) {
     std::istringstream head(why.substr(8, why.find('\n') - 8));
     Counts c;
-    head >> c.outputs >> c.widened >> c.unjudged >> c.blocks;
+    head >> c.outputs >> c.widened >> c.unjudged >> c.blocks >> c.symbolic;
     g_counts.outputs += c.outputs, g_counts.widened += c.widened, g_counts.unjudged += c.unjudged;
     g_counts.blocks += c.blocks;
+    g_counts.symbolic += c.symbolic;
     why = why.substr(why.find('\n') + 1);
   }
   if (WIFSIGNALED(status))
@@ -439,7 +497,8 @@ int main(int argc, char** argv) {
   std::cout << "fuzz_planner: seeds " << o.seed << ".." << (o.seed + static_cast<uint64_t>(passed + failed) - 1) << ", "
             << nodes << " nodes, " << kModes.size() << " fused modes each, " << s << " s; outputs " << g_counts.outputs
             << " (" << g_counts.widened << " with a tolerance widened by their conditioning, " << g_counts.unjudged
-            << " too ill-conditioned to judge); 1x1+depthwise groups formed: " << g_counts.blocks << "\n"
+            << " too ill-conditioned to judge); 1x1+depthwise groups formed: " << g_counts.blocks
+            << "; run planned at another batch: " << g_counts.symbolic << " graphs\n"
             << passed << " passed, " << failed << " failed\n";
   std::remove(scratch_path().c_str());
   return failed ? 1 : 0;

@@ -49,26 +49,28 @@ TEST_CASE("minilm_l6: a sequence longer than the model's is rejected before runn
   auto s = minilm();
   auto out = s->run({{"input_ids", i64_filled({1, 600}, 101)}, {"attention_mask", i64_filled({1, 600}, 1)}});
   REQUIRE_FALSE(out.ok());
-  CHECK(out.status().message() == "input 'input_ids': expected shape [1, 256], got [1, 600]");
+  CHECK(out.status().message() ==
+        "input 'input_ids' dim 1 ('seq') is 600, outside the range 1..256 that " + kModels + "minilm_l6.yaml declares");
 }
 
 TEST_CASE("minilm_l6: a mask of the wrong shape or dtype names the tensor") {
   auto s = minilm();
   auto out = s->run({{"input_ids", i64_filled({1, 256}, 101)}, {"attention_mask", i64_filled({1, 128}, 1)}});
   REQUIRE_FALSE(out.ok());
-  CHECK(out.status().message() == "input 'attention_mask': expected shape [1, 256], got [1, 128]");
+  CHECK(out.status().message() ==
+        "input 'attention_mask' dim 1 ('seq') is 128 but input 'input_ids' dim 1 gives 'seq' = 256");
   Tensor f(DType::kF32, {1, 256});
   out = s->run({{"input_ids", i64_filled({1, 256}, 101)}, {"attention_mask", f}});
   REQUIRE_FALSE(out.ok());
   CHECK(out.status().message() == "input 'attention_mask': expected dtype i64, got f32");
 }
 
-TEST_CASE("minilm_l6 with seq set beyond the 512-entry position table fails to load, naming the node") {
+TEST_CASE("minilm_l6 with seq's max beyond the 512-entry position table fails to load, naming the node and dims") {
   std::ifstream in(kModels + "minilm_l6.yaml");
   std::stringstream ss;
   ss << in.rdbuf();
   std::string text = ss.str();
-  const std::string from = "&seq 256", to = "&seq 600";
+  const std::string from = "seq: {min: 1, max: 256, opt: 256}", to = "seq: {min: 1, max: 600, opt: 256}";
   REQUIRE(text.find(from) != std::string::npos);
   text.replace(text.find(from), from.size(), to);
   const std::string inc = "include: [transformer_block.yaml]";
@@ -85,5 +87,6 @@ TEST_CASE("minilm_l6 with seq set beyond the 512-entry position table fails to l
   std::remove(dir);
   REQUIRE_FALSE(s.ok());
   CHECK(s.status().message().find("embeddings.add_positions") != std::string::npos);
-  CHECK(s.status().message().find("cannot broadcast [1, 600, 384] with [512, 384]") != std::string::npos);
+  CHECK(s.status().message().find("cannot broadcast [64, 600, 384] with [512, 384]") != std::string::npos);
+  CHECK(s.status().message().find("(with dims batch = 64, seq = 600)") != std::string::npos);
 }
