@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "apps/infer/analysis.h"
+#include "apps/infer/images.h"
 #include "apps/infer/options.h"
 #include "apps/infer/report.h"
 #include "apps/infer/text.h"
@@ -40,13 +41,30 @@ void list_ops() {
 
 Result<TensorMap> make_inputs(const InferOptions& o, const Session& s) {
   if (o.input.empty()) {
-    std::printf("input: seeded (seed %llu)\n", static_cast<unsigned long long>(o.session.seed));
-    return s.seeded_inputs(o.session.seed);
+    DimValues dims;
+    if (o.batch > 0) {
+      const Session::Dim d = s.inputs()[0].dims.at(0);
+      if (d.symbol.empty()) {
+        return error(StatusCode::kInvalidArgument)
+               << "--batch: model '" << s.graph().name << "' has no symbolic batch dim (its input '"
+               << s.inputs()[0].name << "' has a fixed leading dim of " << d.value << ")";
+      }
+      if (o.batch < d.min || o.batch > d.max) {
+        return error(StatusCode::kInvalidArgument) << "--batch " << o.batch << ": outside the range " << d.min << ".."
+                                                   << d.max << " of dim '" << d.symbol << "'";
+      }
+      dims[d.symbol] = o.batch;
+    }
+    std::printf("input: seeded (seed %llu)%s\n", static_cast<unsigned long long>(o.session.seed),
+                o.batch > 0 ? (", batch " + std::to_string(o.batch)).c_str() : "");
+    return s.seeded_inputs(o.session.seed, dims);
   }
   const Value& in = s.graph().value(s.graph().inputs[0]);
   if (ends_with(o.input, ".npy")) {
     FUSERT_ASSIGN_OR_RETURN(Tensor t, read_npy(o.input));
-    if (t.shape() != in.shape || t.dtype() != in.dtype) {
+    // A model with symbolic dims takes any shape in range (the session's error names the dim).
+    const bool shape_ok = s.model().dims.empty() ? t.shape() == in.shape : t.shape().size() == in.shape.size();
+    if (!shape_ok || t.dtype() != in.dtype) {
       return error(StatusCode::kShapeMismatch)
              << o.input << ": input '" << in.name << "' of model '" << s.graph().name << "' expects "
              << dtype_name(in.dtype) << " " << shape_str(in.shape) << ", the file holds " << dtype_name(t.dtype())
@@ -164,7 +182,8 @@ Status run(InferOptions o) {
     FUSERT_ASSIGN_OR_RETURN(auto lines, read_text_file(o.text_file));
     o.texts.insert(o.texts.end(), lines.begin(), lines.end());
   }
-  if (!o.texts.empty()) return run_texts(*session, o.texts, o.runs);
+  if (!o.texts.empty()) return run_texts(*session, o.texts, {o.runs, o.batch_size, o.output});
+  if (!o.images.empty()) return run_images(*session, o);
   FUSERT_ASSIGN_OR_RETURN(TensorMap inputs, make_inputs(o, *session));
   if (o.verify) FUSERT_RETURN_IF_ERROR(print_verify(*session, inputs));
   if (o.ablation) return print_ablation(o, inputs);

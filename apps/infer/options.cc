@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 namespace fusert::app {
 
@@ -19,11 +20,18 @@ bundled photo models/data/coffee.png, printing the top-5 labels and timing.
   --seed N                seed for seeded weights and seeded inputs (default 0)
   --input FILE            image (.png, .jpg, ...: decoded and preprocessed as the model says) or
                           a .npy tensor (default: the bundled photo for the default model,
-                          seeded input otherwise)
+                          seeded input otherwise). Repeat it, or name a directory, to classify
+                          several images in batches of --batch-size: top-k per image, and
+                          --output writes [n, classes]
   --text "..."            a text for a sentence-embedding model (repeatable; e.g.
                           models/minilm_l6.yaml): prints each embedding's dimension, norm and
                           first values, and the cosine-similarity matrix of several texts
-  --text-file F           one text per line (UTF-8)
+  --text-file F           one text per line (UTF-8); texts are sorted by length, run in
+                          batches padded to each batch's longest text, and reported (and
+                          written by --output as [n, dim] float32) in input order
+  --batch-size N          texts or images per run (default 32; 1 for a model without a
+                          symbolic batch dim)
+  --batch N               seeded input of batch N (a model with a symbolic batch dim)
   --device cpu|cuda       backend (default cpu); cuda needs an NVIDIA GPU (sm_90 kernels)
   --threads N             CPU threads (default 0: OMP_NUM_THREADS if set, else all cores)
   --fusion MODE           all | none | raw | comma list of vertical,horizontal,cross,compound
@@ -45,7 +53,8 @@ bundled photo models/data/coffee.png, printing the top-5 labels and timing.
   --runs N                timed runs (default 1)
   --warmup N              untimed runs before timing (default 0)
   --topk K                labels to print for a classifier output (default 5)
-  --output out.npy        write the first graph output
+  --output out.npy        write the first graph output (with --text, all embeddings [n, dim];
+                          with several images, all outputs [n, classes])
   --dot graph.dot         write the graph as Graphviz DOT (fusion groups as clusters
                           coloured by strategy)
   --stats-json s.json     write statistics (model, device, fusion, nodes, kernels,
@@ -138,9 +147,9 @@ Result<InferOptions> parse_args(int argc, char** argv) {
       continue;
     }
     static const char* const kWithValue[] = {
-        "--model",     "--weights",      "--input",           "--device",     "--threads",    "--fusion", "--runs",
-        "--warmup",    "--topk",         "--output",          "--dot",        "--stats-json", "--seed",   "--text",
-        "--text-file", "--dump-kernels", "--register-budget", "--cpu-kernels"};
+        "--model",     "--weights",      "--input",           "--device",      "--threads",    "--fusion", "--runs",
+        "--warmup",    "--topk",         "--output",          "--dot",         "--stats-json", "--seed",   "--text",
+        "--text-file", "--dump-kernels", "--register-budget", "--cpu-kernels", "--batch-size", "--batch"};
     bool known = false;
     for (const char* k : kWithValue) known |= a == k;
     if (!known) return error(StatusCode::kInvalidArgument) << "unknown option '" << a << "' (see --help)";
@@ -151,7 +160,7 @@ Result<InferOptions> parse_args(int argc, char** argv) {
     else if (a == "--weights")
       o.session.weights = v;
     else if (a == "--input")
-      o.input = v;
+      o.images.push_back(v);
     else if (a == "--device")
       o.session.device = v;
     else if (a == "--fusion")
@@ -179,6 +188,10 @@ Result<InferOptions> parse_args(int argc, char** argv) {
       FUSERT_ASSIGN_OR_RETURN(o.runs, parse_int(a, v, 1));
     } else if (a == "--warmup") {
       FUSERT_ASSIGN_OR_RETURN(o.warmup, parse_int(a, v, 0));
+    } else if (a == "--batch-size") {
+      FUSERT_ASSIGN_OR_RETURN(o.batch_size, parse_int(a, v, 1, 4096));
+    } else if (a == "--batch") {
+      FUSERT_ASSIGN_OR_RETURN(o.batch, parse_int(a, v, 1, 1 << 20));
     } else if (a == "--topk") {
       FUSERT_ASSIGN_OR_RETURN(o.topk, parse_int(a, v, 1));
     } else if (a == "--seed") {
@@ -186,13 +199,26 @@ Result<InferOptions> parse_args(int argc, char** argv) {
       o.session.seed = static_cast<uint64_t>(s);
     }
   }
+  // One file (or none) is the single-input path; several, or a directory, classify in batches.
+  if (o.images.size() == 1 && !std::filesystem::is_directory(o.images[0])) {
+    o.input = o.images[0];
+    o.images.clear();
+  }
+  if (!o.images.empty() && (o.verify || o.ablation || o.profile || o.compare_cpu || o.batch > 0)) {
+    return error(StatusCode::kInvalidArgument)
+           << "several --input images (or a directory) cannot be combined with --verify, --ablation, --profile, "
+              "--compare-cpu or --batch";
+  }
+  if (o.batch > 0 && !o.input.empty())
+    return error(StatusCode::kInvalidArgument)
+           << "--batch sets the seeded input's batch; it cannot be combined with --input";
   FusionOptions fusion;
   std::string why;
   if (!parse_fusion_mode(o.session.fusion, &fusion, &why))
     return error(StatusCode::kInvalidArgument) << "--fusion: " << why;
-  if ((!o.texts.empty() || !o.text_file.empty()) &&
-      (!o.input.empty() || !o.output.empty() || !o.stats_json.empty() || o.verify || o.ablation || o.profile)) {
-    return error(StatusCode::kInvalidArgument) << "--text/--text-file cannot be combined with --input, --output, "
+  if ((!o.texts.empty() || !o.text_file.empty()) && (!o.input.empty() || !o.images.empty() || o.batch > 0 ||
+                                                     !o.stats_json.empty() || o.verify || o.ablation || o.profile)) {
+    return error(StatusCode::kInvalidArgument) << "--text/--text-file cannot be combined with --input, --batch, "
                                                   "--stats-json, --verify, --ablation or --profile";
   }
   if (o.session.cpu_kernels != "onednn" && o.session.cpu_kernels != "reference") {

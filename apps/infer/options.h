@@ -9,12 +9,15 @@
 namespace fusert::app {
 
 struct InferOptions {
-  std::string model;  // empty: the default model (EfficientNet-Lite0)
-  std::string input;  // image (.png/.jpg/...) or .npy; empty: default photo or seeded
+  std::string model;                // empty: the default model (EfficientNet-Lite0)
+  std::string input;                // the one image (.png/.jpg/...) or .npy; empty: default photo or seeded
+  std::vector<std::string> images;  // several --input, or a directory: classified in batches
   std::string output, dot, stats_json;
   std::vector<std::string> texts;  // --text (repeatable) and lines of --text-file
   std::string text_file;
   int runs = 1, warmup = 0, topk = 5;
+  int batch_size = 32;  // --batch-size: texts or images per run
+  int batch = 0;        // --batch: seeded input of this batch size (0: the model's opt point)
   bool dump = false, list_ops = false, help = false;
   bool explain = false, verify = false, ablation = false, profile = false;
   bool compare_cpu = false;  // --compare-cpu: run the same input on the CPU and compare

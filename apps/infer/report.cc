@@ -28,27 +28,36 @@ std::vector<std::string> read_labels(const std::string& path) {
   return labels;
 }
 
+void print_topk(const float* x, int64_t c, const std::vector<std::string>& labels, int topk) {
+  double mx = -INFINITY, sum = 0;
+  for (int64_t i = 0; i < c; ++i) mx = std::max(mx, static_cast<double>(x[i]));
+  std::vector<double> p(static_cast<size_t>(c));
+  for (int64_t i = 0; i < c; ++i) sum += p[static_cast<size_t>(i)] = std::exp(x[i] - mx);
+  std::vector<int64_t> idx(static_cast<size_t>(c));
+  for (int64_t i = 0; i < c; ++i) idx[static_cast<size_t>(i)] = i;
+  int64_t k = std::min<int64_t>(topk, c);
+  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int64_t a, int64_t b) { return x[a] > x[b]; });
+  bool named = static_cast<int64_t>(labels.size()) == c;
+  for (int64_t r = 0; r < k; ++r) {
+    int64_t i = idx[static_cast<size_t>(r)];
+    std::printf("  %lld. %-28s %.4f  (class %lld, logit %.4f)\n", static_cast<long long>(r + 1),
+                named ? labels[static_cast<size_t>(i)].c_str() : ("class " + std::to_string(i)).c_str(),
+                p[static_cast<size_t>(i)] / sum, static_cast<long long>(i), x[i]);
+  }
+}
+
 void print_outputs(const TensorMap& outputs, const std::vector<std::string>& labels, int topk) {
   for (const auto& [name, t] : outputs) {
     std::printf("output '%s' %s\n", name.c_str(), shape_str(t.shape()).c_str());
-    if (t.dtype() != DType::kF32 || t.shape().size() != 2 || t.shape()[0] != 1) continue;
-    const int64_t c = t.shape()[1];
-    const float* x = t.f32();
-    double mx = -INFINITY, sum = 0;
-    for (int64_t i = 0; i < c; ++i) mx = std::max(mx, static_cast<double>(x[i]));
-    std::vector<double> p(static_cast<size_t>(c));
-    for (int64_t i = 0; i < c; ++i) sum += p[static_cast<size_t>(i)] = std::exp(x[i] - mx);
-    std::vector<int64_t> idx(static_cast<size_t>(c));
-    for (int64_t i = 0; i < c; ++i) idx[static_cast<size_t>(i)] = i;
-    int64_t k = std::min<int64_t>(topk, c);
-    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int64_t a, int64_t b) { return x[a] > x[b]; });
-    bool named = static_cast<int64_t>(labels.size()) == c;
-    std::printf("top-%lld (softmax of '%s'):\n", static_cast<long long>(k), name.c_str());
-    for (int64_t r = 0; r < k; ++r) {
-      int64_t i = idx[static_cast<size_t>(r)];
-      std::printf("  %lld. %-28s %.4f  (class %lld, logit %.4f)\n", static_cast<long long>(r + 1),
-                  named ? labels[static_cast<size_t>(i)].c_str() : ("class " + std::to_string(i)).c_str(),
-                  p[static_cast<size_t>(i)] / sum, static_cast<long long>(i), x[i]);
+    if (t.dtype() != DType::kF32 || t.shape().size() != 2 || t.shape()[0] > 8) continue;
+    const int64_t n = t.shape()[0], c = t.shape()[1];
+    for (int64_t row = 0; row < n; ++row) {
+      if (n == 1)
+        std::printf("top-%d (softmax of '%s'):\n", std::min<int>(topk, static_cast<int>(c)), name.c_str());
+      else
+        std::printf("item %lld, top-%d (softmax of '%s'):\n", static_cast<long long>(row),
+                    std::min<int>(topk, static_cast<int>(c)), name.c_str());
+      print_topk(t.f32() + row * c, c, labels, topk);
     }
   }
 }
@@ -69,6 +78,9 @@ Status write_stats_json(const std::string& path, const Session& s, const Latency
       {"naive_activation_bytes", st.naive_activation_bytes},
       {"load_ms", st.load_ms},
       {"plan_ms", st.plan_ms},
+      {"shape_cache_hits", st.shape_cache_hits},
+      {"shape_cache_misses", st.shape_cache_misses},
+      {"shape_build_ms_max", st.shape_build_ms_max},
       {"runs", runs},
       {"latency_ms", {{"median", lat.median}, {"min", lat.min}, {"max", lat.max}}},
       {"fusion_plan_ms", st.fusion_plan_ms},

@@ -1,6 +1,10 @@
 // Text inputs for sentence-embedding models.
 #include "apps/infer/text.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -8,6 +12,7 @@
 #include "apps/preprocess/tokenizer.h"
 #include "apps/preprocess/unicode_text.h"
 #include "graph/base/file.h"
+#include "runtime/npy.h"
 
 namespace fusert::app {
 
@@ -29,44 +34,46 @@ Result<std::vector<std::string>> read_text_file(const std::string& path) {
   return texts;
 }
 
-Status run_texts(Session& s, const std::vector<std::string>& texts, int runs) {
+namespace {
+
+// How the model takes texts: batch and sequence length fixed or symbolic (Session::inputs).
+struct TextShape {
+  int64_t batch = 1;    // most texts per run
+  int64_t seq = 0;      // fixed sequence length; 0 when symbolic (pad to each batch's longest)
+  int64_t max_len = 0;  // tokens per text incl. [CLS]/[SEP]
+};
+
+Result<TextShape> text_shape(const Session& s, int batch_size) {
   const Graph& g = s.graph();
-  ValueId ids = g.find_value("input_ids"), mask = g.find_value("attention_mask");
-  if (ids == kNoValue || mask == kNoValue || !g.value(ids).is_graph_input || g.value(ids).dtype != DType::kI64 ||
-      g.value(ids).shape.size() != 2 || g.value(ids).shape[0] != 1) {
-    return error(StatusCode::kInvalidArgument)
-           << "--text: model '" << g.name << "' has no i64 [1, S] inputs 'input_ids' and 'attention_mask'";
+  for (const Session::TensorInfo& in : s.inputs()) {
+    if (in.name != "input_ids" && in.name != "attention_mask") continue;
+    if (in.dtype != DType::kI64 || in.dims.size() != 2) break;
+    if (in.name == "attention_mask") continue;
+    TextShape t;
+    const Session::Dim& b = in.dims[0];
+    const Session::Dim& q = in.dims[1];
+    if (b.symbol.empty() && b.value != 1) break;
+    t.batch = b.symbol.empty() ? 1 : std::min<int64_t>(batch_size, b.max);
+    t.seq = q.symbol.empty() ? q.value : 0;
+    const int64_t cap = q.symbol.empty() ? q.value : q.max;
+    t.max_len = s.model().tokenizer_max_length > 0 ? std::min(s.model().tokenizer_max_length, cap) : cap;
+    if (s.model().tokenizer_vocab.empty())
+      return error(StatusCode::kInvalidArgument) << "--text: model '" << g.name << "' declares no tokenizer";
+    return t;
   }
-  if (s.model().tokenizer_vocab.empty())
-    return error(StatusCode::kInvalidArgument) << "--text: model '" << g.name << "' declares no tokenizer";
-  FUSERT_ASSIGN_OR_RETURN(WordPieceTokenizer tok, WordPieceTokenizer::load(s.model().tokenizer_vocab));
-  const int64_t seq = g.value(ids).shape[1];
-  const int64_t max_len = s.model().tokenizer_max_length > 0 ? std::min(s.model().tokenizer_max_length, seq) : seq;
-  std::vector<std::vector<float>> emb;
-  for (size_t t = 0; t < texts.size(); ++t) {
-    auto enc = tok.encode(texts[t], max_len);
-    if (!enc.ok()) return error(enc.status().code()) << "text " << t + 1 << ": " << enc.status().message();
-    const Encoding& e = *enc;
-    Tensor id_t(DType::kI64, {1, seq}), mask_t(DType::kI64, {1, seq});
-    for (size_t i = 0; i < e.ids.size(); ++i) {
-      id_t.i64()[i] = e.ids[i];
-      mask_t.i64()[i] = e.attention_mask[i];
-    }
-    TensorMap out;
-    for (int r = 0; r < std::max(runs, 1); ++r) {
-      FUSERT_ASSIGN_OR_RETURN(out, s.run({{"input_ids", id_t}, {"attention_mask", mask_t}}));
-    }
-    const Tensor& y = out.at(g.value(g.outputs[0]).name);
-    std::vector<float> v(y.f32(), y.f32() + y.numel());
-    double norm = 0;
-    for (float x : v) norm += static_cast<double>(x) * x;
-    std::printf("text %zu (%zu tokens): dim %lld, norm %.6f, first [", t + 1, e.ids.size(),
-                static_cast<long long>(v.size()), std::sqrt(norm));
-    for (size_t i = 0; i < std::min<size_t>(5, v.size()); ++i) std::printf("%s%.5f", i ? ", " : "", v[i]);
-    std::printf(" ...]  \"%.60s%s\"\n", texts[t].c_str(), texts[t].size() > 60 ? "..." : "");
-    emb.push_back(std::move(v));
-  }
-  if (emb.size() < 2) return Status();
+  return error(StatusCode::kInvalidArgument) << "--text: model '" << g.name
+                                             << "' has no i64 inputs 'input_ids' and 'attention_mask' of shape "
+                                                "[1 or batch, S]";
+}
+
+void progress(size_t done, size_t total) {
+  const int width = 30, filled = static_cast<int>(width * done / std::max<size_t>(total, 1));
+  std::fprintf(stderr, "\r[%.*s%*s] %zu/%zu texts", filled, "##############################", width - filled, "", done,
+               total);
+  if (done == total) std::fputc('\n', stderr);
+}
+
+void print_similarity(const std::vector<std::vector<float>>& emb) {
   std::printf("cosine similarity:\n      ");
   for (size_t j = 0; j < emb.size(); ++j) std::printf("%8zu", j + 1);
   std::printf("\n");
@@ -82,6 +89,86 @@ Status run_texts(Session& s, const std::vector<std::string>& texts, int runs) {
       std::printf("%8.4f", dot / std::max(std::sqrt(ni * nj), 1e-30));
     }
     std::printf("\n");
+  }
+}
+
+}  // namespace
+
+Status run_texts(Session& s, const std::vector<std::string>& texts, const TextRunOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  FUSERT_ASSIGN_OR_RETURN(TextShape shape, text_shape(s, o.batch_size));
+  FUSERT_ASSIGN_OR_RETURN(WordPieceTokenizer tok, WordPieceTokenizer::load(s.model().tokenizer_vocab));
+  std::vector<Encoding> enc;
+  int64_t tokens = 0;
+  for (size_t t = 0; t < texts.size(); ++t) {
+    auto e = tok.encode(texts[t], shape.max_len);
+    if (!e.ok()) return error(e.status().code()) << "text " << t + 1 << ": " << e.status().message();
+    tokens += static_cast<int64_t>(e->ids.size());
+    enc.push_back(std::move(*e));
+  }
+  // Longest first, so that each batch pads to a length close to all of its texts.
+  std::vector<size_t> order(texts.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return enc[a].ids.size() > enc[b].ids.size(); });
+  const std::string out_name = s.graph().value(s.graph().outputs[0]).name;
+  const bool bar = texts.size() > 100 && isatty(STDERR_FILENO);
+  std::vector<std::vector<float>> emb(texts.size());
+  int batches = 0;
+  for (int r = 0; r < std::max(o.runs, 1); ++r) {
+    batches = 0;
+    for (size_t first = 0; first < order.size(); first += static_cast<size_t>(shape.batch)) {
+      const size_t b = std::min(order.size() - first, static_cast<size_t>(shape.batch));
+      const int64_t len = shape.seq > 0 ? shape.seq : static_cast<int64_t>(enc[order[first]].ids.size());
+      Tensor ids(DType::kI64, {static_cast<int64_t>(b), len}), mask(DType::kI64, {static_cast<int64_t>(b), len});
+      for (size_t k = 0; k < b; ++k) {  // zero-initialised: [PAD] = 0 with mask 0
+        const Encoding& e = enc[order[first + k]];
+        std::copy(e.ids.begin(), e.ids.end(), ids.i64() + static_cast<int64_t>(k) * len);
+        std::copy(e.attention_mask.begin(), e.attention_mask.end(), mask.i64() + static_cast<int64_t>(k) * len);
+      }
+      FUSERT_ASSIGN_OR_RETURN(TensorMap out, s.run({{"input_ids", ids}, {"attention_mask", mask}}));
+      const Tensor& y = out.at(out_name);
+      if (y.shape().empty() || y.shape()[0] != static_cast<int64_t>(b)) {
+        return error(StatusCode::kInvalidArgument) << "--text: output '" << out_name << "' " << shape_str(y.shape())
+                                                   << " is not one row per text of the batch of " << b;
+      }
+      const int64_t dim = y.numel() / static_cast<int64_t>(b);
+      for (size_t k = 0; k < b; ++k)
+        emb[order[first + k]].assign(y.f32() + static_cast<int64_t>(k) * dim,
+                                     y.f32() + (static_cast<int64_t>(k) + 1) * dim);
+      ++batches;
+      if (bar) progress(first + b, order.size());
+    }
+  }
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / std::max(o.runs, 1);
+  if (texts.size() <= 20) {
+    for (size_t t = 0; t < texts.size(); ++t) {
+      double norm = 0;
+      for (float x : emb[t]) norm += static_cast<double>(x) * x;
+      std::printf("text %zu (%zu tokens): dim %zu, norm %.6f, first [", t + 1, enc[t].ids.size(), emb[t].size(),
+                  std::sqrt(norm));
+      for (size_t i = 0; i < std::min<size_t>(5, emb[t].size()); ++i) std::printf("%s%.5f", i ? ", " : "", emb[t][i]);
+      std::printf(" ...]  \"%.60s%s\"\n", texts[t].c_str(), texts[t].size() > 60 ? "..." : "");
+    }
+  }
+  const SessionStats& st = s.stats();
+  std::printf(
+      "embedded %zu texts (%lld tokens) in %d batches of up to %lld, padded to each batch's longest: %.1f ms, "
+      "%.1f texts/s, %.0f tokens/s; shapes planned %lld (%.1f ms), reused %lld\n",
+      texts.size(), static_cast<long long>(tokens), batches, static_cast<long long>(shape.batch), ms,
+      1000.0 * static_cast<double>(texts.size()) / ms, 1000.0 * static_cast<double>(tokens) / ms,
+      static_cast<long long>(st.shape_cache_misses), st.shape_build_ms_total,
+      static_cast<long long>(st.shape_cache_hits));
+  if (texts.size() >= 2 && texts.size() <= 10) print_similarity(emb);
+  if (!o.output.empty()) {
+    const int64_t dim = static_cast<int64_t>(emb[0].size());
+    Tensor all(DType::kF32, {static_cast<int64_t>(texts.size()), dim});
+    for (size_t t = 0; t < texts.size(); ++t)
+      std::copy(emb[t].begin(), emb[t].end(), all.f32() + static_cast<int64_t>(t) * dim);
+    FUSERT_RETURN_IF_ERROR(write_npy(o.output, all));
+    std::printf("wrote %s [%zu, %lld] float32, in input order\n", o.output.c_str(), texts.size(),
+                static_cast<long long>(dim));
   }
   return Status();
 }

@@ -163,8 +163,30 @@ fusert_cli_test(text_file_not_utf8 1 "not_utf8\\.txt:2: not UTF-8: invalid UTF-8
                 -- --model ${CMAKE_SOURCE_DIR}/models/minilm_l6.yaml --seeded --text-file ${FUSERT_CLI_DATA}/not_utf8.txt)
 fusert_cli_test(text_file_missing 1 "nope\\.txt: cannot open text file"
                 -- --model ${CMAKE_SOURCE_DIR}/models/minilm_l6.yaml --seeded --text-file nope.txt)
-fusert_cli_test(text_on_image_model 1 "--text: model 'resnet18' has no i64 \\[1, S\\] inputs 'input_ids' and 'attention_mask'"
+fusert_cli_test(text_on_image_model 1 "--text: model 'resnet18' has no i64 inputs 'input_ids' and 'attention_mask'"
                 -- --model ${CMAKE_SOURCE_DIR}/models/resnet18.yaml --text hello)
+fusert_cli_test(text_batched --stdout 0 "^text 3 \\([0-9]+ tokens\\): dim 384, norm 1\\.000000"
+                "^embedded 3 texts \\([0-9]+ tokens\\) in 2 batches of up to 2, padded to each batch's longest: .* texts/s"
+                "^wrote .*emb\\.npy \\[3, 384\\] float32, in input order"
+                -- --model ${CMAKE_SOURCE_DIR}/models/minilm_l6.yaml --seeded --batch-size 2 --text "a b c d e f g"
+                   --text "hi" --text "three words here" --output ${CMAKE_CURRENT_BINARY_DIR}/cli_emb.npy)
+
+# ---- batches (models with a symbolic batch dim)
+fusert_cli_test(batch_seeded --stdout 0 "^input: seeded \\(seed 0\\), batch 3" "^output 'logits' \\[3, 1000\\]"
+                "^item 2, top-5" -- --model ${CMAKE_SOURCE_DIR}/models/resnet18.yaml --seeded --batch 3)
+fusert_cli_test(batch_out_of_range 1 "--batch 65: outside the range 1\\.\\.64 of dim 'batch'"
+                -- --model ${CMAKE_SOURCE_DIR}/models/resnet18.yaml --seeded --batch 65)
+fusert_cli_test(batch_fixed_model 1 "--batch: model 'tiny' has no symbolic batch dim"
+                -- --model ${FUSERT_CLI_DATA}/tiny.yaml --seeded --batch 2)
+fusert_cli_test(batch_with_input 2 "--batch sets the seeded input's batch; it cannot be combined with --input"
+                -- --batch 2 --input ${CMAKE_SOURCE_DIR}/models/data/coffee.png)
+fusert_cli_test(images_batched --stdout 0 "models/data/chelsea\\.png$" "models/data/coffee\\.png$" "1\\. espresso +0\\.95"
+                "^classified 3 images in 2 batches of up to 2 .* images/s"
+                "^wrote .*cls\\.npy \\[3, 1000\\] float32, in input order"
+                -- --input ${CMAKE_SOURCE_DIR}/models/data --input ${CMAKE_SOURCE_DIR}/models/data/coffee.png
+                   --batch-size 2 --output ${CMAKE_CURRENT_BINARY_DIR}/cli_cls.npy)
+fusert_cli_test(images_missing 1 "nope\\.png: no such file or directory"
+                -- --input ${CMAKE_SOURCE_DIR}/models/data/coffee.png --input nope.png)
 fusert_cli_test(fusion_bad_strategy 2 "--fusion: unknown fusion strategy 'diagonal'"
                 -- --model ${CMAKE_SOURCE_DIR}/models/resnet18.yaml --fusion vertical,diagonal)
 

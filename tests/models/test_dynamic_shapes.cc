@@ -3,11 +3,14 @@
 // text equals sentence-transformers' embeddings (models/golden/minilm_l6.*).
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "runtime/npy.h"
 #include "runtime/session.h"
@@ -232,4 +235,61 @@ TEST_CASE("a run outside the declared dims is refused with the input, dim and ra
   out = r->run({{"input", Tensor(DType::kF32, {2, 3, 224})}});
   REQUIRE_FALSE(out.ok());
   CHECK(out.status().message() == "input 'input': expected shape [batch, 3, 224, 224], got [2, 3, 224] (rank 3)");
+}
+
+TEST_CASE("infer --text-file --output (real weights): batched embeddings in input order match the goldens") {
+  const std::string weights = kRoot + "/.cache/minilm/model.safetensors";
+  if (!std::ifstream(weights).good()) {
+    FAIL("missing " << weights << ": run `make weights` (python3 tools/fetch_minilm.py)");
+  }
+  std::ifstream jf(kRoot + "/models/golden/minilm_l6.texts.json");
+  nlohmann::json doc = nlohmann::json::parse(jf);
+  auto emb = read_npy(kRoot + "/models/golden/minilm_l6.embeddings.npy");
+  REQUIRE(emb.ok());
+  // One text per line (texts holding a line break are left out: a line is a text); the
+  // truncated 2612-byte text is among them.
+  std::vector<size_t> rows;
+  const std::string dir = "/tmp/fusert_text_file_" + std::to_string(::getpid());
+  const std::string in = dir + ".txt", out = dir + ".npy";
+  {
+    std::ofstream f(in, std::ios::binary);
+    for (size_t k = 0; k < doc["texts"].size(); ++k) {
+      const std::string t = doc["texts"][k]["text"].get<std::string>();
+      if (t.find('\n') != std::string::npos || t.find('\r') != std::string::npos) continue;
+      f << t << "\n";
+      rows.push_back(k);
+    }
+  }
+  REQUIRE(rows.size() >= 30);
+  const std::string cmd = std::string(FUSERT_INFER_BIN) + " --model " + kRoot +
+                          "/models/minilm_l6.yaml --batch-size 7 --text-file " + in + " --output " + out + " > " + dir +
+                          ".log 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::ifstream log(dir + ".log");
+  std::stringstream text;
+  text << log.rdbuf();
+  INFO(text.str());
+  REQUIRE(rc == 0);
+  CHECK(text.str().find("in 5 batches of up to 7, padded to each batch's longest") != std::string::npos);
+  auto got = read_npy(out);
+  std::remove(in.c_str());
+  std::remove(out.c_str());
+  std::remove((dir + ".log").c_str());
+  REQUIRE(got.ok());
+  REQUIRE(got->shape() == Shape{static_cast<int64_t>(rows.size()), 384});
+  double worst_cos = 1, worst_abs = 0;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    double dot = 0, yy = 0, rr = 0;
+    for (int64_t i = 0; i < 384; ++i) {
+      const double a = got->f32()[static_cast<int64_t>(r) * 384 + i];
+      const double b = emb->f32()[static_cast<int64_t>(rows[r]) * 384 + i];
+      dot += a * b, yy += a * a, rr += b * b;
+      worst_abs = std::max(worst_abs, std::fabs(a - b));
+    }
+    worst_cos = std::min(worst_cos, dot / std::sqrt(yy * rr));
+  }
+  MESSAGE("infer --text-file over " << rows.size() << " texts: worst 1 - cosine " << 1 - worst_cos << ", max abs "
+                                    << worst_abs);
+  CHECK(worst_cos >= 0.99999);
+  CHECK(worst_abs <= 1e-4);
 }
