@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 WEIGHTS := .cache/weights/efficientnet_lite0.safetensors
 
-.PHONY: all run test deps weights configure build bench bench-fusion format format-check clean help fuzz-planner fuzz sanitize tsan
+.PHONY: all run test deps weights configure build bench bench-text bench-fusion format format-check clean help fuzz-planner fuzz sanitize tsan
 
 all: build
 
@@ -16,6 +16,8 @@ help:
 	@echo "make build   configure and build (Release) into $(BUILD)/"
 	@echo "make bench   fusert fused and unfused vs ONNX Runtime on the CPU, 1 thread and all cores, interleaved"
 	@echo "             (tools/cpu_bench.py; docs/bench/: results.json, results.md, latency.png; BENCH_ARGS=...)"
+	@echo "make bench-text   batched sentence embeddings (all-MiniLM-L6-v2, short and 256-token texts),"
+	@echo "             fusert vs ONNX Runtime with dynamic axes (tools/text_bench.py; docs/bench/text/)"
 	@echo "make bench-fusion   fused vs unfused latency of every zoo model (bench binary, no ONNX Runtime)"
 	@echo "make fuzz-planner [N=2000] [SEED=1]   the differential planner fuzzer, AddressSanitizer +"
 	@echo "             UBSan build in $(ASAN_BUILD)/; failures shrunk into fuzz-failures/"
@@ -57,6 +59,9 @@ test: weights build
 BENCH_ARGS ?=
 bench: build
 	@PY=$$(bash tools/setup_bench.sh) && $$PY tools/cpu_bench.py --bench $(BUILD)/bench $(BENCH_ARGS)
+
+bench-text: build
+	@PY=$$(bash tools/setup_bench.sh) && $$PY tools/text_bench.py --infer $(BUILD)/infer $(BENCH_ARGS)
 
 bench-fusion: build
 	./$(BUILD)/bench --runs 10

@@ -12,7 +12,7 @@ namespace fusert::app {
 Result<std::vector<std::string>> read_text_file(const std::string& path);
 
 struct TextRunOptions {
-  int runs = 1;         ///< passes over all texts (the time reported is per pass)
+  int runs = 1;         ///< passes over all texts: the first end to end, then the median of the rest
   int batch_size = 32;  ///< texts per run, capped by the model's batch range
   std::string output;   ///< .npy path for all embeddings [n, dim] f32 in input order; empty: none
 };
