@@ -12,8 +12,9 @@
 #      /usr/local/cuda/lib64 and PyTorch's site-packages/nvidia/*/lib -> LD_LIBRARY_PATH (for
 #      fusert's commands only, not for PyTorch's), ldd of infer (missing libraries flagged)
 #   1. correctness: test_cuda; per zoo model `infer --device cuda --seeded --compare-cpu` with
-#      --fusion none, --fusion all, and --fusion all --tf32 (several at once: --jobs), each on its
-#      own seed (weights and inputs: --seed N, N+1, N+2; N from the clock unless given)
+#      --fusion none, --fusion all, --fusion all --tf32, and --fusion all --batch 5 --runs 3 (a
+#      shape other than the plan's: its own instance and CUDA Graph) (several at once: --jobs),
+#      each on its own seed (weights and inputs: --seed N..N+3; N from the clock unless given)
 #   2. bad inputs on cuda: missing model file, malformed YAML, wrong-shape .npy -> exit 1 + message
 #   3. timing: per model `infer --device cuda --seeded --runs 200 --warmup 20 --stats-json`,
 #      CUDA Graph on and off (--no-cuda-graph)
@@ -411,7 +412,7 @@ fi
 STEP_OK=$((DRY || BUILD_OK))
 
 # =============================================================================================
-section "1. correctness: test_cuda, then CUDA vs CPU on every model (seeds $SEED..$((SEED + 2)))"
+section "1. correctness: test_cuda, then CUDA vs CPU on every model (seeds $SEED..$((SEED + 3)))"
 # =============================================================================================
 if ((STEP_OK)); then
   if ((DRY)) || [[ -x $BUILD/bin/test_cuda ]]; then
@@ -423,11 +424,13 @@ if ((STEP_OK)); then
     echo "  [FAIL] test_cuda                          missing from the carried build"
   fi
   for m in "${MODELS[@]}"; do
-    for mode in none all tf32; do
+    for mode in none all tf32 batch5; do
       case $mode in
         none) args=(--fusion none --seed "$SEED") ;;
         all) args=(--fusion all --seed $((SEED + 1))) ;;
         tf32) args=(--fusion all --tf32 --seed $((SEED + 2))) ;;
+        # a shape other than the opt point: its own instance, arena and CUDA Graph (symbolic batch)
+        batch5) args=(--fusion all --batch 5 --runs 3 --seed $((SEED + 3))) ;;
       esac
       EXPECT_RE='cuda vs cpu: rel L2' pool_step correct "cuda_${m}_${mode}" "$CAP_COMPARE" \
         "${FENV[@]}" OMP_NUM_THREADS=4 "$BUILD/bin/infer" --model "models/$m.yaml" --device cuda --seeded \

@@ -90,9 +90,7 @@ TEST_CASE("every zoo model: a batch of N equals N runs of batch 1, fused and unf
       REQUIRE(!ins.empty());
       REQUIRE(ins[0].dims[0].symbol == "batch");
       const int64_t max = ins[0].dims[0].max;
-      // The maximum batch only once per model (fused): its N single runs are the costly part.
-      std::vector<int64_t> sizes = {1, 3};
-      if (std::string(fusion) == "all") sizes.push_back(std::min<int64_t>(max, m == "multitask_heads" ? 256 : 64));
+      const std::vector<int64_t> sizes = {1, 3, std::min<int64_t>(max, m == "multitask_heads" ? 256 : 64)};
       for (int64_t n : sizes) check_batch(*s, "batch", n);
       CHECK(s->stats().shape_cache_misses >= 1);
     }
