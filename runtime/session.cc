@@ -286,20 +286,34 @@ Result<TensorMap> Session::run(const TensorMap& inputs) {
 
 Result<std::vector<Session::StepTime>> Session::profile(const TensorMap& inputs, int runs) const {
   if (runs < 1) return error(StatusCode::kInvalidArgument) << "profile: runs must be >= 1, got " << runs;
-  std::vector<std::vector<double>> per_step(plan_.steps.size());
+  // A model with symbolic dims: the plan of the inputs' shape (built now if new).
+  const Backend* backend = backend_.get();
+  const ExecutionPlan* plan = &plan_;
+  std::shared_ptr<ShapeInstance> inst;
+  if (shapes_) {
+    FUSERT_ASSIGN_OR_RETURN(DimValues dims, bind_dims(model_, inputs));
+    if (dims != model_.dim_values) {
+      bool hit = false;
+      FUSERT_ASSIGN_OR_RETURN(inst, shapes_->get(
+                                        dims, [this](const DimValues& d) { return build_instance(d); }, &hit));
+      backend = inst->backend.get();
+      plan = &inst->plan;
+    }
+  }
+  std::vector<std::vector<double>> per_step(plan->steps.size());
   for (int r = 0; r <= runs; ++r) {
     RunInfo info;
     info.want_step_ms = true;
-    FUSERT_ASSIGN_OR_RETURN(TensorMap out, backend_->run(inputs, &info));
-    if (info.step_ms.size() != plan_.steps.size())  // the backend does not time steps
+    FUSERT_ASSIGN_OR_RETURN(TensorMap out, backend->run(inputs, &info));
+    if (info.step_ms.size() != plan->steps.size())  // the backend does not time steps
       return error(StatusCode::kUnsupported)
-             << "per-step profile: the " << backend_->name() << " backend does not time its steps (CPU only)";
+             << "per-step profile: the " << backend->name() << " backend does not time its steps (CPU only)";
     if (r == 0) continue;  // warm-up: first touch of the arena and the primitives' scratch
     for (size_t i = 0; i < per_step.size(); ++i) per_step[i].push_back(info.step_ms[i]);
   }
   std::vector<StepTime> out;
-  for (size_t i = 0; i < plan_.steps.size(); ++i) {
-    const Step& st = plan_.steps[i];
+  for (size_t i = 0; i < plan->steps.size(); ++i) {
+    const Step& st = plan->steps[i];
     std::vector<double>& v = per_step[i];
     std::sort(v.begin(), v.end());
     out.push_back({st.name, st.alias_of == kNoValue ? st.kernel : "view", st.detail, static_cast<int>(st.nodes.size()),

@@ -209,6 +209,10 @@ Result<InferOptions> parse_args(int argc, char** argv) {
            << "several --input images (or a directory) cannot be combined with --verify, --ablation, --profile, "
               "--compare-cpu or --batch";
   }
+  if (o.batch > 0 && (o.verify || o.ablation)) {
+    return error(StatusCode::kInvalidArgument)
+           << "--verify and --ablation run at the model's planned shape; drop --batch";
+  }
   if (o.batch > 0 && !o.input.empty())
     return error(StatusCode::kInvalidArgument)
            << "--batch sets the seeded input's batch; it cannot be combined with --input";

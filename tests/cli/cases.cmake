@@ -178,6 +178,10 @@ fusert_cli_test(batch_out_of_range 1 "--batch 65: outside the range 1\\.\\.64 of
                 -- --model ${CMAKE_SOURCE_DIR}/models/resnet18.yaml --seeded --batch 65)
 fusert_cli_test(batch_fixed_model 1 "--batch: model 'tiny' has no symbolic batch dim"
                 -- --model ${FUSERT_CLI_DATA}/tiny.yaml --seeded --batch 2)
+fusert_cli_test(batch_profile --stdout 0 "^input: seeded \\(seed 0\\), batch 4" "^profile \\(resnet18, .*: 2[0-9] steps"
+                -- --model ${CMAKE_SOURCE_DIR}/models/resnet18.yaml --seeded --batch 4 --profile --runs 2)
+fusert_cli_test(batch_verify 2 "--verify and --ablation run at the model's planned shape; drop --batch"
+                -- --model ${CMAKE_SOURCE_DIR}/models/resnet18.yaml --seeded --batch 4 --verify)
 fusert_cli_test(batch_with_input 2 "--batch sets the seeded input's batch; it cannot be combined with --input"
                 -- --batch 2 --input ${CMAKE_SOURCE_DIR}/models/data/coffee.png)
 fusert_cli_test(images_batched --stdout 0 "models/data/chelsea\\.png$" "models/data/coffee\\.png$" "1\\. espresso +0\\.95"
