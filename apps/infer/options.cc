@@ -50,8 +50,11 @@ bundled photo models/data/coffee.png, printing the top-5 labels and timing.
                           intermediate bytes, peak bytes, latency and max error
   --profile               CPU: where the time goes: each step's median time over --runs
                           runs, the slowest steps with what they run, totals per kernel
-  --runs N                timed runs (default 1)
-  --warmup N              untimed runs before timing (default 0)
+  --runs N                timed warm runs (default 10; 1 pass with --text/--text-file or
+                          several images); the first run of the session is timed apart
+                          and labelled cold (first touch, primitive creation)
+  --warmup N              untimed runs after the first, before timing (default 2; 0 for
+                          text and image passes)
   --topk K                labels to print for a classifier output (default 5)
   --output out.npy        write the first graph output (with --text, all embeddings [n, dim];
                           with several images, all outputs [n, classes])
@@ -250,6 +253,11 @@ Result<InferOptions> parse_args(int argc, char** argv) {
     return error(StatusCode::kInvalidArgument)
            << "--compare-cpu cannot be combined with --text/--text-file (compare on a tensor input)";
   }
+  // Defaults: one inference is timed warm (the median of 10 runs after 2 untimed ones; the cold
+  // first run is reported apart); a text file or a set of images is one pass, its first.
+  const bool passes = !o.texts.empty() || !o.text_file.empty() || !o.images.empty();
+  if (o.runs == 0) o.runs = passes ? 1 : 10;
+  if (o.warmup < 0) o.warmup = passes ? 0 : 2;
   return o;
 }
 

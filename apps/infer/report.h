@@ -22,6 +22,7 @@ void print_outputs(const TensorMap& outputs, const std::vector<std::string>& lab
 /// The top-k lines of one row of C logits (softmax probabilities, labels when C matches).
 void print_topk(const float* logits, int64_t c, const std::vector<std::string>& labels, int topk);
 
-Status write_stats_json(const std::string& path, const Session& s, const Latency& lat, int runs);
+/// `first_run_ms`: the session's first (cold) run; `lat` over the warm runs.
+Status write_stats_json(const std::string& path, const Session& s, const Latency& lat, int runs, double first_run_ms);
 
 }  // namespace fusert::app

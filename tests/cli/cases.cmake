@@ -58,6 +58,10 @@ fusert_cli_test(profile_resnet18 --stdout 0 "^profile \\(resnet18, fusion all, .
                 -- --model ${CMAKE_SOURCE_DIR}/models/resnet18.yaml --seeded --profile --runs 2)
 fusert_cli_test(profile_cuda 2 "--profile and --profile-guided run on the CPU backend only"
                 -- --model ${CMAKE_SOURCE_DIR}/models/resnet18.yaml --seeded --profile --device cuda)
+# The demo's latency: the median of warm runs; the cold first run apart and labelled as such.
+fusert_cli_test(demo_warm_latency --stdout 0 "1\\. espresso +0\\.95"
+                "^latency \\(cpu, warm: 10 runs after the first and 2 warm-up\\): median [0-9.]+ ms, min [0-9.]+ ms, max"
+                "^first run \\(cold: first touch of weights and arenas, primitive set-up\\): [0-9.]+ ms" -- --topk 5)
 fusert_cli_test(cpu_kernels_onednn_explain --stdout 0
                 "^cpu plan: [0-9]+ oneDNN primitive step\\(s\\), [0-9]+ step\\(s\\) refused by oneDNN \\(reference kernels, reason below\\)"
                 "1\\. espresso +0\\.95" -- --explain)

@@ -49,6 +49,8 @@ def check_stats(path, model):
             need(k in lat and is_num(lat[k]) and lat[k] > 0, "latency_ms.%s is %r" % (k, lat.get(k)))
         if not errors:
             need(lat["min"] <= lat["median"] <= lat["max"], "latency min <= median <= max fails: %r" % lat)
+        # The cold first run is reported apart from the warm latency.
+        need(is_num(s.get("first_run_ms")) and s["first_run_ms"] > 0, "first_run_ms is %r" % s.get("first_run_ms"))
     else:
         need(is_num(lat) and lat > 0, "latency_ms is %r" % lat)
     if not errors and model == "resnet18":
