@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 WEIGHTS := .cache/weights/efficientnet_lite0.safetensors
 
-.PHONY: all run test deps weights configure build bench bench-text bench-fusion format format-check clean help fuzz-planner fuzz sanitize tsan
+.PHONY: all install run test deps weights configure build bench bench-text bench-fusion format format-check clean help fuzz-planner fuzz sanitize tsan
 
 all: build
 
@@ -14,6 +14,8 @@ help:
 	@echo "make run     install deps, fetch weights, build, run infer on the default model and photo"
 	@echo "make test    same set-up, then run every test through ctest"
 	@echo "make build   configure and build (Release) into $(BUILD)/"
+	@echo "make install [PREFIX=/usr/local]   build, then install libfusert.so, include/fusert/*.h,"
+	@echo "             the CMake package (find_package(fusert)) and fusert.pc under PREFIX"
 	@echo "make bench   fusert fused and unfused vs ONNX Runtime on the CPU, 1 thread and all cores, interleaved"
 	@echo "             (tools/cpu_bench.py; docs/bench/: results.json, results.md, latency.png; BENCH_ARGS=...)"
 	@echo "make bench-text   batched sentence embeddings (all-MiniLM-L6-v2, short and 256-token texts),"
@@ -45,6 +47,10 @@ configure: deps $(BUILD)/CMakeCache.txt
 build: configure
 	@echo "[build] compiling with $(JOBS) jobs"
 	cmake --build $(BUILD) -j $(JOBS)
+
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 run: weights configure
 	@echo "[build] compiling infer with $(JOBS) jobs"

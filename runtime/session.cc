@@ -1,5 +1,5 @@
-// Session: model + weights -> lowered plan -> executor.
-#include "runtime/session.h"
+// SessionImpl: model + weights -> lowered plan -> executor.
+#include "runtime/session_impl.h"
 
 #include <algorithm>
 #include <chrono>
@@ -121,7 +121,7 @@ Status check_dim_limits(const ModelSpec& m, const SessionOptions& o) {
 }
 
 // FUSERT_LOG=passes,fusion prints the canonicalisation log and the plan with every refusal.
-void log_plan(const Session& s) {
+void log_plan(const SessionImpl& s) {
   const char* env = std::getenv("FUSERT_LOG");
   if (!env) return;
   std::string log = env;
@@ -133,7 +133,7 @@ void log_plan(const Session& s) {
 
 }  // namespace
 
-Result<std::unique_ptr<Session>> Session::load(const std::string& model_path, const SessionOptions& options) {
+Result<std::unique_ptr<SessionImpl>> SessionImpl::load(const std::string& model_path, const SessionOptions& options) {
   try {
     return load_impl(model_path, options);
   } catch (const std::bad_alloc&) {
@@ -158,8 +158,9 @@ void record_measurements(const Backend& backend, FusionPlan* plan) {
 
 }  // namespace
 
-Result<std::unique_ptr<Session>> Session::load_impl(const std::string& model_path, const SessionOptions& options) {
-  std::unique_ptr<Session> s(new Session());
+Result<std::unique_ptr<SessionImpl>> SessionImpl::load_impl(const std::string& model_path,
+                                                            const SessionOptions& options) {
+  std::unique_ptr<SessionImpl> s(new SessionImpl());
   FUSERT_ASSIGN_OR_RETURN(s->backend_, create_backend(options));
   FusionOptions fopt;
   std::string why;
@@ -187,7 +188,7 @@ Result<std::unique_ptr<Session>> Session::load_impl(const std::string& model_pat
     s->shapes_ = std::make_unique<ShapeCache>(static_cast<size_t>(options.shape_cache_size));
     FUSERT_RETURN_IF_ERROR(check_dim_limits(s->model_, options));
   }
-  FUSERT_ASSIGN_OR_RETURN(s->output_info_, Session::describe_outputs(s->model_));
+  FUSERT_ASSIGN_OR_RETURN(s->output_info_, SessionImpl::describe_outputs(s->model_));
   FUSERT_RETURN_IF_ERROR(check_size_limits(s->model_, options, model_path));
   FUSERT_RETURN_IF_ERROR(bind_weights(s->model_, options, &s->stats_.weights_source));
   s->stats_.load_ms = ms_since(t0);
@@ -235,19 +236,19 @@ Result<std::unique_ptr<Session>> Session::load_impl(const std::string& model_pat
   return s;
 }
 
-Status Session::init_device() {
+Status SessionImpl::init_device() {
   FUSERT_RETURN_IF_ERROR(backend_->available());
   FUSERT_RETURN_IF_ERROR(backend_->prepare(model_.graph, plan_));
   backend_->fill_stats(&stats_);
   return Status();
 }
 
-std::string Session::backend_report() const { return backend_->report(model_.graph); }
+std::string SessionImpl::backend_report() const { return backend_->report(model_.graph); }
 
-size_t Session::execution_contexts() const { return backend_->execution_contexts(); }
+size_t SessionImpl::execution_contexts() const { return backend_->execution_contexts(); }
 
 // Runs the canonicalised graph unfused once and returns each node's time in ms.
-Result<std::map<std::string, double>> Session::profile_unfused() const {
+Result<std::map<std::string, double>> SessionImpl::profile_unfused() const {
   Graph g = model_.graph;
   for (Value& v : g.values)
     if (!v.data.empty()) v.data = v.data.clone();  // passes may fold in place
@@ -266,7 +267,7 @@ Result<std::map<std::string, double>> Session::profile_unfused() const {
   return ms;
 }
 
-Result<TensorMap> Session::run(const TensorMap& inputs) {
+Result<TensorMap> SessionImpl::run(const TensorMap& inputs) {
   if (!backend_->ready()) {
     return error(StatusCode::kDeviceError)
            << "--device " << backend_->name() << ": the session has no device (plan only)";
@@ -284,7 +285,7 @@ Result<TensorMap> Session::run(const TensorMap& inputs) {
   return out;
 }
 
-Result<std::vector<Session::StepTime>> Session::profile(const TensorMap& inputs, int runs) const {
+Result<std::vector<SessionImpl::StepTime>> SessionImpl::profile(const TensorMap& inputs, int runs) const {
   if (runs < 1) return error(StatusCode::kInvalidArgument) << "profile: runs must be >= 1, got " << runs;
   // A model with symbolic dims: the plan of the inputs' shape (built now if new).
   const Backend* backend = backend_.get();
@@ -322,7 +323,7 @@ Result<std::vector<Session::StepTime>> Session::profile(const TensorMap& inputs,
   return out;
 }
 
-TensorMap Session::seeded_inputs(uint64_t seed, const DimValues& dims) const {
+TensorMap SessionImpl::seeded_inputs(uint64_t seed, const DimValues& dims) const {
   cpu::ThreadScope threads(options_.threads);
   TensorMap m;
   for (size_t k = 0; k < graph().inputs.size(); ++k) {

@@ -1,4 +1,4 @@
-// Session, models with symbolic dims: runs at any shape in range through the per-shape plan
+// SessionImpl, models with symbolic dims: runs at any shape in range through the per-shape plan
 // cache (runtime/shape_cache.h), and the inputs and outputs an application discovers.
 #include <algorithm>
 #include <chrono>
@@ -9,7 +9,7 @@
 #include "graph/verifier.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "runtime/memory_planner.h"
-#include "runtime/session.h"
+#include "runtime/session_impl.h"
 
 namespace fusert {
 
@@ -23,11 +23,11 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 
 // The graph outputs with the symbolic dim each dimension follows: the model is expanded again
 // with one dim moved at a time; a dimension equal to that dim at both points is named after it.
-Result<std::vector<Session::TensorInfo>> Session::describe_outputs(const ModelSpec& m) {
-  std::vector<Session::TensorInfo> out;
+Result<std::vector<SessionImpl::TensorInfo>> SessionImpl::describe_outputs(const ModelSpec& m) {
+  std::vector<SessionImpl::TensorInfo> out;
   for (ValueId id : m.graph.outputs) {
     const Value& v = m.graph.value(id);
-    Session::TensorInfo t{v.name, v.dtype, {}};
+    SessionImpl::TensorInfo t{v.name, v.dtype, {}};
     for (int64_t d : v.shape) t.dims.push_back({d, {}, d, d});
     out.push_back(t);
   }
@@ -39,7 +39,7 @@ Result<std::vector<Session::TensorInfo>> Session::describe_outputs(const ModelSp
     for (size_t k = 0; k < out.size(); ++k) {
       const Shape& s = moved.graph.value(moved.graph.outputs[k]).shape;
       for (size_t d = 0; d < s.size() && d < out[k].dims.size(); ++d) {
-        Session::Dim& dim = out[k].dims[d];
+        SessionImpl::Dim& dim = out[k].dims[d];
         if (s[d] == dim.value) continue;
         if (dim.symbol.empty() && dim.value == sd.opt && s[d] == at[sd.name])
           dim = {dim.value, sd.name, sd.min, sd.max};
@@ -53,7 +53,7 @@ Result<std::vector<Session::TensorInfo>> Session::describe_outputs(const ModelSp
 
 // A model with symbolic dims: the opt point runs on the session's own plan; any other shape on
 // its cached ShapeInstance, built on first use.
-Result<TensorMap> Session::run_instance(const TensorMap& inputs, RunInfo* info) {
+Result<TensorMap> SessionImpl::run_instance(const TensorMap& inputs, RunInfo* info) {
   FUSERT_ASSIGN_OR_RETURN(DimValues dims, bind_dims(model_, inputs));
   if (dims == model_.dim_values) {
     {
@@ -85,7 +85,7 @@ Result<TensorMap> Session::run_instance(const TensorMap& inputs, RunInfo* info) 
 // those values, every node's shape inferred again; then this shape's lowering of the session's
 // fusion plan (re-planned at this shape only if the backend cannot lower a group there), memory
 // plan and executor.
-Result<std::shared_ptr<ShapeInstance>> Session::build_instance(const DimValues& dims) const {
+Result<std::shared_ptr<ShapeInstance>> SessionImpl::build_instance(const DimValues& dims) const {
   auto t0 = std::chrono::steady_clock::now();
   cpu::ThreadScope threads(options_.threads);
   FUSERT_ASSIGN_OR_RETURN(ModelSpec at, instantiate_model(loaded_, dims));
@@ -151,7 +151,7 @@ Result<std::shared_ptr<ShapeInstance>> Session::build_instance(const DimValues& 
   return inst;
 }
 
-std::vector<Session::TensorInfo> Session::inputs() const {
+std::vector<SessionImpl::TensorInfo> SessionImpl::inputs() const {
   std::vector<TensorInfo> out;
   const Graph& g = graph();
   for (size_t k = 0; k < g.inputs.size(); ++k) {
@@ -170,6 +170,6 @@ std::vector<Session::TensorInfo> Session::inputs() const {
   return out;
 }
 
-std::vector<Session::TensorInfo> Session::outputs() const { return output_info_; }
+std::vector<SessionImpl::TensorInfo> SessionImpl::outputs() const { return output_info_; }
 
 }  // namespace fusert

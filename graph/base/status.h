@@ -1,67 +1,18 @@
-// Error values crossing module boundaries (loader, weights, backend init, run), and the
-// FUSERT_CHECK macro for broken internal invariants (aborts with file:line).
+// Error values crossing module boundaries (loader, weights, backend init, run): Status and
+// Result<T> are public (fusert/status.h); here the error builder, the FUSERT_RETURN_IF_ERROR /
+// FUSERT_ASSIGN_OR_RETURN macros and FUSERT_CHECK for broken internal invariants (aborts with
+// file:line).
 #pragma once
 
 #include <cstdlib>
 #include <iostream>
-#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
 
+#include "fusert/status.h"
+
 namespace fusert {
-
-enum class StatusCode {
-  kOk = 0,
-  kInvalidArgument,  // bad user input: CLI flag, attribute, tensor
-  kParseError,       // malformed file (YAML, safetensors, npy, image)
-  kNotFound,         // missing file, value, weight
-  kShapeMismatch,    // shapes do not agree
-  kUnsupported,      // valid but not implemented (op, dtype, device)
-  kIoError,          // read/write failure
-  kDeviceError,      // no GPU, driver or library failure
-  kInternal,
-};
-
-const char* status_code_name(StatusCode code);
-
-/// A success or an error with a human-readable message naming the file/line/node/tensor.
-class Status {
- public:
-  Status() = default;
-  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
-  static Status ok_status() { return {}; }
-  bool ok() const { return code_ == StatusCode::kOk; }
-  StatusCode code() const { return code_; }
-  const std::string& message() const { return message_; }
-  std::string to_string() const;
-
- private:
-  StatusCode code_ = StatusCode::kOk;
-  std::string message_;
-};
-
-/// A value or an error Status.
-template <typename T>
-class Result {
- public:
-  Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
-  Result(Status status) : status_(std::move(status)) {  // NOLINT
-    if (status_.ok()) status_ = Status(StatusCode::kInternal, "Result built from an ok Status");
-  }
-  bool ok() const { return status_.ok(); }
-  const Status& status() const { return status_; }
-  T& value() & { return *value_; }
-  const T& value() const& { return *value_; }
-  T&& value() && { return std::move(*value_); }
-  T* operator->() { return &*value_; }
-  const T* operator->() const { return &*value_; }
-  T& operator*() { return *value_; }
-
- private:
-  Status status_;
-  std::optional<T> value_;
-};
 
 /// Builds an error message with stream syntax: `return error(StatusCode::kNotFound) << "x";`
 class ErrorBuilder {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "runtime/session.h"
+#include "runtime/shape_cache.h"
 #include "tests/cuda_emu/emu.h"
 
 using namespace fusert;

@@ -1,0 +1,67 @@
+// The session's internals behind the public fusert::Session (fusert/fusert.h): model + weights
+// -> canonical graph -> fusion plan -> lowered plan -> backend executor, and the per-shape plan
+// cache. Not installed; the public class forwards to it.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "fusert/fusert.h"
+#include "graph/fusion/group.h"
+#include "graph/loader/model_loader.h"
+#include "runtime/backend.h"
+#include "runtime/execution_plan.h"
+#include "runtime/options.h"
+#include "runtime/shape_cache.h"
+
+namespace fusert {
+
+/// See fusert::Session for the contract of each call.
+class SessionImpl {
+ public:
+  using TensorInfo = fusert::TensorInfo;
+  using Dim = fusert::Dim;
+  using StepTime = fusert::StepTime;
+
+  static Result<std::unique_ptr<SessionImpl>> load(const std::string& model_path, const SessionOptions& options);
+  Result<TensorMap> run(const TensorMap& inputs);
+  Status init_device();
+  std::string backend_report() const;
+  Result<std::vector<StepTime>> profile(const TensorMap& inputs, int runs) const;
+  TensorMap seeded_inputs(uint64_t seed = 0, const DimValues& dims = {}) const;
+  std::vector<TensorInfo> inputs() const;
+  /// Found by loading the model with each dim moved within its range (describe_outputs).
+  std::vector<TensorInfo> outputs() const;
+
+  const ModelSpec& model() const { return model_; }
+  const Graph& graph() const { return model_.graph; }
+  const ExecutionPlan& plan() const { return plan_; }
+  const FusionPlan& fusion_plan() const { return fusion_; }
+  const SessionStats& stats() const { return stats_; }
+  const SessionOptions& options() const { return options_; }
+  /// Execution contexts (arenas) the backend created so far: the most runs in flight at once.
+  size_t execution_contexts() const;
+
+ private:
+  SessionImpl() = default;
+  static Result<std::unique_ptr<SessionImpl>> load_impl(const std::string& model_path, const SessionOptions& options);
+  Result<std::map<std::string, double>> profile_unfused() const;
+  Result<std::shared_ptr<ShapeInstance>> build_instance(const DimValues& dims) const;
+  static Result<std::vector<TensorInfo>> describe_outputs(const ModelSpec& m);
+  Result<TensorMap> run_instance(const TensorMap& inputs, RunInfo* info);
+  ModelSpec model_;
+  ModelSpec loaded_;              // as loaded, before weights and canonicalisation (symbolic dims only)
+  FusionOptions fusion_options_;  // as parsed, before a backend configured it
+  std::unique_ptr<ShapeCache> shapes_;
+  std::vector<TensorInfo> output_info_;
+  SessionOptions options_;
+  ExecutionPlan plan_;
+  FusionPlan fusion_;
+  SessionStats stats_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<std::mutex> run_mu_ = std::make_unique<std::mutex>();
+};
+
+}  // namespace fusert
