@@ -31,6 +31,16 @@ for h in "$prefix"/include/fusert/*.h; do
   echo "#include <fusert/$(basename "$h")>" | g++ -std=c++17 -Wall -Wextra -Werror -fsyntax-only \
     -I"$prefix/include" -x c++ - || fail "fusert/$(basename "$h") does not compile on its own"
 done
+# The exported symbols: the public API only (the private constructor taking the pimpl aside).
+lib=$(ls "$prefix"/lib*/libfusert.so | head -n1)
+# (Instantiations of std templates over public types, e.g. std::map<std::string, Tensor>, are
+# std:: symbols, weak, and filtered out.)
+leaked=$(nm -DC --defined-only "$lib" | cut -d' ' -f3- | grep -E '^fusert::' | grep -vE '^[^(<]* std::' |
+  grep -vE '^fusert::(Session|Tensor|Status)::' |
+  grep -vE '^fusert::(status_code_name|dtype_name|parse_dtype|dtype_size|shape_numel|checked_numel|shape_str|relative_l2|max_abs_diff|version)(\[abi:cxx11\])?\(' || true)
+[ -z "$leaked" ] || fail "libfusert.so exports internals:
+$(echo "$leaked" | head -n 20)"
+echo "[install] libfusert.so exports $(nm -DC --defined-only "$lib" | cut -d' ' -f3- | grep -c '^fusert::') fusert symbols, all of the public API"
 echo "[install] $(ls "$prefix"/include/fusert | tr '\n' ' ')- each compiles alone against the prefix"
 
 check_run() {  # <label> <binary>

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "fusert/export.h"
 #include "fusert/options.h"
 #include "fusert/status.h"
 #include "fusert/tensor.h"
@@ -80,7 +81,7 @@ struct FusionPlan;
 /// **Untrusted files.** Model, weights and image files are checked before use: sizes against
 /// SessionOptions' limits before anything is allocated, shapes before anything is read. A bad
 /// file is an error naming the file and line, node or tensor, never a crash.
-class Session {
+class FUSERT_API Session {
  public:
   using TensorInfo = fusert::TensorInfo;  ///< the namespace-level type, older spelling
   using Dim = fusert::Dim;                ///< the namespace-level type, older spelling
@@ -173,6 +174,6 @@ class Session {
 };
 
 /// The library's version, "MAJOR.MINOR.PATCH".
-const char* version();
+FUSERT_API const char* version();
 
 }  // namespace fusert

@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "fusert/export.h"
+
 namespace fusert {
 
 /// What went wrong, by kind; Status::message() names the file, line, node or tensor.
@@ -22,10 +24,10 @@ enum class StatusCode {
 };
 
 /// "ok", "invalid argument", ... (the enumerator without its k, in words).
-const char* status_code_name(StatusCode code);
+FUSERT_API const char* status_code_name(StatusCode code);
 
 /// A success or an error with a human-readable message naming the file/line/node/tensor.
-class Status {
+class FUSERT_API Status {
  public:
   /// Success.
   Status() = default;

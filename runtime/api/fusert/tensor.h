@@ -24,22 +24,22 @@ enum class DType {
 /// Dimensions, outermost first: NCHW [N, C, H, W] for images, [batch, seq] for token ids.
 using Shape = std::vector<int64_t>;
 
-const char* dtype_name(DType t);  ///< "f32", "f16", "bf16", "i64", "i32", "bool"
+FUSERT_API const char* dtype_name(DType t);  ///< "f32", "f16", "bf16", "i64", "i32", "bool"
 /// The DType named `s` ("f32", ...) into *out; false for an unknown name.
-bool parse_dtype(const std::string& s, DType* out);
-size_t dtype_size(DType t);           ///< bytes per element
-int64_t shape_numel(const Shape& s);  ///< product of dims (1 for a scalar)
+FUSERT_API bool parse_dtype(const std::string& s, DType* out);
+FUSERT_API size_t dtype_size(DType t);           ///< bytes per element
+FUSERT_API int64_t shape_numel(const Shape& s);  ///< product of dims (1 for a scalar)
 /// Largest tensor fusert allocates: 2^31 elements (8 GiB of f32).
 constexpr int64_t kMaxTensorElements = int64_t{1} << 31;
 /// Product of dims into *out; false if a dim is negative or the product exceeds
 /// kMaxTensorElements (or overflows).
-bool checked_numel(const Shape& s, int64_t* out);
-std::string shape_str(const Shape& s);  ///< "[1, 3, 224, 224]"
+FUSERT_API bool checked_numel(const Shape& s, int64_t* out);
+FUSERT_API std::string shape_str(const Shape& s);  ///< "[1, 3, 224, 224]"
 
 /// A dense row-major (C order) host tensor. Copies share the buffer (cheap); use clone() for a
 /// deep copy. The buffer is 64-byte aligned. Sharing one tensor between threads is safe as long
 /// as no thread writes its elements.
-class Tensor {
+class FUSERT_API Tensor {
  public:
   /// An empty tensor (no buffer).
   Tensor() = default;
@@ -85,8 +85,8 @@ class Tensor {
 };
 
 /// Relative L2 error ||a - b|| / max(||b||, tiny) over f32 tensors of equal element count.
-double relative_l2(const Tensor& a, const Tensor& b);
+FUSERT_API double relative_l2(const Tensor& a, const Tensor& b);
 /// Largest |a[i] - b[i]| over f32 tensors of equal element count.
-double max_abs_diff(const Tensor& a, const Tensor& b);
+FUSERT_API double max_abs_diff(const Tensor& a, const Tensor& b);
 
 }  // namespace fusert
