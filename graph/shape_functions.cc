@@ -23,7 +23,9 @@ Status shape_Clip(ShapeContext& c) {
   for (size_t i = 1; i < 3; ++i) {
     if (!c.has_input(i)) continue;
     const Tensor* t = c.constant(i);
-    if (!t || t->numel() != 1) return c.fail() << "input " << i << " (min/max) must be a scalar constant";
+    // A value computed at run time is valid ONNX that fusert does not run (static attributes).
+    if (!t) return c.unsupported() << "input " << i << " (min/max) must be a constant";
+    if (t->numel() != 1) return c.fail() << "input " << i << " (min/max) must be a scalar constant";
   }
   return same_as_input(c);
 }
@@ -32,8 +34,9 @@ static Status broadcast_binary(ShapeContext& c) {
   // Integer arithmetic only on constants (folded by graph/passes); kernels are f32.
   if ((c.in_dtype(0) != DType::kF32 || c.in_dtype(1) != DType::kF32) &&
       !(c.constant_derived(0) && c.constant_derived(1))) {
-    return c.fail() << "inputs must be f32 (got " << dtype_name(c.in_dtype(0)) << " and " << dtype_name(c.in_dtype(1))
-                    << "); integer arithmetic is only supported on constants; Cast to: 1 first";
+    return c.unsupported() << "inputs must be f32 (got " << dtype_name(c.in_dtype(0)) << " and "
+                           << dtype_name(c.in_dtype(1))
+                           << "); integer arithmetic is only supported on constants; Cast to: 1 first";
   }
   Shape out;
   if (!broadcast_shapes(c.in(0), c.in(1), &out)) {
@@ -56,7 +59,7 @@ Status shape_BatchNormalization(ShapeContext& c) {
                       << "], got " << shape_str(c.in(i));
     }
   }
-  if (c.node.attr_i("training_mode") != 0) return c.fail() << "training_mode=1 is not supported";
+  if (c.node.attr_i("training_mode") != 0) return c.unsupported() << "training_mode=1 is not supported";
   return same_as_input(c);
 }
 
@@ -76,7 +79,8 @@ Status shape_Reshape(ShapeContext& c) {
   std::vector<int64_t> target = c.node.attr_ints("shape");
   if (c.has_input(1)) {
     const Tensor* t = c.constant(1);
-    if (!t || t->dtype() != DType::kI64) return c.fail() << "input 1 (shape) must be an i64 constant";
+    if (!t) return c.unsupported() << "input 1 (shape) must be a constant (fusert's shapes are static)";
+    if (t->dtype() != DType::kI64) return c.fail() << "input 1 (shape) must be an i64 constant";
     target.assign(t->i64(), t->i64() + t->numel());
   }
   const Shape& x = c.in(0);

@@ -18,7 +18,10 @@ int64_t norm_axis(int64_t axis, size_t rank) { return axis < 0 ? axis + static_c
 // Reads an i64 constant input; `what` names it in errors.
 Status const_ints(ShapeContext& c, size_t i, const char* what, std::vector<int64_t>* out) {
   const Tensor* t = c.constant(i);
-  if (!t || t->dtype() != DType::kI64) return c.fail() << "input " << i << " (" << what << ") must be an i64 constant";
+  if (!t) {
+    return c.unsupported() << "input " << i << " (" << what << ") must be a constant (fusert's shapes are static)";
+  }
+  if (t->dtype() != DType::kI64) return c.fail() << "input " << i << " (" << what << ") must be an i64 constant";
   out->assign(t->i64(), t->i64() + t->numel());
   return Status();
 }
@@ -252,11 +255,12 @@ Status shape_Cast(ShapeContext& c) {
       t = DType::kBool;
       break;
     default:
-      return c.fail() << "Cast to TensorProto type " << to << " is not supported (1 float, 6 int32, 7 int64, 9 bool)";
+      return c.unsupported() << "Cast to TensorProto type " << to
+                             << " is not supported (1 float, 6 int32, 7 int64, 9 bool)";
   }
   DType from = c.in_dtype(0);
   if (from == DType::kF16 || from == DType::kBF16)
-    return c.fail() << "Cast from " << dtype_name(from) << " is not supported";
+    return c.unsupported() << "Cast from " << dtype_name(from) << " is not supported";
   c.set_out(0, c.in(0), t);
   return Status();
 }

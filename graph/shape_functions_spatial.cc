@@ -68,7 +68,7 @@ Status resolve_spatial(ShapeContext& c, const Shape& x, Spatial* s, bool ceil_mo
 }
 
 Status check_rank4(ShapeContext& c, const Shape& x) {
-  if (x.size() != 4) return c.fail() << "only 2-D NCHW input is supported, got " << shape_str(x);
+  if (x.size() != 4) return c.unsupported() << "only 2-D NCHW input is supported, got " << shape_str(x);
   return Status();
 }
 
@@ -120,7 +120,7 @@ static Status shape_pool(ShapeContext& c) {
 }
 
 Status shape_MaxPool(ShapeContext& c) {
-  if (c.node.attr_i("storage_order") != 0) return c.fail() << "storage_order=1 is not supported";
+  if (c.node.attr_i("storage_order") != 0) return c.unsupported() << "storage_order=1 is not supported";
   return shape_pool(c);
 }
 Status shape_AveragePool(ShapeContext& c) { return shape_pool(c); }

@@ -49,6 +49,12 @@ ErrorBuilder ShapeContext::fail() const {
   return b;
 }
 
+ErrorBuilder ShapeContext::unsupported() const {
+  ErrorBuilder b(StatusCode::kUnsupported);
+  b << node.loc.str() << ": node '" << node.name << "' (" << op_name(node.op) << "): ";
+  return b;
+}
+
 bool broadcast_shapes(const Shape& a, const Shape& b, Shape* out) {
   size_t r = std::max(a.size(), b.size());
   Shape s(r);
@@ -95,38 +101,41 @@ static Status check_dtypes(ShapeContext& c) {
     return Status();  // own rule
   for (size_t i = 0; i < c.num_inputs(); ++i) {
     if (!c.has_input(i) || dtype_free_input(op, i) || c.in_dtype(i) == DType::kF32) continue;
-    return c.fail() << "input " << i << " ('" << c.graph.value(c.node.inputs[i]).name << "') is "
-                    << dtype_name(c.in_dtype(i)) << "; " << op_name(op) << " computes in f32 (use Cast to: 1)";
+    return c.unsupported() << "input " << i << " ('" << c.graph.value(c.node.inputs[i]).name << "') is "
+                           << dtype_name(c.in_dtype(i)) << "; " << op_name(op) << " computes in f32 (use Cast to: 1)";
+  }
+  return Status();
+}
+
+Status infer_node_shapes(Graph& g, Node& n) {
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    // Shape functions read inputs below min_inputs unconditionally: an empty one ("") is an
+    // error here, before any of them sees kNoValue.
+    if (n.inputs[i] == kNoValue && static_cast<int>(i) < op_info(n.op).min_inputs) {
+      return error(StatusCode::kInvalidArgument)
+             << n.loc.str() << ": node '" << n.name << "': required input " << i << " is empty";
+    }
+    if (n.inputs[i] != kNoValue && !g.value(n.inputs[i]).shape_known) {
+      return error(StatusCode::kShapeMismatch)
+             << n.loc.str() << ": node '" << n.name << "': input '" << g.value(n.inputs[i]).name
+             << "' has no known shape (is it produced before this node?)";
+    }
+  }
+  ShapeContext c{g, n};
+  FUSERT_RETURN_IF_ERROR(check_dtypes(c));
+  FUSERT_RETURN_IF_ERROR(kShapeFns[static_cast<size_t>(n.op)](c));
+  for (ValueId out : n.outputs) {
+    int64_t count = 0;
+    if (!checked_numel(g.value(out).shape, &count)) {
+      return c.fail() << "output '" << g.value(out).name << "' " << shape_str(g.value(out).shape)
+                      << " exceeds the largest tensor fusert allocates (" << kMaxTensorElements << " elements)";
+    }
   }
   return Status();
 }
 
 Status infer_shapes(Graph& g) {
-  for (Node& n : g.nodes) {
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-      // Shape functions read inputs below min_inputs unconditionally: an empty one ("") is an
-      // error here, before any of them sees kNoValue.
-      if (n.inputs[i] == kNoValue && static_cast<int>(i) < op_info(n.op).min_inputs) {
-        return error(StatusCode::kInvalidArgument)
-               << n.loc.str() << ": node '" << n.name << "': required input " << i << " is empty";
-      }
-      if (n.inputs[i] != kNoValue && !g.value(n.inputs[i]).shape_known) {
-        return error(StatusCode::kShapeMismatch)
-               << n.loc.str() << ": node '" << n.name << "': input '" << g.value(n.inputs[i]).name
-               << "' has no known shape (is it produced before this node?)";
-      }
-    }
-    ShapeContext c{g, n};
-    FUSERT_RETURN_IF_ERROR(check_dtypes(c));
-    FUSERT_RETURN_IF_ERROR(kShapeFns[static_cast<size_t>(n.op)](c));
-    for (ValueId out : n.outputs) {
-      int64_t count = 0;
-      if (!checked_numel(g.value(out).shape, &count)) {
-        return c.fail() << "output '" << g.value(out).name << "' " << shape_str(g.value(out).shape)
-                        << " exceeds the largest tensor fusert allocates (" << kMaxTensorElements << " elements)";
-      }
-    }
-  }
+  for (Node& n : g.nodes) FUSERT_RETURN_IF_ERROR(infer_node_shapes(g, n));
   return Status();
 }
 

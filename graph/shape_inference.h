@@ -22,8 +22,13 @@ struct ShapeContext {
   void set_out(size_t i, Shape s, DType t = DType::kF32);
   /// Error naming the node, its source location and the problem.
   ErrorBuilder fail() const;
+  /// The same for a valid model fusert does not implement (kUnsupported: a 1-D convolution,
+  /// integer arithmetic at run time, an unsupported Cast): importers report it as a skip.
+  ErrorBuilder unsupported() const;
 };
 
+/// Infers one node's output shapes (its inputs' shapes known), as infer_shapes does.
+Status infer_node_shapes(Graph& g, Node& n);
 /// Infers every node's output shapes in order; errors name node, expected and actual shapes.
 Status infer_shapes(Graph& g);
 

@@ -13,6 +13,7 @@
 
 #include "graph/fusion/explain.h"
 #include "graph/fusion/planner.h"
+#include "graph/onnx/onnx_import.h"
 #include "graph/passes/pass.h"
 #include "graph/shape_inference.h"
 #include "graph/verifier.h"
@@ -178,7 +179,11 @@ Result<std::unique_ptr<SessionImpl>> SessionImpl::load_impl(const std::string& m
   auto t0 = std::chrono::steady_clock::now();
   cpu::ThreadScope threads(options.threads);  // weight binding and folding use the session's count too
   s->options_ = options;
-  FUSERT_ASSIGN_OR_RETURN(s->model_, load_model(model_path));
+  if (is_onnx_path(model_path)) {
+    FUSERT_ASSIGN_OR_RETURN(s->model_, load_onnx(model_path, options.input_shapes));
+  } else {
+    FUSERT_ASSIGN_OR_RETURN(s->model_, load_model(model_path));
+  }
   if (!s->model_.dims.empty()) {
     if (options.shape_cache_size < 1) {
       return error(StatusCode::kInvalidArgument)

@@ -5,7 +5,8 @@ set -euo pipefail
 # libdnnl-dev: oneDNN, the CPU anchor library. Its CMake package (Debian's build also has a GPU
 # runtime) requires OpenCL to be found, hence ocl-icd-opencl-dev, only a "Recommends" of it.
 pkgs=(build-essential cmake pkg-config doxygen libeigen3-dev libyaml-cpp-dev doctest-dev nlohmann-json3-dev
-      libpng-dev libjpeg62-turbo-dev libutf8proc-dev libdnnl-dev ocl-icd-opencl-dev python3 python3-pip ca-certificates)
+      libpng-dev libjpeg62-turbo-dev libutf8proc-dev libdnnl-dev ocl-icd-opencl-dev
+      libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata python3 python3-pip python3-venv ca-certificates)
 if [ "${1:-}" = "--bench" ]; then
   # PyTorch builds the reference modules the ONNX files are exported from; matplotlib plots.
   pkgs+=(python3-venv python3-numpy python3-torch python3-torchvision python3-matplotlib)

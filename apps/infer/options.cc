@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <sstream>
 
 namespace fusert::app {
 
@@ -14,6 +15,8 @@ Runs a fusert YAML model. With no options: EfficientNet-Lite0 with real ImageNet
 bundled photo models/data/coffee.png, printing the top-5 labels and timing.
 
   --model M.yaml          model file (default: models/efficientnet_lite0.yaml)
+  --shape NAME=DxDx..     ONNX models: bind an input's symbolic dims (dim_param), e.g.
+                          --shape input=1x3x224x224 (default: a symbolic leading dim is 1)
   --weights W.safetensors weights file (default: the model's own file if it declares one,
                           else seeded weights)
   --seeded                use seeded weights even if the model has a weights file
@@ -84,6 +87,25 @@ Exit status: 0 success, 1 error (message on stderr), 2 bad command line.
 
 namespace {
 
+// "input=1x3x224x224" into bindings["input"] = {1, 3, 224, 224}.
+Status parse_shape_binding(const std::string& v, std::map<std::string, std::vector<int64_t>>* bindings) {
+  const size_t eq = v.find('=');
+  const auto bad = [&v]() -> Status {
+    return error(StatusCode::kInvalidArgument)
+           << "--shape: expected NAME=DxDx... (e.g. input=1x3x224x224), got '" << v << "'";
+  };
+  if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) return bad();
+  std::vector<int64_t> dims;
+  std::stringstream ss(v.substr(eq + 1));
+  std::string d;
+  while (std::getline(ss, d, 'x')) {
+    if (d.empty() || d.size() > 9 || d.find_first_not_of("0123456789") != std::string::npos) return bad();
+    dims.push_back(std::stoll(d));
+  }
+  (*bindings)[v.substr(0, eq)] = dims;
+  return Status();
+}
+
 Result<int> parse_int(const std::string& flag, const char* v, int lo, int hi = 1000000) {
   char* end = nullptr;
   long x = std::strtol(v, &end, 10);
@@ -152,7 +174,7 @@ Result<InferOptions> parse_args(int argc, char** argv) {
     static const char* const kWithValue[] = {
         "--model",     "--weights",      "--input",           "--device",      "--threads",    "--fusion", "--runs",
         "--warmup",    "--topk",         "--output",          "--dot",         "--stats-json", "--seed",   "--text",
-        "--text-file", "--dump-kernels", "--register-budget", "--cpu-kernels", "--batch-size", "--batch"};
+        "--text-file", "--dump-kernels", "--register-budget", "--cpu-kernels", "--batch-size", "--batch",  "--shape"};
     bool known = false;
     for (const char* k : kWithValue) known |= a == k;
     if (!known) return error(StatusCode::kInvalidArgument) << "unknown option '" << a << "' (see --help)";
@@ -162,6 +184,8 @@ Result<InferOptions> parse_args(int argc, char** argv) {
       o.model = v;
     else if (a == "--weights")
       o.session.weights = v;
+    else if (a == "--shape")
+      FUSERT_RETURN_IF_ERROR(parse_shape_binding(v, &o.session.input_shapes));
     else if (a == "--input")
       o.images.push_back(v);
     else if (a == "--device")

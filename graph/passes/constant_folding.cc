@@ -376,7 +376,6 @@ class ConstantFoldingPass : public Pass {
     return true;
   }
 
- private:
   static std::optional<FoldInput> foldable(const Graph& g, const Node& n) {
     if (n.outputs.size() != 1) return std::nullopt;
     const Value& out = g.value(n.outputs[0]);
@@ -438,6 +437,12 @@ Status refold_symbolic(const Graph& folds, std::map<std::string, Tensor>* env) {
     (*env)[f.output] = std::move(*t);
   }
   return Status();
+}
+
+std::optional<Tensor> fold_constant_node(const Graph& g, const Node& n) {
+  std::optional<FoldInput> f = ConstantFoldingPass::foldable(g, n);
+  if (!f) return std::nullopt;
+  return fold(*f);
 }
 
 std::unique_ptr<Pass> make_constant_folding_pass() { return std::make_unique<ConstantFoldingPass>(); }

@@ -4,6 +4,8 @@
 // the graph after each one when asked, and keeps one record (and log line) per pass.
 #pragma once
 
+#include <optional>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -69,6 +71,10 @@ Status verify_graph_after_pass(const Graph& g, const std::string& pass);
 
 // The standard passes (graph/passes/*.cc).
 std::unique_ptr<Pass> make_constant_folding_pass();
+/// The value of node `n` when all its inputs are bound constants and its op folds (the
+/// constant-folding pass's evaluation of one node; its output shape must be inferred);
+/// std::nullopt otherwise. The ONNX importer folds shape subgraphs with it as it reads them.
+std::optional<Tensor> fold_constant_node(const Graph& g, const Node& n);
 /// Evaluates again, in order, the nodes constant folding folded over symbolic inputs
 /// (Graph::symbolic_folds of `folds`), reading symbolic inputs from `env` (value name -> data
 /// at the new shape, e.g. the model's symbolic constants expanded there) and adding each

@@ -26,9 +26,13 @@ struct SessionOptions {
   /// (constant folding and dead-code removal only): the most independent reference.
   std::string fusion = "all";
   bool profile_guided = false;  ///< time every op unfused once; hot ops drive vertical fusion first
-  std::string weights;          ///< safetensors path; empty = the model's own weights file if it declares one
-  bool seeded = false;          ///< ignore weights files and use seeded weights (models/FORMAT.md)
-  uint64_t seed = 0;            ///< seed for seeded weights
+  /// ONNX models: the shape of each input whose dims are symbolic (dim_param), by input name,
+  /// e.g. {"input", {1, 3, 224, 224}} (`infer --shape input=1x3x224x224`). Without one, a
+  /// symbolic leading dim is 1 and any other symbolic dim is an error of load().
+  std::map<std::string, std::vector<int64_t>> input_shapes;
+  std::string weights;  ///< safetensors path; empty = the model's own weights file if it declares one
+  bool seeded = false;  ///< ignore weights files and use seeded weights (models/FORMAT.md)
+  uint64_t seed = 0;    ///< seed for seeded weights
   /// Largest activation arena (bytes) a session may allocate per execution context; a model
   /// whose memory plan needs more fails to load with an error naming both sizes instead of
   /// attempting the allocation. Default 8 GiB.

@@ -1,0 +1,228 @@
+// The ONNX front end: ModelProto -> Graph. Nodes are read in the file's (topological) order;
+// each is mapped onto the op table (onnx_ops.cc adapts the spellings of older opsets), its
+// shapes inferred at once, and a node whose inputs are all constants is folded there and then,
+// so that the Shape -> Gather -> Unsqueeze -> Concat -> Reshape chains exporters write become
+// the constant shapes fusert's shape functions need.
+#include "graph/onnx/onnx_import.h"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "graph/base/file.h"
+#include "graph/onnx/onnx_ops.h"
+#include "graph/onnx/onnx_tensor.h"
+#include "graph/passes/pass.h"
+#include "graph/shape_inference.h"
+#include "graph/verifier.h"
+
+namespace fusert {
+
+bool is_onnx_path(const std::string& path) { return path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0; }
+
+namespace {
+
+using onnx_import::decode_tensor;
+
+Result<onnx::ModelProto> parse_model(const std::string& path) {
+  FUSERT_RETURN_IF_ERROR(check_regular_file(path, "ONNX model"));
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return error(StatusCode::kNotFound) << path << ": cannot open the ONNX model";
+  onnx::ModelProto m;
+  if (!m.ParseFromIstream(&f)) {
+    return error(StatusCode::kParseError) << path << ": not an ONNX model (the protobuf ModelProto does not parse; "
+                                          << "truncated or another format)";
+  }
+  if (!m.has_graph()) return error(StatusCode::kParseError) << path << ": the ONNX model has no graph";
+  return m;
+}
+
+// The default domain's opset; other domains are refused (their ops are not ONNX's).
+Result<int64_t> default_opset(const onnx::ModelProto& m, const std::string& path) {
+  int64_t opset = -1;
+  for (const auto& o : m.opset_import()) {
+    if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
+  }
+  if (opset < 0) {
+    return error(StatusCode::kUnsupported) << path << ": no opset_import for the default ONNX domain (only ops of "
+                                           << (m.opset_import_size() ? m.opset_import(0).domain() : "no domain") << ")";
+  }
+  if (opset < 6 || opset > 18) {
+    return error(StatusCode::kUnsupported) << path << ": opset " << opset << " (fusert imports opsets 6..18)";
+  }
+  return opset;
+}
+
+// A graph input's shape: its dims, symbolic ones bound from `bindings` or (leading) 1.
+Result<Shape> input_shape(const onnx::ValueInfoProto& in, const std::map<std::string, Shape>& bindings,
+                          const std::string& path) {
+  const auto& tt = in.type().tensor_type();
+  auto it = bindings.find(in.name());
+  const int rank = tt.shape().dim_size();
+  if (it != bindings.end()) {
+    if (tt.has_shape() && static_cast<int>(it->second.size()) != rank) {
+      return error(StatusCode::kInvalidArgument) << path << ": --shape " << in.name() << " has rank "
+                                                 << it->second.size() << ", the model's input has rank " << rank;
+    }
+    for (int d = 0; d < rank && tt.has_shape(); ++d) {
+      const auto& dim = tt.shape().dim(d);
+      if (dim.has_dim_value() && dim.dim_value() > 0 && dim.dim_value() != it->second[static_cast<size_t>(d)]) {
+        return error(StatusCode::kInvalidArgument)
+               << path << ": --shape " << in.name() << " " << shape_str(it->second) << ": dimension " << d
+               << " is fixed at " << dim.dim_value() << " in the model";
+      }
+    }
+    return it->second;
+  }
+  if (!tt.has_shape()) {
+    return error(StatusCode::kInvalidArgument)
+           << path << ": input '" << in.name() << "' has no shape; give it with --shape " << in.name()
+           << "=1x3x224x224";
+  }
+  Shape s;
+  for (int d = 0; d < rank; ++d) {
+    const auto& dim = tt.shape().dim(d);
+    if (dim.has_dim_value() && dim.dim_value() > 0) {  // exporters write -1 or 0 for "any" too
+      s.push_back(dim.dim_value());
+    } else if (d == 0) {
+      s.push_back(1);  // a batch dim
+    } else {
+      return error(StatusCode::kInvalidArgument)
+             << path << ": input '" << in.name() << "' dimension " << d << " is symbolic ('"
+             << (dim.dim_param().empty() ? "unnamed" : dim.dim_param()) << "'); bind it with --shape " << in.name()
+             << "=DxDx... (SessionOptions::input_shapes)";
+    }
+  }
+  return s;
+}
+
+class Importer {
+ public:
+  Importer(std::string path, int64_t opset) : path_(std::move(path)), opset_(opset) {
+    base_dir_ = std::filesystem::path(path_).parent_path().string();
+    if (base_dir_.empty()) base_dir_ = ".";
+  }
+
+  Status run(const onnx::ModelProto& m, const std::map<std::string, Shape>& bindings, ModelSpec* spec) {
+    const onnx::GraphProto& gp = m.graph();
+    FUSERT_RETURN_IF_ERROR(onnx_import::check_supported(gp, opset_, path_));
+    Graph& g = spec->graph;
+    g.name = gp.name().empty() ? std::filesystem::path(path_).stem().string() : gp.name();
+    g.source_file = path_;
+    for (const auto& o : gp.output()) outputs_.insert(o.name());
+    std::set<std::string> init_names;
+    for (const auto& t : gp.initializer()) {
+      init_names.insert(t.name());
+      FUSERT_ASSIGN_OR_RETURN(Tensor data, decode_tensor(t, base_dir_, "initializer '" + t.name() + "'"));
+      add_constant(g, t.name(), std::move(data));
+    }
+    for (const auto& in : gp.input()) {
+      if (init_names.count(in.name())) continue;  // opsets < 9 list initializers as inputs too
+      DType dt;
+      const int et = in.type().tensor_type().elem_type();
+      if (!onnx_import::dtype_of(et, &dt) || et == onnx::TensorProto::DOUBLE || et == onnx::TensorProto::FLOAT16 ||
+          et == onnx::TensorProto::BFLOAT16) {
+        return error(StatusCode::kUnsupported)
+               << path_ << ": input '" << in.name() << "' is " << onnx_import::elem_type_name(et)
+               << " (fusert's inputs are float, int64, int32 or bool)";
+      }
+      FUSERT_ASSIGN_OR_RETURN(Shape s, input_shape(in, bindings, path_));
+      Value& v = g.value(g.add_value(in.name()));
+      v.dtype = dt;
+      v.shape = s;
+      v.shape_known = true;
+      v.is_graph_input = true;
+      v.loc = SourceLoc{path_, 0, 0, "input '" + in.name() + "'"};
+      g.inputs.push_back(g.find_value(in.name()));
+    }
+    for (int i = 0; i < gp.node_size(); ++i) FUSERT_RETURN_IF_ERROR(add_node(g, gp.node(i), i));
+    for (const auto& o : gp.output()) {
+      const ValueId id = g.find_value(o.name());
+      if (id == kNoValue || (g.value(id).producer < 0 && !g.value(id).is_graph_input)) {
+        return error(StatusCode::kUnsupported) << path_ << ": graph output '" << o.name()
+                                               << "' is not computed by a node (a constant or missing output)";
+      }
+      g.outputs.push_back(id);
+    }
+    g.rebuild_links();
+    FUSERT_RETURN_IF_ERROR(topo_sort(g));
+    FUSERT_RETURN_IF_ERROR(infer_shapes(g));
+    return verify_graph(g);
+  }
+
+ private:
+  void add_constant(Graph& g, const std::string& name, Tensor data) {
+    Value& v = g.value(g.add_value(name));
+    v.dtype = data.dtype();
+    v.shape = data.shape();
+    v.shape_known = true;
+    v.is_initializer = true;
+    v.is_constant = true;
+    v.producer = -1;
+    v.data = std::move(data);
+    v.loc = SourceLoc{path_, 0, 0, "initializer '" + name + "'"};
+  }
+
+  // Adds node `i`, infers its shapes and folds it when its inputs are all constants.
+  Status add_node(Graph& g, const onnx::NodeProto& np, int i) {
+    onnx_import::Mapped mapped;
+    const std::string name = np.name().empty() ? np.op_type() + "_" + std::to_string(i) : np.name();
+    const SourceLoc loc{path_, 0, 0, "node #" + std::to_string(i) + " '" + name + "' (" + np.op_type() + ")"};
+    FUSERT_RETURN_IF_ERROR(onnx_import::map_node(g, np, opset_, name, loc, base_dir_, &mapped));
+    if (mapped.constant) {  // Constant, Shape, Size, Squeeze of a constant...: a value, no node
+      if (outputs_.count(np.output(0))) {
+        return error(StatusCode::kUnsupported) << loc.str() << ": a graph output computed from constants only";
+      }
+      add_constant(g, np.output(0), std::move(*mapped.constant));
+      return Status();
+    }
+    Node& n = mapped.node;
+    n.name = name;
+    n.loc = loc;
+    if (!node_names_.insert(n.name).second) n.name += "_" + std::to_string(i);
+    g.nodes.push_back(std::move(n));
+    Node& added = g.nodes.back();
+    for (ValueId out : added.outputs) g.value(out).producer = static_cast<int>(g.nodes.size() - 1);
+    FUSERT_RETURN_IF_ERROR(infer_node_shapes(g, added));
+    const bool is_output = outputs_.count(g.value(added.outputs[0]).name) > 0;
+    if (added.outputs.size() == 1 && !is_output) {
+      if (std::optional<Tensor> t = fold_constant_node(g, added)) {
+        const std::string out = g.value(added.outputs[0]).name;
+        g.nodes.pop_back();
+        add_constant(g, out, std::move(*t));
+      }
+    }
+    return Status();
+  }
+
+  std::string path_, base_dir_;
+  int64_t opset_;
+  std::set<std::string> outputs_, node_names_;
+};
+
+}  // namespace
+
+Result<ModelSpec> load_onnx(const std::string& path, const std::map<std::string, Shape>& input_shapes) {
+  FUSERT_ASSIGN_OR_RETURN(onnx::ModelProto m, parse_model(path));
+  FUSERT_ASSIGN_OR_RETURN(int64_t opset, default_opset(m, path));
+  ModelSpec spec;
+  spec.path = path;
+  spec.base_dir = std::filesystem::path(path).parent_path().string();
+  if (!m.doc_string().empty()) spec.description = m.doc_string();
+  Importer imp(path, opset);
+  FUSERT_RETURN_IF_ERROR(imp.run(m, input_shapes, &spec));
+  return spec;
+}
+
+Result<Tensor> read_onnx_tensor(const std::string& path) {
+  FUSERT_RETURN_IF_ERROR(check_regular_file(path, "ONNX tensor"));
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return error(StatusCode::kNotFound) << path << ": cannot open";
+  onnx::TensorProto t;
+  if (!t.ParseFromIstream(&f)) return error(StatusCode::kParseError) << path << ": not a serialized ONNX TensorProto";
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  return decode_tensor(t, dir.empty() ? "." : dir, path);
+}
+
+}  // namespace fusert

@@ -1,0 +1,35 @@
+// ONNX models into fusert's IR (the graph layer's second front end beside the YAML loader):
+// a ModelProto parsed by the ONNX project's own protobuf library (Debian libonnx-dev), its
+// initializers and Constant nodes as constants, its nodes mapped onto the op table (ONNX
+// opset semantics, the spellings of opsets 6-18), shape subgraphs folded as they are read.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "graph/base/tensor.h"
+#include "graph/loader/model_loader.h"
+
+namespace fusert {
+
+/// True for a path naming an ONNX file (extension .onnx).
+bool is_onnx_path(const std::string& path);
+
+/// Reads the ONNX model at `path`. Inputs whose dims are symbolic (dim_param) or missing take
+/// their shape from `input_shapes` (by input name; SessionOptions::input_shapes, `infer
+/// --shape`), else a symbolic leading dim is 1 (a batch); any other symbolic dim is an error
+/// asking for --shape. Shape/Size/Constant nodes and the integer arithmetic on them are folded
+/// at import (shapes are static once bound); Squeeze becomes a Reshape; Dropout an Identity.
+/// Errors: kNotFound / kParseError (not a protobuf ModelProto, a tensor whose data does not
+/// match its shape, an external-data file missing or short), kUnsupported (one error listing
+/// every unsupported op type with its count and first nodes, every unsupported attribute or
+/// dtype; opsets outside 6..18; other domains), kInvalidArgument (a symbolic dim without a
+/// binding, a binding of the wrong rank), and the shape errors of the model's nodes.
+Result<ModelSpec> load_onnx(const std::string& path, const std::map<std::string, Shape>& input_shapes = {});
+
+/// A serialized ONNX TensorProto (the input_N.pb / output_N.pb files of ONNX's test data) as
+/// a Tensor: f32, f16 and bf16 (as f32), f64 (as f32), i64, i32, bool. Errors: kParseError
+/// naming the file; kUnsupported for another dtype.
+Result<Tensor> read_onnx_tensor(const std::string& path);
+
+}  // namespace fusert

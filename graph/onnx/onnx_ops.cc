@@ -1,0 +1,365 @@
+// ONNX op types and attributes onto the op table. Most ONNX ops are fusert ops of the same name
+// and attributes (the table follows opset 17); the rest are rewritten here:
+//   Constant, Shape, Size          -> a constant value (shapes are static once inputs are bound)
+//   Dropout                        -> Identity (inference; its mask output unsupported)
+//   Squeeze                        -> Reshape to the squeezed shape
+//   attribute axes/split/starts    -> constant inputs (Unsqueeze < 13, ReduceSum < 13, Split < 13,
+//                                     Slice < 10), and input axes -> attribute (ReduceMean >= 18)
+//   Softmax < 13                   -> Softmax when its axis is the last (else unsupported: the old
+//                                     operator normalises over all dims from axis on)
+#include "graph/onnx/onnx_ops.h"
+
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "graph/onnx/onnx_tensor.h"
+
+namespace fusert::onnx_import {
+
+namespace {
+
+// ONNX op types imported as the fusert op of the same name.
+const std::set<std::string>& direct_ops() {
+  static const std::set<std::string> ops = {"Conv",
+                                            "BatchNormalization",
+                                            "Relu",
+                                            "Sigmoid",
+                                            "HardSigmoid",
+                                            "HardSwish",
+                                            "Erf",
+                                            "Tanh",
+                                            "Sqrt",
+                                            "Softplus",
+                                            "Clip",
+                                            "Add",
+                                            "Sub",
+                                            "Mul",
+                                            "Div",
+                                            "MaxPool",
+                                            "AveragePool",
+                                            "GlobalAveragePool",
+                                            "Flatten",
+                                            "Reshape",
+                                            "Transpose",
+                                            "Concat",
+                                            "Gemm",
+                                            "MatMul",
+                                            "Softmax",
+                                            "Identity",
+                                            "LayerNormalization",
+                                            "Gelu",
+                                            "Pow",
+                                            "ReduceMean",
+                                            "ReduceSum",
+                                            "Split",
+                                            "Slice",
+                                            "Gather",
+                                            "Unsqueeze",
+                                            "Where",
+                                            "Cast"};
+  return ops;
+}
+const std::set<std::string>& rewritten_ops() {
+  static const std::set<std::string> ops = {"Constant", "Shape", "Size", "Dropout", "Squeeze"};
+  return ops;
+}
+
+// Attributes the rewrites consume (not in the op table's schema), per op type.
+bool consumed_attr(const std::string& op, const std::string& a, int64_t opset) {
+  if (op == "Constant") return a.rfind("value", 0) == 0;
+  if (op == "Shape") return a == "start" || a == "end";
+  if (op == "Dropout") return a == "ratio" || a == "seed" || a == "is_test";
+  if (op == "Squeeze" || op == "Unsqueeze" || op == "ReduceSum") return a == "axes";
+  if (op == "Split") return a == "split" || a == "num_outputs";
+  if (op == "Slice") return opset < 10 && (a == "starts" || a == "ends" || a == "axes");
+  if (op == "BatchNormalization") return a == "spatial" || a == "is_test" || a == "consumed_inputs";
+  if (op == "Softmax") return opset < 13 && a == "axis";
+  return false;
+}
+
+const onnx::AttributeProto* find_attr(const onnx::NodeProto& np, const std::string& name) {
+  for (const auto& a : np.attribute()) {
+    if (a.name() == name) return &a;
+  }
+  return nullptr;
+}
+
+Tensor i64_tensor(const std::vector<int64_t>& v) {
+  Tensor t(DType::kI64, {static_cast<int64_t>(v.size())});
+  std::copy(v.begin(), v.end(), t.i64());
+  return t;
+}
+
+// Adds a constant input for a rewrite, named after the node.
+ValueId add_const(Graph& g, const std::string& name, Tensor data, const SourceLoc& loc) {
+  std::string n = name;
+  for (int k = 1; g.find_value(n) != kNoValue; ++k) n = name + "_" + std::to_string(k);
+  Value& v = g.value(g.add_value(n));
+  v.dtype = data.dtype();
+  v.shape = data.shape();
+  v.shape_known = true;
+  v.is_initializer = v.is_constant = true;
+  v.data = std::move(data);
+  v.loc = loc;
+  return g.find_value(n);
+}
+
+Result<AttrValue> convert_attr(const onnx::AttributeProto& a, const AttrSchema& s, const SourceLoc& loc) {
+  AttrValue v;
+  v.type = s.type;
+  const auto mismatch = [&]() -> Status {
+    return error(StatusCode::kUnsupported)
+           << loc.str() << ": attribute '" << a.name() << "' is not of type " << attr_type_name(s.type);
+  };
+  switch (s.type) {
+    case AttrType::kInt:
+      if (a.type() != onnx::AttributeProto::INT) return mismatch();
+      v.i = a.i();
+      break;
+    case AttrType::kFloat:
+      if (a.type() == onnx::AttributeProto::FLOAT) {
+        v.f = a.f();
+      } else if (a.type() == onnx::AttributeProto::INT) {
+        v.f = static_cast<double>(a.i());
+      } else {
+        return mismatch();
+      }
+      break;
+    case AttrType::kInts:
+      if (a.type() != onnx::AttributeProto::INTS) return mismatch();
+      v.ints.assign(a.ints().begin(), a.ints().end());
+      break;
+    case AttrType::kFloats:
+      if (a.type() != onnx::AttributeProto::FLOATS) return mismatch();
+      v.floats.assign(a.floats().begin(), a.floats().end());
+      break;
+    case AttrType::kString:
+      if (a.type() != onnx::AttributeProto::STRING) return mismatch();
+      v.s = a.s();
+      break;
+  }
+  return v;
+}
+
+Result<Tensor> constant_value(const onnx::NodeProto& np, const std::string& base_dir, const SourceLoc& loc) {
+  for (const auto& a : np.attribute()) {
+    if (a.name() == "value") return decode_tensor(a.t(), base_dir, loc.str());
+    if (a.name() == "value_float") return Tensor::f32({}, {a.f()});
+    if (a.name() == "value_floats") {
+      return Tensor::f32({a.floats_size()}, std::vector<float>(a.floats().begin(), a.floats().end()));
+    }
+    if (a.name() == "value_int") {
+      Tensor t(DType::kI64, {});
+      t.i64()[0] = a.i();
+      return t;
+    }
+    if (a.name() == "value_ints") return i64_tensor(std::vector<int64_t>(a.ints().begin(), a.ints().end()));
+  }
+  return error(StatusCode::kUnsupported) << loc.str() << ": Constant without a tensor, float(s) or int(s) value";
+}
+
+std::vector<int64_t> ints_attr(const onnx::NodeProto& np, const std::string& name) {
+  const onnx::AttributeProto* a = find_attr(np, name);
+  return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : std::vector<int64_t>{};
+}
+
+// Shape, Size and Squeeze, which need the input's shape.
+Result<std::optional<Tensor>> shape_value(const Graph& g, const onnx::NodeProto& np, const Shape& x) {
+  const int64_t r = static_cast<int64_t>(x.size());
+  if (np.op_type() == "Size") {
+    Tensor t(DType::kI64, {});
+    t.i64()[0] = shape_numel(x);
+    return std::optional<Tensor>(std::move(t));
+  }
+  int64_t start = 0, end = r;
+  if (const auto* a = find_attr(np, "start"))
+    start = a->i() < 0 ? std::max<int64_t>(0, a->i() + r) : std::min(a->i(), r);
+  if (const auto* a = find_attr(np, "end")) end = a->i() < 0 ? std::max<int64_t>(0, a->i() + r) : std::min(a->i(), r);
+  (void)g;
+  return std::optional<Tensor>(i64_tensor(std::vector<int64_t>(x.begin() + start, x.begin() + std::max(start, end))));
+}
+
+// The rewrites of the header comment: `*inputs` adjusted (constant axes added, inputs dropped);
+// returns the fusert op to build.
+Result<std::string> rewrite(Graph& g, const onnx::NodeProto& np, int64_t opset, const std::string& name,
+                            const SourceLoc& loc, size_t n_outs, std::vector<ValueId>* inputs) {
+  const std::string& op = np.op_type();
+  std::vector<ValueId>& ins = *inputs;
+  std::string fop = op;
+  if (op == "Dropout") {
+    if (n_outs > 1) return error(StatusCode::kUnsupported) << loc.str() << ": Dropout's mask output";
+    // Inference: the identity, unless training_mode (input 2, opset 12) is on or not constant.
+    if (ins.size() > 2) {
+      const Value& t = g.value(ins[2]);
+      if (!t.is_constant || t.data.numel() != 1 || static_cast<const uint8_t*>(t.data.raw())[0] != 0) {
+        return error(StatusCode::kUnsupported) << loc.str() << ": Dropout in training mode (training_mode input "
+                                               << (t.is_constant ? "true" : "not a constant") << ")";
+      }
+    }
+    fop = "Identity";
+    ins.resize(1);
+  }
+  if (op == "Squeeze") {  // -> Reshape to the squeezed shape
+    const Shape& x = g.value(ins.at(0)).shape;
+    std::vector<int64_t> axes = ints_attr(np, "axes");
+    if (ins.size() > 1) {
+      const Value& a = g.value(ins[1]);
+      if (!a.is_constant || a.data.dtype() != DType::kI64) {
+        return error(StatusCode::kUnsupported) << loc.str() << ": Squeeze axes must be a constant";
+      }
+      axes.assign(a.data.i64(), a.data.i64() + a.data.numel());
+    }
+    std::vector<bool> drop(x.size(), axes.empty());
+    for (int64_t a : axes) {
+      const int64_t k = a < 0 ? a + static_cast<int64_t>(x.size()) : a;
+      if (k < 0 || k >= static_cast<int64_t>(x.size()) || x[static_cast<size_t>(k)] != 1) {
+        return error(StatusCode::kShapeMismatch)
+               << loc.str() << ": Squeeze axis " << a << " of " << shape_str(x) << " is not a dimension of size 1";
+      }
+      drop[static_cast<size_t>(k)] = true;
+    }
+    std::vector<int64_t> shape;
+    for (size_t d = 0; d < x.size(); ++d) {
+      if (!drop[d] || (axes.empty() && x[d] != 1)) shape.push_back(x[d]);
+    }
+    fop = "Reshape";
+    ins.resize(1);
+    ins.push_back(add_const(g, name + ".shape", i64_tensor(shape), loc));
+  }
+  if ((op == "Unsqueeze" || op == "ReduceSum") && find_attr(np, "axes")) {
+    ins.resize(1);
+    ins.push_back(add_const(g, name + ".axes", i64_tensor(ints_attr(np, "axes")), loc));
+  }
+  if (op == "Split" && find_attr(np, "split")) {
+    ins.resize(1);
+    ins.push_back(add_const(g, name + ".split", i64_tensor(ints_attr(np, "split")), loc));
+  }
+  if (op == "Slice" && opset < 10) {
+    ins.resize(1);
+    ins.push_back(add_const(g, name + ".starts", i64_tensor(ints_attr(np, "starts")), loc));
+    ins.push_back(add_const(g, name + ".ends", i64_tensor(ints_attr(np, "ends")), loc));
+    if (find_attr(np, "axes")) ins.push_back(add_const(g, name + ".axes", i64_tensor(ints_attr(np, "axes")), loc));
+  }
+  if (op == "Softmax" && opset < 13) {
+    const int64_t r = static_cast<int64_t>(g.value(ins.at(0)).shape.size());
+    const auto* a = find_attr(np, "axis");
+    const int64_t axis = a ? (a->i() < 0 ? a->i() + r : a->i()) : 1;
+    if (axis != r - 1) {
+      return error(StatusCode::kUnsupported)
+             << loc.str() << ": Softmax (opset " << opset << ") over dims " << axis << ".." << r - 1 << " of a rank-"
+             << r << " input (fusert's Softmax normalises one axis, the last here)";
+    }
+  }
+  return fop;
+}
+
+}  // namespace
+
+Status check_supported(const onnx::GraphProto& g, int64_t opset, const std::string& path) {
+  std::map<std::string, std::pair<int, std::vector<std::string>>> ops, attrs;
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& np = g.node(i);
+    const std::string name = np.name().empty() ? "#" + std::to_string(i) : np.name();
+    const bool onnx_domain = np.domain().empty() || np.domain() == "ai.onnx";
+    const std::string op = onnx_domain ? np.op_type() : np.domain() + "." + np.op_type();
+    OpKind kind;
+    if (!onnx_domain || (!direct_ops().count(op) && !rewritten_ops().count(op)) ||
+        (direct_ops().count(op) && !find_op(op, &kind))) {
+      auto& e = ops[op];
+      if (e.first++ < 3) e.second.push_back(name);
+      continue;
+    }
+    const OpInfo* info = direct_ops().count(op) ? &op_info(kind) : nullptr;
+    for (const auto& a : np.attribute()) {
+      if (consumed_attr(op, a.name(), opset) || (info && info->find_attr(a.name()))) continue;
+      auto& e = attrs[op + "." + a.name()];
+      if (e.first++ < 3) e.second.push_back(name);
+    }
+  }
+  if (ops.empty() && attrs.empty()) return Status();
+  std::ostringstream os;
+  os << path << ": unsupported by fusert:";
+  auto list = [&os](const char* what, const auto& m) {
+    if (m.empty()) return;
+    os << "\n  " << what << ":";
+    for (const auto& [k, e] : m) {
+      os << "\n    " << k << " x" << e.first << " (";
+      for (size_t j = 0; j < e.second.size(); ++j) os << (j ? ", " : "") << e.second[j];
+      os << (e.first > 3 ? ", ..." : "") << ")";
+    }
+  };
+  list("op types", ops);
+  list("attributes", attrs);
+  return error(StatusCode::kUnsupported) << os.str();
+}
+
+Status map_node(Graph& g, const onnx::NodeProto& np, int64_t opset, const std::string& name, const SourceLoc& loc,
+                const std::string& base_dir, Mapped* out) {
+  const std::string& op = np.op_type();
+  std::vector<ValueId> ins;
+  for (const std::string& in : np.input()) {
+    if (in.empty()) {
+      ins.push_back(kNoValue);
+      continue;
+    }
+    const ValueId id = g.find_value(in);
+    if (id == kNoValue || !g.value(id).shape_known) {
+      return error(StatusCode::kParseError) << loc.str() << ": input '" << in << "' is not computed before this node";
+    }
+    ins.push_back(id);
+  }
+  while (!ins.empty() && ins.back() == kNoValue) ins.pop_back();
+  std::vector<std::string> outs(np.output().begin(), np.output().end());
+  while (!outs.empty() && outs.back().empty()) outs.pop_back();
+  if (outs.empty()) return error(StatusCode::kParseError) << loc.str() << ": no outputs";
+
+  if (op == "Constant") {
+    FUSERT_ASSIGN_OR_RETURN(Tensor t, constant_value(np, base_dir, loc));
+    out->constant = std::move(t);
+    return Status();
+  }
+  if ((op == "Shape" || op == "Size") && !ins.empty()) {
+    FUSERT_ASSIGN_OR_RETURN(out->constant, shape_value(g, np, g.value(ins[0]).shape));
+    return Status();
+  }
+  FUSERT_ASSIGN_OR_RETURN(const std::string fop, rewrite(g, np, opset, name, loc, outs.size(), &ins));
+  Node& n = out->node;
+  if (!find_op(fop, &n.op)) return error(StatusCode::kUnsupported) << loc.str() << ": op " << op;
+  const OpInfo& info = op_info(n.op);
+  if (op == "ReduceMean" && ins.size() > 1) {  // opset 18: axes as an input
+    const Value& a = g.value(ins[1]);
+    if (!a.is_constant || a.data.dtype() != DType::kI64) {
+      return error(StatusCode::kUnsupported) << loc.str() << ": ReduceMean axes must be a constant";
+    }
+    AttrValue v;
+    v.type = AttrType::kInts;
+    v.ints.assign(a.data.i64(), a.data.i64() + a.data.numel());
+    n.attrs["axes"] = v;
+    ins.resize(1);
+  }
+  if (static_cast<int>(ins.size()) < info.min_inputs || static_cast<int>(ins.size()) > info.max_inputs) {
+    return error(StatusCode::kUnsupported) << loc.str() << ": " << ins.size() << " inputs (fusert's " << info.name
+                                           << " takes " << info.min_inputs << ".." << info.max_inputs << ")";
+  }
+  if (static_cast<int>(outs.size()) > info.max_outputs) {
+    return error(StatusCode::kUnsupported) << loc.str() << ": " << outs.size() << " outputs (fusert's " << info.name
+                                           << " computes " << info.max_outputs << ")";
+  }
+  n.inputs = ins;
+  for (const std::string& o : outs) n.outputs.push_back(g.add_value(o));
+  for (const auto& a : np.attribute()) {
+    if (consumed_attr(op, a.name(), opset)) continue;
+    const AttrSchema* s = info.find_attr(a.name());
+    if (!s) return error(StatusCode::kUnsupported) << loc.str() << ": attribute '" << a.name() << "'";
+    FUSERT_ASSIGN_OR_RETURN(n.attrs[a.name()], convert_attr(a, *s, loc));
+  }
+  for (const AttrSchema& s : info.attrs) {
+    if (n.attrs.count(s.name)) continue;
+    if (s.required) return error(StatusCode::kParseError) << loc.str() << ": attribute '" << s.name << "' is required";
+    n.attrs[s.name] = s.default_value;
+  }
+  return Status();
+}
+
+}  // namespace fusert::onnx_import

@@ -1,0 +1,30 @@
+// ONNX nodes onto fusert's op table (internal to graph/onnx): which op types and attributes
+// are supported, and the rewrites of spellings that differ across opsets or that fusert
+// expresses otherwise (Squeeze as Reshape, attribute axes as constant inputs, ...).
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <optional>
+#include <string>
+
+#include "graph/ir.h"
+
+namespace fusert::onnx_import {
+
+/// One error (kUnsupported) listing every unsupported op type (count, first node names) and
+/// every unsupported attribute of `g`; ok when there is none.
+Status check_supported(const onnx::GraphProto& g, int64_t opset, const std::string& path);
+
+/// A node as fusert has it, or the constant it computes (Constant, Shape, Size).
+struct Mapped {
+  Node node;
+  std::optional<Tensor> constant;
+};
+
+/// Maps `np` (its inputs already in `g`, shapes inferred). Constant inputs the rewrite needs
+/// (axes, a Reshape target) are added to `g` as constants named after the node.
+Status map_node(Graph& g, const onnx::NodeProto& np, int64_t opset, const std::string& name, const SourceLoc& loc,
+                const std::string& base_dir, Mapped* out);
+
+}  // namespace fusert::onnx_import

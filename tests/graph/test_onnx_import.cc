@@ -1,0 +1,273 @@
+// The ONNX import on models built here with the ONNX protobuf API: values by hand, the folding
+// of exporters' shape chains, symbolic dims, and every error a crafted or broken file gives
+// (each naming the file, node, tensor or input, never a crash).
+#include <doctest/doctest.h>
+#include <onnx/onnx_pb.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "graph/onnx/onnx_import.h"
+#include "runtime/session.h"
+
+using namespace fusert;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path scratch_dir() {
+  fs::path d = fs::temp_directory_path() / ("fusert_onnx_test_" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  return d;
+}
+
+onnx::ModelProto model(int64_t opset = 17) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* o = m.add_opset_import();
+  o->set_domain("");
+  o->set_version(opset);
+  m.mutable_graph()->set_name("t");
+  return m;
+}
+
+void add_input(onnx::GraphProto* g, const std::string& name, std::vector<int64_t> dims, const std::string& sym = "",
+               int sym_at = -1, int elem = onnx::TensorProto::FLOAT) {
+  auto* v = g->add_input();
+  v->set_name(name);
+  auto* t = v->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(elem);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    auto* d = t->mutable_shape()->add_dim();
+    if (static_cast<int>(i) == sym_at) {
+      d->set_dim_param(sym);
+    } else {
+      d->set_dim_value(dims[i]);
+    }
+  }
+}
+
+void add_output(onnx::GraphProto* g, const std::string& name) { g->add_output()->set_name(name); }
+
+onnx::NodeProto* add_node(onnx::GraphProto* g, const std::string& op, std::vector<std::string> in,
+                          std::vector<std::string> out, const std::string& name = "") {
+  auto* n = g->add_node();
+  n->set_op_type(op);
+  n->set_name(name);
+  for (auto& s : in) n->add_input(s);
+  for (auto& s : out) n->add_output(s);
+  return n;
+}
+
+void add_f32(onnx::GraphProto* g, const std::string& name, std::vector<int64_t> dims, std::vector<float> v,
+             bool raw = true) {
+  auto* t = g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) t->add_dims(d);
+  if (raw) {
+    t->set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * 4));
+  } else {
+    for (float x : v) t->add_float_data(x);
+  }
+}
+
+void add_i64(onnx::GraphProto* g, const std::string& name, std::vector<int64_t> v) {
+  auto* t = g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::INT64);
+  t->add_dims(static_cast<int64_t>(v.size()));
+  for (int64_t x : v) t->add_int64_data(x);
+}
+
+std::string save(const onnx::ModelProto& m, const std::string& name) {
+  const std::string p = (scratch_dir() / name).string();
+  std::ofstream f(p, std::ios::binary);
+  m.SerializeToOstream(&f);
+  return p;
+}
+
+bool has(const std::string& s, const std::string& f) { return s.find(f) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("onnx import: Gemm + Add + Relu with raw and typed initializers, values by hand") {
+  auto m = model();
+  auto* g = m.mutable_graph();
+  add_input(g, "x", {1, 3});
+  add_f32(g, "w", {2, 3}, {1, 2, 3, -1, 0, 1});         // raw_data
+  add_f32(g, "b", {2}, {0.5f, -10.0f}, /*raw=*/false);  // float_data
+  auto* gemm = add_node(g, "Gemm", {"x", "w", "b"}, {"h"}, "fc");
+  auto* a = gemm->add_attribute();
+  a->set_name("transB");
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(1);
+  add_node(g, "Relu", {"h"}, {"y"});
+  add_output(g, "y");
+  for (const char* fusion : {"none", "all"}) {
+    SessionOptions opt;
+    opt.threads = 1;
+    opt.fusion = fusion;
+    auto s = Session::load(save(m, "gemm.onnx"), opt);
+    REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+    auto y = (*s)->run({{"x", Tensor::f32({1, 3}, {1, 1, 1})}});
+    REQUIRE(y.ok());
+    // [1+2+3+0.5, -1+0+1-10] = [6.5, -10] -> relu -> [6.5, 0]
+    CHECK(y->at("y").f32()[0] == doctest::Approx(6.5));
+    CHECK(y->at("y").f32()[1] == 0.0f);
+  }
+}
+
+TEST_CASE("onnx import: Shape -> Gather -> Unsqueeze -> Concat -> Reshape chains fold to constants") {
+  auto m = model(13);
+  auto* g = m.mutable_graph();
+  add_input(g, "x", {2, 3, 4});
+  add_i64(g, "zero", {0});
+  add_i64(g, "minus_one", {-1});
+  add_node(g, "Shape", {"x"}, {"s"});
+  add_node(g, "Gather", {"s", "zero"}, {"n"});  // [2]
+  add_node(g, "Concat", {"n", "minus_one"}, {"target"})->add_attribute()->CopyFrom([] {
+    onnx::AttributeProto a;
+    a.set_name("axis");
+    a.set_type(onnx::AttributeProto::INT);
+    a.set_i(0);
+    return a;
+  }());
+  add_node(g, "Reshape", {"x", "target"}, {"y"});
+  add_output(g, "y");
+  auto spec = load_onnx(save(m, "chain.onnx"));
+  REQUIRE_MESSAGE(spec.ok(), spec.status().to_string());
+  CHECK(spec->graph.nodes.size() == 1);  // only the Reshape is left
+  CHECK(spec->graph.value(spec->graph.outputs[0]).shape == Shape{2, 12});
+}
+
+TEST_CASE("onnx import: symbolic dims bind from input_shapes, a leading one defaults to 1") {
+  auto m = model();
+  auto* g = m.mutable_graph();
+  add_input(g, "x", {1, 3, 0, 8}, "height", 2);
+  add_node(g, "Relu", {"x"}, {"y"});
+  add_output(g, "y");
+  const std::string p = save(m, "sym.onnx");
+  auto r = load_onnx(p);
+  REQUIRE(!r.ok());
+  CHECK(r.status().code() == StatusCode::kInvalidArgument);
+  CHECK(has(r.status().message(), "input 'x' dimension 2 is symbolic ('height'); bind it with --shape x="));
+  auto ok = load_onnx(p, {{"x", {1, 3, 5, 8}}});
+  REQUIRE(ok.ok());
+  CHECK(ok->graph.value(ok->graph.outputs[0]).shape == Shape{1, 3, 5, 8});
+  auto rank = load_onnx(p, {{"x", {3, 5, 8}}});
+  REQUIRE(!rank.ok());
+  CHECK(has(rank.status().message(), "--shape x has rank 3, the model's input has rank 4"));
+  auto fixed = load_onnx(p, {{"x", {1, 4, 5, 8}}});
+  REQUIRE(!fixed.ok());
+  CHECK(has(fixed.status().message(), "dimension 1 is fixed at 3"));
+
+  auto b = model();
+  add_input(b.mutable_graph(), "x", {0, 4}, "batch", 0);
+  add_node(b.mutable_graph(), "Relu", {"x"}, {"y"});
+  add_output(b.mutable_graph(), "y");
+  auto batch = load_onnx(save(b, "batch.onnx"));
+  REQUIRE(batch.ok());
+  CHECK(batch->graph.value(batch->graph.inputs[0]).shape == Shape{1, 4});
+}
+
+TEST_CASE("onnx import: one error lists every unsupported op type and attribute") {
+  auto m = model();
+  auto* g = m.mutable_graph();
+  add_input(g, "x", {1, 4});
+  add_node(g, "Foo", {"x"}, {"a"}, "foo1");
+  add_node(g, "Foo", {"a"}, {"b"}, "foo2");
+  add_node(g, "Bar", {"b"}, {"c"}, "bar1");
+  auto* r = add_node(g, "Relu", {"c"}, {"y"}, "relu1");
+  auto* at = r->add_attribute();
+  at->set_name("zzz");
+  at->set_type(onnx::AttributeProto::INT);
+  add_output(g, "y");
+  auto s = load_onnx(save(m, "unsupported.onnx"));
+  REQUIRE(!s.ok());
+  CHECK(s.status().code() == StatusCode::kUnsupported);
+  const std::string msg = s.status().message();
+  CHECK(has(msg, "unsupported.onnx: unsupported by fusert:"));
+  CHECK(has(msg, "Foo x2 (foo1, foo2)"));
+  CHECK(has(msg, "Bar x1 (bar1)"));
+  CHECK(has(msg, "Relu.zzz x1 (relu1)"));
+}
+
+TEST_CASE("onnx import: broken files are errors naming the file or the tensor") {
+  const fs::path d = scratch_dir();
+  {
+    std::ofstream f(d / "garbage.onnx", std::ios::binary);
+    f << "this is not a protobuf \xff\xff\xff\xff\xff";
+  }
+  auto garbage = load_onnx((d / "garbage.onnx").string());
+  REQUIRE(!garbage.ok());
+  CHECK(garbage.status().code() == StatusCode::kParseError);
+  CHECK(has(garbage.status().message(), "garbage.onnx: not an ONNX model"));
+
+  auto m = model();
+  auto* g = m.mutable_graph();
+  add_input(g, "x", {2});
+  add_f32(g, "w", {2}, {1, 2});
+  g->mutable_initializer(0)->set_raw_data(std::string(7, '\0'));  // 7 bytes for 2 floats
+  add_node(g, "Add", {"x", "w"}, {"y"});
+  add_output(g, "y");
+  auto bad = load_onnx(save(m, "short.onnx"));
+  REQUIRE(!bad.ok());
+  CHECK(has(bad.status().message(), "initializer 'w': 7 bytes of data for [2] float (8 expected)"));
+
+  // Truncated: half of a valid model.
+  const std::string whole = m.SerializeAsString();
+  add_f32(g, "w2", {64}, std::vector<float>(64, 1.0f));
+  const std::string big = m.SerializeAsString();
+  {
+    std::ofstream f(d / "truncated.onnx", std::ios::binary);
+    f << big.substr(0, big.size() - 100);
+  }
+  auto trunc = load_onnx((d / "truncated.onnx").string());
+  REQUIRE(!trunc.ok());
+  (void)whole;
+
+  // External data outside the model's directory, and missing.
+  auto e = model();
+  add_input(e.mutable_graph(), "x", {2});
+  add_f32(e.mutable_graph(), "w", {2}, {1, 2});
+  auto* t = e.mutable_graph()->mutable_initializer(0);
+  t->clear_raw_data();
+  t->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* kv = t->add_external_data();
+  kv->set_key("location");
+  kv->set_value("../../etc/passwd");
+  add_node(e.mutable_graph(), "Add", {"x", "w"}, {"y"});
+  add_output(e.mutable_graph(), "y");
+  auto outside = load_onnx(save(e, "outside.onnx"));
+  REQUIRE(!outside.ok());
+  CHECK(has(outside.status().message(), "is outside the model's directory"));
+  kv->set_value("missing.bin");
+  auto missing = load_onnx(save(e, "missing.onnx"));
+  REQUIRE(!missing.ok());
+  CHECK(missing.status().code() == StatusCode::kNotFound);
+  CHECK(has(missing.status().message(), "initializer 'w': external data file"));
+}
+
+TEST_CASE("onnx import: Dropout is the identity only in inference mode") {
+  auto m = model(13);
+  auto* g = m.mutable_graph();
+  add_input(g, "x", {4});
+  auto* t = g->add_initializer();
+  t->set_name("train");
+  t->set_data_type(onnx::TensorProto::BOOL);
+  t->add_int32_data(1);
+  add_f32(g, "ratio", {}, {0.5f});
+  add_node(g, "Dropout", {"x", "ratio", "train"}, {"y"}, "drop");
+  add_output(g, "y");
+  auto s = load_onnx(save(m, "dropout.onnx"));
+  REQUIRE(!s.ok());
+  CHECK(s.status().code() == StatusCode::kUnsupported);
+  CHECK(has(s.status().message(), "Dropout in training mode"));
+  t->set_int32_data(0, 0);
+  auto ok = load_onnx(save(m, "dropout_eval.onnx"));
+  REQUIRE_MESSAGE(ok.ok(), ok.status().to_string());
+}

@@ -1,0 +1,242 @@
+// onnx_conformance: ONNX's own backend test data (Debian libonnx-testdata: node/,
+// pytorch-converted/, pytorch-operator/, simple/) through fusert's ONNX import. Each case is a
+// model.onnx with test_data_set_*/input_N.pb and output_N.pb; every case whose ops fusert
+// supports runs on the CPU backend with each --fusion mode and its outputs are compared with
+// the expected ones as ONNX's runner does (|got - want| <= atol + rtol * |want|, rtol 1e-3,
+// atol 1e-7; integer outputs exact). A case fusert cannot import (an unsupported op, dtype or
+// attribute: a kUnsupported load error) is skipped with the reason.
+//
+//   onnx_conformance [--data DIR] [--suites node,simple,...] [--fusion none,all] [--filter S]
+//                    [--json OUT] [--verbose]
+// Prints every failed case, the skipped ones with --verbose, and `N passed, N failed, N
+// skipped` per suite; exit 1 when a case failed, 2 on bad usage or no test data.
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "graph/onnx/onnx_import.h"
+#include "runtime/session.h"
+
+namespace fs = std::filesystem;
+using namespace fusert;
+
+namespace {
+
+struct Outcome {
+  std::string suite, name, fusion, status, reason;  // status: passed, failed, skipped
+  std::vector<std::string> ops;
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string x;
+  while (std::getline(ss, x, ',')) {
+    if (!x.empty()) out.push_back(x);
+  }
+  return out;
+}
+
+std::vector<std::string> op_types(const std::string& model) {
+  std::ifstream f(model, std::ios::binary);
+  onnx::ModelProto m;
+  std::set<std::string> ops;
+  if (f && m.ParseFromIstream(&f)) {
+    for (const auto& n : m.graph().node()) ops.insert(n.op_type());
+  }
+  return {ops.begin(), ops.end()};
+}
+
+std::string first_line(const std::string& s, size_t max = 300) {
+  std::string l = s.substr(0, s.find('\n'));
+  return l.size() > max ? l.substr(0, max) + "..." : l;
+}
+
+// The reason of a kUnsupported import error, without the path: "op types: Pad x1; ...".
+std::string skip_reason(const std::string& msg) {
+  std::string m = msg;
+  const size_t colon = m.find(": ");
+  if (colon != std::string::npos && m.compare(0, 1, "/") == 0) m = m.substr(colon + 2);
+  std::string out;
+  for (char c : m) out += c == '\n' ? ' ' : c;
+  while (out.find("  ") != std::string::npos) out.replace(out.find("  "), 2, " ");
+  return first_line(out);
+}
+
+// Compares `got` with `want` as ONNX's backend runner does; empty when they agree.
+std::string compare(const Tensor& got, const Tensor& want, double rtol, double atol) {
+  if (got.shape() != want.shape()) {
+    // Scalars ([]) and [1] are interchangeable in some old test data.
+    if (got.numel() != want.numel() || got.numel() != 1)
+      return "shape " + shape_str(got.shape()) + ", expected " + shape_str(want.shape());
+  }
+  const int64_t n = want.numel();
+  if (want.dtype() == DType::kF32) {
+    if (got.dtype() != DType::kF32) return std::string("dtype ") + dtype_name(got.dtype()) + ", expected f32";
+    for (int64_t i = 0; i < n; ++i) {
+      const double a = got.f32()[i], b = want.f32()[i];
+      if (std::isnan(a) && std::isnan(b)) continue;
+      if (!(std::fabs(a - b) <= atol + rtol * std::fabs(b))) {
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "element %lld: %.7g, expected %.7g (rtol %.0e, atol %.0e)",
+                      static_cast<long long>(i), a, b, rtol, atol);
+        return buf;
+      }
+    }
+    return "";
+  }
+  if (got.dtype() != want.dtype())
+    return std::string("dtype ") + dtype_name(got.dtype()) + ", expected " + dtype_name(want.dtype());
+  if (std::memcmp(got.raw(), want.raw(), want.nbytes()) != 0) return "integer/bool values differ";
+  return "";
+}
+
+Outcome run_case(const fs::path& dir, const std::string& suite, const std::string& fusion) {
+  Outcome o{suite, dir.filename().string(), fusion, "passed", "", op_types((dir / "model.onnx").string())};
+  SessionOptions opt;
+  opt.threads = 1;
+  opt.fusion = fusion;
+  auto s = Session::load((dir / "model.onnx").string(), opt);
+  if (!s.ok()) {
+    o.status = s.status().code() == StatusCode::kUnsupported ? "skipped" : "failed";
+    o.reason = (o.status == "failed" ? "load: " : "") + skip_reason(s.status().message());
+    return o;
+  }
+  const std::vector<TensorInfo> ins = (*s)->inputs(), outs = (*s)->outputs();
+  std::vector<fs::path> sets;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
+  }
+  std::sort(sets.begin(), sets.end());
+  if (sets.empty()) return {suite, o.name, fusion, "skipped", "no test_data_set", o.ops};
+  for (const fs::path& set : sets) {
+    TensorMap inputs;
+    for (size_t i = 0; i < ins.size(); ++i) {
+      auto t = read_onnx_tensor((set / ("input_" + std::to_string(i) + ".pb")).string());
+      if (!t.ok()) {
+        o.status = t.status().code() == StatusCode::kUnsupported ? "skipped" : "failed";
+        o.reason = "input " + std::to_string(i) + ": " + first_line(t.status().message());
+        return o;
+      }
+      inputs[ins[i].name] = *t;
+    }
+    auto y = (*s)->run(inputs);
+    if (!y.ok()) {
+      o.status = "failed";
+      o.reason = "run: " + first_line(y.status().message());
+      return o;
+    }
+    for (size_t i = 0; i < outs.size(); ++i) {
+      auto want = read_onnx_tensor((set / ("output_" + std::to_string(i) + ".pb")).string());
+      if (!want.ok()) {
+        o.status = want.status().code() == StatusCode::kUnsupported ? "skipped" : "failed";
+        o.reason = "output " + std::to_string(i) + ": " + first_line(want.status().message());
+        return o;
+      }
+      const std::string diff = compare(y->at(outs[i].name), *want, 1e-3, 1e-7);
+      if (!diff.empty()) {
+        o.status = "failed";
+        o.reason = set.filename().string() + " output '" + outs[i].name + "': " + diff;
+        return o;
+      }
+    }
+  }
+  return o;
+}
+
+std::string json_str(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) continue;
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string data = "/usr/share/libonnx-testdata/data", filter, json;
+  std::vector<std::string> suites = {"node", "pytorch-converted", "pytorch-operator", "simple"};
+  std::vector<std::string> fusions = {"none", "all"};
+  bool verbose = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool has = i + 1 < argc;
+    if (a == "--data" && has)
+      data = argv[++i];
+    else if (a == "--suites" && has)
+      suites = split(argv[++i]);
+    else if (a == "--fusion" && has)
+      fusions = split(argv[++i]);
+    else if (a == "--filter" && has)
+      filter = argv[++i];
+    else if (a == "--json" && has)
+      json = argv[++i];
+    else if (a == "--verbose")
+      verbose = true;
+    else {
+      std::fprintf(stderr,
+                   "usage: onnx_conformance [--data DIR] [--suites a,b] [--fusion none,all] [--filter S] "
+                   "[--json OUT] [--verbose]\n");
+      return 2;
+    }
+  }
+  if (!fs::is_directory(data)) {
+    std::fprintf(stderr, "onnx_conformance: no test data at %s (apt-get install libonnx-testdata)\n", data.c_str());
+    return 2;
+  }
+  std::vector<Outcome> all;
+  for (const std::string& suite : suites) {
+    std::vector<fs::path> cases;
+    if (!fs::is_directory(fs::path(data) / suite)) continue;
+    for (const auto& e : fs::directory_iterator(fs::path(data) / suite)) {
+      if (fs::exists(e.path() / "model.onnx") && e.path().filename().string().find(filter) != std::string::npos)
+        cases.push_back(e.path());
+    }
+    std::sort(cases.begin(), cases.end());
+    int counts[3] = {0, 0, 0};
+    for (const fs::path& c : cases) {
+      for (const std::string& f : fusions) {
+        Outcome o = run_case(c, suite, f);
+        const int k = o.status == "passed" ? 0 : o.status == "failed" ? 1 : 2;
+        ++counts[k];
+        if (k == 1 || (k == 2 && verbose)) {
+          std::printf("%s %s/%s [fusion %s]: %s\n", k == 1 ? "FAILED " : "skipped", suite.c_str(), o.name.c_str(),
+                      f.c_str(), o.reason.c_str());
+        }
+        all.push_back(std::move(o));
+      }
+    }
+    std::printf("[onnx] %-18s %d passed, %d failed, %d skipped (%zu cases x %zu fusion modes)\n", suite.c_str(),
+                counts[0], counts[1], counts[2], cases.size(), fusions.size());
+  }
+  int total[3] = {0, 0, 0};
+  for (const Outcome& o : all) ++total[o.status == "passed" ? 0 : o.status == "failed" ? 1 : 2];
+  std::printf("[onnx] total: %d passed, %d failed, %d skipped\n", total[0], total[1], total[2]);
+  if (!json.empty()) {
+    std::ofstream f(json);
+    f << "[\n";
+    for (size_t i = 0; i < all.size(); ++i) {
+      const Outcome& o = all[i];
+      f << "  {\"suite\": " << json_str(o.suite) << ", \"case\": " << json_str(o.name)
+        << ", \"fusion\": " << json_str(o.fusion) << ", \"status\": " << json_str(o.status)
+        << ", \"reason\": " << json_str(o.reason) << ", \"ops\": [";
+      for (size_t k = 0; k < o.ops.size(); ++k) f << (k ? ", " : "") << json_str(o.ops[k]);
+      f << "]}" << (i + 1 < all.size() ? "," : "") << "\n";
+    }
+    f << "]\n";
+  }
+  return total[1] ? 1 : 0;
+}

