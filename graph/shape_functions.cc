@@ -16,6 +16,12 @@ Status shape_Sigmoid(ShapeContext& c) { return same_as_input(c); }
 Status shape_HardSigmoid(ShapeContext& c) { return same_as_input(c); }
 Status shape_HardSwish(ShapeContext& c) { return same_as_input(c); }
 Status shape_Softplus(ShapeContext& c) { return same_as_input(c); }
+Status shape_Neg(ShapeContext& c) { return same_as_input(c); }
+Status shape_Exp(ShapeContext& c) { return same_as_input(c); }
+Status shape_Abs(ShapeContext& c) { return same_as_input(c); }
+Status shape_Log(ShapeContext& c) { return same_as_input(c); }
+Status shape_Reciprocal(ShapeContext& c) { return same_as_input(c); }
+Status shape_LeakyRelu(ShapeContext& c) { return same_as_input(c); }
 Status shape_Identity(ShapeContext& c) { return same_as_input(c); }
 
 Status shape_Clip(ShapeContext& c) {

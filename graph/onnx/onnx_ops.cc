@@ -57,7 +57,13 @@ const std::set<std::string>& direct_ops() {
                                             "Gather",
                                             "Unsqueeze",
                                             "Where",
-                                            "Cast"};
+                                            "Cast",
+                                            "Neg",
+                                            "Exp",
+                                            "Abs",
+                                            "Log",
+                                            "Reciprocal",
+                                            "LeakyRelu"};
   return ops;
 }
 const std::set<std::string>& rewritten_ops() {

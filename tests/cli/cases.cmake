@@ -222,7 +222,7 @@ fusert_cli_test(onnx_explain --stdout 0 "^fusion plan for " "^plan: [0-9]+ nodes
 fusert_cli_test(onnx_shape_malformed 2 "--shape: expected NAME=DxDx\\.\\.\\. \\(e\\.g\\. input=1x3x224x224\\), got 'x=1xax3'"
                 -- --model ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_loaders/corpus/onnx/test_Conv2d_depthwise_padded.onnx
                    --shape x=1xax3)
-fusert_cli_test(onnx_unsupported 1 "test_abs/model\\.onnx: unsupported by fusert:" "Abs x1"
-                -- --model /usr/share/libonnx-testdata/data/node/test_abs/model.onnx --seeded)
+fusert_cli_test(onnx_unsupported 1 "test_acos/model\\.onnx: unsupported by fusert:" "Acos x1"
+                -- --model /usr/share/libonnx-testdata/data/node/test_acos/model.onnx --seeded)
 fusert_cli_test(onnx_not_a_model 1 "truncated_gemm\\.onnx: not an ONNX model"
                 -- --model ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_loaders/regressions/onnx/truncated_gemm.onnx)

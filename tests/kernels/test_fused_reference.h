@@ -77,6 +77,12 @@ inline float ref_op(const cpu::EpilogueStep& s, float v, float t) {
       return static_cast<float>(std::exp(x));
     case EpOp::kAbs:
       return std::fabs(v);
+    case EpOp::kLog:
+      return static_cast<float>(std::log(x));
+    case EpOp::kReciprocal:
+      return static_cast<float>(1.0 / x);
+    case EpOp::kLeakyRelu:
+      return std::isnan(v) ? v : (v < 0.f ? s.a * v : v);
     case EpOp::kSoftplus:
       return static_cast<float>(std::log1p(std::exp(x)));
     case EpOp::kIdentity:
