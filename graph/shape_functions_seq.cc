@@ -107,6 +107,8 @@ Status shape_Pow(ShapeContext& c) {
 }
 
 Status shape_ReduceMean(ShapeContext& c) { return reduce_shape(c, c.node.attr_ints("axes")); }
+Status shape_ReduceMax(ShapeContext& c) { return reduce_shape(c, c.node.attr_ints("axes")); }
+Status shape_ReduceMin(ShapeContext& c) { return reduce_shape(c, c.node.attr_ints("axes")); }
 
 Status shape_ReduceSum(ShapeContext& c) {
   std::vector<int64_t> axes;

@@ -63,7 +63,9 @@ const std::set<std::string>& direct_ops() {
                                             "Abs",
                                             "Log",
                                             "Reciprocal",
-                                            "LeakyRelu"};
+                                            "LeakyRelu",
+                                            "ReduceMax",
+                                            "ReduceMin"};
   return ops;
 }
 const std::set<std::string>& rewritten_ops() {
@@ -333,10 +335,10 @@ Status map_node(Graph& g, const onnx::NodeProto& np, int64_t opset, const std::s
   Node& n = out->node;
   if (!find_op(fop, &n.op)) return error(StatusCode::kUnsupported) << loc.str() << ": op " << op;
   const OpInfo& info = op_info(n.op);
-  if (op == "ReduceMean" && ins.size() > 1) {  // opset 18: axes as an input
+  if ((op == "ReduceMean" || op == "ReduceMax" || op == "ReduceMin") && ins.size() > 1) {  // opset 18: axes input
     const Value& a = g.value(ins[1]);
     if (!a.is_constant || a.data.dtype() != DType::kI64) {
-      return error(StatusCode::kUnsupported) << loc.str() << ": ReduceMean axes must be a constant";
+      return error(StatusCode::kUnsupported) << loc.str() << ": " << op << " axes must be a constant";
     }
     AttrValue v;
     v.type = AttrType::kInts;

@@ -1,6 +1,7 @@
 // Sequence-model kernels: LayerNorm, GELU, reductions, slice/gather/where/cast.
 #include "kernels/cpu/sequence_kernels.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -32,6 +33,20 @@ void reduce(int64_t outer, int64_t len, int64_t inner, bool mean, const float* x
       double acc = 0;
       for (int64_t l = 0; l < len; ++l) acc += x[(o * len + l) * inner + i];
       y[o * inner + i] = static_cast<float>(mean ? acc / static_cast<double>(len) : acc);
+    }
+  }
+}
+
+void reduce_extreme(int64_t outer, int64_t len, int64_t inner, bool max, const float* x, float* y) {
+#pragma omp parallel for schedule(static) if (outer * inner > 4096)
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      float acc = x[o * len * inner + i];
+      for (int64_t l = 1; l < len && !std::isnan(acc); ++l) {
+        const float v = x[(o * len + l) * inner + i];
+        acc = std::isnan(v) ? v : (max ? std::max(acc, v) : std::min(acc, v));
+      }
+      y[o * inner + i] = acc;
     }
   }
 }

@@ -19,6 +19,9 @@ void layer_norm(int64_t outer, int64_t inner, const float* x, const float* scale
 /// Reducing several axes is done by the caller as one [outer, len, inner] view when they are
 /// contiguous, else by successive calls.
 void reduce(int64_t outer, int64_t len, int64_t inner, bool mean, const float* x, float* y);
+/// y[o, i] = max (or min) over l of x[o, l, i]; NaN if any element of the window is NaN
+/// (ONNX ReduceMax/ReduceMin, as numpy's maximum.reduce). len >= 1.
+void reduce_extreme(int64_t outer, int64_t len, int64_t inner, bool max, const float* x, float* y);
 
 /// Copies `len_out` slices along an axis: x viewed as [outer, len_in, inner] elements of `esize`
 /// bytes; y[o, j, i] = x[o, start + j * step, i] (step may be negative).

@@ -66,7 +66,8 @@ LOWER(Gelu) {
 }
 
 // Reduces the (sorted) axes one at a time from the last, through a scratch buffer.
-static Status lower_reduce(const Graph& g, int ni, Step& s, bool mean) {
+// kind: 0 sum, 1 mean, 2 max, 3 min.
+static Status lower_reduce(const Graph& g, int ni, Step& s, int kind) {
   const Node& n = NODE;
   Shape x = shape_of(g, n.inputs[0]);
   std::vector<int64_t> axes = n.attr_ints("axes");
@@ -84,7 +85,11 @@ static Status lower_reduce(const Graph& g, int ni, Step& s, bool mean) {
       int64_t outer, len, inner;
       axis_view(sh, axes[k], &outer, &len, &inner);
       next.assign(static_cast<size_t>(outer * inner), 0.f);
-      cpu::reduce(outer, len, inner, mean, cur.data(), next.data());
+      if (kind >= 2) {
+        cpu::reduce_extreme(outer, len, inner, kind == 2, cur.data(), next.data());
+      } else {
+        cpu::reduce(outer, len, inner, kind == 1, cur.data(), next.data());
+      }
       sh[static_cast<size_t>(axes[k])] = 1;
       cur.swap(next);
     }
@@ -92,8 +97,10 @@ static Status lower_reduce(const Graph& g, int ni, Step& s, bool mean) {
   };
   return Status();
 }
-LOWER(ReduceMean) { return lower_reduce(g, ni, s, true); }
-LOWER(ReduceSum) { return lower_reduce(g, ni, s, false); }
+LOWER(ReduceMean) { return lower_reduce(g, ni, s, 1); }
+LOWER(ReduceSum) { return lower_reduce(g, ni, s, 0); }
+LOWER(ReduceMax) { return lower_reduce(g, ni, s, 2); }
+LOWER(ReduceMin) { return lower_reduce(g, ni, s, 3); }
 
 LOWER(Split) {
   const Node& n = NODE;

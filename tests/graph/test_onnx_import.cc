@@ -6,8 +6,10 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 
 #include "graph/onnx/onnx_import.h"
@@ -270,4 +272,42 @@ TEST_CASE("onnx import: Dropout is the identity only in inference mode") {
   t->set_int32_data(0, 0);
   auto ok = load_onnx(save(m, "dropout_eval.onnx"));
   REQUIRE_MESSAGE(ok.ok(), ok.status().to_string());
+}
+
+TEST_CASE("onnx import: ReduceMax / ReduceMin by hand, axes as attribute (13) and input (18), NaN propagates") {
+  for (int64_t opset : {13, 18}) {
+    for (const char* op : {"ReduceMax", "ReduceMin"}) {
+      auto m = model(opset);
+      auto* g = m.mutable_graph();
+      add_input(g, "x", {2, 3});
+      std::vector<std::string> ins = {"x"};
+      if (opset == 18) {
+        add_i64(g, "axes", {1});
+        ins.push_back("axes");
+      }
+      auto* n = add_node(g, op, ins, {"y"}, "r");
+      if (opset == 13) {
+        auto* a = n->add_attribute();
+        a->set_name("axes");
+        a->set_type(onnx::AttributeProto::INTS);
+        a->add_ints(1);
+      }
+      auto* k = n->add_attribute();
+      k->set_name("keepdims");
+      k->set_type(onnx::AttributeProto::INT);
+      k->set_i(0);
+      add_output(g, "y");
+      SessionOptions opt;
+      opt.threads = 1;
+      auto s = Session::load(save(m, std::string(op) + std::to_string(opset) + ".onnx"), opt);
+      REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      auto y = (*s)->run({{"x", Tensor::f32({2, 3}, {1, 5, -3, 2, nan, 4})}});
+      REQUIRE(y.ok());
+      const Tensor& t = y->at("y");
+      REQUIRE(t.shape() == Shape{2});
+      CHECK(t.f32()[0] == (std::string(op) == "ReduceMax" ? 5.f : -3.f));
+      CHECK(std::isnan(t.f32()[1]));
+    }
+  }
 }
