@@ -180,8 +180,14 @@ Result<std::unique_ptr<SessionImpl>> SessionImpl::load_impl(const std::string& m
   cpu::ThreadScope threads(options.threads);  // weight binding and folding use the session's count too
   s->options_ = options;
   if (is_onnx_path(model_path)) {
-    FUSERT_ASSIGN_OR_RETURN(s->model_, load_onnx(model_path, options.input_shapes));
+    std::vector<SymbolicDim> dims;
+    for (const auto& [name, r] : options.dim_ranges) dims.push_back({name, r.min, r.max, r.opt});
+    FUSERT_ASSIGN_OR_RETURN(s->model_, load_onnx(model_path, options.input_shapes, dims));
   } else {
+    if (!options.dim_ranges.empty()) {
+      return error(StatusCode::kInvalidArgument) << model_path << ": SessionOptions::dim_ranges (--dim) is for ONNX "
+                                                 << "models; a YAML model declares its symbolic dims in 'dims:'";
+    }
     FUSERT_ASSIGN_OR_RETURN(s->model_, load_model(model_path));
   }
   if (!s->model_.dims.empty()) {

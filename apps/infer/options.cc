@@ -17,6 +17,9 @@ bundled photo models/data/coffee.png, printing the top-5 labels and timing.
   --model M.yaml          model file (default: models/efficientnet_lite0.yaml)
   --shape NAME=DxDx..     ONNX models: bind an input's symbolic dims (dim_param), e.g.
                           --shape input=1x3x224x224 (default: a symbolic leading dim is 1)
+  --dim NAME=MIN:MAX[:OPT] ONNX models: keep dim_param NAME symbolic over [MIN, MAX],
+                          planned at OPT (default MIN); --batch N then runs N, e.g.
+                          --dim unk__653=1:64
   --weights W.safetensors weights file (default: the model's own file if it declares one,
                           else seeded weights)
   --seeded                use seeded weights even if the model has a weights file
@@ -106,6 +109,26 @@ Status parse_shape_binding(const std::string& v, std::map<std::string, std::vect
   return Status();
 }
 
+// "batch=1:64" or "batch=1:64:8" into ranges["batch"].
+Status parse_dim_range(const std::string& v, std::map<std::string, DimRange>* ranges) {
+  const size_t eq = v.find('=');
+  const auto bad = [&v]() -> Status {
+    return error(StatusCode::kInvalidArgument)
+           << "--dim: expected NAME=MIN:MAX[:OPT] (e.g. batch=1:64), got '" << v << "'";
+  };
+  if (eq == std::string::npos || eq == 0) return bad();
+  std::vector<int64_t> n;
+  std::stringstream ss(v.substr(eq + 1));
+  std::string d;
+  while (std::getline(ss, d, ':')) {
+    if (d.empty() || d.size() > 9 || d.find_first_not_of("0123456789") != std::string::npos) return bad();
+    n.push_back(std::stoll(d));
+  }
+  if (n.size() != 2 && n.size() != 3) return bad();
+  (*ranges)[v.substr(0, eq)] = DimRange{n[0], n[1], n.size() == 3 ? n[2] : n[0]};
+  return Status();
+}
+
 Result<int> parse_int(const std::string& flag, const char* v, int lo, int hi = 1000000) {
   char* end = nullptr;
   long x = std::strtol(v, &end, 10);
@@ -174,7 +197,8 @@ Result<InferOptions> parse_args(int argc, char** argv) {
     static const char* const kWithValue[] = {
         "--model",     "--weights",      "--input",           "--device",      "--threads",    "--fusion", "--runs",
         "--warmup",    "--topk",         "--output",          "--dot",         "--stats-json", "--seed",   "--text",
-        "--text-file", "--dump-kernels", "--register-budget", "--cpu-kernels", "--batch-size", "--batch",  "--shape"};
+        "--text-file", "--dump-kernels", "--register-budget", "--cpu-kernels", "--batch-size", "--batch",  "--shape",
+        "--dim"};
     bool known = false;
     for (const char* k : kWithValue) known |= a == k;
     if (!known) return error(StatusCode::kInvalidArgument) << "unknown option '" << a << "' (see --help)";
@@ -186,6 +210,8 @@ Result<InferOptions> parse_args(int argc, char** argv) {
       o.session.weights = v;
     else if (a == "--shape")
       FUSERT_RETURN_IF_ERROR(parse_shape_binding(v, &o.session.input_shapes));
+    else if (a == "--dim")
+      FUSERT_RETURN_IF_ERROR(parse_dim_range(v, &o.session.dim_ranges));
     else if (a == "--input")
       o.images.push_back(v);
     else if (a == "--device")

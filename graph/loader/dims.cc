@@ -60,6 +60,12 @@ namespace fusert {
 
 namespace {
 
+// `spec` again at `at`: its front end's expansion (ONNX), else the YAML text's.
+Result<ModelSpec> expand(const ModelSpec& spec, const DimValues& at) {
+  if (spec.expand_at) return spec.expand_at(at);
+  return load_root(spec.source_text, spec.path, spec.base_dir, &at);
+}
+
 bool same_data(const Tensor& a, const Tensor& b) {
   return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
 }
@@ -101,7 +107,7 @@ Status mark_symbolic_constants(ModelSpec& spec) {
     DimValues at;
     for (const SymbolicDim& d : spec.dims) at[d.name] = probe == 0 ? d.min : d.max;
     if (at == spec.dim_values) continue;
-    Result<ModelSpec> probed = load_root(spec.source_text, spec.path, spec.base_dir, &at);
+    Result<ModelSpec> probed = expand(spec, at);
     if (!probed.ok()) {  // valid at opt, not at the range's other end
       return error(probed.status().code()) << probed.status().message() << " (with dims " << dims_str_of(at) << ")";
     }
@@ -120,7 +126,7 @@ Status mark_symbolic_constants(ModelSpec& spec) {
 Status mark_symbolic(ModelSpec& spec) { return spec.dims.empty() ? Status() : mark_symbolic_constants(spec); }
 
 Result<ModelSpec> instantiate_model(const ModelSpec& base, const DimValues& values) {
-  FUSERT_ASSIGN_OR_RETURN(ModelSpec spec, load_root(base.source_text, base.path, base.base_dir, &values));
+  FUSERT_ASSIGN_OR_RETURN(ModelSpec spec, expand(base, values));
   FUSERT_RETURN_IF_ERROR(check_same_structure(base, spec, values));
   for (size_t i = 0; i < spec.graph.values.size(); ++i) {
     Value& v = spec.graph.values[i];

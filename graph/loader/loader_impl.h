@@ -83,7 +83,5 @@ namespace fusert {
 /// dims.cc.
 Result<ModelSpec> load_root(const std::string& text, const std::string& name, const std::string& base_dir,
                             const DimValues* values);
-/// Marks the constants that depend on a symbolic dim (Value::symbolic); no-op without dims.
-Status mark_symbolic(ModelSpec& spec);
 
 }  // namespace fusert

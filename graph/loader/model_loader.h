@@ -1,6 +1,7 @@
 // Loads a YAML model file (models/FORMAT.md) into a verified, shape-inferred Graph.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -52,6 +53,9 @@ struct ModelSpec {
   DimValues dim_values;
   /// The model text and the directory its relative paths resolve against (instantiate_model).
   std::string source_text, base_dir;
+  /// Reads the model again with its symbolic dims at other values, for a front end other than
+  /// the YAML text above (the ONNX import); empty for YAML models.
+  std::function<Result<ModelSpec>(const DimValues&)> expand_at;
 };
 
 /// Reads and expands `path` at each symbolic dim's opt value. Constants whose values depend on
@@ -59,6 +63,9 @@ struct ModelSpec {
 /// marked Value::symbolic. Errors name file:line:column (and the template use site); a model
 /// whose node structure depends on a dim is kInvalidArgument.
 Result<ModelSpec> load_model(const std::string& path);
+/// Marks the constants of `spec` that depend on a symbolic dim (Value::symbolic), found by
+/// expanding the model again at every dim's min and at every dim's max; no-op without dims.
+Status mark_symbolic(ModelSpec& spec);
 /// The same model expanded at `values` (every symbolic dim, within its range): input shapes and
 /// symbolic constants at those values; weights not bound. Errors: a dim missing or out of range
 /// (kInvalidArgument naming dim and range), a shape error of the model at these values

@@ -5,6 +5,7 @@
 // the constant shapes fusert's shape functions need.
 #include "graph/onnx/onnx_import.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -99,7 +100,9 @@ Result<Shape> input_shape(const onnx::ValueInfoProto& in, const std::map<std::st
 
 class Importer {
  public:
-  Importer(std::string path, int64_t opset) : path_(std::move(path)), opset_(opset) {
+  Importer(std::string path, int64_t opset, const std::vector<SymbolicDim>& dims, const DimValues* at)
+      : path_(std::move(path)), opset_(opset), at_(at) {
+    for (const SymbolicDim& d : dims) dims_[d.name] = d;
     base_dir_ = std::filesystem::path(path_).parent_path().string();
     if (base_dir_.empty()) base_dir_ = ".";
   }
@@ -127,7 +130,28 @@ class Importer {
                << path_ << ": input '" << in.name() << "' is " << onnx_import::elem_type_name(et)
                << " (fusert's inputs are float, int64, int32 or bool)";
       }
-      FUSERT_ASSIGN_OR_RETURN(Shape s, input_shape(in, bindings, path_));
+      // Dims kept symbolic take their value at `at` (each one's opt when null) first.
+      std::vector<std::string> symbols;
+      auto sym = bindings;
+      if (!bindings.count(in.name()) && in.type().tensor_type().has_shape()) {
+        const auto& shp = in.type().tensor_type().shape();
+        Shape bound;
+        bool any = false;
+        for (int d = 0; d < shp.dim_size(); ++d) {
+          const std::string& p = shp.dim(d).dim_param();
+          const auto it = dims_.find(p);
+          const bool named = !p.empty() && it != dims_.end();
+          symbols.push_back(named ? p : "");
+          any |= named;
+          used_.insert(named ? p : "");
+          const int64_t fixed = shp.dim(d).dim_value() > 0 ? shp.dim(d).dim_value() : (d == 0 ? 1 : -1);
+          bound.push_back(named ? (at_ ? at_->at(p) : it->second.opt) : fixed);
+        }
+        const bool complete = std::find(bound.begin(), bound.end(), -1) == bound.end();
+        if (any && complete) sym[in.name()] = bound;
+      }
+      FUSERT_ASSIGN_OR_RETURN(Shape s, input_shape(in, sym, path_));
+      spec->input_dims.push_back(symbols.empty() ? std::vector<std::string>(s.size()) : symbols);
       Value& v = g.value(g.add_value(in.name()));
       v.dtype = dt;
       v.shape = s;
@@ -198,20 +222,57 @@ class Importer {
 
   std::string path_, base_dir_;
   int64_t opset_;
+  const DimValues* at_;
+  std::map<std::string, SymbolicDim> dims_;
+
+ public:
+  std::set<std::string> used_;  ///< dim_params of the inputs kept symbolic
   std::set<std::string> outputs_, node_names_;
 };
 
 }  // namespace
 
-Result<ModelSpec> load_onnx(const std::string& path, const std::map<std::string, Shape>& input_shapes) {
+namespace {
+
+// The model at `at` (each symbolic dim's opt when null).
+Result<ModelSpec> load_onnx_at(const std::string& path, const std::map<std::string, Shape>& input_shapes,
+                               const std::vector<SymbolicDim>& dims, const DimValues* at) {
   FUSERT_ASSIGN_OR_RETURN(onnx::ModelProto m, parse_model(path));
   FUSERT_ASSIGN_OR_RETURN(int64_t opset, default_opset(m, path));
   ModelSpec spec;
   spec.path = path;
   spec.base_dir = std::filesystem::path(path).parent_path().string();
   if (!m.doc_string().empty()) spec.description = m.doc_string();
-  Importer imp(path, opset);
+  Importer imp(path, opset, dims, at);
   FUSERT_RETURN_IF_ERROR(imp.run(m, input_shapes, &spec));
+  for (const SymbolicDim& d : dims) {
+    if (!imp.used_.count(d.name)) {
+      return error(StatusCode::kInvalidArgument)
+             << path << ": --dim " << d.name << ": no input dimension of the model is named so (dim_param)";
+    }
+    if (d.min < 1 || d.opt < d.min || d.opt > d.max) {
+      return error(StatusCode::kInvalidArgument) << path << ": --dim " << d.name << "=" << d.min << ":" << d.max << ":"
+                                                 << d.opt << ": expected 1 <= min <= opt <= max";
+    }
+    spec.dims.push_back(d);
+    spec.dim_values[d.name] = at ? at->at(d.name) : d.opt;
+  }
+  if (dims.empty()) {
+    spec.input_dims.clear();
+    return spec;
+  }
+  spec.expand_at = [path, input_shapes, dims](const DimValues& v) {
+    return load_onnx_at(path, input_shapes, dims, &v);
+  };
+  return spec;
+}
+
+}  // namespace
+
+Result<ModelSpec> load_onnx(const std::string& path, const std::map<std::string, Shape>& input_shapes,
+                            const std::vector<SymbolicDim>& dims) {
+  FUSERT_ASSIGN_OR_RETURN(ModelSpec spec, load_onnx_at(path, input_shapes, dims, nullptr));
+  FUSERT_RETURN_IF_ERROR(mark_symbolic(spec));
   return spec;
 }
 

@@ -25,7 +25,11 @@ bool is_onnx_path(const std::string& path);
 /// every unsupported op type with its count and first nodes, every unsupported attribute or
 /// dtype; opsets outside 6..18; other domains), kInvalidArgument (a symbolic dim without a
 /// binding, a binding of the wrong rank), and the shape errors of the model's nodes.
-Result<ModelSpec> load_onnx(const std::string& path, const std::map<std::string, Shape>& input_shapes = {});
+/// `dims`: dim_params kept symbolic (ModelSpec::dims, models/FORMAT.md "Symbolic dimensions"),
+/// the model imported at each one's opt; the other values are imported again on demand
+/// (ModelSpec::expand_at). A name no input dim carries is kInvalidArgument.
+Result<ModelSpec> load_onnx(const std::string& path, const std::map<std::string, Shape>& input_shapes = {},
+                            const std::vector<SymbolicDim>& dims = {});
 
 /// A serialized ONNX TensorProto (the input_N.pb / output_N.pb files of ONNX's test data) as
 /// a Tensor: f32, f16 and bf16 (as f32), f64 (as f32), i64, i32, bool. Errors: kParseError

@@ -235,3 +235,8 @@ add_test(NAME cli_convert_unsupported
                  "Acos x1" -- $<TARGET_FILE:fusert-convert> /usr/share/libonnx-testdata/data/node/test_acos/model.onnx
                  -o ${CMAKE_CURRENT_BINARY_DIR}/cli_convert_acos.yaml)
 set_tests_properties(cli_convert_usage cli_convert_unsupported PROPERTIES LABELS cli TIMEOUT 60)
+fusert_cli_test(onnx_dim_malformed 2 "--dim: expected NAME=MIN:MAX\\[:OPT\\] \\(e\\.g\\. batch=1:64\\), got 'N=1'"
+                -- --model ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_loaders/corpus/onnx/test_Conv2d_depthwise_padded.onnx
+                   --dim N=1)
+fusert_cli_test(yaml_dim_refused 1 "dim_ranges \\(--dim\\) is for ONNX models"
+                -- --model ${CMAKE_SOURCE_DIR}/models/branch_merge.yaml --seeded --dim batch=1:4)

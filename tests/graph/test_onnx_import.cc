@@ -311,3 +311,53 @@ TEST_CASE("onnx import: ReduceMax / ReduceMin by hand, axes as attribute (13) an
     }
   }
 }
+
+TEST_CASE("onnx import: a dim_param kept symbolic (--dim): any batch in range, shape chains refolded") {
+  auto m = model(13);
+  auto* g = m.mutable_graph();
+  add_input(g, "x", {0, 4}, "N", 0);
+  add_i64(g, "zero", {0});
+  add_i64(g, "two_two", {2, 2});
+  add_node(g, "Shape", {"x"}, {"s"});
+  add_node(g, "Gather", {"s", "zero"}, {"n"});  // [N]
+  auto* cat = add_node(g, "Concat", {"n", "two_two"}, {"target"});
+  auto* ax = cat->add_attribute();
+  ax->set_name("axis");
+  ax->set_type(onnx::AttributeProto::INT);
+  ax->set_i(0);
+  add_node(g, "Reshape", {"x", "target"}, {"r"});  // [N, 2, 2]
+  add_node(g, "Relu", {"r"}, {"y"});
+  add_output(g, "y");
+  SessionOptions opt;
+  opt.threads = 1;
+  opt.dim_ranges["N"] = DimRange{1, 8, 2};
+  auto s = Session::load(save(m, "dyn.onnx"), opt);
+  REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+  const std::vector<TensorInfo> ins = (*s)->inputs();
+  REQUIRE(ins.size() == 1);
+  CHECK(ins[0].dims[0].symbol == "N");
+  CHECK(ins[0].dims[0].min == 1);
+  CHECK(ins[0].dims[0].max == 8);
+  for (int64_t n : {1, 2, 5, 8}) {
+    std::vector<float> v(static_cast<size_t>(n * 4));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i) * (i % 3 == 0 ? -1.f : 1.f);
+    auto y = (*s)->run({{"x", Tensor::f32({n, 4}, v)}});
+    REQUIRE_MESSAGE(y.ok(), y.status().to_string());
+    const Tensor& t = y->at("y");
+    REQUIRE(t.shape() == Shape{n, 2, 2});
+    for (size_t i = 0; i < v.size(); ++i) CHECK(t.f32()[i] == std::max(v[i], 0.f));
+  }
+  auto out = (*s)->run({{"x", Tensor(DType::kF32, {9, 4})}});
+  REQUIRE(!out.ok());
+  CHECK(has(out.status().message(), "1..8"));
+
+  SessionOptions bad = opt;
+  bad.dim_ranges = {{"M", DimRange{1, 8, 1}}};
+  auto unknown = Session::load(save(m, "dyn.onnx"), bad);
+  REQUIRE(!unknown.ok());
+  CHECK(has(unknown.status().message(), "--dim M: no input dimension of the model is named so"));
+  bad.dim_ranges = {{"N", DimRange{4, 8, 2}}};
+  auto range = Session::load(save(m, "dyn.onnx"), bad);
+  REQUIRE(!range.ok());
+  CHECK(has(range.status().message(), "expected 1 <= min <= opt <= max"));
+}

@@ -14,6 +14,13 @@ namespace fusert {
 /// Named tensors: a run's inputs or outputs by graph input/output name.
 using TensorMap = std::map<std::string, Tensor>;
 
+/// A symbolic dim's range: any value in [min, max] at run time, planned at opt.
+struct DimRange {
+  int64_t min = 1;  ///< smallest value run() accepts
+  int64_t max = 1;  ///< largest value run() accepts
+  int64_t opt = 1;  ///< the value the fusion plan is made for (min <= opt <= max)
+};
+
 /// What a session is asked to do; the defaults run the CPU on all cores with every fusion
 /// strategy. Invalid values are kInvalidArgument errors of Session::load().
 struct SessionOptions {
@@ -30,6 +37,11 @@ struct SessionOptions {
   /// e.g. {"input", {1, 3, 224, 224}} (`infer --shape input=1x3x224x224`). Without one, a
   /// symbolic leading dim is 1 and any other symbolic dim is an error of load().
   std::map<std::string, std::vector<int64_t>> input_shapes;
+  /// ONNX models: named dim_params to keep symbolic, by name, e.g. {"batch", {1, 64, 1}}
+  /// (`infer --dim batch=1:64`): run() then takes any value in the range, as for a YAML model's
+  /// `dims:` (one execution plan per shape, cached). A dim_param not named here is bound as
+  /// input_shapes says. Errors of load(): a name no input dim carries, min < 1, opt outside.
+  std::map<std::string, DimRange> dim_ranges;
   std::string weights;  ///< safetensors path; empty = the model's own weights file if it declares one
   bool seeded = false;  ///< ignore weights files and use seeded weights (models/FORMAT.md)
   uint64_t seed = 0;    ///< seed for seeded weights
