@@ -268,3 +268,56 @@ Status shape_Cast(ShapeContext& c) {
 }
 
 }  // namespace fusert
+
+namespace fusert {
+
+Status shape_Expand(ShapeContext& c) {
+  std::vector<int64_t> target;
+  FUSERT_RETURN_IF_ERROR(const_ints(c, 1, "shape", &target));
+  Shape out;
+  if (!broadcast_shapes(c.in(0), Shape(target.begin(), target.end()), &out)) {
+    return c.fail() << shape_str(c.in(0)) << " does not broadcast to "
+                    << shape_str(Shape(target.begin(), target.end()));
+  }
+  c.set_out(0, out, c.in_dtype(0));
+  return Status();
+}
+
+// Pads from input 1 (opset >= 11) or the attribute, canonicalised into the attribute; the
+// constant from input 2 into `value`.
+Status shape_Pad(ShapeContext& c) {
+  std::vector<int64_t> pads = c.node.attr_ints("pads");
+  if (c.has_input(1)) FUSERT_RETURN_IF_ERROR(const_ints(c, 1, "pads", &pads));
+  if (c.has_input(3)) return c.unsupported() << "input 3 (axes) is not supported";
+  const Shape& x = c.in(0);
+  if (pads.size() != 2 * x.size()) {
+    return c.fail() << "pads has " << pads.size() << " values for a rank-" << x.size() << " input (2 per dim)";
+  }
+  const std::string& mode = c.node.attr_s("mode");
+  if (mode != "constant" && mode != "reflect" && mode != "edge") return c.unsupported() << "mode '" << mode << "'";
+  if (c.in_dtype(0) != DType::kF32)
+    return c.unsupported() << "input 0 is " << dtype_name(c.in_dtype(0)) << " (f32 only)";
+  Shape out = x;
+  for (size_t d = 0; d < x.size(); ++d) {
+    const int64_t b = pads[d], e = pads[d + x.size()];
+    if (b < 0 || e < 0) return c.unsupported() << "negative pads (cropping)";
+    if (mode != "constant" && x[d] == 0 && b + e > 0) return c.fail() << "cannot " << mode << "-pad an empty dim";
+    if (mode == "reflect" && (b >= x[d] || e >= x[d])) {
+      return c.fail() << "reflect pads of dim " << d << " (" << b << ", " << e << ") must be below its size " << x[d];
+    }
+    out[d] += b + e;
+  }
+  if (c.has_input(2)) {
+    const Tensor* v = c.constant(2);
+    if (!v) return c.unsupported() << "input 2 (constant_value) must be a constant";
+    if (v->numel() != 1 || v->dtype() != DType::kF32)
+      return c.fail() << "input 2 (constant_value) must be an f32 scalar";
+    c.node.attrs["value"].f = v->f32()[0];
+  }
+  c.node.attrs["pads"].ints = pads;
+  c.node.attrs["pads"].type = AttrType::kInts;
+  c.set_out(0, out);
+  return Status();
+}
+
+}  // namespace fusert

@@ -81,9 +81,12 @@ static bool dtype_free_input(OpKind op, size_t i) {
     case OpKind::kSplit:
     case OpKind::kGather:
     case OpKind::kWhere:
+    case OpKind::kExpand:
       return true;
     case OpKind::kReduceSum:
       return i == 1;
+    case OpKind::kPad:
+      return i >= 1;  // pads, constant_value, axes (input 0 is checked by the shape function)
     default:
       return false;
   }

@@ -65,7 +65,9 @@ const std::set<std::string>& direct_ops() {
                                             "Reciprocal",
                                             "LeakyRelu",
                                             "ReduceMax",
-                                            "ReduceMin"};
+                                            "ReduceMin",
+                                            "Expand",
+                                            "Pad"};
   return ops;
 }
 const std::set<std::string>& rewritten_ops() {

@@ -37,6 +37,55 @@ void reduce(int64_t outer, int64_t len, int64_t inner, bool mean, const float* x
   }
 }
 
+void expand(const Shape& xs, const Shape& ys, size_t esize, const void* x, void* y) {
+  const size_t r = ys.size();
+  std::vector<int64_t> st(r, 0);  // x's stride per output dim, 0 where x broadcasts
+  int64_t acc = 1;
+  for (size_t k = 0; k < xs.size(); ++k) {
+    const size_t d = xs.size() - 1 - k, o = r - 1 - k;
+    st[o] = xs[d] == 1 ? 0 : acc;
+    acc *= xs[d];
+  }
+  const int64_t n = shape_numel(ys);
+  const auto* src = static_cast<const uint8_t*>(x);
+  auto* dst = static_cast<uint8_t*>(y);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rem = i, off = 0;
+    for (size_t k = r; k-- > 0;) {
+      off += (rem % ys[k]) * st[k];
+      rem /= ys[k];
+    }
+    std::memcpy(dst + static_cast<size_t>(i) * esize, src + static_cast<size_t>(off) * esize, esize);
+  }
+}
+
+void pad(const Shape& xs, const std::vector<int64_t>& pads, int mode, float value, const float* x, float* y) {
+  const size_t r = xs.size();
+  Shape ys = xs;
+  for (size_t d = 0; d < r; ++d) ys[d] += pads[d] + pads[d + r];
+  const int64_t n = shape_numel(ys);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rem = i, off = 0, stride = 1;
+    bool outside = false;
+    for (size_t k = r; k-- > 0;) {
+      int64_t j = rem % ys[k] - pads[k];  // index into x along k
+      rem /= ys[k];
+      if (j < 0 || j >= xs[k]) {
+        if (mode == 0) {
+          outside = true;
+        } else if (mode == 1) {
+          j = j < 0 ? -j : 2 * (xs[k] - 1) - j;
+        } else {
+          j = j < 0 ? 0 : xs[k] - 1;
+        }
+      }
+      off += j * stride;
+      stride *= xs[k];
+    }
+    y[i] = outside ? value : x[off];
+  }
+}
+
 void reduce_extreme(int64_t outer, int64_t len, int64_t inner, bool max, const float* x, float* y) {
 #pragma omp parallel for schedule(static) if (outer * inner > 4096)
   for (int64_t o = 0; o < outer; ++o) {

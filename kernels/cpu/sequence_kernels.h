@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "graph/base/tensor.h"
+
 namespace fusert::cpu {
 
 /// LayerNormalization (ONNX opset 17) over an [outer, inner] view: per row,
@@ -21,6 +23,12 @@ void layer_norm(int64_t outer, int64_t inner, const float* x, const float* scale
 void reduce(int64_t outer, int64_t len, int64_t inner, bool mean, const float* x, float* y);
 /// y[o, i] = max (or min) over l of x[o, l, i]; NaN if any element of the window is NaN
 /// (ONNX ReduceMax/ReduceMin, as numpy's maximum.reduce). len >= 1.
+/// ONNX Expand: y (shape `ys`) = x (shape `xs`, broadcastable to ys, same rank or lower) by
+/// numpy broadcasting, `esize` bytes per element.
+void expand(const Shape& xs, const Shape& ys, size_t esize, const void* x, void* y);
+/// ONNX Pad: y = x padded by `pads` ([begin_0..begin_r-1, end_0..end_r-1], all >= 0); mode 0
+/// constant (`value`), 1 reflect (mirror without repeating the edge; pads below the dim), 2 edge.
+void pad(const Shape& xs, const std::vector<int64_t>& pads, int mode, float value, const float* x, float* y);
 void reduce_extreme(int64_t outer, int64_t len, int64_t inner, bool max, const float* x, float* y);
 
 /// Copies `len_out` slices along an axis: x viewed as [outer, len_in, inner] elements of `esize`

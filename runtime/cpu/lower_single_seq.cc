@@ -226,4 +226,27 @@ LOWER(Cast) {
   return Status();
 }
 
+LOWER(Expand) {
+  const Node& n = NODE;
+  const Shape xs = shape_of(g, n.inputs[0]), ys = shape_of(g, n.outputs[0]);
+  const size_t es = esize_of(g, n.inputs[0]);
+  ValueId xi = n.inputs[0], yi = n.outputs[0];
+  s.inputs.resize(1);
+  s.run = [=](const BufferTable& b) { cpu::expand(xs, ys, es, b.raw(xi), b.raw(yi)); };
+  return Status();
+}
+
+LOWER(Pad) {
+  const Node& n = NODE;
+  const Shape xs = shape_of(g, n.inputs[0]);
+  const std::vector<int64_t> pads = n.attr_ints("pads");  // canonicalised by shape inference
+  const std::string& m = n.attr_s("mode");
+  const int mode = m == "constant" ? 0 : m == "reflect" ? 1 : 2;
+  const float value = static_cast<float>(n.attr_f("value"));
+  ValueId xi = n.inputs[0], yi = n.outputs[0];
+  s.inputs.resize(1);
+  s.run = [=](const BufferTable& b) { cpu::pad(xs, pads, mode, value, b.f32(xi), b.f32(yi)); };
+  return Status();
+}
+
 }  // namespace fusert

@@ -361,3 +361,46 @@ TEST_CASE("onnx import: a dim_param kept symbolic (--dim): any batch in range, s
   REQUIRE(!range.ok());
   CHECK(has(range.status().message(), "expected 1 <= min <= opt <= max"));
 }
+
+TEST_CASE("onnx import: Expand and Pad (constant, reflect, edge) by hand") {
+  SessionOptions opt;
+  opt.threads = 1;
+  {  // Expand [3, 1] to [2, 3, 4]
+    auto m = model(13);
+    auto* g = m.mutable_graph();
+    add_input(g, "x", {3, 1});
+    add_i64(g, "shape", {2, 1, 4});
+    add_node(g, "Expand", {"x", "shape"}, {"y"});
+    add_output(g, "y");
+    auto s = Session::load(save(m, "expand.onnx"), opt);
+    REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+    auto y = (*s)->run({{"x", Tensor::f32({3, 1}, {1, 2, 3})}});
+    REQUIRE(y.ok());
+    const Tensor& t = y->at("y");
+    REQUIRE(t.shape() == Shape{2, 3, 4});
+    for (int64_t i = 0; i < 24; ++i) CHECK(t.f32()[i] == static_cast<float>((i / 4) % 3 + 1));
+  }
+  // Pad [1, 3] by 2 before and 1 after on the last dim.
+  const std::vector<std::pair<std::string, std::vector<float>>> cases = {
+      {"constant", {7, 7, 1, 2, 3, 7}}, {"reflect", {3, 2, 1, 2, 3, 2}}, {"edge", {1, 1, 1, 2, 3, 3}}};
+  for (const auto& [mode, want] : cases) {
+    auto m = model(13);
+    auto* g = m.mutable_graph();
+    add_input(g, "x", {1, 3});
+    add_i64(g, "pads", {0, 2, 0, 1});
+    add_f32(g, "value", {}, {7.f});
+    auto* n = add_node(g, "Pad", {"x", "pads", "value"}, {"y"}, "pad");
+    auto* a = n->add_attribute();
+    a->set_name("mode");
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(mode);
+    add_output(g, "y");
+    auto s = Session::load(save(m, "pad_" + mode + ".onnx"), opt);
+    REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+    auto y = (*s)->run({{"x", Tensor::f32({1, 3}, {1, 2, 3})}});
+    REQUIRE(y.ok());
+    const Tensor& t = y->at("y");
+    REQUIRE(t.shape() == Shape{1, 6});
+    for (size_t i = 0; i < 6; ++i) CHECK(t.f32()[i] == want[i]);
+  }
+}
