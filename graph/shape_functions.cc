@@ -104,6 +104,11 @@ Status shape_Reshape(ShapeContext& c) {
       continue;
     }
     if (d < 0) return c.fail() << "invalid dimension " << d;
+    // known * d stays below 2^62: a crafted shape cannot overflow it.
+    if (d > 0 && known > kMaxTensorElements / d) {
+      return c.fail() << "shape " << shape_str(target) << " exceeds the largest tensor fusert allocates ("
+                      << kMaxTensorElements << " elements)";
+    }
     out[i] = d;
     known *= d;
   }

@@ -301,6 +301,7 @@ Status shape_Pad(ShapeContext& c) {
   for (size_t d = 0; d < x.size(); ++d) {
     const int64_t b = pads[d], e = pads[d + x.size()];
     if (b < 0 || e < 0) return c.unsupported() << "negative pads (cropping)";
+    if (b > kMaxTensorElements || e > kMaxTensorElements) return c.fail() << "pads of dim " << d << " too large";
     if (mode != "constant" && x[d] == 0 && b + e > 0) return c.fail() << "cannot " << mode << "-pad an empty dim";
     if (mode == "reflect" && (b >= x[d] || e >= x[d])) {
       return c.fail() << "reflect pads of dim " << d << " (" << b << ", " << e << ") must be below its size " << x[d];

@@ -404,3 +404,25 @@ TEST_CASE("onnx import: Expand and Pad (constant, reflect, edge) by hand") {
     for (size_t i = 0; i < 6; ++i) CHECK(t.f32()[i] == want[i]);
   }
 }
+
+TEST_CASE("onnx import: crafted sizes are errors, never overflows (found by mutating models under UBSan)") {
+  auto m = model(13);
+  auto* g = m.mutable_graph();
+  add_input(g, "x", {2, 3});
+  add_i64(g, "shape", {int64_t{1} << 40, int64_t{1} << 40});
+  add_node(g, "Reshape", {"x", "shape"}, {"y"});
+  add_output(g, "y");
+  auto r = load_onnx(save(m, "huge_reshape.onnx"));
+  REQUIRE(!r.ok());
+  CHECK(has(r.status().message(), "exceeds the largest tensor fusert allocates"));
+
+  auto p = model(13);
+  auto* pg = p.mutable_graph();
+  add_input(pg, "x", {1, 3});
+  add_i64(pg, "pads", {0, int64_t{1} << 62, 0, int64_t{1} << 62});
+  add_node(pg, "Pad", {"x", "pads"}, {"y"});
+  add_output(pg, "y");
+  auto pr = load_onnx(save(p, "huge_pad.onnx"));
+  REQUIRE(!pr.ok());
+  CHECK(has(pr.status().message(), "too large"));
+}
