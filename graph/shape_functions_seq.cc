@@ -321,4 +321,38 @@ Status shape_Pad(ShapeContext& c) {
   return Status();
 }
 
+Status shape_Tile(ShapeContext& c) {
+  std::vector<int64_t> reps;
+  FUSERT_RETURN_IF_ERROR(const_ints(c, 1, "repeats", &reps));
+  const Shape& x = c.in(0);
+  if (reps.size() != x.size()) return c.fail() << "repeats has " << reps.size() << " values for rank " << x.size();
+  Shape out = x;
+  for (size_t d = 0; d < x.size(); ++d) {
+    if (reps[d] < 0) return c.fail() << "negative repeats " << reps[d];
+    if (reps[d] > 0 && x[d] > kMaxTensorElements / reps[d]) return c.fail() << "repeats too large";
+    out[d] = x[d] * reps[d];
+  }
+  c.set_out(0, out, c.in_dtype(0));
+  return Status();
+}
+
+Status shape_ArgMax(ShapeContext& c) {
+  const Shape& x = c.in(0);
+  const int64_t r = static_cast<int64_t>(x.size());
+  int64_t axis = c.node.attr_i("axis");
+  if (axis < -r || axis >= r) return c.fail() << "axis " << axis << " out of range for " << shape_str(x);
+  if (axis < 0) axis += r;
+  if (x[static_cast<size_t>(axis)] == 0) return c.fail() << "ArgMax over an empty dim";
+  c.node.attrs["axis"].i = axis;
+  Shape out;
+  for (int64_t d = 0; d < r; ++d) {
+    if (d != axis)
+      out.push_back(x[static_cast<size_t>(d)]);
+    else if (c.node.attr_i("keepdims"))
+      out.push_back(1);
+  }
+  c.set_out(0, out, DType::kI64);
+  return Status();
+}
+
 }  // namespace fusert

@@ -82,6 +82,7 @@ static bool dtype_free_input(OpKind op, size_t i) {
     case OpKind::kGather:
     case OpKind::kWhere:
     case OpKind::kExpand:
+    case OpKind::kTile:
       return true;
     case OpKind::kReduceSum:
       return i == 1;

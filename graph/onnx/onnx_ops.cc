@@ -67,7 +67,9 @@ const std::set<std::string>& direct_ops() {
                                             "ReduceMax",
                                             "ReduceMin",
                                             "Expand",
-                                            "Pad"};
+                                            "Pad",
+                                            "Tile",
+                                            "ArgMax"};
   return ops;
 }
 const std::set<std::string>& rewritten_ops() {

@@ -86,6 +86,39 @@ void pad(const Shape& xs, const std::vector<int64_t>& pads, int mode, float valu
   }
 }
 
+void tile(const Shape& xs, const Shape& ys, size_t esize, const void* x, void* y) {
+  const size_t r = ys.size();
+  const int64_t n = shape_numel(ys);
+  const auto* src = static_cast<const uint8_t*>(x);
+  auto* dst = static_cast<uint8_t*>(y);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rem = i, off = 0, stride = 1;
+    for (size_t k = r; k-- > 0;) {
+      off += (rem % ys[k]) % xs[k] * stride;
+      rem /= ys[k];
+      stride *= xs[k];
+    }
+    std::memcpy(dst + static_cast<size_t>(i) * esize, src + static_cast<size_t>(off) * esize, esize);
+  }
+}
+
+void argmax(int64_t outer, int64_t len, int64_t inner, bool last, const float* x, int64_t* y) {
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      int64_t best = 0;
+      float bv = x[o * len * inner + i];
+      for (int64_t l = 1; l < len && !std::isnan(bv); ++l) {
+        const float v = x[(o * len + l) * inner + i];
+        if (std::isnan(v) || v > bv || (last && v == bv)) {
+          bv = v;
+          best = l;
+        }
+      }
+      y[o * inner + i] = best;
+    }
+  }
+}
+
 void reduce_extreme(int64_t outer, int64_t len, int64_t inner, bool max, const float* x, float* y) {
 #pragma omp parallel for schedule(static) if (outer * inner > 4096)
   for (int64_t o = 0; o < outer; ++o) {

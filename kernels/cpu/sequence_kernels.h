@@ -29,6 +29,11 @@ void expand(const Shape& xs, const Shape& ys, size_t esize, const void* x, void*
 /// ONNX Pad: y = x padded by `pads` ([begin_0..begin_r-1, end_0..end_r-1], all >= 0); mode 0
 /// constant (`value`), 1 reflect (mirror without repeating the edge; pads below the dim), 2 edge.
 void pad(const Shape& xs, const std::vector<int64_t>& pads, int mode, float value, const float* x, float* y);
+/// ONNX Tile: y (shape xs * reps) = x repeated along each dim, `esize` bytes per element.
+void tile(const Shape& xs, const Shape& ys, size_t esize, const void* x, void* y);
+/// ONNX ArgMax over the middle axis of an [outer, len, inner] view: the first largest index
+/// (the last with `last`); a NaN counts as the largest (numpy's argmax).
+void argmax(int64_t outer, int64_t len, int64_t inner, bool last, const float* x, int64_t* y);
 void reduce_extreme(int64_t outer, int64_t len, int64_t inner, bool max, const float* x, float* y);
 
 /// Copies `len_out` slices along an axis: x viewed as [outer, len_in, inner] elements of `esize`

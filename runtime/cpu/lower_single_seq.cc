@@ -249,4 +249,26 @@ LOWER(Pad) {
   return Status();
 }
 
+LOWER(Tile) {
+  const Node& n = NODE;
+  const Shape xs = shape_of(g, n.inputs[0]), ys = shape_of(g, n.outputs[0]);
+  const size_t es = esize_of(g, n.inputs[0]);
+  ValueId xi = n.inputs[0], yi = n.outputs[0];
+  s.inputs.resize(1);
+  s.run = [=](const BufferTable& b) { cpu::tile(xs, ys, es, b.raw(xi), b.raw(yi)); };
+  return Status();
+}
+
+LOWER(ArgMax) {
+  const Node& n = NODE;
+  int64_t outer, len, inner;
+  axis_view(shape_of(g, n.inputs[0]), n.attr_i("axis"), &outer, &len, &inner);
+  const bool last = n.attr_i("select_last_index") != 0;
+  ValueId xi = n.inputs[0], yi = n.outputs[0];
+  s.run = [=](const BufferTable& b) {
+    cpu::argmax(outer, len, inner, last, b.f32(xi), static_cast<int64_t*>(b.raw(yi)));
+  };
+  return Status();
+}
+
 }  // namespace fusert

@@ -426,3 +426,40 @@ TEST_CASE("onnx import: crafted sizes are errors, never overflows (found by muta
   REQUIRE(!pr.ok());
   CHECK(has(pr.status().message(), "too large"));
 }
+
+TEST_CASE("onnx import: Tile by hand; ArgMax with a NaN (numpy: the NaN's index)") {
+  SessionOptions opt;
+  opt.threads = 1;
+  auto m = model(13);
+  auto* g = m.mutable_graph();
+  add_input(g, "x", {2, 2});
+  add_i64(g, "reps", {1, 2});
+  add_node(g, "Tile", {"x", "reps"}, {"y"});
+  add_output(g, "y");
+  auto s = Session::load(save(m, "tile.onnx"), opt);
+  REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+  auto y = (*s)->run({{"x", Tensor::f32({2, 2}, {1, 2, 3, 4})}});
+  REQUIRE(y.ok());
+  const std::vector<float> want = {1, 2, 1, 2, 3, 4, 3, 4};
+  REQUIRE(y->at("y").shape() == Shape{2, 4});
+  for (size_t i = 0; i < want.size(); ++i) CHECK(y->at("y").f32()[i] == want[i]);
+
+  auto a = model(13);
+  add_input(a.mutable_graph(), "x", {2, 3});
+  auto* n = add_node(a.mutable_graph(), "ArgMax", {"x"}, {"i"});
+  auto* ax = n->add_attribute();
+  ax->set_name("axis");
+  ax->set_type(onnx::AttributeProto::INT);
+  ax->set_i(1);
+  add_output(a.mutable_graph(), "i");
+  auto sa = Session::load(save(a, "argmax.onnx"), opt);
+  REQUIRE_MESSAGE(sa.ok(), sa.status().to_string());
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto r = (*sa)->run({{"x", Tensor::f32({2, 3}, {1, 9, 3, 4, nan, 8})}});
+  REQUIRE(r.ok());
+  const Tensor& t = r->at("i");
+  REQUIRE(t.dtype() == DType::kI64);
+  REQUIRE(t.shape() == Shape{2, 1});
+  CHECK(t.i64()[0] == 1);
+  CHECK(t.i64()[1] == 1);
+}
