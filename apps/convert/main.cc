@@ -203,17 +203,10 @@ int main(int argc, char** argv) {
     } else if (a == "--weights" && has) {
       weights = argv[++i];
     } else if (a == "--shape" && has) {
-      const std::string v = argv[++i];
-      const size_t eq = v.find('=');
-      Shape s;
-      std::stringstream ss(eq == std::string::npos ? "" : v.substr(eq + 1));
-      std::string d;
-      while (std::getline(ss, d, 'x')) s.push_back(std::atoll(d.c_str()));
-      if (eq == std::string::npos || s.empty()) {
-        std::fprintf(stderr, "fusert-convert: --shape: expected NAME=DxDx..., got '%s'\n", v.c_str());
+      if (const Status st = parse_shape_binding(argv[++i], &shapes); !st.ok()) {
+        std::fprintf(stderr, "fusert-convert: %s\n", st.message().c_str());
         return 2;
       }
-      shapes[v.substr(0, eq)] = s;
     } else if (a[0] != '-' && in.empty()) {
       in = a;
     } else {

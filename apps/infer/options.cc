@@ -1,6 +1,8 @@
 // Parsing of infer's flags: every flag validated with a message naming it.
 #include "apps/infer/options.h"
 
+#include "graph/onnx/onnx_import.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -89,25 +91,6 @@ Exit status: 0 success, 1 error (message on stderr), 2 bad command line.
 }
 
 namespace {
-
-// "input=1x3x224x224" into bindings["input"] = {1, 3, 224, 224}.
-Status parse_shape_binding(const std::string& v, std::map<std::string, std::vector<int64_t>>* bindings) {
-  const size_t eq = v.find('=');
-  const auto bad = [&v]() -> Status {
-    return error(StatusCode::kInvalidArgument)
-           << "--shape: expected NAME=DxDx... (e.g. input=1x3x224x224), got '" << v << "'";
-  };
-  if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) return bad();
-  std::vector<int64_t> dims;
-  std::stringstream ss(v.substr(eq + 1));
-  std::string d;
-  while (std::getline(ss, d, 'x')) {
-    if (d.empty() || d.size() > 9 || d.find_first_not_of("0123456789") != std::string::npos) return bad();
-    dims.push_back(std::stoll(d));
-  }
-  (*bindings)[v.substr(0, eq)] = dims;
-  return Status();
-}
 
 // "batch=1:64" or "batch=1:64:8" into ranges["batch"].
 Status parse_dim_range(const std::string& v, std::map<std::string, DimRange>* ranges) {
@@ -209,7 +192,7 @@ Result<InferOptions> parse_args(int argc, char** argv) {
     else if (a == "--weights")
       o.session.weights = v;
     else if (a == "--shape")
-      FUSERT_RETURN_IF_ERROR(parse_shape_binding(v, &o.session.input_shapes));
+      FUSERT_RETURN_IF_ERROR(parse_shape_binding(v, &o.session.input_shapes));  // graph/onnx
     else if (a == "--dim")
       FUSERT_RETURN_IF_ERROR(parse_dim_range(v, &o.session.dim_ranges));
     else if (a == "--input")

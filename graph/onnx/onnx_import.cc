@@ -22,6 +22,25 @@ namespace fusert {
 
 bool is_onnx_path(const std::string& path) { return path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0; }
 
+// "input=1x3x224x224" into bindings["input"] = {1, 3, 224, 224}.
+Status parse_shape_binding(const std::string& v, std::map<std::string, std::vector<int64_t>>* bindings) {
+  const size_t eq = v.find('=');
+  const auto bad = [&v]() -> Status {
+    return error(StatusCode::kInvalidArgument)
+           << "--shape: expected NAME=DxDx... (e.g. input=1x3x224x224), got '" << v << "'";
+  };
+  if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) return bad();
+  std::vector<int64_t> dims;
+  std::stringstream ss(v.substr(eq + 1));
+  std::string d;
+  while (std::getline(ss, d, 'x')) {
+    if (d.empty() || d.size() > 9 || d.find_first_not_of("0123456789") != std::string::npos) return bad();
+    dims.push_back(std::stoll(d));
+  }
+  (*bindings)[v.substr(0, eq)] = dims;
+  return Status();
+}
+
 namespace {
 
 using onnx_import::decode_tensor;

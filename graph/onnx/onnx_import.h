@@ -31,6 +31,10 @@ bool is_onnx_path(const std::string& path);
 Result<ModelSpec> load_onnx(const std::string& path, const std::map<std::string, Shape>& input_shapes = {},
                             const std::vector<SymbolicDim>& dims = {});
 
+/// `--shape` (infer, fusert-convert): "input=1x3x224x224" into (*bindings)["input"] =
+/// {1, 3, 224, 224}. Errors: kInvalidArgument quoting `v`.
+Status parse_shape_binding(const std::string& v, std::map<std::string, std::vector<int64_t>>* bindings);
+
 /// A serialized ONNX TensorProto (the input_N.pb / output_N.pb files of ONNX's test data) as
 /// a Tensor: f32, f16 and bf16 (as f32), f64 (as f32), i64, i32, bool. Errors: kParseError
 /// naming the file; kUnsupported for another dtype.
