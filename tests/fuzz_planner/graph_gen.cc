@@ -114,8 +114,8 @@ Dims broadcast_shape(Rng& r, const Dims& s) {
 
 namespace {
 
-const std::vector<std::string> kUnary = {"Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish",
-                                         "Tanh", "Gelu", "Erf",     "Identity",    "Softplus"};
+const std::vector<std::string> kUnary = {"Relu", "Clip",     "Sigmoid",  "HardSigmoid", "HardSwish", "Tanh",     "Gelu",
+                                         "Erf",  "Identity", "Softplus", "Neg",         "Abs",       "LeakyRelu"};
 const std::vector<std::string> kBinary = {"Add", "Sub", "Mul", "Div"};
 
 std::string unary(Emitter& e, Rng& r, const std::string& cur) {
@@ -127,6 +127,7 @@ std::string unary(Emitter& e, Rng& r, const std::string& cur) {
   }
   if (op == "HardSigmoid") return e.node(op, {cur}, s, r.chance(0.5) ? "" : "alpha: 0.1666667, beta: 0.5");
   if (op == "Gelu") return e.node(op, {cur}, s, r.chance(0.5) ? "" : "approximate: tanh");
+  if (op == "LeakyRelu") return e.node(op, {cur}, s, r.chance(0.5) ? "" : "alpha: 0.2");
   return e.node(op, {cur}, s);
 }
 
