@@ -36,7 +36,13 @@ Status check_f32(ShapeContext& c, size_t i) {
 Status reduce_shape(ShapeContext& c, std::vector<int64_t> axes) {
   const Shape& x = c.in(0);
   if (axes.empty()) {
-    if (c.node.attr_i("noop_with_empty_axes") != 0) return same_as_input(c);
+    if (c.node.attr_i("noop_with_empty_axes") != 0) {
+      // Canonical even here: ReduceSum's lowering reads `axes` (empty: a copy), which its
+      // schema lacks (axes come as input 1).
+      c.node.attrs["axes"].type = AttrType::kInts;
+      c.node.attrs["axes"].ints.clear();
+      return same_as_input(c);
+    }
     for (size_t i = 0; i < x.size(); ++i) axes.push_back(static_cast<int64_t>(i));
   }
   for (int64_t& a : axes) {
@@ -336,7 +342,9 @@ Status shape_Tile(ShapeContext& c) {
   return Status();
 }
 
-Status shape_ArgMax(ShapeContext& c) {
+Status shape_ArgMin(ShapeContext& c);
+Status shape_ArgMax(ShapeContext& c) { return shape_ArgMin(c); }
+Status shape_ArgMin(ShapeContext& c) {
   const Shape& x = c.in(0);
   const int64_t r = static_cast<int64_t>(x.size());
   int64_t axis = c.node.attr_i("axis");

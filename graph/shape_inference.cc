@@ -83,7 +83,20 @@ static bool dtype_free_input(OpKind op, size_t i) {
     case OpKind::kWhere:
     case OpKind::kExpand:
     case OpKind::kTile:
+    case OpKind::kEqual:  // comparisons, logic and extrema: their shape functions check dtypes
+    case OpKind::kLess:
+    case OpKind::kGreater:
+    case OpKind::kLessOrEqual:
+    case OpKind::kGreaterOrEqual:
+    case OpKind::kAnd:
+    case OpKind::kOr:
+    case OpKind::kXor:
+    case OpKind::kNot:
+    case OpKind::kMax:
+    case OpKind::kMin:
       return true;
+    case OpKind::kResize:
+      return i >= 1;  // roi, scales (f32), sizes (i64): checked by shape_Resize
     case OpKind::kReduceSum:
       return i == 1;
     case OpKind::kPad:

@@ -213,9 +213,23 @@ class Importer {
     const std::string name = np.name().empty() ? np.op_type() + "_" + std::to_string(i) : np.name();
     const SourceLoc loc{path_, 0, 0, "node #" + std::to_string(i) + " '" + name + "' (" + np.op_type() + ")"};
     FUSERT_RETURN_IF_ERROR(onnx_import::map_node(g, np, opset_, name, loc, base_dir_, &mapped));
-    if (mapped.constant) {  // Constant, Shape, Size, Squeeze of a constant...: a value, no node
+    if (mapped.constant) {  // Constant, Shape, Size, ConstantOfShape, Range: a value, no node
       if (outputs_.count(np.output(0))) {
-        return error(StatusCode::kUnsupported) << loc.str() << ": a graph output computed from constants only";
+        // A graph output must be computed by a step: an Identity copies the constant into it.
+        std::string value = np.output(0) + ".value";
+        while (g.find_value(value) != kNoValue) value += "_";
+        add_constant(g, value, std::move(*mapped.constant));
+        Node id;
+        find_op("Identity", &id.op);
+        id.name = name;
+        id.loc = loc;
+        id.inputs = {g.find_value(value)};
+        id.outputs = {g.add_value(np.output(0))};
+        if (!node_names_.insert(id.name).second) id.name += "_" + std::to_string(i);
+        g.nodes.push_back(std::move(id));
+        Node& added = g.nodes.back();
+        g.value(added.outputs[0]).producer = static_cast<int>(g.nodes.size() - 1);
+        return infer_node_shapes(g, added);
       }
       add_constant(g, np.output(0), std::move(*mapped.constant));
       return Status();

@@ -1,6 +1,9 @@
 // ONNX op types and attributes onto the op table. Most ONNX ops are fusert ops of the same name
 // and attributes (the table follows opset 17); the rest are rewritten here:
 //   Constant, Shape, Size          -> a constant value (shapes are static once inputs are bound)
+//   ConstantOfShape, Range         -> a constant value (their inputs must be constants)
+//   Upsample, Resize < 11          -> Resize with (X, roi, scales), coordinate transformation
+//                                     asymmetric and nearest_mode floor, as ONNX Runtime does
 //   Dropout                        -> Identity (inference; its mask output unsupported)
 //   Squeeze                        -> Reshape to the squeezed shape
 //   attribute axes/split/starts    -> constant inputs (Unsqueeze < 13, ReduceSum < 13, Split < 13,
@@ -9,6 +12,9 @@
 //                                     operator normalises over all dims from axis on)
 #include "graph/onnx/onnx_ops.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <map>
 #include <set>
 #include <sstream>
@@ -69,11 +75,27 @@ const std::set<std::string>& direct_ops() {
                                             "Expand",
                                             "Pad",
                                             "Tile",
-                                            "ArgMax"};
+                                            "ArgMax",
+                                            "ArgMin",
+                                            "Equal",
+                                            "Less",
+                                            "Greater",
+                                            "LessOrEqual",
+                                            "GreaterOrEqual",
+                                            "And",
+                                            "Or",
+                                            "Xor",
+                                            "Not",
+                                            "Max",
+                                            "Min",
+                                            "PRelu",
+                                            "Resize",
+                                            "ConvTranspose"};
   return ops;
 }
 const std::set<std::string>& rewritten_ops() {
-  static const std::set<std::string> ops = {"Constant", "Shape", "Size", "Dropout", "Squeeze"};
+  static const std::set<std::string> ops = {"Constant", "Shape",           "Size", "Dropout", "Squeeze",
+                                            "Upsample", "ConstantOfShape", "Range"};
   return ops;
 }
 
@@ -87,6 +109,8 @@ bool consumed_attr(const std::string& op, const std::string& a, int64_t opset) {
   if (op == "Slice") return opset < 10 && (a == "starts" || a == "ends" || a == "axes");
   if (op == "BatchNormalization") return a == "spatial" || a == "is_test" || a == "consumed_inputs";
   if (op == "Softmax") return opset < 13 && a == "axis";
+  if (op == "Upsample") return a == "scales" || a == "mode";
+  if (op == "ConstantOfShape") return a == "value";
   return false;
 }
 
@@ -192,6 +216,70 @@ Result<std::optional<Tensor>> shape_value(const Graph& g, const onnx::NodeProto&
   return std::optional<Tensor>(i64_tensor(std::vector<int64_t>(x.begin() + start, x.begin() + std::max(start, end))));
 }
 
+// ConstantOfShape (value attr, default f32 0) and Range (ONNX opset 11: ceil((limit - start) /
+// delta) elements) on constant inputs.
+Result<Tensor> generated_value(const Graph& g, const onnx::NodeProto& np, const std::vector<ValueId>& ins,
+                               const std::string& base_dir, const SourceLoc& loc) {
+  const std::string& op = np.op_type();
+  for (size_t i = 0; i < ins.size(); ++i) {
+    if (ins[i] == kNoValue || !g.value(ins[i]).is_constant || g.value(ins[i]).data.empty()) {
+      return error(StatusCode::kUnsupported)
+             << loc.str() << ": " << op << " input " << i << " must be a constant (fusert's shapes are static)";
+    }
+  }
+  if (op == "ConstantOfShape") {
+    if (ins.size() != 1) return error(StatusCode::kParseError) << loc.str() << ": ConstantOfShape takes 1 input";
+    const Tensor& shp = g.value(ins[0]).data;
+    if (shp.dtype() != DType::kI64 || shp.shape().size() != 1)
+      return error(StatusCode::kParseError) << loc.str() << ": ConstantOfShape input must be a 1-D i64 tensor";
+    Shape s(shp.i64(), shp.i64() + shp.numel());
+    int64_t count = 0;
+    for (int64_t d : s)
+      if (d < 0) return error(StatusCode::kShapeMismatch) << loc.str() << ": negative dim " << d;
+    if (!checked_numel(s, &count) || count > (int64_t{16} << 20))
+      return error(StatusCode::kUnsupported) << loc.str() << ": ConstantOfShape of " << shape_str(s) << " is too large";
+    Tensor value = Tensor::f32({1}, {0.0f});
+    if (const auto* a = find_attr(np, "value")) {
+      FUSERT_ASSIGN_OR_RETURN(value, decode_tensor(a->t(), base_dir, loc.str()));
+      if (value.numel() != 1) return error(StatusCode::kParseError) << loc.str() << ": value must have one element";
+    }
+    Tensor t(value.dtype(), s);
+    const size_t es = dtype_size(value.dtype());
+    for (int64_t i = 0; i < count; ++i)
+      std::memcpy(static_cast<uint8_t*>(t.raw()) + static_cast<size_t>(i) * es, value.raw(), es);
+    return t;
+  }
+  // Range(start, limit, delta), scalars of one dtype.
+  if (ins.size() != 3) return error(StatusCode::kParseError) << loc.str() << ": Range takes 3 inputs";
+  const Tensor &a = g.value(ins[0]).data, &b = g.value(ins[1]).data, &c = g.value(ins[2]).data;
+  if (a.numel() != 1 || b.numel() != 1 || c.numel() != 1 || a.dtype() != b.dtype() || a.dtype() != c.dtype())
+    return error(StatusCode::kParseError) << loc.str() << ": Range inputs must be scalars of one dtype";
+  const DType t = a.dtype();
+  if (t != DType::kF32 && t != DType::kI64 && t != DType::kI32)
+    return error(StatusCode::kUnsupported) << loc.str() << ": Range of " << dtype_name(t);
+  auto at = [t](const Tensor& x) {
+    return t == DType::kF32   ? static_cast<double>(x.f32()[0])
+           : t == DType::kI64 ? static_cast<double>(x.i64()[0])
+                              : static_cast<double>(static_cast<const int32_t*>(x.raw())[0]);
+  };
+  const double start = at(a), limit = at(b), delta = at(c);
+  if (delta == 0 || !std::isfinite(start) || !std::isfinite(limit) || !std::isfinite(delta))
+    return error(StatusCode::kShapeMismatch) << loc.str() << ": Range with delta 0 or a non-finite bound";
+  const double n = std::max(0.0, std::ceil((limit - start) / delta));
+  if (n > static_cast<double>(int64_t{16} << 20))
+    return error(StatusCode::kUnsupported) << loc.str() << ": Range of " << n << " elements is too large";
+  Tensor y(t, {static_cast<int64_t>(n)});
+  for (int64_t i = 0; i < static_cast<int64_t>(n); ++i) {
+    if (t == DType::kF32)  // start + i * delta in the input type, as ONNX's reference accumulates
+      y.f32()[i] = static_cast<float>(a.f32()[0] + static_cast<float>(i) * c.f32()[0]);
+    else if (t == DType::kI64)
+      y.i64()[i] = a.i64()[0] + i * c.i64()[0];
+    else
+      static_cast<int32_t*>(y.raw())[i] = static_cast<int32_t>(at(a) + static_cast<double>(i) * at(c));
+  }
+  return y;
+}
+
 // The rewrites of the header comment: `*inputs` adjusted (constant axes added, inputs dropped);
 // returns the fusert op to build.
 Result<std::string> rewrite(Graph& g, const onnx::NodeProto& np, int64_t opset, const std::string& name,
@@ -252,6 +340,30 @@ Result<std::string> rewrite(Graph& g, const onnx::NodeProto& np, int64_t opset, 
     ins.push_back(add_const(g, name + ".starts", i64_tensor(ints_attr(np, "starts")), loc));
     ins.push_back(add_const(g, name + ".ends", i64_tensor(ints_attr(np, "ends")), loc));
     if (find_attr(np, "axes")) ins.push_back(add_const(g, name + ".axes", i64_tensor(ints_attr(np, "axes")), loc));
+  }
+  if (op == "Upsample" || (op == "Resize" && opset < 11)) {  // (X, scales) -> (X, roi, scales)
+    if (op == "Upsample" && find_attr(np, "scales")) {
+      const auto* a = find_attr(np, "scales");
+      Tensor sc(DType::kF32, {static_cast<int64_t>(a->floats_size())});
+      std::copy(a->floats().begin(), a->floats().end(), sc.f32());
+      ins.resize(1);
+      ins.push_back(add_const(g, name + ".scales", std::move(sc), loc));
+    }
+    if (ins.size() != 2) return error(StatusCode::kParseError) << loc.str() << ": " << op << " takes X and scales";
+    ins.insert(ins.begin() + 1, kNoValue);
+    fop = "Resize";
+  }
+  if (op == "PRelu" && opset < 7 && ins.size() == 2) {  // PRelu-6: a [C] slope is per channel (axis 1)
+    const Value& x = g.value(ins[0]);
+    const Value& sl = g.value(ins[1]);
+    if (sl.shape.size() == 1 && x.shape.size() > 2 && sl.shape[0] == x.shape[1] && sl.shape[0] != 1) {
+      if (!sl.is_constant || sl.data.empty())
+        return error(StatusCode::kUnsupported)
+               << loc.str() << ": PRelu (opset " << opset << ") slope must be a constant";
+      Shape s(x.shape.size() - 1, 1);
+      s[0] = sl.shape[0];
+      ins[1] = add_const(g, name + ".slope", sl.data.clone().reshaped(s), loc);
+    }
   }
   if (op == "Softmax" && opset < 13) {
     const int64_t r = static_cast<int64_t>(g.value(ins.at(0)).shape.size());
@@ -335,6 +447,11 @@ Status map_node(Graph& g, const onnx::NodeProto& np, int64_t opset, const std::s
     FUSERT_ASSIGN_OR_RETURN(out->constant, shape_value(g, np, g.value(ins[0]).shape));
     return Status();
   }
+  if (op == "ConstantOfShape" || op == "Range") {
+    FUSERT_ASSIGN_OR_RETURN(Tensor t, generated_value(g, np, ins, base_dir, loc));
+    out->constant = std::move(t);
+    return Status();
+  }
   FUSERT_ASSIGN_OR_RETURN(const std::string fop, rewrite(g, np, opset, name, loc, outs.size(), &ins));
   Node& n = out->node;
   if (!find_op(fop, &n.op)) return error(StatusCode::kUnsupported) << loc.str() << ": op " << op;
@@ -365,6 +482,19 @@ Status map_node(Graph& g, const onnx::NodeProto& np, int64_t opset, const std::s
     const AttrSchema* s = info.find_attr(a.name());
     if (!s) return error(StatusCode::kUnsupported) << loc.str() << ": attribute '" << a.name() << "'";
     FUSERT_ASSIGN_OR_RETURN(n.attrs[a.name()], convert_attr(a, *s, loc));
+  }
+  if (op == "Upsample" || (op == "Resize" && opset < 11)) {
+    std::string mode = "nearest";
+    if (const auto* a = find_attr(np, "mode")) mode = a->s();
+    if (mode == "bilinear") mode = "linear";  // Upsample-7's spelling
+    n.attrs["mode"] = AttrValue{};
+    n.attrs["mode"].type = AttrType::kString;
+    n.attrs["mode"].s = mode;
+    for (const auto& [k, v] : {std::pair<const char*, const char*>{"coordinate_transformation_mode", "asymmetric"},
+                               {"nearest_mode", "floor"}}) {
+      n.attrs[k].type = AttrType::kString;
+      n.attrs[k].s = v;
+    }
   }
   for (const AttrSchema& s : info.attrs) {
     if (n.attrs.count(s.name)) continue;

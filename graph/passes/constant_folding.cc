@@ -3,6 +3,7 @@
 // loops (passes never call a kernel), and its output value becomes a constant initializer with
 // the same name. Results over kMaxFoldElements stay nodes (the file would balloon), as do
 // graph outputs (an output must be produced by a step) and unsupported dtypes.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -269,6 +270,124 @@ std::optional<Tensor> fold_binary(const FoldInput& f) {
   return y;
 }
 
+// Element value of a constant as double (f32, i32, i64, bool), for comparisons and extrema of
+// shape arithmetic (ONNX exports compare shape vectors: Equal(shape, -1) before Where/Expand).
+double element(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::kF32:
+      return t.f32()[i];
+    case DType::kI64:
+      return static_cast<double>(t.i64()[i]);
+    case DType::kI32:
+      return static_cast<const int32_t*>(t.raw())[i];
+    default:
+      return static_cast<const uint8_t*>(t.raw())[i];
+  }
+}
+
+// Equal .. Xor (bool result) and Not; i64 compared exactly (below 2^53 as double, else as i64).
+std::optional<Tensor> fold_compare(const FoldInput& f) {
+  const OpKind op = f.node.op;
+  const Tensor& a = *f.in[0];
+  Tensor y(DType::kBool, f.out_shape);
+  auto* py = static_cast<uint8_t*>(y.raw());
+  if (op == OpKind::kNot) {
+    for (int64_t k = 0; k < a.numel(); ++k) py[k] = element(a, k) != 0 ? 0 : 1;
+    return y;
+  }
+  const Tensor& b = *f.in[1];
+  if (a.dtype() != b.dtype() || a.dtype() == DType::kF16 || a.dtype() == DType::kBF16) return std::nullopt;
+  const bool i64 = a.dtype() == DType::kI64;
+  const size_t rank = f.out_shape.size();
+  for_each_affine(f.out_shape, {0, 0}, {broadcast_strides(a.shape(), rank), broadcast_strides(b.shape(), rank)},
+                  [&](int64_t k, const std::vector<int64_t>& off) {
+                    const double x = element(a, off[0]), z = element(b, off[1]);
+                    const int64_t xi = i64 ? a.i64()[off[0]] : 0, zi = i64 ? b.i64()[off[1]] : 0;
+                    bool r = false;
+                    switch (op) {
+                      case OpKind::kEqual:
+                        r = i64 ? xi == zi : x == z;
+                        break;
+                      case OpKind::kLess:
+                        r = i64 ? xi < zi : x < z;
+                        break;
+                      case OpKind::kGreater:
+                        r = i64 ? xi > zi : x > z;
+                        break;
+                      case OpKind::kLessOrEqual:
+                        r = i64 ? xi <= zi : x <= z;
+                        break;
+                      case OpKind::kGreaterOrEqual:
+                        r = i64 ? xi >= zi : x >= z;
+                        break;
+                      case OpKind::kAnd:
+                        r = x != 0 && z != 0;
+                        break;
+                      case OpKind::kOr:
+                        r = x != 0 || z != 0;
+                        break;
+                      default:  // kXor
+                        r = (x != 0) != (z != 0);
+                        break;
+                    }
+                    py[k] = r ? 1 : 0;
+                  });
+  return y;
+}
+
+// Where(condition, X, Y) with numpy broadcasting, any element type (raw bytes).
+std::optional<Tensor> fold_where(const FoldInput& f) {
+  const Tensor &c = *f.in[0], &a = *f.in[1], &b = *f.in[2];
+  if (c.dtype() != DType::kBool || a.dtype() != b.dtype()) return std::nullopt;
+  const size_t rank = f.out_shape.size(), es = dtype_size(a.dtype());
+  Tensor y(a.dtype(), f.out_shape);
+  const auto* pc = static_cast<const uint8_t*>(c.raw());
+  const auto *pa = static_cast<const uint8_t*>(a.raw()), *pb = static_cast<const uint8_t*>(b.raw());
+  auto* py = static_cast<uint8_t*>(y.raw());
+  for_each_affine(
+      f.out_shape, {0, 0, 0},
+      {broadcast_strides(c.shape(), rank), broadcast_strides(a.shape(), rank), broadcast_strides(b.shape(), rank)},
+      [&](int64_t k, const std::vector<int64_t>& off) {
+        const uint8_t* src = pc[off[0]] ? pa + static_cast<size_t>(off[1]) * es : pb + static_cast<size_t>(off[2]) * es;
+        std::memcpy(py + static_cast<size_t>(k) * es, src, es);
+      });
+  return y;
+}
+
+// Max / Min of f32 or i64 constants (NaN wins, as the kernel).
+std::optional<Tensor> fold_extremum(const FoldInput& f) {
+  const DType t = f.in[0]->dtype();
+  if (t != DType::kF32 && t != DType::kI64) return std::nullopt;
+  const bool max = f.node.op == OpKind::kMax;
+  const size_t rank = f.out_shape.size();
+  std::vector<Strides> st;
+  for (const Tensor* x : f.in) {
+    if (!x || x->dtype() != t) return std::nullopt;
+    st.push_back(broadcast_strides(x->shape(), rank));
+  }
+  Tensor y(t, f.out_shape);
+  for_each_affine(f.out_shape, std::vector<int64_t>(f.in.size(), 0), st,
+                  [&](int64_t k, const std::vector<int64_t>& off) {
+                    if (t == DType::kI64) {
+                      int64_t v = f.in[0]->i64()[off[0]];
+                      for (size_t j = 1; j < f.in.size(); ++j) {
+                        const int64_t u = f.in[j]->i64()[off[j]];
+                        v = max ? std::max(v, u) : std::min(v, u);
+                      }
+                      y.i64()[k] = v;
+                      return;
+                    }
+                    float v = f.in[0]->f32()[off[0]];
+                    for (size_t j = 1; j < f.in.size(); ++j) {
+                      const float u = f.in[j]->f32()[off[j]];
+                      if (std::isnan(v)) break;
+                      v = std::isnan(u) ? u : (max ? (u > v ? u : v) : (u < v ? u : v));
+                    }
+                    y.f32()[k] = v;
+                  });
+  return y;
+}
+
 // The formula of graph/base/unary_ops.def, the same expression the kernels run.
 float unary_value(OpKind op, float v, float a, float b) {
   (void)a;
@@ -325,6 +444,21 @@ std::optional<Tensor> fold(const FoldInput& f) {
     case OpKind::kDiv:
     case OpKind::kPow:
       return fold_binary(f);
+    case OpKind::kEqual:
+    case OpKind::kLess:
+    case OpKind::kGreater:
+    case OpKind::kLessOrEqual:
+    case OpKind::kGreaterOrEqual:
+    case OpKind::kAnd:
+    case OpKind::kOr:
+    case OpKind::kXor:
+    case OpKind::kNot:
+      return fold_compare(f);
+    case OpKind::kWhere:
+      return fold_where(f);
+    case OpKind::kMax:
+    case OpKind::kMin:
+      return fold_extremum(f);
     default:
       return is_table_unary(f.node.op) ? fold_unary(f) : std::nullopt;
   }

@@ -102,14 +102,14 @@ void tile(const Shape& xs, const Shape& ys, size_t esize, const void* x, void* y
   }
 }
 
-void argmax(int64_t outer, int64_t len, int64_t inner, bool last, const float* x, int64_t* y) {
+void argmax(int64_t outer, int64_t len, int64_t inner, bool last, const float* x, int64_t* y, bool min) {
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {
       int64_t best = 0;
       float bv = x[o * len * inner + i];
       for (int64_t l = 1; l < len && !std::isnan(bv); ++l) {
         const float v = x[(o * len + l) * inner + i];
-        if (std::isnan(v) || v > bv || (last && v == bv)) {
+        if (std::isnan(v) || (min ? v < bv : v > bv) || (last && v == bv)) {
           bv = v;
           best = l;
         }

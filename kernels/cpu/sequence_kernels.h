@@ -32,8 +32,9 @@ void pad(const Shape& xs, const std::vector<int64_t>& pads, int mode, float valu
 /// ONNX Tile: y (shape xs * reps) = x repeated along each dim, `esize` bytes per element.
 void tile(const Shape& xs, const Shape& ys, size_t esize, const void* x, void* y);
 /// ONNX ArgMax over the middle axis of an [outer, len, inner] view: the first largest index
-/// (the last with `last`); a NaN counts as the largest (numpy's argmax).
-void argmax(int64_t outer, int64_t len, int64_t inner, bool last, const float* x, int64_t* y);
+/// (the last with `last`); a NaN counts as the largest (numpy's argmax). With `min`, ArgMin: the
+/// smallest, a NaN again winning (numpy's argmin).
+void argmax(int64_t outer, int64_t len, int64_t inner, bool last, const float* x, int64_t* y, bool min = false);
 void reduce_extreme(int64_t outer, int64_t len, int64_t inner, bool max, const float* x, float* y);
 
 /// Copies `len_out` slices along an axis: x viewed as [outer, len_in, inner] elements of `esize`

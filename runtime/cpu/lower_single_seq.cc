@@ -259,16 +259,19 @@ LOWER(Tile) {
   return Status();
 }
 
-LOWER(ArgMax) {
+static Status lower_arg_extreme(const Graph& g, int ni, Step& s, bool min) {
   const Node& n = NODE;
   int64_t outer, len, inner;
   axis_view(shape_of(g, n.inputs[0]), n.attr_i("axis"), &outer, &len, &inner);
   const bool last = n.attr_i("select_last_index") != 0;
   ValueId xi = n.inputs[0], yi = n.outputs[0];
   s.run = [=](const BufferTable& b) {
-    cpu::argmax(outer, len, inner, last, b.f32(xi), static_cast<int64_t*>(b.raw(yi)));
+    cpu::argmax(outer, len, inner, last, b.f32(xi), static_cast<int64_t*>(b.raw(yi)), min);
   };
   return Status();
 }
+
+LOWER(ArgMax) { return lower_arg_extreme(g, ni, s, false); }
+LOWER(ArgMin) { return lower_arg_extreme(g, ni, s, true); }
 
 }  // namespace fusert

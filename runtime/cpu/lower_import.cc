@@ -1,0 +1,164 @@
+// CPU lowering of the ops ONNX exports bring (kernels/cpu/import_kernels.h): comparisons and
+// logic, Max/Min, PRelu, Resize (its sampling tables built here, once) and ConvTranspose. Each
+// is one opaque step; the CUDA backend runs the same steps through its host fallback.
+#include <cmath>
+
+#include "kernels/cpu/import_kernels.h"
+#include "runtime/execution_plan.h"
+
+namespace fusert {
+
+namespace {
+
+const Shape& shape_of(const Graph& g, ValueId id) { return g.value(id).shape; }
+
+Shape padded(const Shape& s, size_t rank) {
+  Shape p = s;
+  p.insert(p.begin(), rank - p.size(), 1);
+  return p;
+}
+
+cpu::ElemType elem_type(DType t) {
+  switch (t) {
+    case DType::kI32:
+      return cpu::ElemType::kI32;
+    case DType::kI64:
+      return cpu::ElemType::kI64;
+    case DType::kBool:
+      return cpu::ElemType::kBool;
+    default:
+      return cpu::ElemType::kF32;
+  }
+}
+
+Status lower_compare(const Graph& g, const Node& n, cpu::CompareOp op, Step& s) {
+  const Shape ys = shape_of(g, n.outputs[0]);
+  const Shape as = padded(shape_of(g, n.inputs[0]), ys.size()), bs = padded(shape_of(g, n.inputs[1]), ys.size());
+  const cpu::ElemType t = elem_type(g.value(n.inputs[0]).dtype);
+  const ValueId ai = n.inputs[0], bi = n.inputs[1], yi = n.outputs[0];
+  s.run = [=](const BufferTable& b) { cpu::compare(op, t, ys, as, b.raw(ai), bs, b.raw(bi), static_cast<uint8_t*>(b.raw(yi))); };
+  return Status();
+}
+
+Status lower_extremum(const Graph& g, const Node& n, bool max, Step& s) {
+  const Shape ys = shape_of(g, n.outputs[0]);
+  std::vector<Shape> shapes;
+  for (ValueId id : n.inputs) shapes.push_back(padded(shape_of(g, id), ys.size()));
+  const cpu::ElemType t = elem_type(g.value(n.outputs[0]).dtype);
+  const std::vector<ValueId> ins = n.inputs;
+  const ValueId yi = n.outputs[0];
+  s.run = [=](const BufferTable& b) {
+    std::vector<const void*> xs;
+    for (ValueId id : ins) xs.push_back(b.raw(id));
+    cpu::extremum(max, t, ys, shapes, xs, b.raw(yi));
+  };
+  return Status();
+}
+
+// Source coordinate of output coordinate `o` along one dim (ONNX Resize's
+// coordinate_transformation_mode; scale as given, or out/in when sizes were given). The resized
+// length is in * scale unrounded, as ONNX's reference implementation has it (it differs from the
+// output size when scales do not divide evenly: 4 * 0.6 = 2.4, 2 outputs).
+double source_coord(const std::string& mode, int64_t o, int64_t in, double scale) {
+  const double x = static_cast<double>(o), resized = static_cast<double>(in) * scale;
+  if (mode == "pytorch_half_pixel") return resized > 1.0 ? (x + 0.5) / scale - 0.5 : 0.0;
+  if (mode == "align_corners") return resized == 1.0 ? 0.0 : x * static_cast<double>(in - 1) / (resized - 1.0);
+  if (mode == "asymmetric") return x / scale;
+  if (mode == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
+  return (x + 0.5) / scale - 0.5;  // half_pixel
+}
+
+int64_t nearest_index(const std::string& mode, double x) {
+  const double f = std::floor(x);
+  if (mode == "floor") return static_cast<int64_t>(f);
+  if (mode == "ceil") return static_cast<int64_t>(std::ceil(x));
+  if (x - f == 0.5) return static_cast<int64_t>(mode == "round_prefer_ceil" ? f + 1.0 : f);
+  return static_cast<int64_t>(std::round(x));
+}
+
+cpu::ResizeAxis resize_axis(const Node& n, int64_t in, int64_t out, double scale) {
+  const bool linear = n.attr_s("mode") == "linear";
+  const std::string ct = n.attr_s("coordinate_transformation_mode"), nm = n.attr_s("nearest_mode");
+  cpu::ResizeAxis a;
+  a.taps = linear ? 2 : 1;
+  for (int64_t o = 0; o < out; ++o) {
+    double x = source_coord(ct, o, in, scale);
+    if (!linear) {
+      a.index.push_back(std::min(std::max<int64_t>(nearest_index(nm, x), 0), in - 1));
+      a.weight.push_back(1.0f);
+      continue;
+    }
+    x = std::min(std::max(x, 0.0), static_cast<double>(in - 1));
+    const int64_t i0 = static_cast<int64_t>(std::floor(x)), i1 = std::min(i0 + 1, in - 1);
+    const double r = x - static_cast<double>(i0);
+    a.index.insert(a.index.end(), {i0, i1});
+    a.weight.insert(a.weight.end(), {static_cast<float>(1.0 - r), static_cast<float>(r)});
+  }
+  return a;
+}
+
+}  // namespace
+
+#define LOWER(name) Status lower_##name(const Graph& g, int ni, Step& s)
+#define NODE (g.nodes[static_cast<size_t>(ni)])
+
+LOWER(Equal) { return lower_compare(g, NODE, cpu::CompareOp::kEqual, s); }
+LOWER(Less) { return lower_compare(g, NODE, cpu::CompareOp::kLess, s); }
+LOWER(Greater) { return lower_compare(g, NODE, cpu::CompareOp::kGreater, s); }
+LOWER(LessOrEqual) { return lower_compare(g, NODE, cpu::CompareOp::kLessOrEqual, s); }
+LOWER(GreaterOrEqual) { return lower_compare(g, NODE, cpu::CompareOp::kGreaterOrEqual, s); }
+LOWER(And) { return lower_compare(g, NODE, cpu::CompareOp::kAnd, s); }
+LOWER(Or) { return lower_compare(g, NODE, cpu::CompareOp::kOr, s); }
+LOWER(Xor) { return lower_compare(g, NODE, cpu::CompareOp::kXor, s); }
+LOWER(Max) { return lower_extremum(g, NODE, true, s); }
+LOWER(Min) { return lower_extremum(g, NODE, false, s); }
+
+LOWER(Not) {
+  const Node& n = NODE;
+  const int64_t count = shape_numel(shape_of(g, n.outputs[0]));
+  const ValueId xi = n.inputs[0], yi = n.outputs[0];
+  s.run = [=](const BufferTable& b) {
+    cpu::logical_not(count, static_cast<const uint8_t*>(b.raw(xi)), static_cast<uint8_t*>(b.raw(yi)));
+  };
+  return Status();
+}
+
+LOWER(PRelu) {
+  const Node& n = NODE;
+  const Shape xs = shape_of(g, n.inputs[0]), ss = padded(shape_of(g, n.inputs[1]), xs.size());
+  const ValueId xi = n.inputs[0], si = n.inputs[1], yi = n.outputs[0];
+  s.run = [=](const BufferTable& b) { cpu::prelu(xs, b.f32(xi), ss, b.f32(si), b.f32(yi)); };
+  return Status();
+}
+
+LOWER(Resize) {
+  const Node& n = NODE;
+  const Shape xs = shape_of(g, n.inputs[0]), ys = shape_of(g, n.outputs[0]);
+  const bool has_scales = n.inputs.size() > 2 && n.inputs[2] != kNoValue && g.value(n.inputs[2]).data.numel() > 0;
+  std::vector<cpu::ResizeAxis> axes;
+  for (size_t d = 0; d < xs.size(); ++d) {
+    const double scale = has_scales ? static_cast<double>(g.value(n.inputs[2]).data.f32()[d])
+                                    : static_cast<double>(ys[d]) / static_cast<double>(xs[d]);
+    axes.push_back(resize_axis(n, xs[d], ys[d], scale));
+  }
+  const ValueId xi = n.inputs[0], yi = n.outputs[0];
+  s.inputs.resize(1);
+  s.run = [=](const BufferTable& b) { cpu::resize(xs, ys, axes, b.f32(xi), b.f32(yi)); };
+  return Status();
+}
+
+LOWER(ConvTranspose) {
+  const Node& n = NODE;
+  const Shape x = shape_of(g, n.inputs[0]), w = shape_of(g, n.inputs[1]), y = shape_of(g, n.outputs[0]);
+  const auto st = n.attr_ints("strides"), dl = n.attr_ints("dilations"), pd = n.attr_ints("pads");
+  const cpu::ConvTransposeParams p{x[0], x[1], x[2], x[3], y[1],  y[2],  y[3],  w[2],
+                                   w[3], n.attr_i("group"), st[0], st[1], dl[0], dl[1], pd[0], pd[1]};
+  const ValueId xi = n.inputs[0], wi = n.inputs[1], yi = n.outputs[0];
+  const ValueId bi = n.inputs.size() > 2 ? n.inputs[2] : kNoValue;
+  s.run = [=](const BufferTable& b) {
+    cpu::conv_transpose(p, b.f32(xi), b.f32(wi), bi == kNoValue ? nullptr : b.f32(bi), b.f32(yi));
+  };
+  return Status();
+}
+
+}  // namespace fusert
