@@ -14,7 +14,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "graph/onnx/onnx_import.h"
@@ -104,10 +106,22 @@ Status convert(const std::string& in, const std::string& out, std::string weight
   e << YAML::Key << "description" << YAML::Value
     << ("Converted by fusert-convert from " + fs::path(in).filename().string() + " (weights in " +
         fs::path(weights).filename().string() + ").");
-  // Initializers a node reads (the import keeps the intermediates of the chains it folded).
+  // Initializers a node reads (the import keeps the intermediates of the chains it folded), in
+  // the order the nodes first read them, as a hand-written model declares them; each with the
+  // seeded-init kind its use asks for (BatchNormalization's scale and variance), so that
+  // `infer --seeded` gives a sane model too.
   std::vector<ValueId> inits, to_file;
-  for (ValueId id : g.initializers()) {
-    if (!g.value(id).consumers.empty()) inits.push_back(id);
+  std::set<ValueId> seen;
+  std::map<ValueId, const char*> init_kind;
+  for (const Node& n : g.nodes) {
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const ValueId id = n.inputs[k];
+      if (id == kNoValue || !g.value(id).is_initializer || !seen.insert(id).second) continue;
+      inits.push_back(id);
+      if (op_name(n.op) == std::string("BatchNormalization") && (k == 1 || k == 4)) {
+        init_kind[id] = k == 1 ? "bn_scale" : "bn_var";
+      }
+    }
   }
   for (ValueId id : inits) {
     const Value& v = g.value(id);
@@ -151,6 +165,8 @@ Status convert(const std::string& in, const std::string& out, std::string weight
         }
       }
       e << YAML::EndSeq;
+    } else if (init_kind.count(id)) {
+      e << YAML::Key << "init" << YAML::Value << init_kind.at(id);
     }
     e << YAML::EndMap;
   }
