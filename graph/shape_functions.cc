@@ -22,6 +22,7 @@ Status shape_Abs(ShapeContext& c) { return same_as_input(c); }
 Status shape_Log(ShapeContext& c) { return same_as_input(c); }
 Status shape_Reciprocal(ShapeContext& c) { return same_as_input(c); }
 Status shape_LeakyRelu(ShapeContext& c) { return same_as_input(c); }
+Status shape_Swish(ShapeContext& c) { return same_as_input(c); }
 Status shape_Identity(ShapeContext& c) { return same_as_input(c); }
 
 Status shape_Clip(ShapeContext& c) {

@@ -43,9 +43,9 @@ bundled photo models/data/coffee.png, printing the top-5 labels and timing.
   --device cpu|cuda       backend (default cpu); cuda needs an NVIDIA GPU (sm_90 kernels)
   --threads N             CPU threads (default 0: OMP_NUM_THREADS if set, else all cores)
   --fusion MODE           all | none | raw | comma list of vertical,horizontal,cross,compound
-                          (default all). none: canonicalised (BatchNorm folded, LayerNorm/GELU
-                          recognised), one kernel per op: the fair unfused baseline. raw: the
-                          graph as written, one kernel per node
+                          (default all). none: canonicalised (BatchNorm folded, LayerNorm,
+                          GELU, hard-swish recognised), one kernel per op: the fair unfused
+                          baseline. raw: the graph as written, one kernel per node
   --cpu-kernels K         CPU anchors (Conv, Gemm, MatMul): onednn (default: oneDNN primitives
                           with the fused epilogue as post-ops) or reference (our kernels)
   --profile-guided        run once unfused, time every op, let hot ops drive vertical

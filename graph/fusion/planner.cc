@@ -97,8 +97,10 @@ std::string detect_family(const Graph& g) {
       ValueId in = n.inputs[0];
       for (int hops = 0; hops < 3 && in != kNoValue && g.value(in).producer >= 0; ++hops) {
         const Node& p = g.nodes[static_cast<size_t>(g.value(in).producer)];
+        // Attention scores are a product of two activations (Q K^T); a classifier head's
+        // MatMul (+ Add) -> Softmax multiplies by a weight, as ONNX exports of CNNs have it.
         if (p.op == OpKind::kMatMul) {
-          attention = true;
+          attention |= !g.value(p.inputs[0]).is_initializer && !g.value(p.inputs[1]).is_initializer;
           break;
         }
         in = p.inputs[0];

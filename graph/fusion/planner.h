@@ -8,7 +8,8 @@
 namespace fusert {
 
 /// Model family, decided from graph features (never names): "transformer" (Softmax over a
-/// MatMul, i.e. attention), "cnn-mobile" (depthwise convolutions), "cnn-residual" (convs with
+/// MatMul of two activations, i.e. attention scores Q K^T; a classifier head's MatMul by a
+/// weight does not count), "cnn-mobile" (depthwise convolutions), "cnn-residual" (convs with
 /// residual joins), "generic".
 std::string detect_family(const Graph& g);
 

@@ -85,6 +85,8 @@ std::unique_ptr<Pass> make_pattern_rewrite_pass() {
   std::vector<std::unique_ptr<RewriteRule>> rules;
   rules.push_back(make_layer_norm_rule());
   rules.push_back(make_gelu_rule());
+  rules.push_back(make_hardswish_rule());
+  rules.push_back(make_swish_rule());
   return make_pattern_rewrite_pass(std::move(rules));
 }
 

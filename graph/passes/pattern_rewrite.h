@@ -38,6 +38,10 @@ class RewriteRule {
 
 std::unique_ptr<RewriteRule> make_layer_norm_rule();
 std::unique_ptr<RewriteRule> make_gelu_rule();
+/// x * clip(x + 3, 0, 6) / 6 (and x * (clip(..) / 6)) -> HardSwish (activation_rules.cc).
+std::unique_ptr<RewriteRule> make_hardswish_rule();
+/// x * sigmoid(x) -> Swish(x), alpha 1 (activation_rules.cc).
+std::unique_ptr<RewriteRule> make_swish_rule();
 
 class Pass;
 /// A rewrite pass over `rules`, tried in order at each node (make_pattern_rewrite_pass() in

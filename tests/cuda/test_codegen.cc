@@ -124,6 +124,7 @@ std::vector<std::pair<std::string, cu::KernelSource>> all_kernels() {
           {"gelu", cu::gen_elementwise(gelu_prog())},
           {"strided_pow", cu::gen_elementwise(strided)},
           {"softplus", cu::gen_elementwise(program({13}, {{1}}, {instr(EpOp::kSoftplus)}))},
+          {"swish", cu::gen_elementwise(program({13}, {{1}}, {instr(EpOp::kSwish, -1, 1.0f)}))},
           {"multi", cu::gen_elementwise_multi({relu_prog(), bias_relu_prog(), tanh_gelu})},
           {"layernorm", cu::gen_row_norm(layer_norm_spec())},
           {"softmax", cu::gen_row_norm(softmax_spec())},

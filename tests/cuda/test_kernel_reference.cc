@@ -230,6 +230,7 @@ TEST_CASE("codegen.reference_elementwise_every_op") {
                                    {EpOp::kExp},
                                    {EpOp::kAbs},
                                    {EpOp::kSoftplus},
+                                   {EpOp::kSwish, 1.0f},
                                    {EpOp::kIdentity}};
   for (const OpCase& oc : ops) {
     const bool tensor = oc.op <= EpOp::kPowTensor;

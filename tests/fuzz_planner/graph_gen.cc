@@ -114,8 +114,9 @@ Dims broadcast_shape(Rng& r, const Dims& s) {
 
 namespace {
 
-const std::vector<std::string> kUnary = {"Relu", "Clip",     "Sigmoid",  "HardSigmoid", "HardSwish", "Tanh",     "Gelu",
-                                         "Erf",  "Identity", "Softplus", "Neg",         "Abs",       "LeakyRelu"};
+const std::vector<std::string> kUnary = {
+    "Relu",     "Clip", "Sigmoid", "HardSigmoid", "HardSwish",           "Tanh",  "Gelu",           "Erf", "Identity",
+    "Softplus", "Neg",  "Abs",     "LeakyRelu",   "HardSwishArithmetic", "Swish", "SwishArithmetic"};
 const std::vector<std::string> kBinary = {"Add", "Sub", "Mul", "Div"};
 
 std::string unary(Emitter& e, Rng& r, const std::string& cur) {
@@ -128,6 +129,21 @@ std::string unary(Emitter& e, Rng& r, const std::string& cur) {
   if (op == "HardSigmoid") return e.node(op, {cur}, s, r.chance(0.5) ? "" : "alpha: 0.1666667, beta: 0.5");
   if (op == "Gelu") return e.node(op, {cur}, s, r.chance(0.5) ? "" : "approximate: tanh");
   if (op == "LeakyRelu") return e.node(op, {cur}, s, r.chance(0.5) ? "" : "alpha: 0.2");
+  if (op == "Swish") return e.node(op, {cur}, s, r.chance(0.7) ? "" : "alpha: 1.7");
+  if (op == "SwishArithmetic") {  // SiLU as exporters write it: x * sigmoid(x)
+    const std::string sg = e.node("Sigmoid", {cur}, s);
+    return r.chance(0.5) ? e.node("Mul", {cur, sg}, s) : e.node("Mul", {sg, cur}, s);
+  }
+  if (op == "HardSwishArithmetic") {
+    // Hard-swish as exporters write it (graph/passes/hardswish_rule.cc): x * clip(x + 3, 0, 6) / 6
+    // or x * (clip(x + 3, 0, 6) / 6), now and then with a constant that must not match.
+    const float three = r.chance(0.15) ? 2.5f : 3.0f, six = r.chance(0.15) ? 5.0f : 6.0f;
+    const std::string a = e.node("Add", {cur, e.const_f32(three)}, s);
+    const std::string c = r.chance(0.5) ? e.node("Clip", {a, e.const_f32(0.0f), e.const_f32(6.0f)}, s)
+                                        : e.node("Clip", {a}, s, "min: 0.0, max: 6.0");
+    if (r.chance(0.5)) return e.node("Div", {e.node("Mul", {cur, c}, s), e.const_f32(six)}, s);
+    return e.node("Mul", {e.node("Mul", {c, e.const_f32(1.0f / six)}, s), cur}, s);
+  }
   return e.node(op, {cur}, s);
 }
 

@@ -85,6 +85,8 @@ inline float ref_op(const cpu::EpilogueStep& s, float v, float t) {
       return std::isnan(v) ? v : (v < 0.f ? s.a * v : v);
     case EpOp::kSoftplus:
       return static_cast<float>(std::log1p(std::exp(x)));
+    case EpOp::kSwish:
+      return static_cast<float>(x / (1.0 + std::exp(-static_cast<double>(s.a) * x)));
     case EpOp::kIdentity:
       return v;
   }

@@ -154,6 +154,16 @@ TEST_CASE("Softplus, by hand, at the extremes and odd sizes") {
   odd_size_unary("Softplus", "", [](double v) { return std::log1p(std::exp(v)); });
 }
 
+TEST_CASE("Swish (SiLU), by hand, with alpha, and odd sizes") {
+  // x / (1 + e^-x): 1 -> 0.7310586; -1 -> -0.2689414; 2 -> 1.7615942; 100 -> 100; NaN stays NaN.
+  expect_values(run1(unary("Swish", {6}), Tensor::f32({6}, {0, 1, -1, 2, 100, kNaN})), {6},
+                {0, 0.7310585786300049f, -0.2689414213699951f, 1.7615941559557649f, 100, kNaN});
+  // alpha 2: x * sigmoid(2x): 1 -> 0.8807971; -0.5 -> -0.5 * sigmoid(-1) = -0.1344707.
+  expect_values(run1(unary("Swish", {2}, "alpha: 2.0"), Tensor::f32({2}, {1, -0.5f})), {2},
+                {0.8807970779778823f, -0.13447071068499755f});
+  odd_size_unary("Swish", "", [](double v) { return v / (1.0 + std::exp(-v)); });
+}
+
 TEST_CASE("Identity copies bits, including NaN, infinities and -0") {
   Tensor x = Tensor::f32({1, 5}, {-0.f, kInf, -kInf, 1e-40f, 3.25f});
   Tensor y = run1(unary("Identity", {1, 5}), x);

@@ -336,3 +336,94 @@ TEST_CASE("pattern_rewrite: overlapping matches are applied one per sweep") {
   CHECK(g.value(g.nodes[0].inputs[0]).name == "x");
   CHECK(pass->summary() == "double_relu x2 (r2, r3)");
 }
+
+namespace {
+
+// x * clip(x + 3, 0, 6) / 6 as PaddlePaddle exports hard-swish (clip bounds as constant inputs).
+const char* kPaddleHardSwish = R"(  - {name: a, op: Add, inputs: [x, three], outputs: [a]}
+  - {name: c, op: Clip, inputs: [a, zero, six], outputs: [c]}
+  - {name: m, op: Mul, inputs: [x, c], outputs: [m]}
+  - {name: out, op: Div, inputs: [m, six], outputs: [y]}
+)";
+
+std::string hardswish_yaml(const std::string& body, const std::string& extra_outputs = "") {
+  return "fusert: 1\nname: t\ninputs: [{name: x, shape: [1, 7]}]\noutputs: [y" + extra_outputs +
+         "]\ninitializers:\n"
+         "  - {name: three, shape: [], value: 3.0}\n  - {name: zero, shape: [], value: 0.0}\n"
+         "  - {name: six, shape: [], value: 6.0}\n  - {name: sixth, shape: [], value: 0.16666667}\n"
+         "  - {name: five, shape: [], value: 5.0}\n  - {name: w, shape: [1, 7]}\n"
+         "nodes:\n" +
+         body;
+}
+
+// The rewritten graph on x = [-4, -3, -1, 0, 1.5, 3, 5]: hard-swish by hand.
+void expect_hardswish(const std::string& body) {
+  Graph g = rewrite(hardswish_yaml(body), true, 1e-6);
+  REQUIRE(g.nodes.size() == 1);
+  const Node& n = only_node(g, OpKind::kHardSwish);
+  CHECK(input_names(g, n) == std::vector<std::string>{"x"});
+  CHECK(g.value(n.outputs[0]).name == "y");
+  TensorMap in{{"x", Tensor::f32({1, 7}, {-4, -3, -1, 0, 1.5f, 3, 5})}};
+  const TensorMap out = run_graph(g, in);
+  const std::vector<float> want = {0, 0, -1.0f / 3.0f, 0, 1.125f, 3, 5};
+  for (size_t i = 0; i < want.size(); ++i) CHECK(out.at("y").f32()[i] == doctest::Approx(want[i]).epsilon(1e-6));
+}
+
+void expect_no_hardswish(const std::string& body, const std::string& extra_outputs = "") {
+  Graph g = rewrite(hardswish_yaml(body, extra_outputs), false, 0.0);
+  CHECK(count_op(g, OpKind::kHardSwish) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("hardswish: x * clip(x + 3, 0, 6) / 6 in the exporters' spellings") {
+  SUBCASE("Paddle: (x * clip(x + 3)) / 6") { expect_hardswish(kPaddleHardSwish); }
+  SUBCASE("operands swapped, * 0.16666667 instead of / 6") {
+    expect_hardswish(edit(edit(edit(kPaddleHardSwish, "[x, three]", "[three, x]"), "[x, c]", "[c, x]"),
+                          "op: Div, inputs: [m, six]", "op: Mul, inputs: [sixth, m]"));
+  }
+  SUBCASE("x * (clip(x + 3) / 6): the hard-sigmoid first") {
+    expect_hardswish(R"(  - {name: a, op: Add, inputs: [x, three], outputs: [a]}
+  - {name: c, op: Clip, inputs: [a, zero, six], outputs: [c]}
+  - {name: h, op: Div, inputs: [c, six], outputs: [h]}
+  - {name: out, op: Mul, inputs: [h, x], outputs: [y]}
+)");
+  }
+  SUBCASE("clip bounds as attributes (opset < 11)") {
+    expect_hardswish(edit(kPaddleHardSwish, "inputs: [a, zero, six], outputs: [c]}",
+                          "inputs: [a], outputs: [c], attrs: {min: 0.0, max: 6.0}}"));
+  }
+}
+
+TEST_CASE("hardswish negative siblings") {
+  SUBCASE("clip(x + 3, 0, 5)") { expect_no_hardswish(edit(kPaddleHardSwish, "[a, zero, six]", "[a, zero, five]")); }
+  SUBCASE("x + 5") { expect_no_hardswish(edit(kPaddleHardSwish, "[x, three]", "[x, five]")); }
+  SUBCASE("divided by 5") { expect_no_hardswish(edit(kPaddleHardSwish, "[m, six]", "[m, five]")); }
+  SUBCASE("w * clip(x + 3) / 6") { expect_no_hardswish(edit(kPaddleHardSwish, "[x, c]", "[w, c]")); }
+  SUBCASE("the clip output is also a graph output") { expect_no_hardswish(kPaddleHardSwish, ", c"); }
+  SUBCASE("x + 3 read elsewhere") {
+    expect_no_hardswish(std::string(kPaddleHardSwish) + "  - {name: r, op: Relu, inputs: [a], outputs: [r]}\n", ", r");
+  }
+}
+
+TEST_CASE("swish: x * sigmoid(x) in either order becomes Swish(x), bit for bit") {
+  for (const char* order : {"[x, s]", "[s, x]"}) {
+    const std::string body = std::string("  - {name: sig, op: Sigmoid, inputs: [x], outputs: [s]}\n") +
+                             "  - {name: out, op: Mul, inputs: " + order + ", outputs: [y]}\n";
+    Graph g = rewrite(hardswish_yaml(body), true, 0.0);  // tolerance 0: the same expression
+    REQUIRE(g.nodes.size() == 1);
+    const Node& n = only_node(g, OpKind::kSwish);
+    CHECK(input_names(g, n) == std::vector<std::string>{"x"});
+    CHECK(n.attr_f("alpha") == 1.0);
+  }
+  SUBCASE("negative siblings: w * sigmoid(x); the sigmoid also a graph output") {
+    expect_no_hardswish(
+        "  - {name: sig, op: Sigmoid, inputs: [x], outputs: [s]}\n  - {name: out, op: Mul, inputs: [w, s], outputs: "
+        "[y]}\n");
+    Graph g = rewrite(hardswish_yaml("  - {name: sig, op: Sigmoid, inputs: [x], outputs: [s]}\n"
+                                     "  - {name: out, op: Mul, inputs: [x, s], outputs: [y]}\n",
+                                     ", s"),
+                      false, 0.0);
+    CHECK(count_op(g, OpKind::kSwish) == 0);
+  }
+}

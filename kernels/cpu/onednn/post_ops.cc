@@ -133,6 +133,9 @@ bool append_unary(const EpilogueStep& s, dnnl::post_ops* po, std::vector<std::st
     case EpOp::kNeg:
       add(algorithm::eltwise_linear, -1.f, 0.f, "linear");
       return true;
+    case EpOp::kSwish:  // x * sigmoid(alpha * x)
+      add(algorithm::eltwise_swish, s.a, 0.f, "swish");
+      return true;
     default:  // Softplus: oneDNN 2.6's soft_relu is log(1 + exp(x)), less accurate than our
               // max(x, 0) + log1p(exp(-|x|)) (the planner fuzzer saw 2e-5 after a LayerNorm)
       return false;
