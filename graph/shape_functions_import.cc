@@ -93,7 +93,7 @@ Status shape_Resize(ShapeContext& c) {
   const std::string mode = n.attr_s("mode"), ct = n.attr_s("coordinate_transformation_mode");
   if (mode != "nearest" && mode != "linear") return c.unsupported() << "mode '" << mode << "' (nearest, linear only)";
   if (ct != "half_pixel" && ct != "pytorch_half_pixel" && ct != "align_corners" && ct != "asymmetric" &&
-      ct != "tf_half_pixel_for_nn") {
+      ct != "tf_half_pixel_for_nn" && ct != "half_pixel_symmetric") {
     return c.unsupported() << "coordinate_transformation_mode '" << ct << "'";
   }
   const std::string nm = n.attr_s("nearest_mode");
@@ -103,13 +103,16 @@ Status shape_Resize(ShapeContext& c) {
   if (!n.attr_ints("axes").empty()) return c.unsupported() << "the axes attribute (opset 18)";
   if (n.attr_s("keep_aspect_ratio_policy") != "stretch")
     return c.unsupported() << "keep_aspect_ratio_policy '" << n.attr_s("keep_aspect_ratio_policy") << "'";
-  if (c.in_dtype(0) != DType::kF32) return c.unsupported() << "input 0 is " << dtype_name(c.in_dtype(0)) << " (f32 only)";
+  if (c.in_dtype(0) != DType::kF32)
+    return c.unsupported() << "input 0 is " << dtype_name(c.in_dtype(0)) << " (f32 only)";
   const size_t r = x.size();
   Shape out(r);
   const Tensor* sizes = c.has_input(3) ? c.constant(3) : nullptr;
   const Tensor* sc = c.has_input(2) ? c.constant(2) : nullptr;
-  if (c.has_input(3) && !sizes) return c.unsupported() << "input 3 (sizes) must be a constant (fusert's shapes are static)";
-  if (c.has_input(2) && !sc) return c.unsupported() << "input 2 (scales) must be a constant (fusert's shapes are static)";
+  if (c.has_input(3) && !sizes)
+    return c.unsupported() << "input 3 (sizes) must be a constant (fusert's shapes are static)";
+  if (c.has_input(2) && !sc)
+    return c.unsupported() << "input 2 (scales) must be a constant (fusert's shapes are static)";
   if (sc && sc->numel() == 0) sc = nullptr;
   if (sizes && sizes->numel() == 0) sizes = nullptr;
   if (!sc == !sizes) return c.fail() << "exactly one of scales (input 2) and sizes (input 3) must be given";
@@ -150,7 +153,8 @@ Status shape_ConvTranspose(ShapeContext& c) {
   if (group < 1 || x[1] % group != 0 || w[0] != x[1])
     return c.fail() << "weight " << shape_str(w) << " does not match input channels " << x[1] << " and group " << group;
   const int64_t m = w[1] * group;
-  if (c.has_input(2) && c.in(2) != Shape{m}) return c.fail() << "bias expected [" << m << "], got " << shape_str(c.in(2));
+  if (c.has_input(2) && c.in(2) != Shape{m})
+    return c.fail() << "bias expected [" << m << "], got " << shape_str(c.in(2));
   auto sized = [&](const char* name, int64_t fill, size_t count) -> Status {
     std::vector<int64_t>& v = n.attrs[name].ints;
     if (v.empty()) v.assign(count, fill);

@@ -68,8 +68,8 @@ Result<int64_t> default_opset(const onnx::ModelProto& m, const std::string& path
     return error(StatusCode::kUnsupported) << path << ": no opset_import for the default ONNX domain (only ops of "
                                            << (m.opset_import_size() ? m.opset_import(0).domain() : "no domain") << ")";
   }
-  if (opset < 6 || opset > 18) {
-    return error(StatusCode::kUnsupported) << path << ": opset " << opset << " (fusert imports opsets 6..18)";
+  if (opset < 6 || opset > 21) {
+    return error(StatusCode::kUnsupported) << path << ": opset " << opset << " (fusert imports opsets 6..21)";
   }
   return opset;
 }

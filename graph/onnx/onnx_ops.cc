@@ -111,6 +111,7 @@ bool consumed_attr(const std::string& op, const std::string& a, int64_t opset) {
   if (op == "Softmax") return opset < 13 && a == "axis";
   if (op == "Upsample") return a == "scales" || a == "mode";
   if (op == "ConstantOfShape") return a == "value";
+  if (op == "Cast") return a == "saturate";  // opset 19: only float8 targets saturate
   return false;
 }
 

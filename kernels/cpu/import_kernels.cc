@@ -66,9 +66,8 @@ bool cmp(CompareOp op, T a, T b) {
 
 template <typename T>
 void compare_t(CompareOp op, const Shape& ys, const Shape& as, const T* a, const Shape& bs, const T* b, uint8_t* y) {
-  for_each_broadcast(ys, {as, bs}, [&](int64_t k, const std::vector<int64_t>& o) {
-    y[k] = cmp(op, a[o[0]], b[o[1]]) ? 1 : 0;
-  });
+  for_each_broadcast(ys, {as, bs},
+                     [&](int64_t k, const std::vector<int64_t>& o) { y[k] = cmp(op, a[o[0]], b[o[1]]) ? 1 : 0; });
 }
 
 template <typename T>
@@ -110,8 +109,8 @@ void logical_not(int64_t count, const uint8_t* x, uint8_t* y) {
   for (int64_t i = 0; i < count; ++i) y[i] = x[i] ? 0 : 1;
 }
 
-void extremum(bool max, ElemType t, const Shape& ys, const std::vector<Shape>& shapes, const std::vector<const void*>& xs,
-              void* y) {
+void extremum(bool max, ElemType t, const Shape& ys, const std::vector<Shape>& shapes,
+              const std::vector<const void*>& xs, void* y) {
   switch (t) {
     case ElemType::kF32:
       return extremum_t(max, ys, shapes, xs, static_cast<float*>(y));

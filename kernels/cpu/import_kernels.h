@@ -27,8 +27,8 @@ void logical_not(int64_t count, const uint8_t* x, uint8_t* y);
 
 /// ONNX Max / Min over k inputs with numpy broadcasting (ONNX opset 13): y (shape `ys`) =
 /// element-wise max or min; a NaN in any input gives NaN (numpy.maximum). `shapes` padded.
-void extremum(bool max, ElemType t, const Shape& ys, const std::vector<Shape>& shapes, const std::vector<const void*>& xs,
-              void* y);
+void extremum(bool max, ElemType t, const Shape& ys, const std::vector<Shape>& shapes,
+              const std::vector<const void*>& xs, void* y);
 
 /// ONNX PRelu: y = x for x >= 0, slope * x below; slope (shape `ss`, padded) broadcast to x's
 /// shape `xs` (unidirectional). NaN stays NaN.

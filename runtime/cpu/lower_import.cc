@@ -36,7 +36,9 @@ Status lower_compare(const Graph& g, const Node& n, cpu::CompareOp op, Step& s) 
   const Shape as = padded(shape_of(g, n.inputs[0]), ys.size()), bs = padded(shape_of(g, n.inputs[1]), ys.size());
   const cpu::ElemType t = elem_type(g.value(n.inputs[0]).dtype);
   const ValueId ai = n.inputs[0], bi = n.inputs[1], yi = n.outputs[0];
-  s.run = [=](const BufferTable& b) { cpu::compare(op, t, ys, as, b.raw(ai), bs, b.raw(bi), static_cast<uint8_t*>(b.raw(yi))); };
+  s.run = [=](const BufferTable& b) {
+    cpu::compare(op, t, ys, as, b.raw(ai), bs, b.raw(bi), static_cast<uint8_t*>(b.raw(yi)));
+  };
   return Status();
 }
 
@@ -65,6 +67,11 @@ double source_coord(const std::string& mode, int64_t o, int64_t in, double scale
   if (mode == "align_corners") return resized == 1.0 ? 0.0 : x * static_cast<double>(in - 1) / (resized - 1.0);
   if (mode == "asymmetric") return x / scale;
   if (mode == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
+  if (mode == "half_pixel_symmetric") {  // opset 19: half_pixel, re-centred when in * scale is not whole
+    const double adjustment = std::floor(resized) / resized,
+                 offset = static_cast<double>(in) / 2.0 * (1.0 - adjustment);
+    return offset + (x + 0.5) / scale - 0.5;
+  }
   return (x + 0.5) / scale - 0.5;  // half_pixel
 }
 
@@ -151,8 +158,8 @@ LOWER(ConvTranspose) {
   const Node& n = NODE;
   const Shape x = shape_of(g, n.inputs[0]), w = shape_of(g, n.inputs[1]), y = shape_of(g, n.outputs[0]);
   const auto st = n.attr_ints("strides"), dl = n.attr_ints("dilations"), pd = n.attr_ints("pads");
-  const cpu::ConvTransposeParams p{x[0], x[1], x[2], x[3], y[1],  y[2],  y[3],  w[2],
-                                   w[3], n.attr_i("group"), st[0], st[1], dl[0], dl[1], pd[0], pd[1]};
+  const cpu::ConvTransposeParams p{x[0],  x[1],  x[2],  x[3],  y[1],  y[2], y[3], w[2], w[3], n.attr_i("group"),
+                                   st[0], st[1], dl[0], dl[1], pd[0], pd[1]};
   const ValueId xi = n.inputs[0], wi = n.inputs[1], yi = n.outputs[0];
   const ValueId bi = n.inputs.size() > 2 ? n.inputs[2] : kNoValue;
   s.run = [=](const BufferTable& b) {

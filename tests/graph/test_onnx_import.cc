@@ -729,3 +729,27 @@ TEST_CASE("onnx import: ConstantOfShape and Range fold, even into a graph output
   CHECK(range.i64()[1] == 4);
   CHECK(range.i64()[2] == 7);
 }
+
+TEST_CASE("onnx import: opset 21 (Resize's half_pixel_symmetric of opset 19, Cast's saturate); opset 22 refused") {
+  // Width 4 -> 2 by scale 0.6: in * scale = 2.4, so half_pixel is re-centred by
+  // offset = 4 / 2 * (1 - 2 / 2.4) = 1/3: x_orig = 1/3 + (o + 0.5) / 0.6 - 0.5 = 2/3, 7/3;
+  // linear on [1, 2, 3, 4]: 5/3, 10/3.
+  auto m = model(21);
+  auto* g = m.mutable_graph();
+  add_input(g, "x", {1, 1, 1, 4});
+  add_f32(g, "scales", {4}, {1, 1, 1, 0.6f});
+  auto* n = add_node(g, "Resize", {"x", "", "scales"}, {"r"});
+  str_attr(n, "mode", "linear");
+  str_attr(n, "coordinate_transformation_mode", "half_pixel_symmetric");
+  int_attr(add_node(g, "Cast", {"r"}, {"y"}), "to", 1);
+  int_attr(g->mutable_node(1), "saturate", 1);
+  add_output(g, "y");
+  check_f32(run_model(m, "opset21.onnx", {{"x", Tensor::f32({1, 1, 1, 4}, {1, 2, 3, 4})}}, "y"), {1, 1, 1, 2},
+            {5.0f / 3.0f, 10.0f / 3.0f});
+
+  m.mutable_opset_import(0)->set_version(22);
+  auto r = load_onnx(save(m, "opset22.onnx"));
+  REQUIRE(!r.ok());
+  CHECK(r.status().code() == StatusCode::kUnsupported);
+  CHECK(has(r.status().message(), "opset 22"));
+}
