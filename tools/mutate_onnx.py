@@ -2,7 +2,7 @@
 """Mutated ONNX files for the import's fuzz target, without libFuzzer: byte flips, inserted
 bytes, huge little-endian integers and truncations of ONNX's own test models.
 
-    python3 tools/mutate_onnx.py OUT_DIR [--count 20000] [--seed 2]
+    python3 tools/mutate_onnx.py OUT_DIR [--count 20000] [--seed 2] [--filter resize,convtranspose]
     ASAN_OPTIONS=detect_leaks=0 build-asan/tests/fuzz_replay_onnx OUT_DIR   # an ASan+UBSan build
 
 Found a signed overflow in Reshape's shape function (a crafted target of 2^40 x 2^40) that
@@ -19,9 +19,13 @@ def main():
     ap.add_argument("--count", type=int, default=20000)
     ap.add_argument("--seed", type=int, default=2)
     ap.add_argument("--data", default="/usr/share/libonnx-testdata/data")
+    ap.add_argument("--filter", default="", help="only models whose case name contains one of these (comma list)")
     a = ap.parse_args()
     random.seed(a.seed)
     srcs = sorted(glob.glob(os.path.join(a.data, "*", "*", "model.onnx")))
+    if a.filter:
+        keys = [k.lower() for k in a.filter.split(",") if k]
+        srcs = [p for p in srcs if any(k in os.path.basename(os.path.dirname(p)).lower() for k in keys)]
     if not srcs:
         raise SystemExit(f"no models under {a.data} (apt-get install libonnx-testdata)")
     os.makedirs(a.out, exist_ok=True)
