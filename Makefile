@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 WEIGHTS := .cache/weights/efficientnet_lite0.safetensors
 
-.PHONY: all install run test deps onnx-models weights configure build bench bench-text bench-fusion format format-check clean help fuzz-planner fuzz sanitize tsan
+.PHONY: all install run test zoo deps onnx-models weights configure build bench bench-text bench-fusion format format-check clean help fuzz-planner fuzz sanitize tsan
 
 all: build
 
@@ -21,6 +21,7 @@ help:
 	@echo "make bench-text   batched sentence embeddings (all-MiniLM-L6-v2, short and 256-token texts),"
 	@echo "             fusert vs ONNX Runtime with dynamic axes (tools/text_bench.py; docs/bench/text/)"
 	@echo "make bench-fusion   fused vs unfused latency of every zoo model (bench binary, no ONNX Runtime)"
+	@echo "make zoo    model-zoo regression run (fusert-zoo, models/zoo.yaml): table, build/zoo.json, build/zoo.xml"
 	@echo "make fuzz-planner [N=2000] [SEED=1]   the differential planner fuzzer, AddressSanitizer +"
 	@echo "             UBSan build in $(ASAN_BUILD)/; failures shrunk into fuzz-failures/"
 	@echo "make sanitize   every CPU test under AddressSanitizer + UBSan (build-asan/)"
@@ -68,6 +69,13 @@ onnx-models: deps
 test: weights onnx-models build
 	@echo "[test] ctest"
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The model-zoo regression run (fusert-zoo on models/zoo.yaml; format models/ZOO.md): every
+# model x device x fusion mode; reports in build/zoo.json and build/zoo.xml (JUnit).
+ZOO_ARGS ?=
+zoo: weights onnx-models build
+	@PY=$$(bash tools/setup_onnx_venv.sh) && $$PY tools/onnx_models.py weights --convert $(BUILD)/fusert-convert
+	./$(BUILD)/fusert-zoo --manifest models/zoo.yaml --json $(BUILD)/zoo.json --junit $(BUILD)/zoo.xml $(ZOO_ARGS)
 
 BENCH_ARGS ?=
 bench: build

@@ -240,3 +240,19 @@ fusert_cli_test(onnx_dim_malformed 2 "--dim: expected NAME=MIN:MAX\\[:OPT\\] \\(
                    --dim N=1)
 fusert_cli_test(yaml_dim_refused 1 "dim_ranges \\(--dim\\) is for ONNX models"
                 -- --model ${CMAKE_SOURCE_DIR}/models/branch_merge.yaml --seeded --dim batch=1:4)
+# fusert-zoo (apps/zoo): usage and manifest errors, each naming the file and line; the runs
+# themselves are ctest zoo_quick and zoo_broken_fixture (tests/zoo/check_zoo.py).
+set(FUSERT_ZOO_DATA ${CMAKE_CURRENT_SOURCE_DIR}/zoo/data)
+add_test(NAME cli_zoo_help COMMAND sh ${FUSERT_CLI_DIR}/expect.sh --stdout 0 "^usage: fusert-zoo \\[--manifest F\\]"
+                                   "--update-baseline" -- $<TARGET_FILE:fusert-zoo> --help)
+add_test(NAME cli_zoo_unknown_flag COMMAND sh ${FUSERT_CLI_DIR}/expect.sh 2 "^fusert-zoo: unknown or incomplete option '--bogus'"
+                                           -- $<TARGET_FILE:fusert-zoo> --bogus)
+add_test(NAME cli_zoo_bad_key COMMAND sh ${FUSERT_CLI_DIR}/expect.sh 2 "bad_key\\.yaml:5: unknown key 'weigths' in a model"
+                                      -- $<TARGET_FILE:fusert-zoo> --manifest ${FUSERT_ZOO_DATA}/bad_key.yaml)
+add_test(NAME cli_zoo_not_a_manifest
+         COMMAND sh ${FUSERT_CLI_DIR}/expect.sh 2 "not_a_manifest\\.yaml: not a zoo manifest \\(expected `fusert_zoo: 1` first\\)"
+                 -- $<TARGET_FILE:fusert-zoo> --manifest ${FUSERT_ZOO_DATA}/not_a_manifest.yaml)
+add_test(NAME cli_zoo_unknown_model COMMAND sh ${FUSERT_CLI_DIR}/expect.sh 2 "--models: no model 'nope' in "
+                                            -- $<TARGET_FILE:fusert-zoo> --models nope)
+set_tests_properties(cli_zoo_help cli_zoo_unknown_flag cli_zoo_bad_key cli_zoo_not_a_manifest cli_zoo_unknown_model
+                     PROPERTIES LABELS cli TIMEOUT 60)

@@ -1,0 +1,393 @@
+// fusert-zoo: model-zoo regression runs. For every model x device x fusion mode of a manifest
+// (models/ZOO.md; ours is models/zoo.yaml) it loads the model, runs it on the manifest's inputs,
+// and checks: the output against the reference (a golden .npy or a command such as ONNX Runtime)
+// and against the unfused run (fusion none, same device), the kernels, intermediate and peak
+// activation bytes against the manifest's bounds, and, with --baseline, kernels, memory and the
+// latency ratio to the unfused run of the same run against a previous run's. One table, a JSON
+// and a JUnit report; a model that fails to load is reported and the run goes on.
+//
+// Exit 0 when every row passes or is skipped (CUDA rows without a device), 1 on any regression
+// or error, 2 on bad usage or an unreadable manifest.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "apps/zoo/manifest.h"
+#include "apps/zoo/report.h"
+#include "runtime/npy.h"
+#include "runtime/session.h"
+
+namespace fs = std::filesystem;
+using namespace fusert;
+using namespace fusert::zoo;
+
+namespace {
+
+const char* kUsage =
+    "usage: fusert-zoo [--manifest F] [--device cpu|cuda|all] [--models a,b] [--fusion none,all,...]\n"
+    "                  [--runs N] [--json out.json] [--junit out.xml] [--baseline prev.json]\n"
+    "                  [--update-baseline]\n"
+    "Model-zoo regression run: every model x device x fusion mode of the manifest (default\n"
+    "models/zoo.yaml; format in models/ZOO.md), checked against its reference, the unfused run,\n"
+    "its kernel and memory bounds and, with --baseline, a previous run (--update-baseline writes\n"
+    "this run there instead). Exit 1 on any regression or load error, 2 on bad usage.\n";
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string x;
+  while (std::getline(ss, x, ','))
+    if (!x.empty()) out.push_back(x);
+  return out;
+}
+
+double rel_l2(const std::vector<double>& got, const std::vector<double>& want) {
+  if (got.size() != want.size()) return INFINITY;
+  double num = 0, den = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double d = got[i] - want[i];
+    num += d * d;
+    den += want[i] * want[i];
+  }
+  if (std::isnan(num)) return NAN;
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+std::vector<double> as_doubles(const Tensor& t) {
+  std::vector<double> v(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    switch (t.dtype()) {
+      case DType::kF32:
+        v[static_cast<size_t>(i)] = t.f32()[i];
+        break;
+      case DType::kI64:
+        v[static_cast<size_t>(i)] = static_cast<double>(t.i64()[i]);
+        break;
+      default:
+        v[static_cast<size_t>(i)] = 0;
+    }
+  }
+  return v;
+}
+
+// The compared outputs flattened and concatenated (the manifest's `reference.outputs`, else the
+// first output).
+Result<std::vector<double>> compared(const ZooModel& m, const Session& s, const TensorMap& out) {
+  std::vector<std::string> names = m.reference_outputs;
+  if (names.empty()) names.push_back(s.outputs().at(0).name);
+  std::vector<double> v;
+  for (const std::string& n : names) {
+    auto it = out.find(n);
+    if (it == out.end()) return error(StatusCode::kNotFound) << "reference output '" << n << "' is not an output";
+    const std::vector<double> d = as_doubles(it->second);
+    v.insert(v.end(), d.begin(), d.end());
+  }
+  return v;
+}
+
+// The model's inputs: seeded, then the image (first input), then the named .npy files.
+Result<TensorMap> make_inputs(const ZooModel& m, const Session& s) {
+  TensorMap in = s.seeded_inputs(m.input_seed);
+  if (!m.image.empty()) {
+    FUSERT_ASSIGN_OR_RETURN(Tensor t, s.read_image(m.image));
+    in[s.inputs().at(0).name] = t;
+  }
+  for (const auto& [name, file] : m.npy_inputs) {
+    if (!in.count(name)) return error(StatusCode::kNotFound) << "inputs.npy: '" << name << "' is not a model input";
+    FUSERT_ASSIGN_OR_RETURN(in[name], read_npy(file));
+  }
+  return in;
+}
+
+// Runs the reference command once: inputs written as <dir>/<name>.npy, output read back.
+Result<std::vector<double>> run_reference_command(const ZooModel& m, const TensorMap& in) {
+  const fs::path dir = fs::temp_directory_path() / ("fusert_zoo_" + std::to_string(::getpid()) + "_" + m.name);
+  fs::create_directories(dir / "inputs");
+  for (const auto& [name, t] : in) FUSERT_RETURN_IF_ERROR(write_npy((dir / "inputs" / (name + ".npy")).string(), t));
+  const std::string out = (dir / "output.npy").string();
+  std::string cmd = m.reference_command;
+  auto sub = [&cmd](const std::string& key, const std::string& v) {
+    for (size_t p; (p = cmd.find(key)) != std::string::npos;) cmd.replace(p, key.size(), "'" + v + "'");
+  };
+  sub("{model}", m.model);
+  sub("{inputs}", (dir / "inputs").string());
+  sub("{output}", out);
+  const std::string full = "cd '" + m.dir + "' && " + cmd + " > '" + (dir / "log.txt").string() + "' 2>&1";
+  const int rc = std::system(full.c_str());
+  Result<Tensor> t = rc == 0 ? read_npy(out) : Result<Tensor>(error(StatusCode::kIoError) << "exit status " << rc);
+  std::string log;
+  {
+    std::ifstream f(dir / "log.txt");
+    std::stringstream ss;
+    ss << f.rdbuf();
+    log = ss.str();
+  }
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  if (!t.ok()) {
+    return error(StatusCode::kIoError) << "reference command failed (" << t.status().message() << "): " << cmd
+                                       << (log.empty() ? "" : "\n  " + log.substr(0, 400));
+  }
+  return as_doubles(*t);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+struct Progress {
+  bool tty = ::isatty(STDERR_FILENO) != 0;
+  size_t done = 0, total = 0;
+  void show(const std::string& what) {
+    if (!tty) return;
+    const int width = 30, filled = total ? static_cast<int>(width * done / total) : 0;
+    std::fprintf(stderr, "\r[%s%s] %zu/%zu %-48.48s", std::string(static_cast<size_t>(filled), '#').c_str(),
+                 std::string(static_cast<size_t>(width - filled), '.').c_str(), done, total, what.c_str());
+    std::fflush(stderr);
+  }
+  void finish() {
+    if (tty) std::fprintf(stderr, "\r%100s\r", "");
+  }
+};
+
+// Runs one model on one device: every fusion mode, unfused first.
+void run_model(const ZooModel& m, const std::string& device, const std::vector<std::string>& fusions, int runs,
+               Progress* progress, std::vector<Row>* rows) {
+  std::vector<double> reference, unfused;
+  std::string reference_error;
+  bool have_reference = false;
+  double unfused_ms = 0;
+  for (const std::string& fusion : fusions) {
+    Row r;
+    r.model = m.name, r.device = device, r.fusion = fusion;
+    progress->show(m.name + " " + device + " " + fusion);
+    const auto t0 = std::chrono::steady_clock::now();
+    SessionOptions o;
+    o.device = device;
+    o.fusion = fusion;
+    o.threads = m.threads;
+    o.input_shapes = m.shapes;
+    o.seeded = m.weights == "seeded";
+    o.seed = m.seed;
+    if (m.weights != "model" && m.weights != "seeded") o.weights = m.weights;
+    auto s = Session::load(m.model, o);
+    if (!s.ok()) {
+      const std::string msg = s.status().message();
+      if (device == "cuda" && s.status().code() == StatusCode::kDeviceError) {
+        r.status = "skipped";
+        r.reason = "no CUDA device";
+      } else {
+        r.status = "error";
+        r.reason = "load: " + msg.substr(0, msg.find('\n')) + (m.fetch.empty() ? "" : " (fetch: " + m.fetch + ")");
+      }
+      r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      rows->push_back(r);
+      ++progress->done;
+      continue;
+    }
+    Session& sess = **s;
+    r.kernels = sess.stats().kernels;
+    r.intermediate_bytes = sess.stats().intermediate_bytes;
+    r.peak_bytes = sess.stats().peak_activation_bytes;
+    std::vector<std::string> fails;
+    auto in = make_inputs(m, sess);
+    if (!in.ok()) {
+      r.status = "error";
+      r.reason = "inputs: " + in.status().message();
+    } else {
+      if (!have_reference && (!m.reference_npy.empty() || !m.reference_command.empty())) {
+        have_reference = true;
+        if (!m.reference_npy.empty()) {
+          auto t = read_npy(m.reference_npy);
+          if (t.ok())
+            reference = as_doubles(*t);
+          else
+            reference_error = t.status().message();
+        } else {
+          auto v = run_reference_command(m, *in);
+          if (v.ok())
+            reference = *v;
+          else
+            reference_error = v.status().message();
+        }
+      }
+      Result<TensorMap> out = sess.run(*in);
+      std::vector<double> times;
+      for (int i = 0; out.ok() && i < m.warmup + runs; ++i) {
+        const auto a = std::chrono::steady_clock::now();
+        out = sess.run(*in);
+        if (i >= m.warmup) times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+      }
+      if (!out.ok()) {
+        r.status = "error";
+        r.reason = "run: " + out.status().message();
+      } else {
+        r.latency_ms = median(times);
+        auto got = compared(m, sess, *out);
+        if (!got.ok()) {
+          r.status = "error";
+          r.reason = got.status().message();
+        } else {
+          if (fusion == "none") unfused = *got, unfused_ms = r.latency_ms;
+          if (!unfused.empty()) r.err_unfused = rel_l2(*got, unfused);
+          if (unfused_ms > 0) r.ratio_to_unfused = r.latency_ms / unfused_ms;
+          if (!reference_error.empty()) {
+            fails.push_back("reference: " + reference_error.substr(0, 300));
+          } else if (!reference.empty()) {
+            r.err_reference = rel_l2(*got, reference);
+            if (!(r.err_reference <= m.tolerance)) {
+              char b[160];
+              std::snprintf(b, sizeof b, "rel. L2 %.3g vs the reference > tolerance %.3g", r.err_reference,
+                            m.tolerance);
+              fails.push_back(b);
+            }
+          }
+          if (r.err_unfused >= 0 && !(r.err_unfused <= m.tolerance)) {
+            char b[160];
+            std::snprintf(b, sizeof b, "rel. L2 %.3g vs fusion none > tolerance %.3g", r.err_unfused, m.tolerance);
+            fails.push_back(b);
+          }
+        }
+      }
+    }
+    auto bound = [&](const auto& table, double got, const char* what, const char* unit) {
+      auto it = table.find(fusion);
+      if (it == table.end() || got <= static_cast<double>(it->second)) return;
+      char b[160];
+      std::snprintf(b, sizeof b, "%s %.4g%s > bound %.4g%s", what, got, unit, static_cast<double>(it->second), unit);
+      fails.push_back(b);
+    };
+    bound(m.max_kernels, static_cast<double>(r.kernels), "kernels", "");
+    bound(m.max_peak_mb, mib(r.peak_bytes), "peak activations", " MiB");
+    bound(m.max_intermediate_mb, mib(r.intermediate_bytes), "intermediate traffic", " MiB");
+    if (r.status.empty()) {
+      r.status = fails.empty() ? "ok" : "FAIL";
+      for (size_t i = 0; i < fails.size(); ++i) r.reason += (i ? "; " : "") + fails[i];
+    }
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    rows->push_back(r);
+    ++progress->done;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string manifest, json, junit, baseline, device_arg, models_arg, fusion_arg;
+  bool update = false;
+  int runs = 0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool has = i + 1 < argc;
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (a == "--manifest" && has) {
+      manifest = argv[++i];
+    } else if (a == "--device" && has) {
+      device_arg = argv[++i];
+    } else if (a == "--models" && has) {
+      models_arg = argv[++i];
+    } else if (a == "--fusion" && has) {
+      fusion_arg = argv[++i];
+    } else if (a == "--runs" && has) {
+      runs = std::atoi(argv[++i]);
+      if (runs < 1) {
+        std::fprintf(stderr, "fusert-zoo: --runs must be >= 1\n%s", kUsage);
+        return 2;
+      }
+    } else if (a == "--json" && has) {
+      json = argv[++i];
+    } else if (a == "--junit" && has) {
+      junit = argv[++i];
+    } else if (a == "--baseline" && has) {
+      baseline = argv[++i];
+    } else if (a == "--update-baseline") {
+      update = true;
+    } else {
+      std::fprintf(stderr, "fusert-zoo: unknown or incomplete option '%s'\n%s", a.c_str(), kUsage);
+      return 2;
+    }
+  }
+  if (manifest.empty()) manifest = FUSERT_ZOO_DEFAULT_MANIFEST;
+  if (update && baseline.empty()) {
+    std::fprintf(stderr, "fusert-zoo: --update-baseline needs --baseline FILE\n");
+    return 2;
+  }
+  if (!device_arg.empty() && device_arg != "cpu" && device_arg != "cuda" && device_arg != "all") {
+    std::fprintf(stderr, "fusert-zoo: --device must be cpu, cuda or all\n");
+    return 2;
+  }
+  auto models = read_manifest(manifest);
+  if (!models.ok()) {
+    std::fprintf(stderr, "fusert-zoo: error: %s\n", models.status().message().c_str());
+    return 2;
+  }
+  std::vector<ZooModel> selected;
+  const std::vector<std::string> wanted = split(models_arg);
+  for (const std::string& w : wanted) {
+    if (std::none_of(models->begin(), models->end(), [&](const ZooModel& m) { return m.name == w; })) {
+      std::fprintf(stderr, "fusert-zoo: --models: no model '%s' in %s\n", w.c_str(), manifest.c_str());
+      return 2;
+    }
+  }
+  std::vector<Baseline> base;
+  if (!baseline.empty() && !update) {
+    auto b = read_baseline(baseline);
+    if (!b.ok()) {
+      std::fprintf(stderr, "fusert-zoo: error: %s\n", b.status().message().c_str());
+      return 2;
+    }
+    base = *b;
+  }
+  Progress progress;
+  for (ZooModel m : *models) {
+    if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), m.name) == wanted.end()) continue;
+    if (!device_arg.empty()) m.devices = device_arg == "all" ? std::vector<std::string>{"cpu", "cuda"} : split(device_arg);
+    if (!fusion_arg.empty()) m.fusion = split(fusion_arg);
+    // The unfused run comes first: every other mode is compared with it.
+    m.fusion.erase(std::remove(m.fusion.begin(), m.fusion.end(), "none"), m.fusion.end());
+    m.fusion.insert(m.fusion.begin(), "none");
+    if (runs > 0) m.runs = runs;
+    progress.total += m.devices.size() * m.fusion.size();
+    selected.push_back(m);
+  }
+  std::vector<Row> rows;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const ZooModel& m : selected) {
+    for (const std::string& d : m.devices) run_model(m, d, m.fusion, m.runs, &progress, &rows);
+  }
+  progress.finish();
+  if (!base.empty()) {
+    for (Row& r : rows) {
+      const ZooModel& m = *std::find_if(selected.begin(), selected.end(), [&](const ZooModel& x) { return x.name == r.model; });
+      compare_with_baseline(base, m.latency_margin, &r);
+    }
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  print_table(rows, manifest, seconds);
+  Status st;
+  if (!json.empty() && !(st = write_json(json, rows, manifest)).ok())
+    std::fprintf(stderr, "fusert-zoo: error: %s\n", st.message().c_str());
+  if (!junit.empty() && !(st = write_junit(junit, rows, seconds)).ok())
+    std::fprintf(stderr, "fusert-zoo: error: %s\n", st.message().c_str());
+  if (update) {
+    if (!(st = write_json(baseline, rows, manifest)).ok()) {
+      std::fprintf(stderr, "fusert-zoo: error: %s\n", st.message().c_str());
+      return 1;
+    }
+    std::printf("baseline written: %s\n", baseline.c_str());
+  }
+  const bool bad = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.status == "FAIL" || r.status == "error"; });
+  return bad ? 1 : 0;
+}
