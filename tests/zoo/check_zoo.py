@@ -51,7 +51,19 @@ def expect(cond, what):
     print(f"check_zoo: ok: {what}")
 
 
+def covers_every_model(manifest):
+    """Every models/*.yaml is a `model:` of the manifest (stdlib only: one entry per line)."""
+    import glob
+    import re
+    mdir = os.path.dirname(os.path.abspath(manifest))
+    listed = set(re.findall(r"^\s+model:\s*(\S+)\s*$", open(manifest).read(), re.M))
+    missing = [os.path.basename(p) for p in glob.glob(os.path.join(mdir, "*.yaml"))
+               if os.path.basename(p) not in listed and os.path.abspath(p) != os.path.abspath(manifest)]
+    expect(not missing, f"the manifest lists every model in models/ (missing: {missing})")
+
+
 def quick(zoo, manifest, out):
+    covers_every_model(manifest)
     xml, js = os.path.join(out, "zoo_quick.xml"), os.path.join(out, "zoo_quick.json")
     models = "resnet18,mobilenet_v3_small,branch_merge,bert_base_layer,multitask_heads,ppocr_cls.onnx"
     r = run([zoo, "--manifest", manifest, "--models", models, "--device", "all", "--fusion", "none,all,cross",
