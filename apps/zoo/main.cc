@@ -226,7 +226,8 @@ void run_model(const ZooModel& m, const std::string& device, const std::vector<s
       for (int i = 0; out.ok() && i < m.warmup + runs; ++i) {
         const auto a = std::chrono::steady_clock::now();
         out = sess.run(*in);
-        if (i >= m.warmup) times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+        if (i >= m.warmup)
+          times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
       }
       if (!out.ok()) {
         r.status = "error";
@@ -353,7 +354,8 @@ int main(int argc, char** argv) {
   Progress progress;
   for (ZooModel m : *models) {
     if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), m.name) == wanted.end()) continue;
-    if (!device_arg.empty()) m.devices = device_arg == "all" ? std::vector<std::string>{"cpu", "cuda"} : split(device_arg);
+    if (!device_arg.empty())
+      m.devices = device_arg == "all" ? std::vector<std::string>{"cpu", "cuda"} : split(device_arg);
     if (!fusion_arg.empty()) m.fusion = split(fusion_arg);
     // The unfused run comes first: every other mode is compared with it.
     m.fusion.erase(std::remove(m.fusion.begin(), m.fusion.end(), "none"), m.fusion.end());
@@ -370,7 +372,8 @@ int main(int argc, char** argv) {
   progress.finish();
   if (!base.empty()) {
     for (Row& r : rows) {
-      const ZooModel& m = *std::find_if(selected.begin(), selected.end(), [&](const ZooModel& x) { return x.name == r.model; });
+      const ZooModel& m =
+          *std::find_if(selected.begin(), selected.end(), [&](const ZooModel& x) { return x.name == r.model; });
       compare_with_baseline(base, m.latency_margin, &r);
     }
   }
@@ -388,6 +391,7 @@ int main(int argc, char** argv) {
     }
     std::printf("baseline written: %s\n", baseline.c_str());
   }
-  const bool bad = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.status == "FAIL" || r.status == "error"; });
+  const bool bad =
+      std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.status == "FAIL" || r.status == "error"; });
   return bad ? 1 : 0;
 }

@@ -63,11 +63,10 @@ struct Reader {
 
   // Applies the keys of `n` (defaults or one model) to `m`.
   Status apply(const YAML::Node& n, bool is_model, ZooModel* m) const {
-    static const std::set<std::string> common = {"devices",   "fusion",  "runs",           "warmup",
-                                                 "threads",   "tolerance", "latency_margin"};
-    static const std::set<std::string> model_only = {"name", "model",  "shapes",    "weights",
-                                                      "seed", "fetch",  "inputs",    "reference",
-                                                      "expect"};
+    static const std::set<std::string> common = {"devices", "fusion",    "runs",          "warmup",
+                                                 "threads", "tolerance", "latency_margin"};
+    static const std::set<std::string> model_only = {"name",  "model",  "shapes",    "weights", "seed",
+                                                     "fetch", "inputs", "reference", "expect"};
     for (const auto& kv : n) {
       const std::string key = kv.first.as<std::string>();
       const YAML::Node& v = kv.second;
@@ -123,7 +122,8 @@ struct Reader {
             m->image = resolve(m->image);
           } else if (k == "npy") {
             if (!i.second.IsMap()) return fail(i.second) << "'inputs.npy' must map input names to .npy files";
-            for (const auto& f : i.second) m->npy_inputs[f.first.as<std::string>()] = resolve(f.second.as<std::string>());
+            for (const auto& f : i.second)
+              m->npy_inputs[f.first.as<std::string>()] = resolve(f.second.as<std::string>());
           } else {
             return fail(i.first) << "unknown input source '" << k << "' (seeded, image, npy)";
           }

@@ -15,26 +15,26 @@ namespace fusert::zoo {
 /// manifest's directory).
 struct ZooModel {
   std::string name;
-  std::string model;                                    ///< YAML or ONNX file
-  std::map<std::string, std::vector<int64_t>> shapes;   ///< ONNX: bindings of symbolic dims
-  std::string weights = "model";                        ///< "model" (its own file, else seeded), "seeded" or a path
-  uint64_t seed = 0;                                    ///< seeded weights
-  std::string fetch;                                    ///< how to get a missing file (shown in the error)
-  uint64_t input_seed = 0;                              ///< seeded inputs
-  std::string image;                                    ///< the first input from an image (model's preprocessing)
-  std::map<std::string, std::string> npy_inputs;        ///< named inputs from .npy files
-  std::string reference_npy;                            ///< expected output(s), flattened
-  std::string reference_command;                        ///< or a command writing it: {model} {inputs} {output}
-  std::vector<std::string> reference_outputs;           ///< outputs compared (default: the first)
-  double tolerance = 1e-4;                              ///< rel. L2 vs the reference and vs fusion none
+  std::string model;                                   ///< YAML or ONNX file
+  std::map<std::string, std::vector<int64_t>> shapes;  ///< ONNX: bindings of symbolic dims
+  std::string weights = "model";                       ///< "model" (its own file, else seeded), "seeded" or a path
+  uint64_t seed = 0;                                   ///< seeded weights
+  std::string fetch;                                   ///< how to get a missing file (shown in the error)
+  uint64_t input_seed = 0;                             ///< seeded inputs
+  std::string image;                                   ///< the first input from an image (model's preprocessing)
+  std::map<std::string, std::string> npy_inputs;       ///< named inputs from .npy files
+  std::string reference_npy;                           ///< expected output(s), flattened
+  std::string reference_command;                       ///< or a command writing it: {model} {inputs} {output}
+  std::vector<std::string> reference_outputs;          ///< outputs compared (default: the first)
+  double tolerance = 1e-4;                             ///< rel. L2 vs the reference and vs fusion none
   std::vector<std::string> devices{"cpu", "cuda"};
   std::vector<std::string> fusion{"none", "all"};
   int runs = 5, warmup = 1, threads = 1;
-  double latency_margin = 1.5;                          ///< allowed ratio growth against the baseline
-  std::map<std::string, int64_t> max_kernels;           ///< per fusion mode
-  std::map<std::string, double> max_peak_mb;            ///< per fusion mode (MiB)
-  std::map<std::string, double> max_intermediate_mb;    ///< per fusion mode (MiB)
-  std::string dir;                                      ///< the manifest's directory (commands run there)
+  double latency_margin = 1.5;                        ///< allowed ratio growth against the baseline
+  std::map<std::string, int64_t> max_kernels;         ///< per fusion mode
+  std::map<std::string, double> max_peak_mb;          ///< per fusion mode (MiB)
+  std::map<std::string, double> max_intermediate_mb;  ///< per fusion mode (MiB)
+  std::string dir;                                    ///< the manifest's directory (commands run there)
 };
 
 /// Reads a manifest; errors (kParseError, kInvalidArgument, kNotFound) name the file and line.

@@ -104,15 +104,16 @@ Status write_junit(const std::string& path, const std::vector<Row>& rows, double
   f << "  <testsuite name=\"fusert-zoo\" tests=\"" << rows.size() << "\" failures=\"" << fail << "\" errors=\"" << err
     << "\" skipped=\"" << skip << "\" time=\"" << seconds << "\">\n";
   for (const Row& r : rows) {
-    f << "    <testcase classname=\"zoo." << xml_escape(r.model) << "\" name=\"" << xml_escape(r.device + "/" + r.fusion)
-      << "\" time=\"" << r.seconds << "\">";
+    f << "    <testcase classname=\"zoo." << xml_escape(r.model) << "\" name=\""
+      << xml_escape(r.device + "/" + r.fusion) << "\" time=\"" << r.seconds << "\">";
     const std::string why = xml_escape(r.reason);
-    if (r.status == "FAIL") f << "\n      <failure message=\"" << why << "\" type=\"regression\">" << why << "</failure>\n    ";
+    if (r.status == "FAIL")
+      f << "\n      <failure message=\"" << why << "\" type=\"regression\">" << why << "</failure>\n    ";
     if (r.status == "error") f << "\n      <error message=\"" << why << "\" type=\"load\">" << why << "</error>\n    ";
     if (r.status == "skipped") f << "\n      <skipped message=\"" << why << "\"/>\n    ";
-    f << "<system-out>kernels " << r.kernels << ", intermediate " << r.intermediate_bytes << " B, peak "
-      << r.peak_bytes << " B, median " << r.latency_ms << " ms, rel. L2 vs reference " << r.err_reference
-      << ", vs none " << r.err_unfused << "</system-out></testcase>\n";
+    f << "<system-out>kernels " << r.kernels << ", intermediate " << r.intermediate_bytes << " B, peak " << r.peak_bytes
+      << " B, median " << r.latency_ms << " ms, rel. L2 vs reference " << r.err_reference << ", vs none "
+      << r.err_unfused << "</system-out></testcase>\n";
   }
   f << "  </testsuite>\n</testsuites>\n";
   if (!f) return error(StatusCode::kIoError) << path << ": cannot write";

@@ -15,11 +15,11 @@ struct Row {
   std::string status;  ///< ok, FAIL, error (did not load or run), skipped (no CUDA device)
   std::string reason;  ///< why not ok; "; "-separated
   int64_t kernels = 0, intermediate_bytes = 0, peak_bytes = 0;
-  double latency_ms = 0;         ///< median of the timed runs
-  double ratio_to_unfused = 0;   ///< latency / the unfused row's of the same run and device
-  double err_reference = -1;     ///< rel. L2 vs the reference (-1: none)
-  double err_unfused = -1;       ///< rel. L2 vs fusion none (-1: none)
-  double seconds = 0;            ///< wall time of the row (load + runs)
+  double latency_ms = 0;        ///< median of the timed runs
+  double ratio_to_unfused = 0;  ///< latency / the unfused row's of the same run and device
+  double err_reference = -1;    ///< rel. L2 vs the reference (-1: none)
+  double err_unfused = -1;      ///< rel. L2 vs fusion none (-1: none)
+  double seconds = 0;           ///< wall time of the row (load + runs)
 };
 
 /// A previous run's row, as --baseline reads it.
