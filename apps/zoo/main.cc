@@ -160,121 +160,145 @@ struct Progress {
   }
 };
 
-// Runs one model on one device: every fusion mode, unfused first.
-void run_model(const ZooModel& m, const std::string& device, const std::vector<std::string>& fusions, int runs,
-               Progress* progress, std::vector<Row>* rows) {
+// What the rows of one model on one device share: the reference and the unfused run.
+struct ModelState {
   std::vector<double> reference, unfused;
   std::string reference_error;
   bool have_reference = false;
   double unfused_ms = 0;
+};
+
+SessionOptions session_options(const ZooModel& m, const std::string& device, const std::string& fusion) {
+  SessionOptions o;
+  o.device = device;
+  o.fusion = fusion;
+  o.threads = m.threads;
+  o.input_shapes = m.shapes;
+  o.seeded = m.weights == "seeded";
+  o.seed = m.seed;
+  if (m.weights != "model" && m.weights != "seeded") o.weights = m.weights;
+  return o;
+}
+
+// The reference output, once per model and device: the golden .npy or the command's output.
+void load_reference(const ZooModel& m, const TensorMap& in, ModelState* st) {
+  if (st->have_reference || (m.reference_npy.empty() && m.reference_command.empty())) return;
+  st->have_reference = true;
+  if (!m.reference_npy.empty()) {
+    auto t = read_npy(m.reference_npy);
+    if (t.ok())
+      st->reference = as_doubles(*t);
+    else
+      st->reference_error = t.status().message();
+    return;
+  }
+  auto v = run_reference_command(m, in);
+  if (v.ok())
+    st->reference = *v;
+  else
+    st->reference_error = v.status().message();
+}
+
+// A cold run, `warmup` untimed runs, then `runs` timed ones: the last outputs and the median.
+Result<TensorMap> timed_runs(Session& s, const TensorMap& in, int warmup, int runs, double* median_ms) {
+  Result<TensorMap> out = s.run(in);
+  std::vector<double> times;
+  for (int i = 0; out.ok() && i < warmup + runs; ++i) {
+    const auto a = std::chrono::steady_clock::now();
+    out = s.run(in);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count();
+    if (i >= warmup) times.push_back(ms);
+  }
+  *median_ms = median(times);
+  return out;
+}
+
+// "kernels 2 > bound 1", "rel. L2 vs the reference 1.18 > tolerance 0.0001".
+std::string exceeds(const char* what, double got, const char* limit, double bound, const char* unit) {
+  char b[200];
+  std::snprintf(b, sizeof b, "%s %.4g%s > %s %.4g%s", what, got, unit, limit, bound, unit);
+  return b;
+}
+
+// The output against the reference and the unfused run; the plan against the bounds.
+void check_row(const ZooModel& m, const std::vector<double>& got, ModelState* st, Row* r,
+               std::vector<std::string>* fails) {
+  if (r->fusion == "none") st->unfused = got, st->unfused_ms = r->latency_ms;
+  if (!st->unfused.empty()) r->err_unfused = rel_l2(got, st->unfused);
+  if (st->unfused_ms > 0) r->ratio_to_unfused = r->latency_ms / st->unfused_ms;
+  if (!st->reference_error.empty()) {
+    fails->push_back("reference: " + st->reference_error.substr(0, 300));
+  } else if (!st->reference.empty()) {
+    r->err_reference = rel_l2(got, st->reference);
+    if (!(r->err_reference <= m.tolerance))
+      fails->push_back(exceeds("rel. L2 vs the reference", r->err_reference, "tolerance", m.tolerance, ""));
+  }
+  if (r->err_unfused >= 0 && !(r->err_unfused <= m.tolerance))
+    fails->push_back(exceeds("rel. L2 vs fusion none", r->err_unfused, "tolerance", m.tolerance, ""));
+}
+
+void check_bounds(const ZooModel& m, const Row& r, std::vector<std::string>* fails) {
+  auto bound = [&](const auto& table, double got, const char* what, const char* unit) {
+    auto it = table.find(r.fusion);
+    if (it != table.end() && got > static_cast<double>(it->second))
+      fails->push_back(exceeds(what, got, "bound", static_cast<double>(it->second), unit));
+  };
+  bound(m.max_kernels, static_cast<double>(r.kernels), "kernels", "");
+  bound(m.max_peak_mb, mib(r.peak_bytes), "peak activations", " MiB");
+  bound(m.max_intermediate_mb, mib(r.intermediate_bytes), "intermediate traffic", " MiB");
+}
+
+// One row: load, run, check. Never throws away the run: every outcome is a status and reason.
+Row run_row(const ZooModel& m, const std::string& device, const std::string& fusion, ModelState* st) {
+  Row r;
+  r.model = m.name, r.device = device, r.fusion = fusion;
+  auto s = Session::load(m.model, session_options(m, device, fusion));
+  if (!s.ok()) {
+    const std::string msg = s.status().message();
+    if (device == "cuda" && s.status().code() == StatusCode::kDeviceError) {
+      r.status = "skipped", r.reason = "no CUDA device";
+    } else {
+      r.status = "error";
+      r.reason = "load: " + msg.substr(0, msg.find('\n')) + (m.fetch.empty() ? "" : " (fetch: " + m.fetch + ")");
+    }
+    return r;
+  }
+  Session& sess = **s;
+  r.kernels = sess.stats().kernels;
+  r.intermediate_bytes = sess.stats().intermediate_bytes;
+  r.peak_bytes = sess.stats().peak_activation_bytes;
+  auto in = make_inputs(m, sess);
+  if (!in.ok()) {
+    r.status = "error", r.reason = "inputs: " + in.status().message();
+    return r;
+  }
+  load_reference(m, *in, st);
+  Result<TensorMap> out = timed_runs(sess, *in, m.warmup, m.runs, &r.latency_ms);
+  if (!out.ok()) {
+    r.status = "error", r.reason = "run: " + out.status().message();
+    return r;
+  }
+  auto got = compared(m, sess, *out);
+  if (!got.ok()) {
+    r.status = "error", r.reason = got.status().message();
+    return r;
+  }
+  std::vector<std::string> fails;
+  check_row(m, *got, st, &r, &fails);
+  check_bounds(m, r, &fails);
+  r.status = fails.empty() ? "ok" : "FAIL";
+  for (size_t i = 0; i < fails.size(); ++i) r.reason += (i ? "; " : "") + fails[i];
+  return r;
+}
+
+// Runs one model on one device: every fusion mode, unfused first.
+void run_model(const ZooModel& m, const std::string& device, const std::vector<std::string>& fusions,
+               Progress* progress, std::vector<Row>* rows) {
+  ModelState st;
   for (const std::string& fusion : fusions) {
-    Row r;
-    r.model = m.name, r.device = device, r.fusion = fusion;
     progress->show(m.name + " " + device + " " + fusion);
     const auto t0 = std::chrono::steady_clock::now();
-    SessionOptions o;
-    o.device = device;
-    o.fusion = fusion;
-    o.threads = m.threads;
-    o.input_shapes = m.shapes;
-    o.seeded = m.weights == "seeded";
-    o.seed = m.seed;
-    if (m.weights != "model" && m.weights != "seeded") o.weights = m.weights;
-    auto s = Session::load(m.model, o);
-    if (!s.ok()) {
-      const std::string msg = s.status().message();
-      if (device == "cuda" && s.status().code() == StatusCode::kDeviceError) {
-        r.status = "skipped";
-        r.reason = "no CUDA device";
-      } else {
-        r.status = "error";
-        r.reason = "load: " + msg.substr(0, msg.find('\n')) + (m.fetch.empty() ? "" : " (fetch: " + m.fetch + ")");
-      }
-      r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      rows->push_back(r);
-      ++progress->done;
-      continue;
-    }
-    Session& sess = **s;
-    r.kernels = sess.stats().kernels;
-    r.intermediate_bytes = sess.stats().intermediate_bytes;
-    r.peak_bytes = sess.stats().peak_activation_bytes;
-    std::vector<std::string> fails;
-    auto in = make_inputs(m, sess);
-    if (!in.ok()) {
-      r.status = "error";
-      r.reason = "inputs: " + in.status().message();
-    } else {
-      if (!have_reference && (!m.reference_npy.empty() || !m.reference_command.empty())) {
-        have_reference = true;
-        if (!m.reference_npy.empty()) {
-          auto t = read_npy(m.reference_npy);
-          if (t.ok())
-            reference = as_doubles(*t);
-          else
-            reference_error = t.status().message();
-        } else {
-          auto v = run_reference_command(m, *in);
-          if (v.ok())
-            reference = *v;
-          else
-            reference_error = v.status().message();
-        }
-      }
-      Result<TensorMap> out = sess.run(*in);
-      std::vector<double> times;
-      for (int i = 0; out.ok() && i < m.warmup + runs; ++i) {
-        const auto a = std::chrono::steady_clock::now();
-        out = sess.run(*in);
-        if (i >= m.warmup)
-          times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
-      }
-      if (!out.ok()) {
-        r.status = "error";
-        r.reason = "run: " + out.status().message();
-      } else {
-        r.latency_ms = median(times);
-        auto got = compared(m, sess, *out);
-        if (!got.ok()) {
-          r.status = "error";
-          r.reason = got.status().message();
-        } else {
-          if (fusion == "none") unfused = *got, unfused_ms = r.latency_ms;
-          if (!unfused.empty()) r.err_unfused = rel_l2(*got, unfused);
-          if (unfused_ms > 0) r.ratio_to_unfused = r.latency_ms / unfused_ms;
-          if (!reference_error.empty()) {
-            fails.push_back("reference: " + reference_error.substr(0, 300));
-          } else if (!reference.empty()) {
-            r.err_reference = rel_l2(*got, reference);
-            if (!(r.err_reference <= m.tolerance)) {
-              char b[160];
-              std::snprintf(b, sizeof b, "rel. L2 %.3g vs the reference > tolerance %.3g", r.err_reference,
-                            m.tolerance);
-              fails.push_back(b);
-            }
-          }
-          if (r.err_unfused >= 0 && !(r.err_unfused <= m.tolerance)) {
-            char b[160];
-            std::snprintf(b, sizeof b, "rel. L2 %.3g vs fusion none > tolerance %.3g", r.err_unfused, m.tolerance);
-            fails.push_back(b);
-          }
-        }
-      }
-    }
-    auto bound = [&](const auto& table, double got, const char* what, const char* unit) {
-      auto it = table.find(fusion);
-      if (it == table.end() || got <= static_cast<double>(it->second)) return;
-      char b[160];
-      std::snprintf(b, sizeof b, "%s %.4g%s > bound %.4g%s", what, got, unit, static_cast<double>(it->second), unit);
-      fails.push_back(b);
-    };
-    bound(m.max_kernels, static_cast<double>(r.kernels), "kernels", "");
-    bound(m.max_peak_mb, mib(r.peak_bytes), "peak activations", " MiB");
-    bound(m.max_intermediate_mb, mib(r.intermediate_bytes), "intermediate traffic", " MiB");
-    if (r.status.empty()) {
-      r.status = fails.empty() ? "ok" : "FAIL";
-      for (size_t i = 0; i < fails.size(); ++i) r.reason += (i ? "; " : "") + fails[i];
-    }
+    Row r = run_row(m, device, fusion, &st);
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     rows->push_back(r);
     ++progress->done;
@@ -367,7 +391,7 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   const auto t0 = std::chrono::steady_clock::now();
   for (const ZooModel& m : selected) {
-    for (const std::string& d : m.devices) run_model(m, d, m.fusion, m.runs, &progress, &rows);
+    for (const std::string& d : m.devices) run_model(m, d, m.fusion, &progress, &rows);
   }
   progress.finish();
   if (!base.empty()) {
