@@ -19,6 +19,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "apps/zoo/manifest.h"
@@ -305,117 +306,131 @@ void run_model(const ZooModel& m, const std::string& device, const std::vector<s
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::string manifest, json, junit, baseline, device_arg, models_arg, fusion_arg;
+struct Args {
+  std::string manifest = FUSERT_ZOO_DEFAULT_MANIFEST, json, junit, baseline, device, models, fusion;
   bool update = false;
   int runs = 0;
+};
+
+// Parses the command line; an exit status (0 for --help, 2 for a bad one) when it ends here.
+std::optional<int> parse_args(int argc, char** argv, Args* a) {
   for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
+    const std::string o = argv[i];
     const bool has = i + 1 < argc;
-    if (a == "--help" || a == "-h") {
+    std::string* value = o == "--manifest"   ? &a->manifest
+                         : o == "--device"   ? &a->device
+                         : o == "--models"   ? &a->models
+                         : o == "--fusion"   ? &a->fusion
+                         : o == "--json"     ? &a->json
+                         : o == "--junit"    ? &a->junit
+                         : o == "--baseline" ? &a->baseline
+                                             : nullptr;
+    if (o == "--help" || o == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
-    } else if (a == "--manifest" && has) {
-      manifest = argv[++i];
-    } else if (a == "--device" && has) {
-      device_arg = argv[++i];
-    } else if (a == "--models" && has) {
-      models_arg = argv[++i];
-    } else if (a == "--fusion" && has) {
-      fusion_arg = argv[++i];
-    } else if (a == "--runs" && has) {
-      runs = std::atoi(argv[++i]);
-      if (runs < 1) {
+    } else if (o == "--update-baseline") {
+      a->update = true;
+    } else if (o == "--runs" && has) {
+      a->runs = std::atoi(argv[++i]);
+      if (a->runs < 1) {
         std::fprintf(stderr, "fusert-zoo: --runs must be >= 1\n%s", kUsage);
         return 2;
       }
-    } else if (a == "--json" && has) {
-      json = argv[++i];
-    } else if (a == "--junit" && has) {
-      junit = argv[++i];
-    } else if (a == "--baseline" && has) {
-      baseline = argv[++i];
-    } else if (a == "--update-baseline") {
-      update = true;
+    } else if (value && has) {
+      *value = argv[++i];
     } else {
-      std::fprintf(stderr, "fusert-zoo: unknown or incomplete option '%s'\n%s", a.c_str(), kUsage);
+      std::fprintf(stderr, "fusert-zoo: unknown or incomplete option '%s'\n%s", o.c_str(), kUsage);
       return 2;
     }
   }
-  if (manifest.empty()) manifest = FUSERT_ZOO_DEFAULT_MANIFEST;
-  if (update && baseline.empty()) {
+  if (a->update && a->baseline.empty()) {
     std::fprintf(stderr, "fusert-zoo: --update-baseline needs --baseline FILE\n");
     return 2;
   }
-  if (!device_arg.empty() && device_arg != "cpu" && device_arg != "cuda" && device_arg != "all") {
+  if (!a->device.empty() && a->device != "cpu" && a->device != "cuda" && a->device != "all") {
     std::fprintf(stderr, "fusert-zoo: --device must be cpu, cuda or all\n");
     return 2;
   }
-  auto models = read_manifest(manifest);
+  return std::nullopt;
+}
+
+// The manifest's models that --models names (all without it), with the overrides applied and
+// fusion none first; false (after a message) for a name the manifest lacks.
+bool select_models(const std::vector<ZooModel>& all, const Args& a, std::vector<ZooModel>* out, size_t* rows) {
+  const std::vector<std::string> wanted = split(a.models);
+  for (const std::string& w : wanted) {
+    if (std::none_of(all.begin(), all.end(), [&](const ZooModel& m) { return m.name == w; })) {
+      std::fprintf(stderr, "fusert-zoo: --models: no model '%s' in %s\n", w.c_str(), a.manifest.c_str());
+      return false;
+    }
+  }
+  for (ZooModel m : all) {
+    if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), m.name) == wanted.end()) continue;
+    if (!a.device.empty()) m.devices = a.device == "all" ? std::vector<std::string>{"cpu", "cuda"} : split(a.device);
+    if (!a.fusion.empty()) m.fusion = split(a.fusion);
+    // The unfused run comes first: every other mode is compared with it.
+    m.fusion.erase(std::remove(m.fusion.begin(), m.fusion.end(), "none"), m.fusion.end());
+    m.fusion.insert(m.fusion.begin(), "none");
+    if (a.runs > 0) m.runs = a.runs;
+    *rows += m.devices.size() * m.fusion.size();
+    out->push_back(m);
+  }
+  return true;
+}
+
+// The table, the JSON and JUnit files, the baseline; false when a file could not be written.
+bool report(const Args& a, const std::vector<Row>& rows, double seconds) {
+  print_table(rows, a.manifest, seconds);
+  bool ok = true;
+  auto check = [&](const Status& st) {
+    if (st.ok()) return;
+    std::fprintf(stderr, "fusert-zoo: error: %s\n", st.message().c_str());
+    ok = false;
+  };
+  if (!a.json.empty()) check(write_json(a.json, rows, a.manifest));
+  if (!a.junit.empty()) check(write_junit(a.junit, rows, seconds));
+  if (a.update) {
+    check(write_json(a.baseline, rows, a.manifest));
+    if (ok) std::printf("baseline written: %s\n", a.baseline.c_str());
+  }
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  if (std::optional<int> rc = parse_args(argc, argv, &a)) return *rc;
+  auto models = read_manifest(a.manifest);
   if (!models.ok()) {
     std::fprintf(stderr, "fusert-zoo: error: %s\n", models.status().message().c_str());
     return 2;
   }
-  std::vector<ZooModel> selected;
-  const std::vector<std::string> wanted = split(models_arg);
-  for (const std::string& w : wanted) {
-    if (std::none_of(models->begin(), models->end(), [&](const ZooModel& m) { return m.name == w; })) {
-      std::fprintf(stderr, "fusert-zoo: --models: no model '%s' in %s\n", w.c_str(), manifest.c_str());
-      return 2;
-    }
-  }
   std::vector<Baseline> base;
-  if (!baseline.empty() && !update) {
-    auto b = read_baseline(baseline);
+  if (!a.baseline.empty() && !a.update) {
+    auto b = read_baseline(a.baseline);
     if (!b.ok()) {
       std::fprintf(stderr, "fusert-zoo: error: %s\n", b.status().message().c_str());
       return 2;
     }
     base = *b;
   }
+  std::vector<ZooModel> selected;
   Progress progress;
-  for (ZooModel m : *models) {
-    if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), m.name) == wanted.end()) continue;
-    if (!device_arg.empty())
-      m.devices = device_arg == "all" ? std::vector<std::string>{"cpu", "cuda"} : split(device_arg);
-    if (!fusion_arg.empty()) m.fusion = split(fusion_arg);
-    // The unfused run comes first: every other mode is compared with it.
-    m.fusion.erase(std::remove(m.fusion.begin(), m.fusion.end(), "none"), m.fusion.end());
-    m.fusion.insert(m.fusion.begin(), "none");
-    if (runs > 0) m.runs = runs;
-    progress.total += m.devices.size() * m.fusion.size();
-    selected.push_back(m);
-  }
+  if (!select_models(*models, a, &selected, &progress.total)) return 2;
   std::vector<Row> rows;
   const auto t0 = std::chrono::steady_clock::now();
   for (const ZooModel& m : selected) {
     for (const std::string& d : m.devices) run_model(m, d, m.fusion, &progress, &rows);
   }
   progress.finish();
-  if (!base.empty()) {
-    for (Row& r : rows) {
-      const ZooModel& m =
-          *std::find_if(selected.begin(), selected.end(), [&](const ZooModel& x) { return x.name == r.model; });
-      compare_with_baseline(base, m.latency_margin, &r);
-    }
+  for (Row& r : rows) {
+    const auto m = std::find_if(selected.begin(), selected.end(), [&](const ZooModel& x) { return x.name == r.model; });
+    if (!base.empty()) compare_with_baseline(base, m->latency_margin, &r);
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  print_table(rows, manifest, seconds);
-  Status st;
-  if (!json.empty() && !(st = write_json(json, rows, manifest)).ok())
-    std::fprintf(stderr, "fusert-zoo: error: %s\n", st.message().c_str());
-  if (!junit.empty() && !(st = write_junit(junit, rows, seconds)).ok())
-    std::fprintf(stderr, "fusert-zoo: error: %s\n", st.message().c_str());
-  if (update) {
-    if (!(st = write_json(baseline, rows, manifest)).ok()) {
-      std::fprintf(stderr, "fusert-zoo: error: %s\n", st.message().c_str());
-      return 1;
-    }
-    std::printf("baseline written: %s\n", baseline.c_str());
-  }
+  const bool written = report(a, rows, seconds);
   const bool bad =
       std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.status == "FAIL" || r.status == "error"; });
-  return bad ? 1 : 0;
+  return bad || !written ? 1 : 0;
 }

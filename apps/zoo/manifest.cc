@@ -69,96 +69,119 @@ struct Reader {
                                                      "fetch", "inputs", "reference", "expect"};
     for (const auto& kv : n) {
       const std::string key = kv.first.as<std::string>();
-      const YAML::Node& v = kv.second;
       if (!common.count(key) && !(is_model && model_only.count(key))) {
         return fail(kv.first) << "unknown key '" << key << "'" << (is_model ? " in a model" : " in defaults");
       }
-      if (key == "devices") {
-        FUSERT_RETURN_IF_ERROR(strings(v, "devices", &m->devices));
-        for (const auto& d : m->devices)
-          if (d != "cpu" && d != "cuda") return fail(v) << "device '" << d << "' (cpu or cuda)";
-      } else if (key == "fusion") {
-        FUSERT_RETURN_IF_ERROR(strings(v, "fusion", &m->fusion));
-      } else if (key == "runs") {
-        FUSERT_RETURN_IF_ERROR(get(v, "runs", &m->runs));
-        if (m->runs < 1) return fail(v) << "runs must be >= 1";
-      } else if (key == "warmup") {
-        FUSERT_RETURN_IF_ERROR(get(v, "warmup", &m->warmup));
-      } else if (key == "threads") {
-        FUSERT_RETURN_IF_ERROR(get(v, "threads", &m->threads));
-      } else if (key == "tolerance") {
-        FUSERT_RETURN_IF_ERROR(get(v, "tolerance", &m->tolerance));
-        if (!(m->tolerance >= 0)) return fail(v) << "tolerance must be >= 0";
-      } else if (key == "latency_margin") {
-        FUSERT_RETURN_IF_ERROR(get(v, "latency_margin", &m->latency_margin));
-        if (!(m->latency_margin >= 1)) return fail(v) << "latency_margin is a ratio >= 1";
-      } else if (key == "name") {
-        FUSERT_RETURN_IF_ERROR(get(v, "name", &m->name));
-      } else if (key == "model") {
-        FUSERT_RETURN_IF_ERROR(get(v, "model", &m->model));
-        m->model = resolve(m->model);
-      } else if (key == "shapes") {
-        if (!v.IsMap()) return fail(v) << "'shapes' must map input names to dims";
-        for (const auto& s : v) {
-          std::vector<int64_t> dims;
-          FUSERT_RETURN_IF_ERROR(get(s.second, "shapes", &dims));
-          m->shapes[s.first.as<std::string>()] = dims;
+      FUSERT_RETURN_IF_ERROR(common.count(key) ? run_key(key, kv.second, m) : model_key(key, kv.second, m));
+    }
+    return Status();
+  }
+
+  // devices, fusion, runs, warmup, threads, tolerance, latency_margin.
+  Status run_key(const std::string& key, const YAML::Node& v, ZooModel* m) const {
+    if (key == "devices") {
+      FUSERT_RETURN_IF_ERROR(strings(v, "devices", &m->devices));
+      for (const auto& d : m->devices)
+        if (d != "cpu" && d != "cuda") return fail(v) << "device '" << d << "' (cpu or cuda)";
+    } else if (key == "fusion") {
+      FUSERT_RETURN_IF_ERROR(strings(v, "fusion", &m->fusion));
+    } else if (key == "runs") {
+      FUSERT_RETURN_IF_ERROR(get(v, "runs", &m->runs));
+      if (m->runs < 1) return fail(v) << "runs must be >= 1";
+    } else if (key == "warmup") {
+      FUSERT_RETURN_IF_ERROR(get(v, "warmup", &m->warmup));
+    } else if (key == "threads") {
+      FUSERT_RETURN_IF_ERROR(get(v, "threads", &m->threads));
+    } else if (key == "tolerance") {
+      FUSERT_RETURN_IF_ERROR(get(v, "tolerance", &m->tolerance));
+      if (!(m->tolerance >= 0)) return fail(v) << "tolerance must be >= 0";
+    } else {
+      FUSERT_RETURN_IF_ERROR(get(v, "latency_margin", &m->latency_margin));
+      if (!(m->latency_margin >= 1)) return fail(v) << "latency_margin is a ratio >= 1";
+    }
+    return Status();
+  }
+
+  // name, model, shapes, weights, seed, fetch, inputs, reference, expect.
+  Status model_key(const std::string& key, const YAML::Node& v, ZooModel* m) const {
+    if (key == "name") return get(v, "name", &m->name);
+    if (key == "seed") return get(v, "seed", &m->seed);
+    if (key == "fetch") return get(v, "fetch", &m->fetch);
+    if (key == "inputs") return inputs(v, m);
+    if (key == "reference") return reference(v, m);
+    if (key == "expect") return expect(v, m);
+    if (key == "model") {
+      FUSERT_RETURN_IF_ERROR(get(v, "model", &m->model));
+      m->model = resolve(m->model);
+    } else if (key == "weights") {
+      FUSERT_RETURN_IF_ERROR(get(v, "weights", &m->weights));
+      if (m->weights != "model" && m->weights != "seeded") m->weights = resolve(m->weights);
+    } else {  // shapes
+      if (!v.IsMap()) return fail(v) << "'shapes' must map input names to dims";
+      for (const auto& s : v) {
+        std::vector<int64_t> dims;
+        FUSERT_RETURN_IF_ERROR(get(s.second, "shapes", &dims));
+        m->shapes[s.first.as<std::string>()] = dims;
+      }
+    }
+    return Status();
+  }
+
+  Status inputs(const YAML::Node& v, ZooModel* m) const {
+    if (!v.IsMap()) return fail(v) << "'inputs' must be a map (seeded, image, npy)";
+    for (const auto& i : v) {
+      const std::string k = i.first.as<std::string>();
+      if (k == "seeded") {
+        FUSERT_RETURN_IF_ERROR(get(i.second, "inputs.seeded", &m->input_seed));
+      } else if (k == "image") {
+        FUSERT_RETURN_IF_ERROR(get(i.second, "inputs.image", &m->image));
+        m->image = resolve(m->image);
+      } else if (k == "npy") {
+        if (!i.second.IsMap()) return fail(i.second) << "'inputs.npy' must map input names to .npy files";
+        for (const auto& f : i.second) {
+          std::string file;
+          FUSERT_RETURN_IF_ERROR(get(f.second, "inputs.npy", &file));
+          m->npy_inputs[f.first.as<std::string>()] = resolve(file);
         }
-      } else if (key == "weights") {
-        FUSERT_RETURN_IF_ERROR(get(v, "weights", &m->weights));
-        if (m->weights != "model" && m->weights != "seeded") m->weights = resolve(m->weights);
-      } else if (key == "seed") {
-        FUSERT_RETURN_IF_ERROR(get(v, "seed", &m->seed));
-      } else if (key == "fetch") {
-        FUSERT_RETURN_IF_ERROR(get(v, "fetch", &m->fetch));
-      } else if (key == "inputs") {
-        if (!v.IsMap()) return fail(v) << "'inputs' must be a map (seeded, image, npy)";
-        for (const auto& i : v) {
-          const std::string k = i.first.as<std::string>();
-          if (k == "seeded") {
-            FUSERT_RETURN_IF_ERROR(get(i.second, "inputs.seeded", &m->input_seed));
-          } else if (k == "image") {
-            FUSERT_RETURN_IF_ERROR(get(i.second, "inputs.image", &m->image));
-            m->image = resolve(m->image);
-          } else if (k == "npy") {
-            if (!i.second.IsMap()) return fail(i.second) << "'inputs.npy' must map input names to .npy files";
-            for (const auto& f : i.second)
-              m->npy_inputs[f.first.as<std::string>()] = resolve(f.second.as<std::string>());
-          } else {
-            return fail(i.first) << "unknown input source '" << k << "' (seeded, image, npy)";
-          }
-        }
-      } else if (key == "reference") {
-        if (!v.IsMap()) return fail(v) << "'reference' must be a map (npy or command, outputs)";
-        for (const auto& r : v) {
-          const std::string k = r.first.as<std::string>();
-          if (k == "npy") {
-            FUSERT_RETURN_IF_ERROR(get(r.second, "reference.npy", &m->reference_npy));
-            m->reference_npy = resolve(m->reference_npy);
-          } else if (k == "command") {
-            FUSERT_RETURN_IF_ERROR(get(r.second, "reference.command", &m->reference_command));
-          } else if (k == "outputs") {
-            FUSERT_RETURN_IF_ERROR(strings(r.second, "reference.outputs", &m->reference_outputs));
-          } else {
-            return fail(r.first) << "unknown reference key '" << k << "' (npy, command, outputs)";
-          }
-        }
-        if (!m->reference_npy.empty() && !m->reference_command.empty())
-          return fail(v) << "a reference is either npy or command, not both";
-      } else if (key == "expect") {
-        if (!v.IsMap()) return fail(v) << "'expect' must be a map (kernels, peak_activation_mb, intermediate_mb)";
-        for (const auto& e : v) {
-          const std::string k = e.first.as<std::string>();
-          if (k == "kernels") {
-            FUSERT_RETURN_IF_ERROR(per_mode(e.second, "expect.kernels", &m->max_kernels));
-          } else if (k == "peak_activation_mb") {
-            FUSERT_RETURN_IF_ERROR(per_mode(e.second, "expect.peak_activation_mb", &m->max_peak_mb));
-          } else if (k == "intermediate_mb") {
-            FUSERT_RETURN_IF_ERROR(per_mode(e.second, "expect.intermediate_mb", &m->max_intermediate_mb));
-          } else {
-            return fail(e.first) << "unknown bound '" << k << "' (kernels, peak_activation_mb, intermediate_mb)";
-          }
-        }
+      } else {
+        return fail(i.first) << "unknown input source '" << k << "' (seeded, image, npy)";
+      }
+    }
+    return Status();
+  }
+
+  Status reference(const YAML::Node& v, ZooModel* m) const {
+    if (!v.IsMap()) return fail(v) << "'reference' must be a map (npy or command, outputs)";
+    for (const auto& r : v) {
+      const std::string k = r.first.as<std::string>();
+      if (k == "npy") {
+        FUSERT_RETURN_IF_ERROR(get(r.second, "reference.npy", &m->reference_npy));
+        m->reference_npy = resolve(m->reference_npy);
+      } else if (k == "command") {
+        FUSERT_RETURN_IF_ERROR(get(r.second, "reference.command", &m->reference_command));
+      } else if (k == "outputs") {
+        FUSERT_RETURN_IF_ERROR(strings(r.second, "reference.outputs", &m->reference_outputs));
+      } else {
+        return fail(r.first) << "unknown reference key '" << k << "' (npy, command, outputs)";
+      }
+    }
+    if (!m->reference_npy.empty() && !m->reference_command.empty())
+      return fail(v) << "a reference is either npy or command, not both";
+    return Status();
+  }
+
+  Status expect(const YAML::Node& v, ZooModel* m) const {
+    if (!v.IsMap()) return fail(v) << "'expect' must be a map (kernels, peak_activation_mb, intermediate_mb)";
+    for (const auto& e : v) {
+      const std::string k = e.first.as<std::string>();
+      if (k == "kernels") {
+        FUSERT_RETURN_IF_ERROR(per_mode(e.second, "expect.kernels", &m->max_kernels));
+      } else if (k == "peak_activation_mb") {
+        FUSERT_RETURN_IF_ERROR(per_mode(e.second, "expect.peak_activation_mb", &m->max_peak_mb));
+      } else if (k == "intermediate_mb") {
+        FUSERT_RETURN_IF_ERROR(per_mode(e.second, "expect.intermediate_mb", &m->max_intermediate_mb));
+      } else {
+        return fail(e.first) << "unknown bound '" << k << "' (kernels, peak_activation_mb, intermediate_mb)";
       }
     }
     return Status();
