@@ -258,6 +258,7 @@ TEST_SUITE("fusion.zoo") {
     for (const auto& e : std::filesystem::directory_iterator(kModels)) {
       if (e.path().extension() != ".yaml") continue;
       std::string stem = e.path().stem().string();
+      if (read_text(e.path().string()).rfind("fusert_zoo:") != std::string::npos) continue;  // zoo.yaml: a manifest
       INFO("models/" << stem << ".yaml has no zoo plan test (add a TEST_CASE and its golden)");
       CHECK(covered.count(stem) == 1u);
     }
