@@ -9,7 +9,7 @@
 # here and carried (the `run` tool's `carry`, 64 MiB for everything). Layout:
 #   build-gpu-tree/        the CMake build tree (Release, CUDA on, BUILD_TESTING=ON): objects,
 #                          not carried (FUSERT_GPU_TREE overrides the path)
-#   STAGE/bin/             infer, bench, test_cuda (stripped if the stage would exceed 60 MiB)
+#   STAGE/bin/             infer, bench, fusert-zoo, test_cuda (stripped if the stage would exceed 60 MiB)
 #   STAGE/lib/             the non-system shared libraries they need that the GPU machine lacks
 #                          (from ldd: libyaml-cpp, libutf8proc, libpng, libjpeg, libgomp; never the CUDA libraries,
 #                          which run.sh finds there)
@@ -59,7 +59,7 @@ cmake -S . -B "$TREE" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DFUSERT_CUDA=ON -D
   || { tail -30 "$LOGS/configure.log"; die "cmake configure failed (log: $LOGS/configure.log)"; }
 grep -E '^-- fusert:' "$LOGS/configure.log" || true
 
-targets=(infer bench)
+targets=(infer bench fusert-zoo)
 if cmake --build "$TREE" --target help 2>/dev/null | grep -qE '(^|[ .:])test_cuda(:|$| )'; then
   targets+=(test_cuda)
 else

@@ -15,7 +15,9 @@
 #      --fusion none, --fusion all, --fusion all --tf32, and --fusion all --batch 5 --runs 3 (a
 #      shape other than the plan's: its own instance and CUDA Graph) (several at once: --jobs),
 #      each on its own seed (weights and inputs: --seed N..N+3; N from the clock unless given)
-#   2. bad inputs on cuda: missing model file, malformed YAML, wrong-shape .npy -> exit 1 + message
+#   2. bad inputs on cuda: missing model file, malformed YAML, wrong-shape .npy -> exit 1 + message;
+#      then the zoo's CUDA rows (fusert-zoo --device cuda on the seeded models of models/zoo.yaml,
+#      fusion none and all, against their PyTorch goldens; JUnit/JSON into the logs)
 #   3. timing: per model `infer --device cuda --seeded --runs 200 --warmup 20 --stats-json`,
 #      CUDA Graph on and off (--no-cuda-graph)
 #   4. PyTorch: tools/torch_bench.py eager on every model + device-to-device copy bandwidth, then
@@ -75,7 +77,7 @@ else
   RUNS=200 WARMUP=20 COMPILE_MODELS=(resnet18 mobilenet_v2 transformer_block bert_base_layer) COMPILE_TIMEOUT=60
   BENCH_RUNS=20
 fi
-CAP_TEST_CUDA=150 CAP_COMPARE=90 CAP_BAD=30 CAP_TIMING=60 CAP_TORCH_EAGER=180
+CAP_TEST_CUDA=150 CAP_COMPARE=90 CAP_BAD=30 CAP_TIMING=60 CAP_TORCH_EAGER=180 CAP_ZOO=120
 RESERVE=15   # seconds kept for the summary and the log archive
 
 # ---- where things go
@@ -330,13 +332,13 @@ if ((DRY)); then
   missing=0
   needed=(tools/torch_bench.py tools/golden_util.py tools/seeded_init.py tools/make_goldens.py
           tools/make_transformer_goldens.py tests/cli/expect.sh tests/cli/make_fixtures.py
-          tests/cli/data/malformed.yaml tests/cli/data/tiny.yaml)
+          tests/cli/data/malformed.yaml tests/cli/data/tiny.yaml models/zoo.yaml)
   for m in "${MODELS[@]}"; do needed+=("models/$m.yaml"); done
   for f in "${needed[@]}"; do
     if [[ -f $f ]]; then echo "  found   $f"; else echo "  MISSING $f"; missing=$((missing + 1)); fi
   done
   if bash -n "$SELF"; then echo "  bash -n $SELF: ok"; else echo "  bash -n: FAILED"; missing=$((missing + 1)); fi
-  for b in infer bench test_cuda; do
+  for b in infer bench test_cuda fusert-zoo; do
     if [[ -x $BUILD/bin/$b ]]; then echo "  carried build: $BUILD/bin/$b ($(du -h "$BUILD/bin/$b" | cut -f1))"
     else echo "  carried build: $BUILD/bin/$b not there yet (run tests/gpu/prepare.sh, carry it)"; fi
   done
@@ -467,6 +469,16 @@ if ((STEP_OK)); then
       "${INFER[@]}" --device cuda --model tests/cli/data/tiny.yaml --seeded --input "$WORK/fx/x_ok.npy" --compare-cpu || true
   else
     record correct bad_npy_wrong_shape 1 0 "fixture writer failed: $(tail -n1 "$WORK/logs/fixtures.log")"
+  fi
+  # The zoo's CUDA rows: seeded models with a PyTorch golden (no weights files, no ONNX Runtime
+  # needed here), all in prepare.sh's warmed kernel cache. "0 skipped" proves they ran on the device.
+  if ((DRY)) || [[ -x $BUILD/bin/fusert-zoo ]]; then
+    EXPECT_RE='\[zoo\] .* rows: [0-9]+ ok, 0 failed, 0 errors, 0 skipped' run_step correct zoo_cuda "$CAP_ZOO" \
+      "${FENV[@]}" "$BUILD/bin/fusert-zoo" --manifest models/zoo.yaml --device cuda --fusion none,all --runs 3 \
+      --models resnet18,resnet50,mobilenet_v2,branch_merge,transformer_block,bert_base_layer,multitask_heads \
+      --junit "$WORK/logs/zoo_cuda.xml" --json "$WORK/logs/zoo_cuda.json" || true
+  else
+    record correct zoo_cuda 1 0 "MISSING: $BUILD/bin/fusert-zoo was not built/carried"
   fi
 else
   echo "  skipped: no usable carried build"
