@@ -301,8 +301,9 @@ Status shape_Pad(ShapeContext& c) {
   }
   const std::string& mode = c.node.attr_s("mode");
   if (mode != "constant" && mode != "reflect" && mode != "edge") return c.unsupported() << "mode '" << mode << "'";
-  if (c.in_dtype(0) != DType::kF32)
-    return c.unsupported() << "input 0 is " << dtype_name(c.in_dtype(0)) << " (f32 only)";
+  const DType t = c.in_dtype(0);
+  if (t != DType::kF32 && t != DType::kI32 && t != DType::kI64)
+    return c.unsupported() << "input 0 is " << dtype_name(t) << " (f32, i32 or i64)";
   Shape out = x;
   for (size_t d = 0; d < x.size(); ++d) {
     const int64_t b = pads[d], e = pads[d + x.size()];
@@ -317,13 +318,15 @@ Status shape_Pad(ShapeContext& c) {
   if (c.has_input(2)) {
     const Tensor* v = c.constant(2);
     if (!v) return c.unsupported() << "input 2 (constant_value) must be a constant";
-    if (v->numel() != 1 || v->dtype() != DType::kF32)
-      return c.fail() << "input 2 (constant_value) must be an f32 scalar";
-    c.node.attrs["value"].f = v->f32()[0];
+    if (v->numel() != 1 || v->dtype() != t)
+      return c.fail() << "input 2 (constant_value) must be a scalar of the data's dtype " << dtype_name(t);
+    c.node.attrs["value"].f = t == DType::kF32   ? static_cast<double>(v->f32()[0])
+                              : t == DType::kI64 ? static_cast<double>(v->i64()[0])
+                                                 : static_cast<const int32_t*>(v->raw())[0];
   }
   c.node.attrs["pads"].ints = pads;
   c.node.attrs["pads"].type = AttrType::kInts;
-  c.set_out(0, out);
+  c.set_out(0, out, t);
   return Status();
 }
 

@@ -100,7 +100,7 @@ static bool dtype_free_input(OpKind op, size_t i) {
     case OpKind::kReduceSum:
       return i == 1;
     case OpKind::kPad:
-      return i >= 1;  // pads, constant_value, axes (input 0 is checked by the shape function)
+      return true;  // data (f32, i32, i64: checked by shape_Pad), pads, constant_value, axes
     default:
       return false;
   }

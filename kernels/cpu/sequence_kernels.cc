@@ -59,7 +59,10 @@ void expand(const Shape& xs, const Shape& ys, size_t esize, const void* x, void*
   }
 }
 
-void pad(const Shape& xs, const std::vector<int64_t>& pads, int mode, float value, const float* x, float* y) {
+void pad(const Shape& xs, const std::vector<int64_t>& pads, int mode, const void* value, size_t esize, const void* x,
+         void* y) {
+  const auto* src = static_cast<const uint8_t*>(x);
+  auto* dst = static_cast<uint8_t*>(y);
   const size_t r = xs.size();
   Shape ys = xs;
   for (size_t d = 0; d < r; ++d) ys[d] += pads[d] + pads[d + r];
@@ -82,7 +85,7 @@ void pad(const Shape& xs, const std::vector<int64_t>& pads, int mode, float valu
       off += j * stride;
       stride *= xs[k];
     }
-    y[i] = outside ? value : x[off];
+    std::memcpy(dst + static_cast<size_t>(i) * esize, outside ? value : src + static_cast<size_t>(off) * esize, esize);
   }
 }
 

@@ -27,8 +27,10 @@ void reduce(int64_t outer, int64_t len, int64_t inner, bool mean, const float* x
 /// numpy broadcasting, `esize` bytes per element.
 void expand(const Shape& xs, const Shape& ys, size_t esize, const void* x, void* y);
 /// ONNX Pad: y = x padded by `pads` ([begin_0..begin_r-1, end_0..end_r-1], all >= 0); mode 0
-/// constant (`value`), 1 reflect (mirror without repeating the edge; pads below the dim), 2 edge.
-void pad(const Shape& xs, const std::vector<int64_t>& pads, int mode, float value, const float* x, float* y);
+/// constant (`value`: one element of `esize` bytes, x's dtype), 1 reflect (mirror without
+/// repeating the edge; pads below the dim), 2 edge. Elements are moved as `esize` raw bytes.
+void pad(const Shape& xs, const std::vector<int64_t>& pads, int mode, const void* value, size_t esize, const void* x,
+         void* y);
 /// ONNX Tile: y (shape xs * reps) = x repeated along each dim, `esize` bytes per element.
 void tile(const Shape& xs, const Shape& ys, size_t esize, const void* x, void* y);
 /// ONNX ArgMax over the middle axis of an [outer, len, inner] view: the first largest index

@@ -1,6 +1,7 @@
 // CPU lowering of sequence-model ops (LayerNormalization, Gelu, reductions, Split, Slice,
 // Gather, Unsqueeze, Where, Cast). Constant inputs (axes, starts, ...) are read here, once.
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "graph/unary.h"
@@ -242,10 +243,24 @@ LOWER(Pad) {
   const std::vector<int64_t> pads = n.attr_ints("pads");  // canonicalised by shape inference
   const std::string& m = n.attr_s("mode");
   const int mode = m == "constant" ? 0 : m == "reflect" ? 1 : 2;
-  const float value = static_cast<float>(n.attr_f("value"));
+  // The constant in x's dtype (f32, i32 or i64), as raw bytes.
+  const DType dt = g.value(n.inputs[0]).dtype;
+  const double v = n.attr_f("value");
+  std::array<uint8_t, 8> value{};
+  if (dt == DType::kI64) {
+    const int64_t i = static_cast<int64_t>(v);
+    std::memcpy(value.data(), &i, sizeof i);
+  } else if (dt == DType::kI32) {
+    const int32_t i = static_cast<int32_t>(v);
+    std::memcpy(value.data(), &i, sizeof i);
+  } else {
+    const float f = static_cast<float>(v);
+    std::memcpy(value.data(), &f, sizeof f);
+  }
+  const size_t es = esize_of(g, n.inputs[0]);
   ValueId xi = n.inputs[0], yi = n.outputs[0];
   s.inputs.resize(1);
-  s.run = [=](const BufferTable& b) { cpu::pad(xs, pads, mode, value, b.f32(xi), b.f32(yi)); };
+  s.run = [=](const BufferTable& b) { cpu::pad(xs, pads, mode, value.data(), es, b.raw(xi), b.raw(yi)); };
   return Status();
 }
 
