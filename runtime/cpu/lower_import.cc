@@ -4,19 +4,16 @@
 #include <cmath>
 
 #include "kernels/cpu/import_kernels.h"
+#include "runtime/cpu/lower_single_util.h"
 #include "runtime/execution_plan.h"
 
 namespace fusert {
 
 namespace {
 
-const Shape& shape_of(const Graph& g, ValueId id) { return g.value(id).shape; }
-
-Shape padded(const Shape& s, size_t rank) {
-  Shape p = s;
-  p.insert(p.begin(), rank - p.size(), 1);
-  return p;
-}
+using cpu_lowering::esize_of;
+using cpu_lowering::padded;
+using cpu_lowering::shape_of;
 
 cpu::ElemType elem_type(DType t) {
   switch (t) {

@@ -6,6 +6,7 @@
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/fused_kernels.h"
 #include "runtime/cpu/lower_cpu.h"
+#include "runtime/cpu/lower_single_util.h"
 #include "runtime/execution_plan.h"
 
 namespace fusert {
@@ -16,7 +17,7 @@ Step make_step(const Graph& g, int node_index, const char* kernel) {
   return lowering::node_step(g, node_index, kernel);
 }
 
-const Shape& shape_of(const Graph& g, ValueId id) { return g.value(id).shape; }
+using cpu_lowering::shape_of;
 
 }  // namespace
 

@@ -7,14 +7,16 @@
 #include "graph/unary.h"
 #include "kernels/cpu/fused_kernels.h"
 #include "kernels/cpu/sequence_kernels.h"
+#include "runtime/cpu/lower_single_util.h"
 #include "runtime/execution_plan.h"
 
 namespace fusert {
 
 namespace {
 
-const Shape& shape_of(const Graph& g, ValueId id) { return g.value(id).shape; }
-size_t esize_of(const Graph& g, ValueId id) { return dtype_size(g.value(id).dtype); }
+using cpu_lowering::esize_of;
+using cpu_lowering::padded;
+using cpu_lowering::shape_of;
 
 std::vector<int64_t> const_ints(const Graph& g, ValueId id) {
   const Tensor& t = g.value(id).data;
@@ -30,12 +32,6 @@ void axis_view(const Shape& x, int64_t axis, int64_t* outer, int64_t* len, int64
 }
 
 int dtype_code(DType t) { return t == DType::kF32 ? 1 : t == DType::kI32 ? 6 : t == DType::kI64 ? 7 : 9; }
-
-Shape padded(const Shape& s, size_t rank) {
-  Shape p = s;
-  p.insert(p.begin(), rank - p.size(), 1);
-  return p;
-}
 
 }  // namespace
 
