@@ -161,11 +161,17 @@ struct Progress {
   }
 };
 
+// The reference output of one model: loaded (or its command run) once, for every device.
+struct Reference {
+  std::vector<double> values;
+  std::string error;
+  bool loaded = false;
+};
+
 // What the rows of one model on one device share: the reference and the unfused run.
 struct ModelState {
-  std::vector<double> reference, unfused;
-  std::string reference_error;
-  bool have_reference = false;
+  Reference* ref = nullptr;
+  std::vector<double> unfused;
   double unfused_ms = 0;
 };
 
@@ -183,21 +189,22 @@ SessionOptions session_options(const ZooModel& m, const std::string& device, con
 
 // The reference output, once per model and device: the golden .npy or the command's output.
 void load_reference(const ZooModel& m, const TensorMap& in, ModelState* st) {
-  if (st->have_reference || (m.reference_npy.empty() && m.reference_command.empty())) return;
-  st->have_reference = true;
+  Reference* ref = st->ref;
+  if (ref->loaded || (m.reference_npy.empty() && m.reference_command.empty())) return;
+  ref->loaded = true;
   if (!m.reference_npy.empty()) {
     auto t = read_npy(m.reference_npy);
     if (t.ok())
-      st->reference = as_doubles(*t);
+      ref->values = as_doubles(*t);
     else
-      st->reference_error = t.status().message();
+      ref->error = t.status().message();
     return;
   }
   auto v = run_reference_command(m, in);
   if (v.ok())
-    st->reference = *v;
+    ref->values = *v;
   else
-    st->reference_error = v.status().message();
+    ref->error = v.status().message();
 }
 
 // A cold run, `warmup` untimed runs, then `runs` timed ones: the last outputs and the median.
@@ -227,10 +234,10 @@ void check_row(const ZooModel& m, const std::vector<double>& got, ModelState* st
   if (r->fusion == "none") st->unfused = got, st->unfused_ms = r->latency_ms;
   if (!st->unfused.empty()) r->err_unfused = rel_l2(got, st->unfused);
   if (st->unfused_ms > 0) r->ratio_to_unfused = r->latency_ms / st->unfused_ms;
-  if (!st->reference_error.empty()) {
-    fails->push_back("reference: " + st->reference_error.substr(0, 300));
-  } else if (!st->reference.empty()) {
-    r->err_reference = rel_l2(got, st->reference);
+  if (!st->ref->error.empty()) {
+    fails->push_back("reference: " + st->ref->error.substr(0, 300));
+  } else if (!st->ref->values.empty()) {
+    r->err_reference = rel_l2(got, st->ref->values);
     if (!(r->err_reference <= m.tolerance))
       fails->push_back(exceeds("rel. L2 vs the reference", r->err_reference, "tolerance", m.tolerance, ""));
   }
@@ -293,9 +300,10 @@ Row run_row(const ZooModel& m, const std::string& device, const std::string& fus
 }
 
 // Runs one model on one device: every fusion mode, unfused first.
-void run_model(const ZooModel& m, const std::string& device, const std::vector<std::string>& fusions,
+void run_model(const ZooModel& m, const std::string& device, const std::vector<std::string>& fusions, Reference* ref,
                Progress* progress, std::vector<Row>* rows) {
   ModelState st;
+  st.ref = ref;
   for (const std::string& fusion : fusions) {
     progress->show(m.name + " " + device + " " + fusion);
     const auto t0 = std::chrono::steady_clock::now();
@@ -421,7 +429,8 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   const auto t0 = std::chrono::steady_clock::now();
   for (const ZooModel& m : selected) {
-    for (const std::string& d : m.devices) run_model(m, d, m.fusion, &progress, &rows);
+    Reference ref;  // one per model, whatever the devices
+    for (const std::string& d : m.devices) run_model(m, d, m.fusion, &ref, &progress, &rows);
   }
   progress.finish();
   for (Row& r : rows) {
