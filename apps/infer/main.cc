@@ -100,13 +100,14 @@ Status write_text(const std::string& path, const std::string& text) {
 }
 
 // --compare-cpu: the same model, weights, fusion mode and input on the CPU backend; relative
-// L2 error ||cuda - cpu|| / ||cpu|| of every output against the bound (fp32 1e-5, TF32 1e-3).
+// L2 error ||cuda - cpu|| / ||cpu|| of every output against the bound (fp32 1e-5; TF32 1e-2: its 10-bit mantissa
+// alone gives 1.6-2.2e-3 over a 50-layer ReLU stack, and more on deep models).
 Status compare_with_cpu(const InferOptions& o, const TensorMap& inputs, const TensorMap& outputs) {
   SessionOptions co = o.session;
   co.device = "cpu";
   FUSERT_ASSIGN_OR_RETURN(auto cpu, Session::load(o.model, co));
   FUSERT_ASSIGN_OR_RETURN(TensorMap ref, cpu->run(inputs));
-  const double bound = o.session.tf32 ? 1e-3 : 1e-5;
+  const double bound = o.session.tf32 ? 1e-2 : 1e-5;
   bool ok = true;
   for (const auto& [name, t] : ref) {
     const Tensor& got = outputs.at(name);

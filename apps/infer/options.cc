@@ -83,7 +83,7 @@ CUDA backend (--device cuda):
   --register-budget N     registers per thread a fused generated kernel may use before the
                           vertical strategy splits it (default 32: full occupancy on sm_90)
   --compare-cpu           also run the input on the CPU backend and print the relative L2
-                          error (bound 1e-5, with --tf32 1e-3); exit 1 beyond it
+                          error (bound 1e-5, with --tf32 1e-2); exit 1 beyond it
   FUSERT_CACHE_DIR        compiled-kernel cache (default ~/.cache/fusert/kernels)
 
 Exit status: 0 success, 1 error (message on stderr), 2 bad command line.

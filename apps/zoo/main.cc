@@ -251,9 +251,10 @@ void check_bounds(const ZooModel& m, const Row& r, std::vector<std::string>* fai
     if (it != table.end() && got > static_cast<double>(it->second))
       fails->push_back(exceeds(what, got, "bound", static_cast<double>(it->second), unit));
   };
-  bound(m.max_kernels, static_cast<double>(r.kernels), "kernels", "");
-  bound(m.max_peak_mb, mib(r.peak_bytes), "peak activations", " MiB");
-  bound(m.max_intermediate_mb, mib(r.intermediate_bytes), "intermediate traffic", " MiB");
+  const ZooBounds& b = r.device == "cuda" ? m.expect_cuda : m.expect;
+  bound(b.kernels, static_cast<double>(r.kernels), "kernels", "");
+  bound(b.peak_mb, mib(r.peak_bytes), "peak activations", " MiB");
+  bound(b.intermediate_mb, mib(r.intermediate_bytes), "intermediate traffic", " MiB");
 }
 
 // One row: load, run, check. Never throws away the run: every outcome is a status and reason.

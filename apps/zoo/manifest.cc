@@ -66,7 +66,7 @@ struct Reader {
     static const std::set<std::string> common = {"devices", "fusion",    "runs",          "warmup",
                                                  "threads", "tolerance", "latency_margin"};
     static const std::set<std::string> model_only = {"name",  "model",  "shapes",    "weights", "seed",
-                                                     "fetch", "inputs", "reference", "expect"};
+                                                     "fetch", "inputs", "reference", "expect",  "expect_cuda"};
     for (const auto& kv : n) {
       const std::string key = kv.first.as<std::string>();
       if (!common.count(key) && !(is_model && model_only.count(key))) {
@@ -102,14 +102,15 @@ struct Reader {
     return Status();
   }
 
-  // name, model, shapes, weights, seed, fetch, inputs, reference, expect.
+  // name, model, shapes, weights, seed, fetch, inputs, reference, expect, expect_cuda.
   Status model_key(const std::string& key, const YAML::Node& v, ZooModel* m) const {
     if (key == "name") return get(v, "name", &m->name);
     if (key == "seed") return get(v, "seed", &m->seed);
     if (key == "fetch") return get(v, "fetch", &m->fetch);
     if (key == "inputs") return inputs(v, m);
     if (key == "reference") return reference(v, m);
-    if (key == "expect") return expect(v, m);
+    if (key == "expect") return expect(v, key, &m->expect);
+    if (key == "expect_cuda") return expect(v, key, &m->expect_cuda);
     if (key == "model") {
       FUSERT_RETURN_IF_ERROR(get(v, "model", &m->model));
       m->model = resolve(m->model);
@@ -170,16 +171,16 @@ struct Reader {
     return Status();
   }
 
-  Status expect(const YAML::Node& v, ZooModel* m) const {
-    if (!v.IsMap()) return fail(v) << "'expect' must be a map (kernels, peak_activation_mb, intermediate_mb)";
+  Status expect(const YAML::Node& v, const std::string& key, ZooBounds* b) const {
+    if (!v.IsMap()) return fail(v) << "'" << key << "' must be a map (kernels, peak_activation_mb, intermediate_mb)";
     for (const auto& e : v) {
       const std::string k = e.first.as<std::string>();
       if (k == "kernels") {
-        FUSERT_RETURN_IF_ERROR(per_mode(e.second, "expect.kernels", &m->max_kernels));
+        FUSERT_RETURN_IF_ERROR(per_mode(e.second, (key + ".kernels").c_str(), &b->kernels));
       } else if (k == "peak_activation_mb") {
-        FUSERT_RETURN_IF_ERROR(per_mode(e.second, "expect.peak_activation_mb", &m->max_peak_mb));
+        FUSERT_RETURN_IF_ERROR(per_mode(e.second, (key + ".peak_activation_mb").c_str(), &b->peak_mb));
       } else if (k == "intermediate_mb") {
-        FUSERT_RETURN_IF_ERROR(per_mode(e.second, "expect.intermediate_mb", &m->max_intermediate_mb));
+        FUSERT_RETURN_IF_ERROR(per_mode(e.second, (key + ".intermediate_mb").c_str(), &b->intermediate_mb));
       } else {
         return fail(e.first) << "unknown bound '" << k << "' (kernels, peak_activation_mb, intermediate_mb)";
       }

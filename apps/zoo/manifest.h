@@ -11,6 +11,14 @@
 
 namespace fusert::zoo {
 
+/// Upper bounds of a plan, per fusion mode: a row over one fails. The CPU and CUDA plans of one
+/// model differ (other kernels, other arena), so each device has its own.
+struct ZooBounds {
+  std::map<std::string, int64_t> kernels;         ///< launches per inference
+  std::map<std::string, double> peak_mb;          ///< activation arena after reuse (MiB)
+  std::map<std::string, double> intermediate_mb;  ///< intermediate bytes written + read (MiB)
+};
+
 /// One model of the manifest, its defaults applied. Paths are absolute (resolved against the
 /// manifest's directory).
 struct ZooModel {
@@ -30,11 +38,10 @@ struct ZooModel {
   std::vector<std::string> devices{"cpu", "cuda"};
   std::vector<std::string> fusion{"none", "all"};
   int runs = 5, warmup = 1, threads = 1;
-  double latency_margin = 1.5;                        ///< allowed ratio growth against the baseline
-  std::map<std::string, int64_t> max_kernels;         ///< per fusion mode
-  std::map<std::string, double> max_peak_mb;          ///< per fusion mode (MiB)
-  std::map<std::string, double> max_intermediate_mb;  ///< per fusion mode (MiB)
-  std::string dir;                                    ///< the manifest's directory (commands run there)
+  double latency_margin = 1.5;  ///< allowed ratio growth against the baseline
+  ZooBounds expect;             ///< bounds of the CPU rows (`expect`)
+  ZooBounds expect_cuda;        ///< bounds of the CUDA rows (`expect_cuda`; none if absent)
+  std::string dir;              ///< the manifest's directory (commands run there)
 };
 
 /// Reads a manifest; errors (kParseError, kInvalidArgument, kNotFound) name the file and line.

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <set>
+#include <string>
 
 namespace fusert::cuda {
 
@@ -13,6 +15,17 @@ namespace {
 
 constexpr size_t kAlign = 256;
 size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// FUSERT_CUDA_SYNC_STEPS=1: synchronise and check after every device step, so that a fault is
+// reported with the step that caused it (a CUDA error is otherwise seen at the run's final
+// synchronisation). Turns CUDA Graph capture off. For diagnosis, not for timing.
+bool sync_steps() {
+  static const bool on = [] {
+    const char* e = std::getenv("FUSERT_CUDA_SYNC_STEPS");
+    return e != nullptr && *e != '\0' && std::strcmp(e, "0") != 0;
+  }();
+  return on;
+}
 
 }  // namespace
 
@@ -113,6 +126,11 @@ Status CudaDevice::enqueue_steps(RunState& rs, const RunEnv& env, bool capturing
     if (step.alias_of != kNoValue) continue;
     if (!d.host) {
       FUSERT_RETURN_IF_ERROR(d.run(env));
+      if (!capturing && sync_steps()) {
+        const std::string what = "step " + std::to_string(i) + " '" + step.name + "' (FUSERT_CUDA_SYNC_STEPS)";
+        CUDA_CHECK(cudaGetLastError(), what);
+        CUDA_CHECK(cudaStreamSynchronize(s), what);
+      }
       continue;
     }
     if (capturing) return error(StatusCode::kInternal) << "host step '" << step.name << "' inside a CUDA Graph capture";
@@ -176,7 +194,7 @@ Status CudaDevice::run(ExecContext& ctx, const std::vector<const Tensor*>& input
   RunEnv env{*ctx_, plan_, kernels_, dev, rs.scratch, rs.alias_scratch, 2 * plan_.alias_scratch_bytes / sizeof(float)};
   // The first run is eager (libraries load their kernels lazily, and real errors surface with
   // their step's name); the second captures the plan once and every later run replays it.
-  if (opt_.cuda_graph && !rs.graph_off && !has_host_steps_ && rs.runs > 0 && !rs.graph_exec)
+  if (opt_.cuda_graph && !sync_steps() && !rs.graph_off && !has_host_steps_ && rs.runs > 0 && !rs.graph_exec)
     FUSERT_RETURN_IF_ERROR(capture(rs, env));
   const bool graph = rs.graph_exec != nullptr;
   CUDA_CHECK(cudaEventRecord(rs.start, s), "timing");
