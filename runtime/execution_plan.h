@@ -60,6 +60,9 @@ struct Step {
   /// names the node and tensor, and the run stops.
   std::function<Status(const BufferTable&)> check;
   std::shared_ptr<NativeLayout> native;  ///< CPU oneDNN convolutions only
+  /// The kernel is a plain reference loop (one element at a time, no vectorisation or
+  /// threads): correct, slow. `infer --profile` marks such steps and sums their time.
+  bool reference_loop = false;
 };
 
 /// What one run measured.

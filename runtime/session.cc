@@ -329,7 +329,7 @@ Result<std::vector<SessionImpl::StepTime>> SessionImpl::profile(const TensorMap&
     std::vector<double>& v = per_step[i];
     std::sort(v.begin(), v.end());
     out.push_back({st.name, st.alias_of == kNoValue ? st.kernel : "view", st.detail, static_cast<int>(st.nodes.size()),
-                   v.empty() ? 0.0 : v[v.size() / 2]});
+                   v.empty() ? 0.0 : v[v.size() / 2], st.alias_of == kNoValue && st.reference_loop});
   }
   return out;
 }

@@ -66,10 +66,12 @@ Status print_ablation(const InferOptions& o, const TensorMap& inputs) {
 
 Status print_profile(const InferOptions& o, const Session& s, const TensorMap& inputs) {
   FUSERT_ASSIGN_OR_RETURN(auto steps, s.profile(inputs, o.runs));
-  double total = 0;
+  double total = 0, ref_ms = 0;
+  int ref_steps = 0;
   std::map<std::string, std::pair<int, double>> per_kernel;  // kernel -> steps, ms
   for (const auto& st : steps) {
     total += st.ms;
+    if (st.reference_loop) ref_ms += st.ms, ++ref_steps;
     auto& k = per_kernel[st.kernel];
     k.first += 1;
     k.second += st.ms;
@@ -80,11 +82,13 @@ Status print_profile(const InferOptions& o, const Session& s, const TensorMap& i
   std::vector<size_t> order(steps.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return steps[a].ms > steps[b].ms; });
-  std::printf("  slowest steps:\n  %9s %6s  %-40s %-24s %s\n", "ms", "%", "step", "kernel", "what it runs");
+  std::printf(
+      "  slowest steps (REF: a plain reference loop, not a kernel built for speed):\n  %9s %6s  %-40s %-4s %-24s %s\n",
+      "ms", "%", "step", "", "kernel", "what it runs");
   for (size_t k = 0; k < order.size() && k < 15; ++k) {
     const auto& st = steps[order[k]];
-    std::printf("  %9.3f %5.1f%%  %-40.40s %-24.24s %.90s\n", st.ms, 100 * st.ms / std::max(total, 1e-9),
-                st.name.c_str(), st.kernel.c_str(), st.detail.c_str());
+    std::printf("  %9.3f %5.1f%%  %-40.40s %-4s %-24.24s %.90s\n", st.ms, 100 * st.ms / std::max(total, 1e-9),
+                st.name.c_str(), st.reference_loop ? "REF" : "", st.kernel.c_str(), st.detail.c_str());
   }
   std::vector<std::pair<std::string, std::pair<int, double>>> kernels(per_kernel.begin(), per_kernel.end());
   std::sort(kernels.begin(), kernels.end(),
@@ -93,6 +97,8 @@ Status print_profile(const InferOptions& o, const Session& s, const TensorMap& i
   for (const auto& [name, k] : kernels) {
     std::printf("  %9.3f %5.1f%% %6d  %s\n", k.second, 100 * k.second / std::max(total, 1e-9), k.first, name.c_str());
   }
+  std::printf("reference loops: %d step%s, %.3f ms, %.1f%% of the time\n", ref_steps, ref_steps == 1 ? "" : "s", ref_ms,
+              100 * ref_ms / std::max(total, 1e-9));
   return Status();
 }
 

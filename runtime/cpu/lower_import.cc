@@ -1,9 +1,12 @@
 // CPU lowering of the ops ONNX exports bring (kernels/cpu/import_kernels.h): comparisons and
-// logic, Max/Min, PRelu, Resize (its sampling tables built here, once) and ConvTranspose. Each
-// is one opaque step; the CUDA backend runs the same steps through its host fallback.
+// logic, Max/Min, PRelu, Resize (its sampling tables built here, once; the last two dims on
+// the threaded row kernel) and ConvTranspose (GEMM + col2im). Each is one opaque step; the CUDA
+// backend runs the same steps through its host fallback.
 #include <cmath>
 
+#include "kernels/cpu/conv_transpose.h"
 #include "kernels/cpu/import_kernels.h"
+#include "kernels/cpu/resample.h"
 #include "runtime/cpu/lower_single_util.h"
 #include "runtime/execution_plan.h"
 
@@ -33,6 +36,7 @@ Status lower_compare(const Graph& g, const Node& n, cpu::CompareOp op, Step& s) 
   const Shape as = padded(shape_of(g, n.inputs[0]), ys.size()), bs = padded(shape_of(g, n.inputs[1]), ys.size());
   const cpu::ElemType t = elem_type(g.value(n.inputs[0]).dtype);
   const ValueId ai = n.inputs[0], bi = n.inputs[1], yi = n.outputs[0];
+  s.reference_loop = true;
   s.run = [=](const BufferTable& b) {
     cpu::compare(op, t, ys, as, b.raw(ai), bs, b.raw(bi), static_cast<uint8_t*>(b.raw(yi)));
   };
@@ -46,6 +50,7 @@ Status lower_extremum(const Graph& g, const Node& n, bool max, Step& s) {
   const cpu::ElemType t = elem_type(g.value(n.outputs[0]).dtype);
   const std::vector<ValueId> ins = n.inputs;
   const ValueId yi = n.outputs[0];
+  s.reference_loop = true;
   s.run = [=](const BufferTable& b) {
     std::vector<const void*> xs;
     for (ValueId id : ins) xs.push_back(b.raw(id));
@@ -131,6 +136,7 @@ LOWER(PRelu) {
   const Node& n = NODE;
   const Shape xs = shape_of(g, n.inputs[0]), ss = padded(shape_of(g, n.inputs[1]), xs.size());
   const ValueId xi = n.inputs[0], si = n.inputs[1], yi = n.outputs[0];
+  s.reference_loop = true;
   s.run = [=](const BufferTable& b) { cpu::prelu(xs, b.f32(xi), ss, b.f32(si), b.f32(yi)); };
   return Status();
 }
@@ -147,6 +153,21 @@ LOWER(Resize) {
   }
   const ValueId xi = n.inputs[0], yi = n.outputs[0];
   s.inputs.resize(1);
+  // The last two dims resized, the others kept: the threaded row kernel; else the reference.
+  const size_t r = xs.size();
+  bool two_d = r >= 2;
+  for (size_t d = 0; two_d && d + 2 < r; ++d) two_d = xs[d] == ys[d] && cpu::resize_axis_is_identity(axes[d], ys[d]);
+  if (two_d) {
+    const int64_t outer = shape_numel(Shape(ys.begin(), ys.end() - 2));
+    const int64_t ih = xs[r - 2], iw = xs[r - 1], oh = ys[r - 2], ow = ys[r - 1];
+    const cpu::ResizeAxis rows = axes[r - 2], cols = axes[r - 1];
+    s.kernel = "resize_2d";
+    s.run = [=](const BufferTable& b) { cpu::resize_2d(outer, ih, iw, oh, ow, rows, cols, b.f32(xi), b.f32(yi)); };
+    return Status();
+  }
+  s.kernel = "resize";
+  s.reference_loop = true;
+  s.detail = "reference loop: a dim other than the last two is resized";
   s.run = [=](const BufferTable& b) { cpu::resize(xs, ys, axes, b.f32(xi), b.f32(yi)); };
   return Status();
 }
@@ -159,8 +180,9 @@ LOWER(ConvTranspose) {
                                    st[0], st[1], dl[0], dl[1], pd[0], pd[1]};
   const ValueId xi = n.inputs[0], wi = n.inputs[1], yi = n.outputs[0];
   const ValueId bi = n.inputs.size() > 2 ? n.inputs[2] : kNoValue;
+  s.kernel = "conv_transpose_gemm";
   s.run = [=](const BufferTable& b) {
-    cpu::conv_transpose(p, b.f32(xi), b.f32(wi), bi == kNoValue ? nullptr : b.f32(bi), b.f32(yi));
+    cpu::conv_transpose_gemm(p, b.f32(xi), b.f32(wi), bi == kNoValue ? nullptr : b.f32(bi), b.f32(yi));
   };
   return Status();
 }

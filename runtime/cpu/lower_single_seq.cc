@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "graph/unary.h"
+#include "kernels/cpu/data_movement.h"
 #include "kernels/cpu/fused_kernels.h"
 #include "kernels/cpu/sequence_kernels.h"
 #include "runtime/cpu/lower_single_util.h"
@@ -208,6 +209,7 @@ LOWER(Where) {
         bs = padded(shape_of(g, n.inputs[2]), out.size());
   size_t es = esize_of(g, n.outputs[0]);
   ValueId ci = n.inputs[0], ai = n.inputs[1], bi = n.inputs[2], yi = n.outputs[0];
+  s.reference_loop = true;
   s.run = [=](const BufferTable& b) {
     cpu::where(out, cs, static_cast<const uint8_t*>(b.raw(ci)), as, b.raw(ai), bs, b.raw(bi), es, b.raw(yi));
   };
@@ -229,7 +231,7 @@ LOWER(Expand) {
   const size_t es = esize_of(g, n.inputs[0]);
   ValueId xi = n.inputs[0], yi = n.outputs[0];
   s.inputs.resize(1);
-  s.run = [=](const BufferTable& b) { cpu::expand(xs, ys, es, b.raw(xi), b.raw(yi)); };
+  s.run = [=](const BufferTable& b) { cpu::expand_rows(xs, ys, es, b.raw(xi), b.raw(yi)); };
   return Status();
 }
 
@@ -256,7 +258,7 @@ LOWER(Pad) {
   const size_t es = esize_of(g, n.inputs[0]);
   ValueId xi = n.inputs[0], yi = n.outputs[0];
   s.inputs.resize(1);
-  s.run = [=](const BufferTable& b) { cpu::pad(xs, pads, mode, value.data(), es, b.raw(xi), b.raw(yi)); };
+  s.run = [=](const BufferTable& b) { cpu::pad_rows(xs, pads, mode, value.data(), es, b.raw(xi), b.raw(yi)); };
   return Status();
 }
 
@@ -266,7 +268,7 @@ LOWER(Tile) {
   const size_t es = esize_of(g, n.inputs[0]);
   ValueId xi = n.inputs[0], yi = n.outputs[0];
   s.inputs.resize(1);
-  s.run = [=](const BufferTable& b) { cpu::tile(xs, ys, es, b.raw(xi), b.raw(yi)); };
+  s.run = [=](const BufferTable& b) { cpu::tile_rows(xs, ys, es, b.raw(xi), b.raw(yi)); };
   return Status();
 }
 
@@ -276,6 +278,7 @@ static Status lower_arg_extreme(const Graph& g, int ni, Step& s, bool min) {
   axis_view(shape_of(g, n.inputs[0]), n.attr_i("axis"), &outer, &len, &inner);
   const bool last = n.attr_i("select_last_index") != 0;
   ValueId xi = n.inputs[0], yi = n.outputs[0];
+  s.reference_loop = true;
   s.run = [=](const BufferTable& b) {
     cpu::argmax(outer, len, inner, last, b.f32(xi), static_cast<int64_t*>(b.raw(yi)), min);
   };

@@ -53,6 +53,9 @@ struct StepTime {
   std::string detail;  ///< what the backend made of it (the oneDNN primitive and post-op chain)
   int nodes = 0;       ///< graph nodes the step computes
   double ms = 0;       ///< median wall time of the step, ms
+  /// The kernel is a plain reference loop (one element at a time, no vectorisation or
+  /// threads): correct but slow; a model where such steps take a large share is a gap.
+  bool reference_loop = false;
 };
 
 // The internals behind a Session, declared for the introspection accessors only; their

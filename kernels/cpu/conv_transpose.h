@@ -1,0 +1,16 @@
+// Fast ONNX ConvTranspose (2-D NCHW, groups, strides, dilations, pads; ConvTransposeParams of
+// kernels/cpu/import_kernels.h) as a GEMM and a col2im scatter: per image, group and band of
+// input rows, cols [Mg*KH*KW, rows*W] = w_g^T [Mg*KH*KW, Cg] x x_g [Cg, rows*W] (Eigen's blocked,
+// threaded GEMM, no copy of the weights), then each column adds its value into the output pixel
+// it maps to. The band keeps cols near the cache (about 1 MiB); col2im is threaded over output
+// channels, which never share a pixel. cpu::conv_transpose (double accumulation) is the oracle.
+#pragma once
+
+#include "kernels/cpu/import_kernels.h"
+
+namespace fusert::cpu {
+
+/// Same contract as cpu::conv_transpose; float accumulation within the GEMM.
+void conv_transpose_gemm(const ConvTransposeParams& p, const float* x, const float* w, const float* bias, float* y);
+
+}  // namespace fusert::cpu

@@ -1,0 +1,89 @@
+// kernels/cpu/resample.h: one output row at a time. A row reads one source row (nearest) or two
+// (linear), and within the row each output column gathers its one or two source columns with
+// their weights; the column tables are converted once per call to 32-bit indices.
+#include "kernels/cpu/resample.h"
+
+#include <vector>
+
+#include "kernels/cpu/parallel.h"
+
+namespace fusert::cpu {
+
+namespace {
+
+struct ColTable {
+  int taps = 1;
+  std::vector<int32_t> index;  // [ow * taps]
+  std::vector<float> weight;   // [ow * taps]
+};
+
+// One source row resampled along the columns, scaled by `a`, added into (or stored to) y.
+template <int Taps, bool Accumulate>
+void sample_row(const ColTable& c, int64_t ow, const float* src, float a, float* y) {
+  const int32_t* ix = c.index.data();
+  const float* wt = c.weight.data();
+  for (int64_t o = 0; o < ow; ++o) {
+    float v;
+    if constexpr (Taps == 1) {
+      v = src[ix[o]];
+    } else {
+      v = wt[2 * o] * src[ix[2 * o]] + wt[2 * o + 1] * src[ix[2 * o + 1]];
+    }
+    if constexpr (Accumulate) {
+      y[o] += a * v;
+    } else {
+      y[o] = a == 1.0f ? v : a * v;
+    }
+  }
+}
+
+template <int Taps>
+void output_row(const ColTable& c, int64_t ow, const ResizeAxis& rows, int64_t r, const float* plane, int64_t iw,
+                float* y) {
+  if (rows.taps == 1) {
+    sample_row<Taps, false>(c, ow, plane + rows.index[static_cast<size_t>(r)] * iw, 1.0f, y);
+    return;
+  }
+  const size_t e = static_cast<size_t>(2 * r);
+  sample_row<Taps, false>(c, ow, plane + rows.index[e] * iw, rows.weight[e], y);
+  // Also at weight 0: a NaN there propagates as in the reference (0 * NaN).
+  sample_row<Taps, true>(c, ow, plane + rows.index[e + 1] * iw, rows.weight[e + 1], y);
+}
+
+}  // namespace
+
+bool resize_axis_is_identity(const ResizeAxis& a, int64_t len) {
+  for (int64_t o = 0; o < len; ++o) {
+    float w = 0.0f;
+    for (int t = 0; t < a.taps; ++t) {
+      const size_t e = static_cast<size_t>(o * a.taps + t);
+      if (a.weight[e] != 0.0f && a.index[e] != o) return false;
+      if (a.index[e] == o) w += a.weight[e];
+    }
+    if (w != 1.0f) return false;
+  }
+  return true;
+}
+
+void resize_2d(int64_t outer, int64_t ih, int64_t iw, int64_t oh, int64_t ow, const ResizeAxis& rows,
+               const ResizeAxis& cols, const float* x, float* y) {
+  ColTable c;
+  c.taps = cols.taps;
+  c.index.assign(cols.index.begin(), cols.index.end());
+  c.weight = cols.weight;
+  const int64_t total_rows = outer * oh;
+  const int team = detail::team_size(total_rows * ow * (rows.taps + cols.taps));
+#pragma omp parallel for num_threads(team) if (team > 1) schedule(static)
+  for (int64_t k = 0; k < total_rows; ++k) {
+    const int64_t p = k / oh, r = k % oh;
+    const float* plane = x + p * ih * iw;
+    float* out = y + k * ow;
+    if (c.taps == 1) {
+      output_row<1>(c, ow, rows, r, plane, iw, out);
+    } else {
+      output_row<2>(c, ow, rows, r, plane, iw, out);
+    }
+  }
+}
+
+}  // namespace fusert::cpu
