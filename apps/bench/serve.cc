@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "graph/onnx/onnx_import.h"
 #include "runtime/npy.h"
 #include "runtime/session.h"
 
@@ -64,6 +65,9 @@ std::string parse(const std::vector<std::string>& args, ServeArgs& a) {
       a.options.threads = std::atoi(args[++i].c_str());
     } else if (k == "--cpu-kernels" && has_value) {
       a.options.cpu_kernels = args[++i];
+    } else if (k == "--shape" && has_value) {  // ONNX: NAME=1x3x640x640, as infer --shape
+      Status st = parse_shape_binding(args[++i], &a.options.input_shapes);
+      if (!st.ok()) return "--shape: " + st.message();
     } else if (k == "--input" && has_value) {
       const std::string& v = args[++i];
       const size_t eq = v.find('=');
@@ -77,7 +81,7 @@ std::string parse(const std::vector<std::string>& args, ServeArgs& a) {
       return "more than one model given ('" + a.model + "', '" + k + "')";
     }
   }
-  return a.model.empty() ? "--serve needs a model .yaml" : "";
+  return a.model.empty() ? "--serve needs a model (.yaml or .onnx)" : "";
 }
 
 }  // namespace
