@@ -33,17 +33,19 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 
 bool file_exists(const std::string& p) { return std::ifstream(p).good(); }
 
+// Seeds every initializer the model file does not hold (an ONNX file's are constants already).
+std::string seed_weights(Graph& g, uint64_t seed) {
+  bool any = false;
+  for (ValueId id : g.initializers()) any |= !g.value(id).is_constant;
+  bind_seeded_weights(g, seed);
+  return any ? "seeded (seed " + std::to_string(seed) + ")" : "the model file's own";
+}
+
 Status bind_weights(ModelSpec& m, const SessionOptions& o, std::string* source) {
   Graph& g = m.graph;
-  if (o.seeded) {
-    bind_seeded_weights(g, o.seed);
-    *source = "seeded (seed " + std::to_string(o.seed) + ")";
-    return Status();
-  }
   std::string path = o.weights.empty() ? m.weights_path : o.weights;
-  if (path.empty()) {
-    bind_seeded_weights(g, o.seed);
-    *source = "seeded (seed " + std::to_string(o.seed) + ")";
+  if (o.seeded || path.empty()) {
+    *source = seed_weights(g, o.seed);
     return Status();
   }
   if (o.weights.empty() && !file_exists(path)) {

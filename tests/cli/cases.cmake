@@ -224,6 +224,11 @@ endif()
 fusert_cli_test(onnx_explain --stdout 0 "^fusion plan for " "^plan: [0-9]+ nodes -> [0-9]+ kernels"
                 -- --model ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_loaders/corpus/onnx/test_Conv2d_depthwise_padded.onnx
                    --seeded --explain)
+# An ONNX file's weights are its own initializers, also with --seeded (which seeds only what a
+# model file lacks), and the report says so.
+fusert_cli_test(onnx_weights_own --stdout 0 "^weights: the model file's own$"
+                -- --model ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_loaders/corpus/onnx/test_Conv2d_depthwise_padded.onnx
+                   --seeded --runs 1)
 fusert_cli_test(onnx_shape_malformed 2 "--shape: expected NAME=DxDx\\.\\.\\. \\(e\\.g\\. input=1x3x224x224\\), got 'x=1xax3'"
                 -- --model ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_loaders/corpus/onnx/test_Conv2d_depthwise_padded.onnx
                    --shape x=1xax3)
