@@ -15,6 +15,7 @@
 #                          which run.sh finds there)
 #   STAGE/pylib/           efficientnet_lite_pytorch (pure Python, from .cache/pylib) for
 #                          tools/torch_bench.py, when present here
+#   STAGE/onnx/            small real ONNX models (make onnx-models) and shapes.txt (name, --shape)
 #   STAGE/kernel-cache/    fusert's NVRTC kernel cache, warmed here (compiling needs no GPU) so
 #                          the device run does not spend its minutes compiling
 #   STAGE/manifest.txt     source_dir (the FUSERT_SOURCE_DIR baked into the binaries), git
@@ -108,6 +109,26 @@ else
       "efficientnet_lite0 installs it): torch_bench will skip efficientnet_lite0"
 fi
 
+# ---- 4b. real ONNX models of the real-model set (make onnx-models), the small ones that fit the
+# carry limit, with the shape binding infer needs: STAGE/onnx/<name>.onnx and STAGE/onnx/shapes.txt
+rm -rf "${STAGE:?}/onnx"
+mkdir -p "$STAGE/onnx"
+: >"$STAGE/onnx/shapes.txt"
+for spec in "ppocr_det onnx-models/ch_PP-OCRv4_det_infer.onnx x=1x3x640x640" \
+            "ppocr_cls onnx-models/ch_ppocr_mobile_v2.0_cls_infer.onnx x=1x3x48x192" \
+            "tv_vit_tiny torchvision-onnx/vit_tiny.onnx input=1x3x224x224" \
+            "tv_shufflenet_v2_x0_5 torchvision-onnx/shufflenet_v2_x0_5.onnx input=1x3x224x224" \
+            "tv_squeezenet1_1 torchvision-onnx/squeezenet1_1.onnx input=1x3x224x224"; do
+  read -r name file shape <<<"$spec"
+  if [[ -f .cache/$file ]]; then
+    cp ".cache/$file" "$STAGE/onnx/$name.onnx"
+    echo "$name $shape" >>"$STAGE/onnx/shapes.txt"
+  else
+    say "note: .cache/$file missing (make onnx-models): $name is not staged"
+  fi
+done
+say "real ONNX models staged: $(wc -l <"$STAGE/onnx/shapes.txt") ($(size_mib "$STAGE/onnx") MiB)"
+
 # ---- 5. warm the kernel cache: `infer --device cuda --explain` plans and compiles every generated
 # kernel (NVRTC + nvJitLink need no GPU); the cache key includes the toolkit version, and run.sh
 # puts /usr/local/cuda/lib64 (CUDA 13.0 there, as here) first on the library path.
@@ -125,6 +146,12 @@ for m in "${ZOO[@]}"; do
     fi
   done
 done
+while read -r name shape; do
+  for mode in none all; do
+    FUSERT_CACHE_DIR="$STAGE/kernel-cache" timeout 600 "$STAGE/bin/infer" --model "$STAGE/onnx/$name.onnx" \
+      --shape "$shape" --device cuda --fusion "$mode" --explain >"$LOGS/warm.$name.$mode.log" 2>&1 || true
+  done
+done <"$STAGE/onnx/shapes.txt"
 nk=$(find "$STAGE/kernel-cache" -type f | wc -l)
 # Without a GPU, infer may stop at the device after compiling: what it compiled is cached anyway.
 say "kernel cache: $nk files, $(size_mib "$STAGE/kernel-cache") MiB (infer exited 0 on $warm_ok of" \

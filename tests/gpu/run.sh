@@ -16,6 +16,8 @@
 #      shape other than the plan's: its own instance and CUDA Graph) (several at once: --jobs),
 #      each on its own seed (weights and inputs: --seed N..N+3; N from the clock unless given);
 #      a failing one runs again with FUSERT_CUDA_SYNC_STEPS=1 to name a faulting step
+#   1b. the real ONNX models prepare.sh carried (BUILD/onnx): CUDA vs CPU, fusion none and all, with
+#      their kernels and host-fallback steps (stats JSON)
 #   2. bad inputs on cuda: missing model file, malformed YAML, wrong-shape .npy -> exit 1 + message;
 #      then the zoo's CUDA rows (fusert-zoo --device cuda on the seeded models of models/zoo.yaml,
 #      fusion none and all, against their PyTorch goldens; JUnit/JSON into the logs)
@@ -452,6 +454,29 @@ fi
 snapshot
 
 # =============================================================================================
+section "1b. real ONNX models (carried in BUILD/onnx): CUDA vs CPU, fusion none and all"
+# =============================================================================================
+# Their own weights (no --seeded), a seeded input; ops the CUDA backend has no lowering for run on the host
+# (host-fallback steps, counted in --explain and the stats).
+ONNX_LIST=$BUILD/onnx/shapes.txt
+if ((STEP_OK)) && [[ -f $ONNX_LIST ]]; then
+  while read -r name shape; do
+    for mode in none all; do
+      EXPECT_RE='cuda vs cpu: rel L2' EXPECT_FILE=$WORK/timing/onnx_$name.$mode.json pool_step correct \
+        "onnx_${name}_$mode" "$CAP_COMPARE" "${DIAG[@]}" "${FENV[@]}" OMP_NUM_THREADS=4 "$BUILD/bin/infer" \
+        --model "$BUILD/onnx/$name.onnx" --shape "$shape" --device cuda --fusion "$mode" --compare-cpu \
+        --runs 20 --warmup 3 --stats-json "$WORK/timing/onnx_$name.$mode.json"
+    done
+  done <"$ONNX_LIST"
+  pool_wait
+elif ((DRY)); then
+  echo "  [onnx] infer --model BUILD/onnx/NAME.onnx --shape S --device cuda --compare-cpu, per line of $ONNX_LIST"
+else
+  echo "  skipped: no $ONNX_LIST (tests/gpu/prepare.sh stages it from make onnx-models)"
+fi
+snapshot
+
+# =============================================================================================
 section "2. bad inputs on cuda (exit status 1 and the message)"
 # =============================================================================================
 if ((STEP_OK)); then
@@ -558,6 +583,26 @@ fi
 kc_after=$( (find "$WORK/kernel-cache" -type f 2>/dev/null || true) | wc -l)
 echo "kernel cache after the run: $kc_after files (more than carried = kernels compiled on this machine)"
 summarise "$WORK" || echo "summary failed (the logs are in logs.tar.gz)"
+# The real ONNX models: one line per model and fusion mode, from their stats JSON and logs.
+python3 - "$WORK" <<'PY' | tee -a "$WORK/summary.txt" || true
+import glob, json, os, re, sys
+work = sys.argv[1]
+rows = []
+for f in sorted(glob.glob(os.path.join(work, "timing", "onnx_*.json"))):
+    name, mode = os.path.basename(f)[5:-5].rsplit(".", 1)
+    try:
+        st = json.load(open(f))
+    except (OSError, ValueError):
+        continue
+    log = open(os.path.join(work, "logs", f"onnx_{name}_{mode}.log"), errors="replace").read()
+    m = re.search(r"cuda vs cpu: rel L2 ([0-9.e+-]+)", log)
+    rows.append(f"{name:<24} {mode:<5} {m.group(1) if m else '-':>10} {st.get('kernels', '-'):>7} "
+                f"{st.get('host_fallback_steps', '-'):>9} {st['latency_ms']['median']:>9.3f}")
+if rows:
+    print("\nreal ONNX models on cuda (seeded input, their own weights; latency: CUDA events, median of 20)")
+    print(f"{'model':<24} {'mode':<5} {'rel L2':>10} {'kernels':>7} {'host fb':>9} {'ms':>9}")
+    print("\n".join(rows))
+PY
 cp "$WORK/summary.txt" "$WORK/results.jsonl" "$OUT/" 2>/dev/null || true
 
 # Exit status: every correctness (and fusert timing) step passed?
