@@ -57,9 +57,13 @@ void operand_mode(const Shape& t_shape, const Shape& out, bool conv, cpu::Epilog
     e->mode = cpu::OperandMode::kScalar;
     return;
   }
+  // GEMM / MatMul outputs of any rank: per column is the last dim alone ([N], [1, 1, N]), per
+  // row every dim but the last ([B, S, 1]: the flattened row b * S + s); the kernels index them
+  // flat % N and flat / N.
+  const size_t last = out.size() - 1;
   bool per_channel = conv && out.size() >= 2 && t[1] == out[1] && numel == out[1];
-  bool per_col = !conv && out.size() == 2 && t[1] == out[1] && t[0] == 1;
-  bool per_row = !conv && out.size() == 2 && t[0] == out[0] && t[1] == 1;
+  bool per_col = !conv && out.size() >= 2 && t[last] == out[last] && numel == out[last];
+  bool per_row = !conv && out.size() >= 2 && t[last] == 1 && numel * out[last] == shape_numel(out);
   if (per_channel || per_col) {
     e->mode = cpu::OperandMode::kPerChannel;
     return;

@@ -112,11 +112,24 @@ std::string softmax(Emitter& e, Rng& r, std::string x) {
   return e.node("Softmax", {x}, e.shape(x), "axis: -1");
 }
 
+// MatMul by a weight, on x [M, K] or on a rank-3 view of it: [B, M / B, K] (a Linear layer on
+// batched tokens) or [M, 1, K] (torchvision's sequence-first attention input). The epilogue's
+// operands then broadcast over three dims (per column [N] / [1, 1, N], per row [B, S, 1], ...).
 std::string matmul(Emitter& e, Rng& r, const std::string& x) {
   const Dims xs = e.shape(x);
   int64_t n = r.range(1, 12);
-  std::string y = e.node("MatMul", {x, e.weight({xs[1], n})}, {xs[0], n});
-  return r.chance(0.6) ? epilogue_chain(e, r, y, 2) : y;
+  if (r.chance(0.5)) {
+    std::string y = e.node("MatMul", {x, e.weight({xs[1], n})}, {xs[0], n});
+    return r.chance(0.6) ? epilogue_chain(e, r, y, 2) : y;
+  }
+  std::vector<int64_t> divs;
+  for (int64_t d = 1; d <= xs[0]; ++d)
+    if (xs[0] % d == 0) divs.push_back(d);
+  const int64_t b = r.chance(0.3) ? xs[0] : r.pick(divs), s = xs[0] / b;
+  const std::string x3 = e.node("Reshape", {x, e.const_i64({b, s, xs[1]})}, {b, s, xs[1]});
+  std::string y = e.node("MatMul", {x3, e.weight({xs[1], n})}, {b, s, n});
+  if (r.chance(0.8)) y = epilogue_chain(e, r, y, 3);
+  return e.node("Reshape", {y, e.const_i64({xs[0], n})}, {xs[0], n});
 }
 
 // The running value as operand B: Gemm(W [P, M], x [M, K]) or MatMul(W, x), beside a sibling

@@ -193,14 +193,22 @@ std::unique_ptr<GemmAnchor> GemmAnchor::create_matmul(const MatMulParams& p, con
     return nullptr;
   }
   auto g = std::make_unique<GemmImpl>();
-  g->out_dims = {p.batch, p.m, p.n};
   g->channels = p.n;
   g->const_b = b_const != nullptr;
-  g->a_desc = memory::desc({ba, p.m, p.k}, memory::data_type::f32, memory::format_tag::abc);
-  g->b_user = memory::desc({bb, p.k, p.n}, memory::data_type::f32, memory::format_tag::abc);
-  g->y_desc = memory::desc({p.batch, p.m, p.n}, memory::data_type::f32, memory::format_tag::abc);
+  // B shared by every batch and A's batches in order (a Linear layer on [B, S, K] activations,
+  // or torchvision's sequence-first [S, 1, K]): one [batch * M, K] x [K, N] GEMM. The batched
+  // form gave oneDNN 2.6 plain weights, no post-ops, and, at M = 1, 197 GEMVs instead of a GEMM.
+  // Operands keep their meaning: per-row operands index the flattened row b * M + m.
+  const bool fold = bb == 1 && ba == p.batch;
+  const Dims a_dims = fold ? Dims{p.batch * p.m, p.k} : Dims{ba, p.m, p.k};
+  const Dims b_dims = fold ? Dims{p.k, p.n} : Dims{bb, p.k, p.n};
+  g->out_dims = fold ? Dims{p.batch * p.m, p.n} : Dims{p.batch, p.m, p.n};
+  auto plain = [](const Dims& d) { return memory::desc(d, memory::data_type::f32, dense_strides(d)); };
+  g->a_desc = plain(a_dims);
+  g->b_user = plain(b_dims);
+  g->y_desc = plain(g->out_dims);
   const memory::desc w_desc =
-      g->const_b ? memory::desc({bb, p.k, p.n}, memory::data_type::f32, memory::format_tag::any) : g->b_user;
+      g->const_b ? memory::desc(b_dims, memory::data_type::f32, memory::format_tag::any) : g->b_user;
   if (!g->make(ep, w_desc, nullptr, why)) return nullptr;
   if (g->squash >= 0 && g->const_b && !all_finite(b_const, bb * p.k * p.n)) {
     *why = "weights hold NaN or Inf, which the Relu/Clip post-op would not propagate";
