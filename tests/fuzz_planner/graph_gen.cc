@@ -50,6 +50,17 @@ std::string Emitter::const_f32(float value) {
   return n;
 }
 
+std::string Emitter::const_f32s(const std::vector<float>& values) {
+  std::string n = fresh("k");
+  std::ostringstream os;
+  os.precision(9);
+  os << std::showpoint;
+  for (size_t i = 0; i < values.size(); ++i) os << (i ? ", " : "") << values[i];
+  inits_.push_back("  - {name: " + n + ", shape: [" + std::to_string(values.size()) + "], value: [" + os.str() + "]}");
+  shapes_[n] = {static_cast<int64_t>(values.size())};
+  return n;
+}
+
 std::string Emitter::node(const std::string& op, const std::vector<std::string>& inputs, const Dims& out,
                           const std::string& attrs) {
   std::string y = fresh("v");

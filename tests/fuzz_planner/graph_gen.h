@@ -3,7 +3,8 @@
 // diamonds, parallel branches of different cost, sibling GEMMs/convs on one input, every
 // broadcast pattern of a joining operand, squeeze-and-excitation gates, pooling, attention and
 // Transformer blocks. A graph is a function of (seed, skipped motifs): each motif draws from its
-// own random stream, so the shrinker can drop motifs and keep the others as they were.
+// own random stream, so the shrinker can drop motifs and keep the others as they were. CNN
+// graphs also draw Resize, ConvTranspose, Pad, Expand and Tile (the real-model set's ops).
 #pragma once
 
 #include <cstdint>
@@ -43,6 +44,7 @@ class Emitter {
   std::string weight(const Dims& shape, const std::string& init = "");
   std::string const_i64(const std::vector<int64_t>& values);
   std::string const_f32(float value);
+  std::string const_f32s(const std::vector<float>& values);
   /// A node with one output of `out` shape; `attrs` is a YAML flow map body ("" = none).
   std::string node(const std::string& op, const std::vector<std::string>& inputs, const Dims& out,
                    const std::string& attrs = "");
@@ -79,6 +81,10 @@ GenGraph generate(uint64_t seed, const std::set<int>& skip = {});
 void cnn_motif(Emitter& e, Rng& r, std::string& cur, std::string* name);
 void dense_motif(Emitter& e, Rng& r, std::string& cur, std::string* name);
 void transformer_motif(Emitter& e, Rng& r, std::string& cur, int64_t batch, int64_t seq, std::string* name);
+/// CNN motifs of resampling and data movement (graph_gen_resample.cc): an FPN join of a Resize
+/// upsample with a lateral conv, a ConvTranspose head, Pad before a valid conv, an Expand or
+/// Tile gate. `cur` is a computed NCHW value; the motif's name goes to `name`.
+std::string resample_motif(Emitter& e, Rng& r, const std::string& cur, std::string* name);
 
 /// A shape that broadcasts to `s` (numpy rules): some dims set to 1, leading dims maybe dropped;
 /// covers scalar, per-channel, per-row, per-column, spatial 1x1 and full patterns.

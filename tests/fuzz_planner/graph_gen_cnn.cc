@@ -311,7 +311,11 @@ std::string inverted_residual(Emitter& e, Rng& r, std::string x) {
 }  // namespace
 
 void cnn_motif(Emitter& e, Rng& r, std::string& cur, std::string* name) {
-  int64_t k = r.below(100);
+  int64_t k = r.below(112);
+  if (k >= 100) {
+    cur = resample_motif(e, r, computed(e, cur), name);
+    return;
+  }
   if (k < 18)
     *name = "conv_chain", cur = conv_chain(e, r, cur);
   else if (k < 28)

@@ -1,0 +1,136 @@
+// Resampling and data-movement motifs of the CNN family, the ops that real exports bring around
+// the fused blocks (tests/fuzz_planner/graph_gen.h, resample_motif):
+// - An FPN join: a stride-2 conv, Resize back up (nearest or linear, every coordinate mode, by
+//   scales or by sizes), added to a lateral 1x1 conv.
+// - A ConvTranspose head: kernel 2 or 3, stride 2, groups, bias, output padding; then BatchNorm
+//   and an epilogue.
+// - Pad (constant, reflect, edge) before a valid conv.
+// - An Expand or Tile of a per-channel weight joining the running value.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "tests/fuzz_planner/graph_gen.h"
+
+namespace fusert::fuzz {
+namespace {
+
+std::string conv(Emitter& e, const std::string& x, int64_t m, int64_t k, int64_t s, int64_t pad) {
+  const Dims& xs = e.shape(x);
+  const Dims out = {xs[0], m, (xs[2] + 2 * pad - k) / s + 1, (xs[3] + 2 * pad - k) / s + 1};
+  return e.node("Conv", {x, e.weight({m, xs[1], k, k}), e.weight({m}, "uniform")}, out,
+                "kernel_shape: " + shape_str({k, k}) + ", strides: " + shape_str({s, s}) +
+                    ", pads: " + shape_str({pad, pad, pad, pad}));
+}
+
+std::string add(Emitter& e, Rng& r, const std::string& a, const std::string& b) {
+  return r.chance(0.5) ? e.node("Add", {a, b}, e.shape(a)) : e.node("Add", {b, a}, e.shape(a));
+}
+
+// A stride-2 conv (3x3, pads 1: ceil(H / 2)) that the motifs upsample again.
+std::string down(Emitter& e, Rng& r, const std::string& x, int64_t m) {
+  std::string d = conv(e, x, m, 3, 2, 1);
+  return r.chance(0.6) ? e.node("Relu", {d}, e.shape(d)) : d;
+}
+
+std::string fpn_resize(Emitter& e, Rng& r, const std::string& x) {
+  const Dims& xs = e.shape(x);
+  const int64_t m = r.pick(std::vector<int64_t>{1, 3, 4, 8});
+  const std::string d = down(e, r, x, m);
+  const Dims& ds = e.shape(d);
+  const bool linear = r.chance(0.5);
+  static const std::vector<std::string> coords = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"};
+  static const std::vector<std::string> nearest = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+  std::string attrs =
+      std::string("mode: ") + (linear ? "linear" : "nearest") + ", coordinate_transformation_mode: " + r.pick(coords);
+  if (!linear) attrs += ", nearest_mode: " + r.pick(nearest);
+  const Dims out = {xs[0], m, xs[2], xs[3]};
+  std::string up;
+  if (ds[2] * 2 == xs[2] && ds[3] * 2 == xs[3] && r.chance(0.6)) {  // by scales, as exporters write it
+    up = e.node("Resize", {d, "", e.const_f32s({1.f, 1.f, 2.f, 2.f})}, out, attrs);
+  } else {
+    up = e.node("Resize", {d, "", "", e.const_i64(out)}, out, attrs);
+  }
+  const std::string lateral = conv(e, x, m, 1, 1, 0);
+  std::string y = add(e, r, up, lateral);
+  return r.chance(0.5) ? epilogue_chain(e, r, y, 2) : y;
+}
+
+std::string deconv_head(Emitter& e, Rng& r, const std::string& x) {
+  const Dims& xs = e.shape(x);
+  const int64_t c = r.pick(std::vector<int64_t>{2, 4, 6});
+  const std::string d = down(e, r, x, c);
+  const Dims& ds = e.shape(d);
+  const int64_t group = r.chance(0.25) ? 2 : 1, m = group * r.range(1, 3), k = r.range(2, 3);
+  // Output H from h = ceil(H / 2): k 2 makes 2h - pads; k 3 with pads 1 makes 2h - 1 + output_padding.
+  std::string attrs = "kernel_shape: " + shape_str({k, k}) + ", strides: [2, 2]";
+  if (group > 1) attrs += ", group: " + std::to_string(group);
+  if (k == 2) {
+    attrs += ", pads: " + shape_str({0, 0, 2 * ds[2] - xs[2], 2 * ds[3] - xs[3]});
+  } else {
+    attrs += ", pads: [1, 1, 1, 1], output_padding: " + shape_str({xs[2] - 2 * ds[2] + 1, xs[3] - 2 * ds[3] + 1});
+  }
+  std::vector<std::string> in = {d, e.weight({c, m / group, k, k})};
+  if (r.chance(0.6)) in.push_back(e.weight({m}, "uniform"));
+  std::string y = e.node("ConvTranspose", in, {xs[0], m, xs[2], xs[3]}, attrs);
+  if (r.chance(0.5)) {
+    y = e.node(
+        "BatchNormalization",
+        {y, e.weight({m}, "bn_scale"), e.weight({m}, "uniform"), e.weight({m}, "uniform"), e.weight({m}, "bn_var")},
+        e.shape(y), "epsilon: 0.001");
+  }
+  if (r.chance(0.5)) y = epilogue_chain(e, r, y, 2);
+  return r.chance(0.5) ? add(e, r, y, conv(e, x, m, 1, 1, 0)) : y;
+}
+
+std::string pad_conv(Emitter& e, Rng& r, const std::string& x) {
+  const Dims& xs = e.shape(x);
+  const int mode = static_cast<int>(r.below(3));
+  static const char* kModes[] = {"constant", "reflect", "edge"};
+  std::vector<int64_t> pads(8, 0);
+  for (int d : {2, 3}) {
+    // reflect pads stay below the dim (the shape function's rule)
+    const int64_t most = mode == 1 ? std::min<int64_t>(2, xs[static_cast<size_t>(d)] - 1) : 2;
+    pads[static_cast<size_t>(d)] = r.range(0, most), pads[static_cast<size_t>(d) + 4] = r.range(0, most);
+  }
+  const Dims ps = {xs[0], xs[1], xs[2] + pads[2] + pads[6], xs[3] + pads[3] + pads[7]};
+  std::string attrs = "pads: " + shape_str(pads) + ", mode: " + kModes[mode];
+  if (mode == 0 && r.chance(0.5)) attrs += ", value: -0.5";
+  const std::string p = e.node("Pad", {x}, ps, attrs);
+  const int64_t k = std::min<int64_t>({3, ps[2], ps[3]});
+  std::string y = conv(e, p, r.pick(std::vector<int64_t>{1, 4, xs[1]}), k, 1, 0);
+  return r.chance(0.6) ? epilogue_chain(e, r, y, 3) : y;
+}
+
+std::string broadcast_gate(Emitter& e, Rng& r, const std::string& x) {
+  const Dims& xs = e.shape(x);
+  std::string g;
+  if (r.chance(0.5)) {
+    g = e.node("Expand", {e.weight({1, xs[1], 1, 1}, "uniform"), e.const_i64(xs)}, xs);
+  } else {
+    g = e.node("Tile", {e.weight({1, xs[1], 1, 1}, "uniform"), e.const_i64({xs[0], 1, xs[2], xs[3]})}, xs);
+  }
+  if (r.chance(0.5)) g = e.node("Sigmoid", {g}, xs);
+  return r.chance(0.5) ? e.node("Mul", {x, g}, xs) : e.node("Add", {g, x}, xs);
+}
+
+}  // namespace
+
+std::string resample_motif(Emitter& e, Rng& r, const std::string& cur, std::string* name) {
+  switch (r.below(4)) {
+    case 0:
+      *name = "fpn_resize";
+      return fpn_resize(e, r, cur);
+    case 1:
+      *name = "deconv_head";
+      return deconv_head(e, r, cur);
+    case 2:
+      *name = "pad_conv";
+      return pad_conv(e, r, cur);
+    default:
+      *name = "broadcast_gate";
+      return broadcast_gate(e, r, cur);
+  }
+}
+
+}  // namespace fusert::fuzz
