@@ -3,13 +3,8 @@
 
     python3 tools/ov_worker.py MODEL.onnx --threads T --input NAME=FILE.npy [...]
 
-Speaks the protocol of `bench --serve` (apps/bench/serve.h), as tools/ort_worker.py does.
-- After loading it prints one JSON line: {"ready": true, ...} or {"error": ...}.
-- Then it answers one command per stdin line with one stdout line:
-    run           one synchronous infer; prints its wall-clock ms (time.perf_counter around it)
-    output PATH   writes the first output as .npy; prints ok
-    stats         prints {"peak_rss_kb": ...} (VmHWM of /proc/self/status)
-    quit          exits 0
+Speaks the protocol of `bench --serve` (apps/bench/serve.h; tools/worker_protocol.py), as
+tools/ort_worker.py does.
 
 OpenVINO reads the ONNX file itself (its ONNX frontend).
 - Inputs with symbolic dims are reshaped to the given .npy's shape before compiling.
@@ -20,30 +15,18 @@ OpenVINO reads the ONNX file itself (its ONNX frontend).
 
 Everything else is OpenVINO's defaults. Imports only numpy and openvino.
 """
-import argparse
-import json
 import sys
-import time
 
 import numpy as np
 
-
-def peak_rss_kb():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    return -1
+from worker_protocol import fail, load_feeds, parse_args, serve
 
 
 def load(model_path, threads, inputs):
     import openvino as ov
     core = ov.Core()
     model = core.read_model(model_path)
-    feeds = {}
-    for spec in inputs:
-        name, _, path = spec.partition("=")
-        feeds[name] = np.load(path)
+    feeds = load_feeds(inputs)
     names = {p.get_any_name() for p in model.inputs}
     if set(feeds) != names:
         raise ValueError(f"inputs given {sorted(feeds)}, the model has {sorted(names)}")
@@ -57,38 +40,23 @@ def load(model_path, threads, inputs):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("model")
-    ap.add_argument("--threads", type=int, default=0)
-    ap.add_argument("--input", action="append", default=[], help="NAME=FILE.npy")
-    a = ap.parse_args()
+    a = parse_args(__doc__)
     try:
         ov, req, feeds = load(a.model, a.threads, a.input)
     except Exception as e:  # noqa: BLE001 - reported to the coordinator, which names the model
-        print(json.dumps({"error": f"{type(e).__name__}: {e}"}), flush=True)
-        return 1
-    print(json.dumps({"ready": True, "openvino": ov.get_version()}), flush=True)
-    ran = False
-    for line in sys.stdin:
-        line = line.rstrip("\n")
-        if line == "run":
-            t0 = time.perf_counter()
-            req.infer(feeds)
-            print(f"{(time.perf_counter() - t0) * 1e3:.6f}", flush=True)
-            ran = True
-        elif line.startswith("output "):
-            if not ran:
-                req.infer(feeds)
-                ran = True
-            np.save(line[7:], np.array(req.get_output_tensor(0).data, copy=True))
-            print("ok", flush=True)
-        elif line == "stats":
-            print(json.dumps({"peak_rss_kb": peak_rss_kb()}), flush=True)
-        elif line == "quit":
-            break
-        else:
-            print(f"error: unknown command '{line}'", flush=True)
-    return 0
+        return fail(e)
+    ran = []
+
+    def run():
+        req.infer(feeds)
+        ran[:] = [True]
+
+    def first_output():
+        if not ran:
+            run()
+        return np.array(req.get_output_tensor(0).data, copy=True)
+
+    return serve({"openvino": ov.get_version()}, run, first_output)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,13 @@ namespace fusert::test {
 /// Bound for comparisons against a naive double-precision reference: err <= kTol * (1 + |ref|).
 constexpr double kTol = 1e-4;
 
+/// Number of elements of a shape (1 for a scalar).
+inline int64_t volume(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
 inline std::vector<float> random_floats(int64_t n, uint32_t seed, float lo = -1.f, float hi = 1.f) {
   std::mt19937 gen(seed);
   std::uniform_real_distribution<float> dist(lo, hi);

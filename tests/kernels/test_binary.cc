@@ -15,15 +15,10 @@ using fusert::test::expect_values;
 using fusert::test::kTol;
 using fusert::test::max_rel_err;
 using fusert::test::random_floats;
+using fusert::test::volume;
 using Shape = std::vector<int64_t>;
 
 namespace {
-
-int64_t volume(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
 
 std::vector<float> run_binary(cpu::BinaryKind kind, const Shape& out, const Shape& as, const std::vector<float>& a,
                               const Shape& bs, const std::vector<float>& b) {

@@ -10,17 +10,13 @@
 
 #include "kernels/cpu/data_movement.h"
 #include "kernels/cpu/sequence_kernels.h"
+#include "tests/kernels/kernel_test_util.h"
 
 namespace cpu = fusert::cpu;
+using fusert::test::volume;
 using Shape = std::vector<int64_t>;
 
 namespace {
-
-int64_t volume(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
 
 std::vector<uint8_t> random_bytes(int64_t n, uint32_t seed) {
   std::mt19937 gen(seed);

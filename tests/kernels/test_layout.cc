@@ -14,15 +14,10 @@ namespace cpu = fusert::cpu;
 using fusert::test::expect_values;
 using fusert::test::max_rel_err;
 using fusert::test::random_floats;
+using fusert::test::volume;
 using Shape = std::vector<int64_t>;
 
 namespace {
-
-int64_t volume(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
 
 std::vector<float> run_transpose(const Shape& shape, const Shape& perm, const std::vector<float>& x) {
   std::vector<float> y(x.size(), -777.f);

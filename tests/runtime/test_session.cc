@@ -104,9 +104,9 @@ TEST_CASE("session statistics for the tiny model, counted by hand (unfused and f
   const SessionStats& st = s->stats();
   CHECK(st.nodes == 2);
   CHECK(st.kernels == 2);
-  CHECK(st.intermediate_bytes == 2 * 8);          // h [1, 2] written once, read once
-  CHECK(st.peak_activation_bytes == 2 * 64);      // x and h alive together; y reuses x's slot
-  CHECK(st.naive_activation_bytes == 3 * 64);     // x, h, y in 64-byte slots
+  CHECK(st.intermediate_bytes == 2 * 8);               // h [1, 2] written once, read once
+  CHECK(st.peak_activation_bytes == 2 * 64);           // x and h alive together; y reuses x's slot
+  CHECK(st.naive_activation_bytes == 3 * 64);          // x, h, y in 64-byte slots
   CHECK(st.weights_source == "the model file's own");  // constants only: nothing was seeded
   CHECK(st.plan_ms >= 0.0);
   REQUIRE(s->plan().steps.size() == 2);
