@@ -33,7 +33,7 @@ ZOO = ["resnet18", "resnet50", "mobilenet_v2", "efficientnet_lite0", "bert_base_
 REAL = {
     "ppocr_det": ("onnx-models/ch_PP-OCRv4_det_infer.onnx", "x", "x=1x3x640x640"),
     "ppocr_cls": ("onnx-models/ch_ppocr_mobile_v2.0_cls_infer.onnx", "x", "x=1x3x48x192"),
-    "open_nsfw": ("onnx-models/open-nsfw.onnx", "input", None),
+    "open_nsfw": ("onnx-models/open-nsfw.onnx", "input:0", None),
 }
 for _fam in ("resnet18", "resnext50_32x4d", "mobilenet_v2", "mobilenet_v3_large", "efficientnet_b0", "regnet_y_400mf",
              "shufflenet_v2_x0_5", "squeezenet1_1", "googlenet", "densenet121", "mnasnet0_5", "convnext_tiny",
