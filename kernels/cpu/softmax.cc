@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/fused_internal.h"
 #include "kernels/cpu/parallel.h"
 
 namespace fusert::cpu {
@@ -15,21 +16,13 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // Max that lets a NaN win (so a NaN row stays NaN instead of hiding behind the -inf rule).
 inline float nan_max(float m, float v) { return (v > m || std::isnan(v)) ? v : m; }
 
-// One contiguous row (inner == 1).
+// One contiguous row (inner == 1): the vectorised row softmax of the fused kernels
+// (detail::softmax_row: Eigen's exp, a few ulps from libm's; an all -inf row gives zeros, NaN
+// stays NaN, probabilities under FLT_MIN become 0). The scalar loop with libm's exp took
+// ViT-tiny's 3 x 197 x 197 attention softmax 1 ms per layer, a fifth of the model.
 void softmax_row(const float* x, int64_t len, float* y) {
-  float mx = kNegInf;
-  for (int64_t i = 0; i < len; ++i) mx = nan_max(mx, x[i]);
-  if (mx == kNegInf) {  // every entry is -inf: the limit of softmax is undefined; ONNX RT gives 0
-    std::fill(y, y + len, 0.f);
-    return;
-  }
-  float sum = 0.f;
-  for (int64_t i = 0; i < len; ++i) {
-    y[i] = std::exp(x[i] - mx);
-    sum += y[i];
-  }
-  const float inv = 1.f / sum;  // sum >= 1: the max entry contributes exp(0)
-  for (int64_t i = 0; i < len; ++i) y[i] *= inv;
+  if (x != y) std::copy(x, x + len, y);
+  detail::softmax_row(len, y);
 }
 
 // Columns [begin, begin + count) of one [len, inner] slab, count <= kColumns. The reductions

@@ -136,7 +136,20 @@ LOWER(Slice) {
   size_t es = esize_of(g, n.inputs[0]);
   ValueId xi = n.inputs[0], yi = n.outputs[0];
   s.inputs.resize(1);
-  // One axis at a time through a scratch buffer; starts are clamped as in shape inference.
+  // One axis (what exporters write: q/k/v splits, class tokens): straight from x into y.
+  if (starts.size() == 1) {
+    const int64_t a = axes[0] < 0 ? axes[0] + static_cast<int64_t>(x.size()) : axes[0];
+    int64_t outer, len, inner;
+    axis_view(x, a, &outer, &len, &inner);
+    const int64_t d = x[static_cast<size_t>(a)], st = steps[0], v = starts[0] < 0 ? starts[0] + d : starts[0];
+    const int64_t begin = st > 0 ? std::min(std::max<int64_t>(v, 0), d) : std::min(std::max<int64_t>(v, -1), d - 1);
+    const int64_t out_len = y[static_cast<size_t>(a)];
+    s.run = [=](const BufferTable& b) {
+      cpu::slice_axis(outer, len, inner, begin, st, out_len, es, b.raw(xi), b.raw(yi));
+    };
+    return Status();
+  }
+  // Several axes: one at a time through a scratch buffer; starts are clamped as in shape inference.
   s.run = [=](const BufferTable& b) {
     std::vector<uint8_t> cur(static_cast<const uint8_t*>(b.raw(xi)),
                              static_cast<const uint8_t*>(b.raw(xi)) + shape_numel(x) * static_cast<int64_t>(es)),
