@@ -145,6 +145,12 @@ LOWER(Resize) {
   const Node& n = NODE;
   const Shape xs = shape_of(g, n.inputs[0]), ys = shape_of(g, n.outputs[0]);
   const bool has_scales = n.inputs.size() > 2 && n.inputs[2] != kNoValue && g.value(n.inputs[2]).data.numel() > 0;
+  for (size_t d = 0; d < xs.size(); ++d) {
+    if (xs[d] == 0 && ys[d] > 0)
+      return error(StatusCode::kInvalidArgument)
+             << "input '" << g.value(n.inputs[0]).name << "' " << shape_str(xs) << " is empty along dim " << d
+             << " and cannot be resized to " << ys[d];
+  }
   std::vector<cpu::ResizeAxis> axes;
   for (size_t d = 0; d < xs.size(); ++d) {
     const double scale = has_scales ? static_cast<double>(g.value(n.inputs[2]).data.f32()[d])

@@ -69,7 +69,9 @@ cpu::MatMulParams matmul_params(const Graph& g, const Node& n) {
   ab.insert(ab.begin(), r - ab.size(), 1);
   bb.insert(bb.begin(), r - bb.size(), 1);
   Shape ob(r);
-  for (size_t i = 0; i < r; ++i) ob[i] = std::max(ab[i], bb[i]);
+  // numpy broadcasting: a dim of 1 takes the other's, a 0 included (max(0, 1) made an empty
+  // batch one batch, and the kernels wrote past the empty output)
+  for (size_t i = 0; i < r; ++i) ob[i] = ab[i] == 1 ? bb[i] : ab[i];
   p.batch = shape_numel(ob);
   for (int64_t o = 0; o < p.batch; ++o) {  // numpy broadcasting: each output batch's sources
     int64_t rem = o, ia = 0, ib = 0, sa = 1, sb = 1;

@@ -266,3 +266,11 @@ add_test(NAME cli_zoo_unknown_model COMMAND sh ${FUSERT_CLI_DIR}/expect.sh 2 "--
                                             -- $<TARGET_FILE:fusert-zoo> --models nope)
 set_tests_properties(cli_zoo_help cli_zoo_unknown_flag cli_zoo_bad_key cli_zoo_not_a_manifest cli_zoo_unknown_model
                      PROPERTIES LABELS cli TIMEOUT 60)
+# Zero-size dims: an empty MatMul runs and gives an empty output (fused and unfused); a Resize of
+# an empty dim to a non-empty size is an error naming the node.
+fusert_cli_test(empty_matmul_all --stdout 0 "^output 'y' \\[2, 0, 5\\]"
+                -- --model ${FUSERT_CLI_DATA}/empty_matmul.yaml --seeded --runs 1 --fusion all)
+fusert_cli_test(empty_matmul_none --stdout 0 "^output 'y' \\[2, 0, 5\\]"
+                -- --model ${FUSERT_CLI_DATA}/empty_matmul.yaml --seeded --runs 1 --fusion none)
+fusert_cli_test(empty_resize 1 "lowering node 'rs': input 't' \\[1, 1, 0, 4\\] is empty along dim 2 and cannot be resized to 2"
+                -- --model ${FUSERT_CLI_DATA}/empty_resize.yaml --seeded --runs 1)

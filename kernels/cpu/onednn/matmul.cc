@@ -140,6 +140,10 @@ memory::desc gemm_weight_layout(const GemmParams& p, const memory::desc& a, cons
 
 std::unique_ptr<GemmAnchor> GemmAnchor::create_gemm(const GemmParams& p, const float* b, const float* c,
                                                     const Epilogue& ep, std::string* why) {
+  if (p.m == 0 || p.n == 0 || p.k == 0) {  // oneDNN 2.6 divides by them (SIGFPE)
+    *why = "a zero-size dim (the reference kernel runs it)";
+    return nullptr;
+  }
   if (ep.tail == EpTail::kGlobalAvgPool) {
     *why = "a global-pool tail on a GEMM";
     return nullptr;
@@ -178,6 +182,10 @@ std::unique_ptr<GemmAnchor> GemmAnchor::create_gemm(const GemmParams& p, const f
 
 std::unique_ptr<GemmAnchor> GemmAnchor::create_matmul(const MatMulParams& p, const float* b_const, const Epilogue& ep,
                                                       std::string* why) {
+  if (p.batch == 0 || p.m == 0 || p.n == 0 || p.k == 0) {  // oneDNN 2.6 divides by them (SIGFPE)
+    *why = "a zero-size dim (the reference kernel runs it)";
+    return nullptr;
+  }
   if (ep.tail == EpTail::kGlobalAvgPool) {
     *why = "a global-pool tail on a GEMM";
     return nullptr;
