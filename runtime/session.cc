@@ -190,6 +190,11 @@ Result<std::unique_ptr<SessionImpl>> SessionImpl::load_impl(const std::string& m
       return error(StatusCode::kInvalidArgument) << model_path << ": SessionOptions::dim_ranges (--dim) is for ONNX "
                                                  << "models; a YAML model declares its symbolic dims in 'dims:'";
     }
+    if (!options.input_shapes.empty()) {
+      return error(StatusCode::kInvalidArgument)
+             << model_path << ": SessionOptions::input_shapes (--shape) is for ONNX models; a YAML model declares "
+             << "its input shapes, and a symbolic batch takes --batch or the input's own shape";
+    }
     FUSERT_ASSIGN_OR_RETURN(s->model_, load_model(model_path));
   }
   if (!s->model_.dims.empty()) {

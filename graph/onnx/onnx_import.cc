@@ -118,6 +118,24 @@ Result<Shape> input_shape(const onnx::ValueInfoProto& in, const std::map<std::st
 }
 
 class Importer {
+ private:
+  // Every --shape binding must name a graph input (a typo would otherwise be ignored silently).
+  Status check_bindings(const onnx::GraphProto& gp, const std::set<std::string>& init_names,
+                        const std::map<std::string, Shape>& bindings) const {
+    std::set<std::string> inputs;
+    for (const auto& in : gp.input())
+      if (!init_names.count(in.name())) inputs.insert(in.name());
+    for (const auto& b : bindings) {
+      if (inputs.count(b.first)) continue;
+      std::string names;
+      for (const std::string& n : inputs) names += (names.empty() ? "'" : ", '") + n + "'";
+      return error(StatusCode::kInvalidArgument)
+             << path_ << ": --shape " << b.first << "=...: the model has no input of that name (its inputs: " << names
+             << ")";
+    }
+    return Status();
+  }
+
  public:
   Importer(std::string path, int64_t opset, const std::vector<SymbolicDim>& dims, const DimValues* at)
       : path_(std::move(path)), opset_(opset), at_(at) {
@@ -139,6 +157,7 @@ class Importer {
       FUSERT_ASSIGN_OR_RETURN(Tensor data, decode_tensor(t, base_dir_, "initializer '" + t.name() + "'"));
       add_constant(g, t.name(), std::move(data));
     }
+    FUSERT_RETURN_IF_ERROR(check_bindings(gp, init_names, bindings));
     for (const auto& in : gp.input()) {
       if (init_names.count(in.name())) continue;  // opsets < 9 list initializers as inputs too
       DType dt;

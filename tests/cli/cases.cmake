@@ -274,3 +274,9 @@ fusert_cli_test(empty_matmul_none --stdout 0 "^output 'y' \\[2, 0, 5\\]"
                 -- --model ${FUSERT_CLI_DATA}/empty_matmul.yaml --seeded --runs 1 --fusion none)
 fusert_cli_test(empty_resize 1 "lowering node 'rs': input 't' \\[1, 1, 0, 4\\] is empty along dim 2 and cannot be resized to 2"
                 -- --model ${FUSERT_CLI_DATA}/empty_resize.yaml --seeded --runs 1)
+# --shape names an ONNX input; a typo is an error, not ignored, and YAML models refuse it.
+fusert_cli_test(onnx_shape_unknown_input 1 "--shape nope=\\.\\.\\.: the model has no input of that name \\(its inputs: '0'\\)"
+                -- --model ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_loaders/corpus/onnx/test_Conv2d_depthwise_padded.onnx
+                   --shape nope=1x3 --seeded --runs 1)
+fusert_cli_test(yaml_shape_refused 1 "input_shapes \\(--shape\\) is for ONNX models"
+                -- --model ${FUSERT_CLI_DATA}/tiny.yaml --shape x=9x9x9x9 --seeded --runs 1)
