@@ -84,6 +84,24 @@ std::string parse(const std::vector<std::string>& args, ServeArgs& a) {
   return a.model.empty() ? "--serve needs a model (.yaml or .onnx)" : "";
 }
 
+// The `profile` command: Session::profile over 5 runs, the reference-loop steps summed.
+Status print_profile(const Session& s, const TensorMap& in) {
+  FUSERT_ASSIGN_OR_RETURN(auto prof, s.profile(in, 5));
+  double total = 0, ref = 0;
+  int ref_steps = 0;
+  std::string kernels;
+  for (const StepTime& t : prof) {
+    total += t.ms;
+    if (!t.reference_loop) continue;
+    ref += t.ms;
+    ++ref_steps;
+    kernels += (kernels.empty() ? "\"" : ", \"") + json_escape(t.kernel) + "\"";
+  }
+  std::printf("{\"total_ms\": %.6f, \"reference_ms\": %.6f, \"reference_steps\": %d, \"reference_kernels\": [%s]}\n",
+              total, ref, ref_steps, kernels.c_str());
+  return Status();
+}
+
 }  // namespace
 
 int serve(const std::vector<std::string>& args) {
@@ -127,22 +145,9 @@ int serve(const std::vector<std::string>& args) {
     } else if (line == "stats") {
       std::printf("{\"peak_rss_kb\": %ld, \"kernels\": %lld, \"peak_activation_bytes\": %lld}\n", peak_rss_kb(),
                   static_cast<long long>(st.kernels), static_cast<long long>(st.peak_activation_bytes));
-    } else if (line == "profile") {  // per-step times (Session::profile, 5 runs): the reference loops' share
-      auto prof = s->profile(in, 5);
-      if (!prof.ok()) return fail(prof.status().to_string());
-      double total = 0, ref = 0;
-      int ref_steps = 0;
-      std::string kernels;
-      for (const StepTime& t : *prof) {
-        total += t.ms;
-        if (!t.reference_loop) continue;
-        ref += t.ms;
-        ++ref_steps;
-        kernels += (kernels.empty() ? "\"" : ", \"") + json_escape(t.kernel) + "\"";
-      }
-      std::printf(
-          "{\"total_ms\": %.6f, \"reference_ms\": %.6f, \"reference_steps\": %d, \"reference_kernels\": [%s]}\n", total,
-          ref, ref_steps, kernels.c_str());
+    } else if (line == "profile") {
+      Status st = print_profile(*s, in);
+      if (!st.ok()) return fail(st.to_string());
     } else if (line == "quit") {
       break;
     } else {
