@@ -35,9 +35,13 @@ bool file_exists(const std::string& p) { return std::ifstream(p).good(); }
 
 // Seeds every initializer the model file does not hold (an ONNX file's are constants already).
 std::string seed_weights(Graph& g, uint64_t seed) {
-  bool any = false;
-  for (ValueId id : g.initializers()) any |= !g.value(id).is_constant;
+  bool any = false, none = true;
+  for (ValueId id : g.initializers()) {
+    any |= !g.value(id).is_constant;
+    none = false;
+  }
   bind_seeded_weights(g, seed);
+  if (none) return "none (the model has no initializers)";
   return any ? "seeded (seed " + std::to_string(seed) + ")" : "the model file's own";
 }
 

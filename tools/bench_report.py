@@ -49,7 +49,7 @@ def summary_lines(run):
         ratios = {n: r["fused/best"]["median"] for n, r in rows.items()}
         worst = sorted(((v, n) for n, v in ratios.items() if v > 1.2), reverse=True)
         out.append(f"- {kind}: geometric mean of fused / best peer {geomean(list(ratios.values())):.2f} over "
-                   f"{len(ratios)} models; above 1.2: " + (", ".join(f"{n} {v:.2f}" for v, n in worst) or "none"))
+                   f"{len(ratios)} model{'s' if len(ratios) != 1 else ''}; above 1.2: " + (", ".join(f"{n} {v:.2f}" for v, n in worst) or "none"))
     return out
 
 
@@ -93,8 +93,16 @@ def plot(results, path):
             ax.bar(x + (i - (len(engines) - 1) / 2) * width, med, width, color=COLOURS[e], label=LABELS[e])
         for j, n in enumerate(names):
             top = max(run["models"][n][e]["median_ms"] for e in engines)
-            ax.text(j, top * 1.15, f"{run['models'][n]['fused/best']['median']:.2f}", ha="center", fontsize=7)
+            ax.text(j, top * 1.15, f"{run['models'][n]['fused/best']['median']:.2f}", ha="center", fontsize=8)
         ax.set_yscale("log")
+        # Readable values on the log axis: 1, 2, 5 per decade, plain numbers; room for the labels.
+        from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
+        ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(ScalarFormatter())
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.grid(True, axis="y", alpha=0.3)
+        top = max(run["models"][n][e]["median_ms"] for n in names for e in engines)
+        ax.set_ylim(top=top * 2.0)
         ax.set_xticks(x)
         ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
         ax.set_ylabel("latency per inference, ms (log)")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`make bench`: fusert (fused and unfused) against ONNX Runtime and OpenVINO on the CPU, side by side.
 
-    python3 tools/cpu_bench.py [--bench build/bench] [--models M,M|zoo|real|all (default)] [--threads 1,all]
+    .cache/bench-venv/bin/python tools/cpu_bench.py [--bench build/bench] [--models M,M|zoo|real|all (default)] [--threads 1,all]
                                [--rounds 30] [--warmup 3] [--no-load] [--out docs/bench]
 
 Models (tools/bench_models.py):
@@ -64,14 +64,18 @@ TOOLS = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(TOOLS)
 sys.path.insert(0, TOOLS)
 
-import numpy as np  # noqa: E402
+try:  # the bench environment (tools/setup_bench.sh); --help works without it
+    import numpy as np  # noqa: E402
 
-import bench_models  # noqa: E402
-import bench_report  # noqa: E402
+    import bench_models  # noqa: E402
+    import bench_report  # noqa: E402
+    MISSING = None
+except ImportError as e:
+    MISSING = e
 
 ENGINES = ["fused", "unfused", "ort", "openvino"]
 PEERS = ["ort", "openvino"]
-CACHE = bench_models.CACHE
+CACHE = os.path.join(REPO, ".cache", "bench")
 
 
 def log(msg):
@@ -357,8 +361,7 @@ def write_report(args, results):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap = argparse.ArgumentParser(formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("--bench", default=os.path.join(REPO, "build", "bench"), help="the fusert bench binary")
     ap.add_argument("--models", default="all",
                     help="comma list of model names, or zoo, real, all (default: all)")
@@ -371,6 +374,9 @@ def main():
     ap.add_argument("--no-load", action="store_true", help="skip the under-load pass")
     ap.add_argument("--out", default=os.path.join(REPO, "docs", "bench"))
     args = ap.parse_args()
+    if MISSING is not None:
+        sys.exit(f"cpu_bench: {MISSING}. Run it in the bench environment: `make bench`, or "
+                 f"`bash tools/setup_bench.sh` once and then `.cache/bench-venv/bin/python tools/cpu_bench.py ...`")
     if not os.access(args.bench, os.X_OK):
         sys.exit(f"cpu_bench: {args.bench} not found (make build first)")
     names = select_models(args.models)

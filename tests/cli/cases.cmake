@@ -280,3 +280,6 @@ fusert_cli_test(onnx_shape_unknown_input 1 "--shape nope=\\.\\.\\.: the model ha
                    --shape nope=1x3 --seeded --runs 1)
 fusert_cli_test(yaml_shape_refused 1 "input_shapes \\(--shape\\) is for ONNX models"
                 -- --model ${FUSERT_CLI_DATA}/tiny.yaml --shape x=9x9x9x9 --seeded --runs 1)
+# A model without initializers reports no weights rather than the seed it did not use.
+fusert_cli_test(weights_none --stdout 0 "^weights: none \\(the model has no initializers\\)$"
+                -- --model ${FUSERT_CLI_DATA}/ref_loop.yaml --seeded --runs 1)
