@@ -71,7 +71,10 @@ Status print_profile(const InferOptions& o, const Session& s, const TensorMap& i
   std::map<std::string, std::pair<int, double>> per_kernel;  // kernel -> steps, ms
   for (const auto& st : steps) {
     total += st.ms;
-    if (st.reference_loop) ref_ms += st.ms, ++ref_steps;
+    if (st.reference_loop) {
+      ref_ms += st.ms;
+      ++ref_steps;
+    }
     auto& k = per_kernel[st.kernel];
     k.first += 1;
     k.second += st.ms;

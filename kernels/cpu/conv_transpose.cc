@@ -48,7 +48,10 @@ void conv_transpose_gemm(const ConvTransposeParams& p, const float* x, const flo
   // Rows per band: cols [mg * k, rows * W] of about 1 MiB, at least one row.
   const int64_t band_rows =
       std::max<int64_t>(1, std::min(p.h, (int64_t{1} << 18) / std::max<int64_t>(1, mg * k * p.w)));
-  std::vector<float> cols(static_cast<size_t>(mg * k * band_rows * p.w));
+  // Per calling thread, grown once: no allocation per inference (concurrent runs never share it).
+  thread_local std::vector<float> cols;
+  if (cols.size() < static_cast<size_t>(mg * k * band_rows * p.w))
+    cols.resize(static_cast<size_t>(mg * k * band_rows * p.w));
   for (int64_t n = 0; n < p.n; ++n) {
     float* yn = y + n * p.m * plane;
     for (int64_t m = 0; m < p.m; ++m) std::fill(yn + m * plane, yn + (m + 1) * plane, bias ? bias[m] : 0.0f);

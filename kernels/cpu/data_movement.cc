@@ -88,10 +88,16 @@ void expand_rows(const Shape& xs, const Shape& ys, size_t esize, const void* x, 
       read.push_back(rd);
     }
   }
-  if (dims.empty()) dims.push_back(1), read.push_back(true);
-  std::vector<int64_t> st(dims.size(), 0);
-  for (size_t d = dims.size(), acc = 1; d-- > 0;) {
-    if (read[d]) st[d] = static_cast<int64_t>(acc), acc *= static_cast<size_t>(dims[d]);
+  if (dims.empty()) {
+    dims.push_back(1);
+    read.push_back(true);
+  }
+  std::vector<int64_t> st(dims.size(), 0);  // x's element stride per merged dim, 0 where repeated
+  int64_t acc = 1;
+  for (size_t d = dims.size(); d-- > 0;) {
+    if (!read[d]) continue;
+    st[d] = acc;
+    acc *= dims[d];
   }
   const int64_t inner = dims.back(), es = static_cast<int64_t>(esize);
   const auto* src = static_cast<const uint8_t*>(x);

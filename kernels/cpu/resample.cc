@@ -1,6 +1,6 @@
 // kernels/cpu/resample.h: one output row at a time. A row reads one source row (nearest) or two
 // (linear), and within the row each output column gathers its one or two source columns with
-// their weights; the column tables are converted once per call to 32-bit indices.
+// their weights, straight from the lowering's tables.
 #include "kernels/cpu/resample.h"
 
 #include <vector>
@@ -11,16 +11,10 @@ namespace fusert::cpu {
 
 namespace {
 
-struct ColTable {
-  int taps = 1;
-  std::vector<int32_t> index;  // [ow * taps]
-  std::vector<float> weight;   // [ow * taps]
-};
-
 // One source row resampled along the columns, scaled by `a`, added into (or stored to) y.
 template <int Taps, bool Accumulate>
-void sample_row(const ColTable& c, int64_t ow, const float* src, float a, float* y) {
-  const int32_t* ix = c.index.data();
+void sample_row(const ResizeAxis& c, int64_t ow, const float* src, float a, float* y) {
+  const int64_t* ix = c.index.data();
   const float* wt = c.weight.data();
   for (int64_t o = 0; o < ow; ++o) {
     float v;
@@ -38,7 +32,7 @@ void sample_row(const ColTable& c, int64_t ow, const float* src, float a, float*
 }
 
 template <int Taps>
-void output_row(const ColTable& c, int64_t ow, const ResizeAxis& rows, int64_t r, const float* plane, int64_t iw,
+void output_row(const ResizeAxis& c, int64_t ow, const ResizeAxis& rows, int64_t r, const float* plane, int64_t iw,
                 float* y) {
   if (rows.taps == 1) {
     sample_row<Taps, false>(c, ow, plane + rows.index[static_cast<size_t>(r)] * iw, 1.0f, y);
@@ -67,10 +61,7 @@ bool resize_axis_is_identity(const ResizeAxis& a, int64_t len) {
 
 void resize_2d(int64_t outer, int64_t ih, int64_t iw, int64_t oh, int64_t ow, const ResizeAxis& rows,
                const ResizeAxis& cols, const float* x, float* y) {
-  ColTable c;
-  c.taps = cols.taps;
-  c.index.assign(cols.index.begin(), cols.index.end());
-  c.weight = cols.weight;
+  const ResizeAxis& c = cols;  // the lowering's tables, read as they are: no per-call copy
   const int64_t total_rows = outer * oh;
   const int team = detail::team_size(total_rows * ow * (rows.taps + cols.taps));
 #pragma omp parallel for num_threads(team) if (team > 1) schedule(static)

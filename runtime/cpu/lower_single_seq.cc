@@ -136,35 +136,39 @@ LOWER(Slice) {
   size_t es = esize_of(g, n.inputs[0]);
   ValueId xi = n.inputs[0], yi = n.outputs[0];
   s.inputs.resize(1);
-  // One axis (what exporters write: q/k/v splits, class tokens): straight from x into y.
-  if (starts.size() == 1) {
-    const int64_t a = axes[0] < 0 ? axes[0] + static_cast<int64_t>(x.size()) : axes[0];
-    int64_t outer, len, inner;
-    axis_view(x, a, &outer, &len, &inner);
-    const int64_t d = x[static_cast<size_t>(a)], st = steps[0], v = starts[0] < 0 ? starts[0] + d : starts[0];
+  // Each axis (ONNX forbids repeats) once, at lowering: its start clamped as shape inference does.
+  struct Cut {
+    int64_t axis, begin, step, len;
+  };
+  std::vector<Cut> cuts;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const int64_t a = axes[i] < 0 ? axes[i] + static_cast<int64_t>(x.size()) : axes[i];
+    const int64_t d = x[static_cast<size_t>(a)], st = steps[i], v = starts[i] < 0 ? starts[i] + d : starts[i];
     const int64_t begin = st > 0 ? std::min(std::max<int64_t>(v, 0), d) : std::min(std::max<int64_t>(v, -1), d - 1);
-    const int64_t out_len = y[static_cast<size_t>(a)];
+    cuts.push_back({a, begin, st, y[static_cast<size_t>(a)]});
+  }
+  // One axis (what exporters write: q/k/v splits, class tokens): straight from x into y.
+  if (cuts.size() == 1) {
+    const Cut c = cuts[0];
+    int64_t outer, len, inner;
+    axis_view(x, c.axis, &outer, &len, &inner);
     s.run = [=](const BufferTable& b) {
-      cpu::slice_axis(outer, len, inner, begin, st, out_len, es, b.raw(xi), b.raw(yi));
+      cpu::slice_axis(outer, len, inner, c.begin, c.step, c.len, es, b.raw(xi), b.raw(yi));
     };
     return Status();
   }
-  // Several axes: one at a time through a scratch buffer; starts are clamped as in shape inference.
+  // Several axes: one at a time through a scratch buffer.
   s.run = [=](const BufferTable& b) {
     std::vector<uint8_t> cur(static_cast<const uint8_t*>(b.raw(xi)),
                              static_cast<const uint8_t*>(b.raw(xi)) + shape_numel(x) * static_cast<int64_t>(es)),
         next;
     Shape sh = x;
-    for (size_t i = 0; i < starts.size(); ++i) {
-      int64_t a = axes[i] < 0 ? axes[i] + static_cast<int64_t>(x.size()) : axes[i];
-      int64_t outer, len, inner, d = sh[static_cast<size_t>(a)], st = steps[i];
-      axis_view(sh, a, &outer, &len, &inner);
-      int64_t v = starts[i] < 0 ? starts[i] + d : starts[i];
-      int64_t begin = st > 0 ? std::min(std::max<int64_t>(v, 0), d) : std::min(std::max<int64_t>(v, -1), d - 1);
-      int64_t out_len = y[static_cast<size_t>(a)];
-      next.resize(static_cast<size_t>(outer * out_len * inner) * es);
-      cpu::slice_axis(outer, len, inner, begin, st, out_len, es, cur.data(), next.data());
-      sh[static_cast<size_t>(a)] = out_len;
+    for (const Cut& c : cuts) {
+      int64_t outer, len, inner;
+      axis_view(sh, c.axis, &outer, &len, &inner);
+      next.resize(static_cast<size_t>(outer * c.len * inner) * es);
+      cpu::slice_axis(outer, len, inner, c.begin, c.step, c.len, es, cur.data(), next.data());
+      sh[static_cast<size_t>(c.axis)] = c.len;
       cur.swap(next);
     }
     std::memcpy(b.raw(yi), cur.data(), cur.size());
