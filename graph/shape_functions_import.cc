@@ -1,6 +1,7 @@
 // Shape functions for the ops ONNX exports bring (ONNX opset 17..19 semantics): comparisons and
 // logic (bool outputs), Max/Min, PRelu, Resize and ConvTranspose. ConvTranspose canonicalises
-// its attributes (explicit pads and kernel_shape, output_shape resolved into pads).
+// its attributes (explicit pads and kernel_shape, output_shape resolved into pads; auto_pad and output_shape are
+// kept so that inference at a new input size derives the pads anew).
 #include <algorithm>
 #include <cmath>
 
@@ -201,7 +202,6 @@ Status shape_ConvTranspose(ShapeContext& c) {
     }
   }
   n.attrs["pads"].ints = pads;
-  n.attrs["auto_pad"].s = "NOTSET";
   c.set_out(0, {x[0], m, hw[0], hw[1]});
   return Status();
 }

@@ -1,5 +1,6 @@
 // Shape functions for 2-D spatial ops (Conv, MaxPool, AveragePool) in NCHW. They canonicalise
-// attributes: defaults sized to 2 spatial dims, auto_pad resolved into explicit pads.
+// attributes: defaults sized to 2 spatial dims, auto_pad resolved into explicit pads
+// (auto_pad itself is kept: shape inference at a new input size, dynamic dims, derives them anew).
 #include "graph/shape_inference.h"
 
 namespace fusert {
@@ -63,7 +64,6 @@ Status resolve_spatial(ShapeContext& c, const Shape& x, Spatial* s, bool ceil_mo
     (*out_hw)[d] = out;
   }
   n.attrs["pads"].ints = s->pads;
-  n.attrs["auto_pad"].s = "NOTSET";
   return Status();
 }
 

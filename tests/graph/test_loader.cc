@@ -134,7 +134,7 @@ nodes:
   CHECK(conv.attr_i("group") == 1);
   // SAME_UPPER for in 16, k 3, s 2: out 8, total pad (8-1)*2+3-16 = 1 -> [0, 0, 1, 1].
   CHECK(conv.attr_ints("pads") == std::vector<int64_t>{0, 0, 1, 1});
-  CHECK(conv.attr_s("auto_pad") == "NOTSET");
+  CHECK(conv.attr_s("auto_pad") == "SAME_UPPER");
   const Node& act = node_of(g, "stem.act");
   CHECK(act.attr_f("alpha") == 0.25);
   CHECK(act.attr_f("beta") == 3.0);  // an int where a float is expected is accepted

@@ -76,7 +76,7 @@ TEST_CASE("Conv auto_pad SAME_UPPER / SAME_LOWER / VALID resolve into explicit p
   auto up = infer(x, "op: Conv, inputs: [x, w], attrs: {strides: [2, 2], auto_pad: SAME_UPPER}", w);
   CHECK(up.shape == Shape{1, 1, 4, 4});
   CHECK(up.node.attr_ints("pads") == Ints{0, 0, 1, 1});
-  CHECK(up.node.attr_s("auto_pad") == "NOTSET");
+  CHECK(up.node.attr_s("auto_pad") == "SAME_UPPER");
   auto lo = infer(x, "op: Conv, inputs: [x, w], attrs: {strides: [2, 2], auto_pad: SAME_LOWER}", w);
   CHECK(lo.shape == Shape{1, 1, 4, 4});
   CHECK(lo.node.attr_ints("pads") == Ints{1, 1, 0, 0});
@@ -95,6 +95,45 @@ TEST_CASE("Conv auto_pad SAME_UPPER / SAME_LOWER / VALID resolve into explicit p
   CHECK(valid.node.attr_ints("pads") == Ints{0, 0, 0, 0});
   expect_load_error(one_node(x, "op: Conv, inputs: [x, w], attrs: {auto_pad: SAME}", w),
                     {"node 'n' (Conv): auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, got 'SAME'"});
+}
+
+// Dynamic dims infer the same graph again at each new input size: the pads SAME_* derived at the
+// first size must not stick. Conv s 2, k 3: 8 -> out 4, total 1; 9 -> out 5, total 2 [1 | 1].
+// ConvTranspose with output_shape 9 at s 2, k 3 from 5: full 11, total 2; from 4 (full 9), 0.
+TEST_CASE("auto_pad SAME_* and output_shape pads are derived anew when the input size changes") {
+  auto reinfer = [](const std::string& node, const std::string& w, Shape first, Shape second) {
+    const std::string x = "{name: x, shape: [" + std::to_string(first[0]) + ", " + std::to_string(first[1]) + ", " +
+                          std::to_string(first[2]) + ", " + std::to_string(first[3]) + "]}";
+    ModelSpec m = load_ok(one_node(x, node, w));
+    Graph& g = m.graph;
+    g.value(g.inputs[0]).shape = second;
+    REQUIRE(infer_shapes(g).ok());
+    return Inferred{g.value(g.outputs[0]).shape, g.nodes.at(0)};
+  };
+  const std::string w = "{name: w, shape: [1, 1, 3, 3]}";
+  auto up = reinfer("op: Conv, inputs: [x, w], attrs: {strides: [2, 2], auto_pad: SAME_UPPER}", w, {1, 1, 8, 8},
+                    {1, 1, 9, 9});
+  CHECK(up.shape == Shape{1, 1, 5, 5});
+  CHECK(up.node.attr_ints("pads") == Ints{1, 1, 1, 1});
+  auto pool = reinfer("op: MaxPool, inputs: [x], attrs: {kernel_shape: [3, 3], strides: [2, 2], auto_pad: SAME_LOWER}",
+                      "", {1, 1, 9, 9}, {1, 1, 8, 8});
+  CHECK(pool.shape == Shape{1, 1, 4, 4});
+  CHECK(pool.node.attr_ints("pads") == Ints{1, 1, 0, 0});
+  const std::string ct =
+      "op: ConvTranspose, inputs: [x, w], attrs: {strides: [2, 2], auto_pad: SAME_UPPER, output_shape: [9, 9]}";
+  auto first = infer("{name: x, shape: [1, 1, 5, 5]}", ct, w);
+  CHECK(first.node.attr_ints("pads") == Ints{1, 1, 1, 1});
+  // Same size again: SAME_UPPER's split must survive a second inference (total 2 -> [1 | 1];
+  // an odd total shows the side: from 5 with output_shape 8, total 3 -> UPPER [1 | 2]).
+  auto odd = reinfer(
+      "op: ConvTranspose, inputs: [x, w], attrs: {strides: [2, 2], auto_pad: SAME_UPPER, "
+      "output_shape: [8, 8]}",
+      w, {1, 1, 5, 5}, {1, 1, 5, 5});
+  CHECK(odd.shape == Shape{1, 1, 8, 8});
+  CHECK(odd.node.attr_ints("pads") == Ints{1, 1, 2, 2});
+  auto smaller = reinfer(ct, w, {1, 1, 5, 5}, {1, 1, 4, 4});
+  CHECK(smaller.shape == Shape{1, 1, 9, 9});
+  CHECK(smaller.node.attr_ints("pads") == Ints{0, 0, 0, 0});
 }
 
 TEST_CASE("MaxPool ceil_mode, including the drop-last-window rule") {
