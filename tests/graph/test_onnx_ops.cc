@@ -50,6 +50,31 @@ TEST_CASE("onnx import: Expand and Pad (constant, reflect, edge) by hand") {
   }
 }
 
+// An i64 constant_value above 2^53 has no exact double: it must reach the output bit for bit.
+TEST_CASE("onnx import: Pad of i64 data keeps a constant_value above 2^53 exact") {
+  SessionOptions opt;
+  opt.threads = 1;
+  const int64_t big = (int64_t{1} << 53) + 1;
+  auto m = model(13);
+  auto* g = m.mutable_graph();
+  add_input(g, "x", {2}, "", -1, onnx::TensorProto::INT64);
+  add_i64(g, "pads", {1, 2});
+  add_i64(g, "value", {big});
+  add_node(g, "Pad", {"x", "pads", "value"}, {"y"}, "pad");
+  add_output(g, "y");
+  auto s = Session::load(save(m, "pad_i64.onnx"), opt);
+  REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+  Tensor x(DType::kI64, {2});
+  static_cast<int64_t*>(x.raw())[0] = -5;
+  static_cast<int64_t*>(x.raw())[1] = 6;
+  auto y = (*s)->run({{"x", x}});
+  REQUIRE_MESSAGE(y.ok(), y.status().to_string());
+  const Tensor& t = y->at("y");
+  REQUIRE(t.shape() == Shape{5});
+  const std::vector<int64_t> want = {big, -5, 6, big, big};
+  for (size_t i = 0; i < want.size(); ++i) CHECK(static_cast<const int64_t*>(t.raw())[i] == want[i]);
+}
+
 TEST_CASE("onnx import: Tile by hand; ArgMax with a NaN (numpy: the NaN's index)") {
   SessionOptions opt;
   opt.threads = 1;
