@@ -96,7 +96,10 @@ int fma_peak(const std::vector<std::string>& args) {
   int threads = 0;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--threads" && i + 1 < args.size()) {
-      threads = std::atoi(args[++i].c_str());
+      if (!parse_threads(args[++i], &threads)) {
+        std::fprintf(stderr, "bench --fma-peak: --threads expects an integer 0..1024, got '%s'\n", args[i].c_str());
+        return 2;
+      }
     } else {
       std::fprintf(stderr, "bench --fma-peak: unknown option '%s'\n", args[i].c_str());
       return 2;

@@ -53,6 +53,18 @@ struct ServeArgs {
   std::vector<std::pair<std::string, std::string>> inputs;  // name, .npy path
 };
 
+}  // namespace
+
+bool parse_threads(const std::string& v, int* threads) {
+  char* end = nullptr;
+  const long t = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || t < 0 || t > 1024) return false;
+  *threads = static_cast<int>(t);
+  return true;
+}
+
+namespace {
+
 // Returns an error message, empty when the arguments parse.
 std::string parse(const std::vector<std::string>& args, ServeArgs& a) {
   a.options.seeded = true;
@@ -62,7 +74,8 @@ std::string parse(const std::vector<std::string>& args, ServeArgs& a) {
     if (k == "--fusion" && has_value) {
       a.options.fusion = args[++i];
     } else if (k == "--threads" && has_value) {
-      a.options.threads = std::atoi(args[++i].c_str());
+      const std::string& v = args[++i];
+      if (!parse_threads(v, &a.options.threads)) return "--threads: expected an integer 0..1024, got '" + v + "'";
     } else if (k == "--cpu-kernels" && has_value) {
       a.options.cpu_kernels = args[++i];
     } else if (k == "--shape" && has_value) {  // ONNX: NAME=1x3x640x640, as infer --shape

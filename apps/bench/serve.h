@@ -30,4 +30,7 @@ int serve(const std::vector<std::string>& args);
 /// 2 FLOPs per lane. The best of 5 trials of about 0.2 s each.
 int fma_peak(const std::vector<std::string>& args);
 
+/// `--threads`' value: an integer in [0, 1024] (0 = all cores), else false (`abc`, `2x`, `-1`).
+bool parse_threads(const std::string& v, int* threads);
+
 }  // namespace fusert::bench

@@ -283,3 +283,11 @@ fusert_cli_test(yaml_shape_refused 1 "input_shapes \\(--shape\\) is for ONNX mod
 # A model without initializers reports no weights rather than the seed it did not use.
 fusert_cli_test(weights_none --stdout 0 "^weights: none \\(the model has no initializers\\)$"
                 -- --model ${FUSERT_CLI_DATA}/ref_loop.yaml --seeded --runs 1)
+# bench's --threads takes an integer 0..1024; a typo is an error, not 0 (all cores).
+add_test(NAME cli_bench_threads_typo
+         COMMAND sh ${FUSERT_CLI_DIR}/expect.sh --stdout 1 "--threads: expected an integer 0\\.\\.1024, got 'abc'"
+                 -- $<TARGET_FILE:bench> --serve ${FUSERT_CLI_DATA}/tiny.yaml --threads abc)
+add_test(NAME cli_bench_fma_threads_typo
+         COMMAND sh ${FUSERT_CLI_DIR}/expect.sh 2 "--threads expects an integer 0\\.\\.1024, got '-1'"
+                 -- $<TARGET_FILE:bench> --fma-peak --threads -1)
+set_tests_properties(cli_bench_threads_typo cli_bench_fma_threads_typo PROPERTIES LABELS cli TIMEOUT 60)
