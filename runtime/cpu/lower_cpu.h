@@ -79,6 +79,22 @@ struct HorizontalGemm {
 };
 Status decode_horizontal_gemm(const Graph& g, const std::vector<std::vector<int>>& chains, HorizontalGemm* h);
 
+/// A horizontal group of sibling 1x1 convs of one input x decoded: one conv `p` over the stacked
+/// weights w_cat [sum M_i, C, 1, 1] and biases b_cat [sum M_i] (p.m = sum M_i), and each member's
+/// epilogue (unary/binary steps, no tail), width M_i and output (lower_horizontal.cc).
+struct HorizontalConv {
+  cpu::ConvParams p;
+  ValueId x = kNoValue;
+  FloatBuf w_cat, b_cat;
+  std::vector<EpilogueTemplate> eps;
+  std::vector<ValueId> ys;
+  std::vector<int64_t> widths;
+  /// Copies member i's channels of the stacked result `tile` [N, sum M_i, OH, OW] into its
+  /// output, through its epilogue.
+  void scatter(const BufferTable& b, const float* tile) const;
+};
+Status decode_horizontal_conv(const Graph& g, const std::vector<std::vector<int>>& chains, HorizontalConv* h);
+
 /// kUnsupported unless input `i` of `n` is absent or a weight (its data known at lowering).
 inline Status check_const(const Graph& g, const Node& n, size_t i) {
   if (i < n.inputs.size() && n.inputs[i] != kNoValue && g.value(n.inputs[i]).data.empty()) {

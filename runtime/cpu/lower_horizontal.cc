@@ -11,27 +11,43 @@ namespace fusert::lowering {
 
 namespace {
 
-// Sibling 1x1 convs of one input: one conv on the stacked weights [sum M_i, C, 1, 1] into a
-// scratch tile, then each member's rows are copied out through its own epilogue.
+// Sibling 1x1 convs of one input: one conv on the stacked weights into a scratch tile, then each
+// member's channels are copied out through its own epilogue.
 Status lower_horizontal_conv(const Graph& g, const FusionGroup& grp, const std::vector<std::vector<int>>& chains,
                              Step& s) {
+  auto h = std::make_shared<HorizontalConv>();
+  FUSERT_RETURN_IF_ERROR(decode_horizontal_conv(g, chains, h.get()));
   s = group_step(g, grp, "conv2d_horizontal");
+  s.run = [h](const BufferTable& b) {
+    // Per calling thread, reused across runs: steps keep no shared mutable state, so
+    // concurrent runs of one plan never share the tile (as conv.cc's im2col buffer).
+    thread_local std::vector<float> tile;
+    const cpu::ConvParams& p = h->p;
+    tile.resize(static_cast<size_t>(p.n * p.m * p.oh * p.ow));
+    cpu::Epilogue none;
+    cpu::conv2d_fused(p, b.f32(h->x), h->w_cat->data(), h->b_cat->data(), none, tile.data());
+    h->scatter(b, tile.data());
+  };
+  return Status();
+}
+
+}  // namespace
+
+Status decode_horizontal_conv(const Graph& g, const std::vector<std::vector<int>>& chains, HorizontalConv* h) {
   const Node& first = node_at(g, chains[0][0]);
-  cpu::ConvParams p = conv_params(g, first);
-  const int64_t hw = p.oh * p.ow;
-  auto w = std::make_shared<std::vector<float>>(), bias = std::make_shared<std::vector<float>>();
-  std::vector<EpilogueTemplate> eps;
-  std::vector<ValueId> ys;
-  std::vector<int64_t> widths;
+  h->p = conv_params(g, first);
+  h->x = first.inputs[0];
+  h->w_cat = std::make_shared<std::vector<float>>();
+  h->b_cat = std::make_shared<std::vector<float>>();
   for (const auto& chain : chains) {
     const Node& n = node_at(g, chain[0]);
     FUSERT_RETURN_IF_ERROR(check_const(g, n, 1));
     FUSERT_RETURN_IF_ERROR(check_const(g, n, 2));
     const Tensor& wt = g.value(n.inputs[1]).data;
-    w->insert(w->end(), wt.f32(), wt.f32() + wt.numel());
-    int64_t m = wt.shape()[0];
-    for (int64_t i = 0; i < m; ++i)
-      bias->push_back(n.inputs.size() > 2 && n.inputs[2] != kNoValue ? g.value(n.inputs[2]).data.f32()[i] : 0.f);
+    h->w_cat->insert(h->w_cat->end(), wt.f32(), wt.f32() + wt.numel());
+    const int64_t m = wt.shape()[0];
+    const ValueId bias = opt_input(n, 2);
+    for (int64_t i = 0; i < m; ++i) h->b_cat->push_back(bias != kNoValue ? g.value(bias).data.f32()[i] : 0.f);
     EpilogueTemplate t;
     std::string why;
     std::vector<int> tail(chain.begin() + 1, chain.end());
@@ -40,36 +56,28 @@ Status lower_horizontal_conv(const Graph& g, const FusionGroup& grp, const std::
       return error(StatusCode::kUnsupported)
              << "horizontal conv member '" << n.name << "': " << (why.empty() ? "reducing tail" : why);
     }
-    eps.push_back(t);
-    ys.push_back(node_at(g, chain.back()).outputs[0]);
-    widths.push_back(m);
+    h->eps.push_back(t);
+    h->ys.push_back(node_at(g, chain.back()).outputs[0]);
+    h->widths.push_back(m);
   }
-  p.m = static_cast<int64_t>(bias->size());
-  ValueId x = first.inputs[0];
-  s.run = [=](const BufferTable& b) {
-    // Per calling thread, reused across runs: steps keep no shared mutable state, so
-    // concurrent runs of one plan never share the tile (as conv.cc's im2col buffer).
-    thread_local std::vector<float> tile;
-    tile.resize(static_cast<size_t>(p.n * p.m * hw));
-    float* scratch = tile.data();
-    cpu::Epilogue none;
-    cpu::conv2d_fused(p, b.f32(x), w->data(), bias->data(), none, scratch);
-    int64_t off = 0;
-    for (size_t i = 0; i < ys.size(); ++i) {
-      cpu::Epilogue ep = eps[i].bind(b);
-      float* y = b.f32(ys[i]);
-      for (int64_t n = 0; n < p.n; ++n) {
-        float* dst = y + n * widths[i] * hw;
-        std::copy_n(scratch + (n * p.m + off) * hw, widths[i] * hw, dst);
-        cpu::apply_epilogue_steps(ep.steps, ep.out_shape, n * widths[i] * hw, widths[i] * hw, widths[i], hw, dst);
-      }
-      off += widths[i];
-    }
-  };
+  h->p.m = static_cast<int64_t>(h->b_cat->size());
   return Status();
 }
 
-}  // namespace
+void HorizontalConv::scatter(const BufferTable& b, const float* tile) const {
+  const int64_t hw = p.oh * p.ow;
+  int64_t off = 0;
+  for (size_t i = 0; i < ys.size(); ++i) {
+    cpu::Epilogue ep = eps[i].bind(b);
+    float* y = b.f32(ys[i]);
+    for (int64_t n = 0; n < p.n; ++n) {
+      float* dst = y + n * widths[i] * hw;
+      std::copy_n(tile + (n * p.m + off) * hw, widths[i] * hw, dst);
+      cpu::apply_epilogue_steps(ep.steps, ep.out_shape, n * widths[i] * hw, widths[i] * hw, widths[i], hw, dst);
+    }
+    off += widths[i];
+  }
+}
 
 Status decode_horizontal_gemm(const Graph& g, const std::vector<std::vector<int>>& chains, HorizontalGemm* h) {
   const Node& first = node_at(g, chains[0][0]);

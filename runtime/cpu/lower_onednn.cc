@@ -131,11 +131,36 @@ Status lower_conv_sum_onednn(const Graph& g, const FusionGroup& grp, Step& s) {
   return Status();
 }
 
+// Horizontal 1x1 convs: one oneDNN convolution on the stacked weights into a per-thread scratch
+// tile (NCHW), then each member's channels through its own epilogue into its output.
+Status lower_horizontal_conv_onednn(const Graph& g, const FusionGroup& grp, const std::vector<std::vector<int>>& chains,
+                                    Step& s) {
+  auto h = std::make_shared<HorizontalConv>();
+  FUSERT_RETURN_IF_ERROR(decode_horizontal_conv(g, chains, h.get()));
+  std::string why;
+  cpu::Epilogue none;
+  none.out_shape = {h->p.n, h->p.m, h->p.oh, h->p.ow};
+  std::shared_ptr<const cpu::onednn::ConvAnchor> prim =
+      cpu::onednn::ConvAnchor::create(h->p, h->w_cat->data(), h->b_cat->data(), none, &why);
+  if (!prim) return error(StatusCode::kUnsupported) << why;
+  s = group_step(g, grp, "onednn_conv_horizontal");
+  s.detail = prim->describe();
+  s.run = [h, prim, none](const BufferTable& b) {
+    thread_local std::vector<float> tile;  // per calling thread, as lower_horizontal_conv's
+    const cpu::ConvParams& p = h->p;
+    tile.resize(static_cast<size_t>(p.n * p.m * p.oh * p.ow));
+    prim->run(b.f32(h->x), none, tile.data());
+    h->scatter(b, tile.data());
+  };
+  return Status();
+}
+
 // Horizontal Gemms: one oneDNN GEMM on the concatenated weights, member epilogues after it.
 Status lower_horizontal_onednn(const Graph& g, const FusionGroup& grp, Step& s) {
   auto chains = member_chains(g, grp);
-  if (node_at(g, chains[0][0]).op != OpKind::kGemm)
-    return error(StatusCode::kUnsupported) << "horizontal convolutions stay on the reference kernel";
+  const OpKind head = node_at(g, chains[0][0]).op;
+  if (head == OpKind::kConv) return lower_horizontal_conv_onednn(g, grp, chains, s);
+  if (head != OpKind::kGemm) return error(StatusCode::kUnsupported) << "horizontal group of " << op_name(head);
   HorizontalGemm h;
   FUSERT_RETURN_IF_ERROR(decode_horizontal_gemm(g, chains, &h));
   std::string why;
@@ -225,7 +250,9 @@ Status lower_onednn(const Graph& g, const FusionGroup& grp, Step& s) {
     return error(StatusCode::kUnsupported) << why;
   const ValueId y = grp.outputs.empty() ? a.outputs[0] : grp.outputs.at(0);
   const ValueId x = a.inputs[0], w = a.inputs[1], bias = opt_input(a, 2);
-  if (!is_weight(g, w) || (bias != kNoValue && !is_weight(g, bias) && a.op != OpKind::kMatMul))
+  // MatMul's B may be an activation (attention's Q x K^T, P x V): oneDNN takes it at run time.
+  if ((!is_weight(g, w) && a.op != OpKind::kMatMul) ||
+      (bias != kNoValue && !is_weight(g, bias) && a.op != OpKind::kMatMul))
     return error(StatusCode::kUnsupported) << "weights are not initializers";
   s = grp.kind == GroupKind::kSingle ? node_step(g, grp.nodes[0], "") : group_step(g, grp, "");
   if (a.op == OpKind::kConv) {
