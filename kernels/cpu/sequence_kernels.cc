@@ -141,6 +141,12 @@ void slice_axis(int64_t outer, int64_t len_in, int64_t inner, int64_t start, int
   const auto* src = static_cast<const uint8_t*>(x);
   auto* dst = static_cast<uint8_t*>(y);
   const size_t row = static_cast<size_t>(inner) * esize;
+  if (step == 1) {  // one block per outer index (a last-axis q/k/v split is 1 copy per row, not 1 per element)
+    const size_t block = static_cast<size_t>(len_out) * row;
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(dst + static_cast<size_t>(o) * block, src + static_cast<size_t>(o * len_in + start) * row, block);
+    return;
+  }
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t j = 0; j < len_out; ++j) {
       int64_t s = start + j * step;
