@@ -105,20 +105,28 @@ def ensure_builder_packages(name):
         make_goldens.efficientnet_lite0()
 
 
-def prepare_zoo(name, opset):
-    """Builds the reference module, exports ONNX, writes the inputs."""
+def batch_tag(batch):
+    """The file-name suffix of a batch-`batch` variant ("" at batch 1)."""
+    return "" if batch == 1 else f".b{batch}"
+
+
+def prepare_zoo(name, opset, batch=1):
+    """Builds the reference module, exports ONNX, writes the inputs. At batch > 1 every input is
+    the batch-1 seeded input repeated `batch` times along dim 0 (fusert's YAML models have a
+    symbolic batch dim; the export is made at that batch)."""
     import torch
     import torch_bench
     ensure_builder_packages(name)
     module, desc = torch_bench.BUILDERS[name]()
     module.eval()
-    inputs = torch_bench.seeded_inputs(name)
+    inputs = [t.repeat(batch, *([1] * (t.dim() - 1))) for t in torch_bench.seeded_inputs(name)]
     specs = torch_bench.ZOO[name]
     os.makedirs(CACHE, exist_ok=True)
-    onnx_path = os.path.join(CACHE, f"{name}.onnx")
+    tag = batch_tag(batch)
+    onnx_path = os.path.join(CACHE, f"{name}{tag}.onnx")
     in_files = []
     for (iname, _, _), t in zip(specs, inputs):
-        p = os.path.join(CACHE, f"{name}.{iname}.npy")
+        p = os.path.join(CACHE, f"{name}{tag}.{iname}.npy")
         np.save(p, t.numpy())
         in_files.append((iname, p))
     with torch.no_grad():
@@ -127,7 +135,8 @@ def prepare_zoo(name, opset):
                           input_names=[s[0] for s in specs], output_names=["output"],
                           do_constant_folding=True)
     return {"name": name, "kind": "zoo", "onnx": onnx_path, "serve": os.path.join(REPO, "models", name + ".yaml"),
-            "serve_args": [], "inputs": in_files, "reference": ref, "source": desc, "flops": onnx_flops(onnx_path)}
+            "serve_args": [], "inputs": in_files, "reference": ref, "source": desc, "flops": onnx_flops(onnx_path),
+            "batch": batch}
 
 
 def real_input(name):
@@ -138,19 +147,24 @@ def real_input(name):
     return onnx_models.make_input(name).astype(np.float32)
 
 
-def prepare_real(name):
-    """An ONNX file of the real-model set with its input (the photo) and FLOPs."""
+def prepare_real(name, batch=1):
+    """An ONNX file of the real-model set with its input (the photo; at batch > 1 repeated along
+    the symbolic batch dim) and FLOPs."""
     rel, input_name, binding = REAL[name]
     path = os.path.join(REPO, ".cache", rel)
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path} missing: run {HOW_TO_GET}")
     os.makedirs(CACHE, exist_ok=True)
     x = real_input(name)
-    npy = os.path.join(CACHE, f"{name}.{input_name}.npy")
+    tag = batch_tag(batch)
+    if batch > 1:
+        x = np.repeat(x, batch, axis=0)
+        binding = f"{input_name}=" + "x".join(str(d) for d in x.shape)
+    npy = os.path.join(CACHE, f"{name}{tag}.{input_name}.npy")
     np.save(npy, x)
-    fixed = fixed_shape_copy(path, {input_name: list(x.shape)}, os.path.join(CACHE, f"{name}.fixed.onnx"))
+    fixed = fixed_shape_copy(path, {input_name: list(x.shape)}, os.path.join(CACHE, f"{name}{tag}.fixed.onnx"))
     # The peers read the file with the input dims bound as fusert binds them (--shape), so that no
     # engine plans for other shapes than the one it runs.
     return {"name": name, "kind": "real", "onnx": fixed, "serve": path,
             "serve_args": ["--shape", binding] if binding else [], "inputs": [(input_name, npy)],
-            "reference": None, "source": rel, "flops": onnx_flops(fixed)}
+            "reference": None, "source": rel, "flops": onnx_flops(fixed), "batch": batch}

@@ -18,7 +18,7 @@ def geomean(v):
 
 
 def run_title(run):
-    return (f"{run['threads']} thread{'s' if run['threads'] > 1 else ''}"
+    return (f"{run['threads']} thread{'s' if run['threads'] > 1 else ''}, batch {run.get('batch', 1)}"
             f"{', one busy process' if run['under_load'] else ''}: FMA peak "
             f"{run['fma_peak']['gflops']:.0f} GFLOP/s ({run['fma_peak']['isa']})")
 
@@ -106,11 +106,12 @@ def plot(results, path):
         ax.set_xticks(x)
         ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
         ax.set_ylabel("latency per inference, ms (log)")
-        ax.set_title(f"{run['threads']} thread{'s' if run['threads'] > 1 else ''} (label: fused / best peer)",
+        ax.set_title(f"{run['threads']} thread{'s' if run['threads'] > 1 else ''}, batch {run.get('batch', 1)} "
+                     "(label: fused / best peer)",
                      fontsize=10)
         ax.legend(fontsize=8, ncol=len(engines))
     v = results["versions"]
-    fig.suptitle(f"fusert vs ONNX Runtime {v.get('onnxruntime')} and OpenVINO {v.get('openvino')}, batch 1, "
+    fig.suptitle(f"fusert vs ONNX Runtime {v.get('onnxruntime')} and OpenVINO {v.get('openvino')}, "
                  f"{results['machine']['cpu']}", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=100)

@@ -2,7 +2,8 @@
 """`make bench`: fusert (fused and unfused) against ONNX Runtime and OpenVINO on the CPU, side by side.
 
     .cache/bench-venv/bin/python tools/cpu_bench.py [--bench build/bench] [--models M,M|zoo|real|all (default)] [--threads 1,all]
-                               [--rounds 30] [--warmup 3] [--no-load] [--out docs/bench]
+                               [--rounds 30] [--warmup 3] [--batch 8] [--batch-rounds 10] [--no-load]
+                               [--out docs/bench]
 
 Models (tools/bench_models.py):
 - The zoo: resnet18, resnet50, mobilenet_v2, efficientnet_lite0, bert_base_layer,
@@ -37,8 +38,10 @@ Timing:
   is the ceiling.
 - 'reference loops': the share of fusert's time in steps that run a plain reference loop, from
   `bench --serve`'s profile command.
-- Thread counts: 1 and all cores. Under load (unless --no-load): the all-core pass again with one
-  busy process spinning, and each engine's slowdown against its quiet median.
+- Thread counts: 1 and all cores, batch 1. Batch 8 (--batch; 0 skips it): all cores, --batch-rounds
+  rounds, every input repeated 8 times along its batch dim (zoo: exported again at batch 8).
+  Under load (unless --no-load): the all-core batch-1 pass again with one busy process spinning,
+  and each engine's slowdown against its quiet median.
 
 Output:
 - OUT/results.json, OUT/results.md (the tables and, per set, the geometric mean of fused / best
@@ -164,7 +167,7 @@ def start_workers(args, m, threads):
 def check_outputs(m, workers):
     outs = {}
     for e, w in workers.items():
-        p = os.path.join(CACHE, f"{m['name']}.out.{e}.npy")
+        p = os.path.join(CACHE, f"{m['name']}{bench_models.batch_tag(m.get('batch', 1))}.out.{e}.npy")
         w.ask("output " + p)
         outs[e] = np.load(p)
         if m["reference"] is not None:
@@ -262,7 +265,7 @@ def versions():
 
 # ------------------------------------------------------------------------------------------
 
-def measure_model(args, m, threads, peak, quiet):
+def measure_model(args, m, threads, peak, quiet, rounds):
     """One model at one thread count: load the four engines, check once, time the rounds."""
     workers = start_workers(args, m, threads)
     try:
@@ -271,7 +274,7 @@ def measure_model(args, m, threads, peak, quiet):
         if "check" not in m:
             m["check"] = check_outputs(m, workers)
             log(f"{m['name']}: {describe_check(m['check'])}")
-        times = time_rounds(workers, args.rounds, args.warmup, args.gap_ms)
+        times = time_rounds(workers, rounds, args.warmup, args.gap_ms)
         row.update(summarise(times, m["flops"], peak["gflops"]))
         for e in ENGINES:
             row[e]["peak_rss_kb"] = json.loads(workers[e].ask("stats"))["peak_rss_kb"]
@@ -286,8 +289,9 @@ def measure_model(args, m, threads, peak, quiet):
             w.close()
 
 
-def bench_pass(args, models, threads, peak, under_load, quiet=None):
-    run = {"threads": threads, "under_load": under_load, "fma_peak": peak, "models": {}}
+def bench_pass(args, models, threads, peak, under_load, quiet=None, batch=1):
+    run = {"threads": threads, "batch": batch, "under_load": under_load, "fma_peak": peak, "models": {}}
+    rounds = args.rounds if batch == 1 else args.batch_rounds
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if under_load else None
     try:
         for k, m in enumerate(models):
@@ -295,10 +299,11 @@ def bench_pass(args, models, threads, peak, under_load, quiet=None):
             if "error" in m:
                 run["models"][name] = {"error": m["error"]}
                 continue
-            log(f"[{k + 1}/{len(models)}] {name}: {threads} thread(s){' under load' if under_load else ''}")
+            log(f"[{k + 1}/{len(models)}] {name}: {threads} thread(s), batch {batch}"
+                f"{' under load' if under_load else ''}")
             t0 = time.time()
             try:
-                row = measure_model(args, m, threads, peak, quiet["models"] if quiet else None)
+                row = measure_model(args, m, threads, peak, quiet["models"] if quiet else None, rounds)
             except RuntimeError as e:
                 log(f"{name}: {e}")
                 row = {"error": str(e)}
@@ -330,12 +335,14 @@ def select_models(spec):
     return list(dict.fromkeys(names))
 
 
-def prepare(names, opset):
+def prepare(names, opset, batch=1):
     models = []
     for n in names:
-        log(f"{n}: preparing ({'PyTorch reference -> ONNX' if n in bench_models.ZOO else 'ONNX file, photo'})")
+        log(f"{n}: preparing at batch {batch} "
+            f"({'PyTorch reference -> ONNX' if n in bench_models.ZOO else 'ONNX file, photo'})")
         try:
-            models.append(bench_models.prepare_zoo(n, opset) if n in bench_models.ZOO else bench_models.prepare_real(n))
+            models.append(bench_models.prepare_zoo(n, opset, batch) if n in bench_models.ZOO else
+                          bench_models.prepare_real(n, batch))
         except Exception as e:  # noqa: BLE001 - one model's preparation failing does not stop the rest
             log(f"{n}: {type(e).__name__}: {e}")
             models.append({"name": n, "error": f"preparation: {type(e).__name__}: {e}"})
@@ -368,6 +375,8 @@ def main():
     ap.add_argument("--threads", default="1,all", help="comma list of thread counts; 'all' = every core")
     ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=8, help="batch of the extra all-core pass (0: none)")
+    ap.add_argument("--batch-rounds", type=int, default=10, help="rounds of the batched pass")
     ap.add_argument("--opset", type=int, default=14)
     ap.add_argument("--gap-ms", type=float, default=50,
                     help="idle time before every run, so that one engine's spinning threads do not slow the next")
@@ -397,9 +406,15 @@ def main():
     if not args.no_load:
         t = thread_counts[-1]
         results["runs"].append(bench_pass(args, models, t, peaks[t], True, quiet=results["runs"][-1]))
+    batched = []
+    if args.batch > 1:
+        t = thread_counts[-1]
+        batched = prepare(names, args.opset, args.batch)
+        results["runs"].append(bench_pass(args, batched, t, peaks[t], False, batch=args.batch))
     failed = False
-    for m in models:
-        results["checks"][m["name"]] = m.get("check", {"error": m.get("error", "not run")})
+    for m in models + batched:
+        key = m["name"] + ("" if m.get("batch", 1) == 1 else f" (batch {m['batch']})")
+        results["checks"][key] = m.get("check", {"error": m.get("error", "not run")})
         failed |= not m.get("check", {}).get("ok", False)
     for run in results["runs"]:
         failed |= any("error" in r for r in run["models"].values())
