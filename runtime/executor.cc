@@ -116,7 +116,8 @@ struct CpuContext final : ExecContext {
 
 class CpuDevice final : public ExecDevice {
  public:
-  CpuDevice(const Graph& g, const ExecutionPlan& plan, int threads) : g_(g), plan_(plan), threads_(threads) {}
+  CpuDevice(const Graph& g, const ExecutionPlan& plan, int threads, bool jitter)
+      : g_(g), plan_(plan), threads_(threads), jitter_(jitter) {}
 
   Result<std::unique_ptr<ExecContext>> create_context() const override {
     auto c = std::make_unique<CpuContext>();
@@ -142,6 +143,7 @@ class CpuDevice final : public ExecDevice {
       const Step& step = plan_.steps[i];
       if (step.check) FUSERT_RETURN_IF_ERROR(step.check(table));
       if (step.run) step.run(table);
+      if (jitter_) jitter_outputs(step, table);
       if (step_ms)
         (*step_ms)[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     }
@@ -152,15 +154,33 @@ class CpuDevice final : public ExecDevice {
   }
 
  private:
+  // SessionOptions::jitter_steps: a few ulps on every float32 element the step wrote (a view's
+  // output is its source's buffer and is left alone).
+  void jitter_outputs(const Step& step, const BufferTable& table) const {
+    if (step.alias_of != kNoValue) return;
+    uint64_t state = 0x9E3779B97F4A7C15ull;
+    for (ValueId v : step.outputs) {
+      const Value& val = g_.value(v);
+      if (val.dtype != DType::kF32) continue;
+      float* p = table.f32(v);
+      for (int64_t i = 0, n = shape_numel(val.shape); i < n; ++i) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        const double u = static_cast<double>(state >> 11) * 0x1.0p-53 * 2 - 1;
+        p[i] = static_cast<float>(p[i] * (1 + u * 0x1.0p-22));
+      }
+    }
+  }
+
   const Graph& g_;
   const ExecutionPlan& plan_;
   int threads_;
+  bool jitter_;
 };
 
 }  // namespace
 
-std::unique_ptr<ExecDevice> make_cpu_device(const Graph& g, const ExecutionPlan& plan, int threads) {
-  return std::make_unique<CpuDevice>(g, plan, threads);
+std::unique_ptr<ExecDevice> make_cpu_device(const Graph& g, const ExecutionPlan& plan, int threads, bool jitter) {
+  return std::make_unique<CpuDevice>(g, plan, threads, jitter);
 }
 
 }  // namespace fusert

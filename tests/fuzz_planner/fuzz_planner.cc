@@ -104,8 +104,8 @@ double rel_l2(const Tensor& a, const Tensor& b) {
 }
 
 // Per output, the tolerance: 1e-5 relative L2, widened only for an output whose own float32
-// conditioning is worse: 10x its change when every input and every weight moves by ~2e-7
-// relative (a few ulps), the size of the reassociation differences a fused kernel may
+// conditioning is worse: 10x its change when every input, every weight and every op's output
+// moves by ~2e-7 relative (a few ulps), the size of the reassociation differences a fused kernel may
 // legitimately make at each op (a tiny value after cancellation amplifies them).
 // Outputs with a noise floor above kUnjudged are too ill-conditioned to tell a bug from
 // rounding; they are counted, not compared.
@@ -179,8 +179,9 @@ TensorMap perturbed(const TensorMap& in, uint64_t* state) {
   return out;
 }
 
-Result<std::unique_ptr<Session>> open(const std::string& path, const Mode* m, int threads) {
+Result<std::unique_ptr<Session>> open(const std::string& path, const Mode* m, int threads, bool jitter = false) {
   SessionOptions o;
+  o.jitter_steps = jitter;
   o.seeded = true;
   o.threads = threads;
   o.fusion = m ? m->fusion : "raw";
@@ -254,8 +255,10 @@ std::string check_model(const std::string& path, int threads) {
   auto want = (*ref)->run(in);
   if (!want.ok()) return "fusion raw: run failed: " + want.status().to_string();
   // The conditioning probe: another unfused session whose weights (shared buffers the unfused
-  // kernels read at run time) and inputs are jittered by a few ulps.
-  auto probe = open(path, nullptr, threads);
+  // kernels read at run time), inputs and every op's output are jittered by a few ulps
+  // (SessionOptions::jitter_steps): an op that rounds to the same float for a slightly moved
+  // input (a saturated Sigmoid, tanh near -1) still shows how far its own rounding carries.
+  auto probe = open(path, nullptr, threads, true);
   if (!probe.ok()) return "fusion raw: load failed: " + probe.status().to_string();
   uint64_t state = 0x9E3779B97F4A7C15ull;
   for (const Value& v : (*probe)->graph().values) {
