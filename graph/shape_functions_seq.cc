@@ -178,7 +178,8 @@ Status shape_Slice(ShapeContext& c) {
       v = v < 0 ? v + d : v;
       return std::min(std::max(v, lo), hi);
     };
-    int64_t b = st > 0 ? clampi(starts[i], 0, d) : clampi(starts[i], -1, d - 1);
+    // ONNX: starts clamp into [0, d - 1] for negative steps, ends into [-1, d - 1].
+    int64_t b = st > 0 ? clampi(starts[i], 0, d) : clampi(starts[i], 0, d - 1);
     int64_t e = st > 0 ? clampi(ends[i], 0, d) : clampi(ends[i], -1, d - 1);
     int64_t len = st > 0 ? std::max<int64_t>(0, (e - b + st - 1) / st) : std::max<int64_t>(0, (b - e - st - 1) / -st);
     out[static_cast<size_t>(a)] = len;

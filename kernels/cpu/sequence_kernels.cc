@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace fusert::cpu {
 
@@ -126,6 +127,10 @@ void reduce_extreme(int64_t outer, int64_t len, int64_t inner, bool max, const f
 #pragma omp parallel for schedule(static) if (outer * inner > 4096)
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {
+      if (len == 0) {  // the empty max is -inf, the empty min +inf (as ONNX Runtime)
+        y[o * inner + i] = max ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
+        continue;
+      }
       float acc = x[o * len * inner + i];
       for (int64_t l = 1; l < len && !std::isnan(acc); ++l) {
         const float v = x[(o * len + l) * inner + i];
@@ -213,9 +218,44 @@ double load_as_double(int type, const void* x, int64_t i) {
       return static_cast<const uint8_t*>(x)[i] != 0;
   }
 }
+
+int64_t load_as_int64(int type, const void* x, int64_t i) {
+  switch (type) {
+    case 6:
+      return static_cast<const int32_t*>(x)[i];
+    case 7:
+      return static_cast<const int64_t*>(x)[i];
+    default:
+      return static_cast<const uint8_t*>(x)[i] != 0;
+  }
+}
+
+// Integer (or bool) to anything without a double: an i64 beyond 2^53 stays exact, i64 -> f32
+// rounds once, and i64 -> i32 keeps the low 32 bits (two's complement wrap, as numpy and ONNX
+// Runtime do).
+void cast_integer(int64_t count, int from, const void* x, int to, void* y) {
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t v = load_as_int64(from, x, i);
+    switch (to) {
+      case 1:
+        static_cast<float*>(y)[i] = static_cast<float>(v);
+        break;
+      case 6:
+        static_cast<int32_t*>(y)[i] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v)));
+        break;
+      case 7:
+        static_cast<int64_t*>(y)[i] = v;
+        break;
+      default:
+        static_cast<uint8_t*>(y)[i] = v != 0 ? 1 : 0;
+        break;
+    }
+  }
+}
 }  // namespace
 
 void cast(int64_t count, int from, const void* x, int to, void* y) {
+  if (from != 1) return cast_integer(count, from, x, to, y);
   for (int64_t i = 0; i < count; ++i) {
     double v = load_as_double(from, x, i);
     switch (to) {

@@ -144,7 +144,7 @@ LOWER(Slice) {
   for (size_t i = 0; i < starts.size(); ++i) {
     const int64_t a = axes[i] < 0 ? axes[i] + static_cast<int64_t>(x.size()) : axes[i];
     const int64_t d = x[static_cast<size_t>(a)], st = steps[i], v = starts[i] < 0 ? starts[i] + d : starts[i];
-    const int64_t begin = st > 0 ? std::min(std::max<int64_t>(v, 0), d) : std::min(std::max<int64_t>(v, -1), d - 1);
+    const int64_t begin = st > 0 ? std::min(std::max<int64_t>(v, 0), d) : std::min(std::max<int64_t>(v, 0), d - 1);
     cuts.push_back({a, begin, st, y[static_cast<size_t>(a)]});
   }
   // One axis (what exporters write: q/k/v splits, class tokens): straight from x into y.

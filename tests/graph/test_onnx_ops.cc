@@ -75,6 +75,66 @@ TEST_CASE("onnx import: Pad of i64 data keeps a constant_value above 2^53 exact"
   for (size_t i = 0; i < want.size(); ++i) CHECK(static_cast<const int64_t*>(t.raw())[i] == want[i]);
 }
 
+// Found by a breaker run, checked against ONNX Runtime 1.32: a negative-step Slice whose start is
+// below -dim keeps element 0 (starts clamp into [0, d - 1]); Cast from i64 keeps 2^53 + 1 and
+// wraps into i32 as numpy does; ReduceMax/Min over an empty axis give -inf/+inf (was SIGSEGV).
+TEST_CASE("onnx import: negative-step Slice clamp, exact integer Cast, empty ReduceMax") {
+  SessionOptions opt;
+  opt.threads = 1;
+  {  // x [5, 1] = 0..4; starts -7, ends -100, step -1 on axis 0 -> [x[0]]
+    auto m = model(13);
+    auto* g = m.mutable_graph();
+    add_input(g, "x", {5, 1});
+    add_i64(g, "st", {-7});
+    add_i64(g, "en", {-100});
+    add_i64(g, "ax", {0});
+    add_i64(g, "sp", {-1});
+    add_node(g, "Slice", {"x", "st", "en", "ax", "sp"}, {"y"});
+    add_output(g, "y");
+    Tensor y = run_model(m, "slice_negstep.onnx", {{"x", Tensor::f32({5, 1}, {0, 1, 2, 3, 4})}}, "y");
+    check_f32(y, {1, 1}, {0});
+  }
+  const int64_t big = (int64_t{1} << 53) + 1;
+  for (const auto& [to, want] : std::vector<std::pair<int, std::vector<int64_t>>>{
+           {onnx::TensorProto::INT64, {big, -(int64_t{1} << 31) - 1}}, {onnx::TensorProto::INT32, {1, 2147483647}}}) {
+    auto m = model(13);
+    auto* g = m.mutable_graph();
+    add_input(g, "x", {2}, "", -1, onnx::TensorProto::INT64);
+    int_attr(add_node(g, "Cast", {"x"}, {"y"}), "to", to);
+    add_output(g, "y");
+    Tensor x(DType::kI64, {2});
+    static_cast<int64_t*>(x.raw())[0] = big;  // low 32 bits: 1
+    static_cast<int64_t*>(x.raw())[1] = -(int64_t{1} << 31) - 1;
+    auto s = Session::load(save(m, "cast_i64_" + std::to_string(to) + ".onnx"), opt);
+    REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+    auto y = (*s)->run({{"x", x}});
+    REQUIRE_MESSAGE(y.ok(), y.status().to_string());
+    const Tensor& t = y->at("y");
+    for (size_t i = 0; i < 2; ++i) {
+      const int64_t got = to == onnx::TensorProto::INT64 ? static_cast<const int64_t*>(t.raw())[i]
+                                                         : static_cast<const int32_t*>(t.raw())[i];
+      CHECK(got == want[i]);
+    }
+  }
+  for (const std::string op : {"ReduceMax", "ReduceMin"}) {
+    auto m = model(13);
+    auto* g = m.mutable_graph();
+    add_input(g, "x", {1, 3}, "n", 0);
+    ints_attr(add_node(g, op, {"x"}, {"y"}), "axes", {0});
+    add_output(g, "y");
+    SessionOptions o = opt;
+    o.input_shapes["x"] = {0, 3};
+    auto s = Session::load(save(m, "empty_" + op + ".onnx"), o);
+    REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+    auto y = (*s)->run({{"x", Tensor(DType::kF32, {0, 3})}});
+    REQUIRE_MESSAGE(y.ok(), y.status().to_string());
+    const float inf = std::numeric_limits<float>::infinity();
+    const Tensor& t = y->at("y");
+    REQUIRE(t.shape() == Shape{1, 3});
+    for (int64_t i = 0; i < 3; ++i) CHECK(t.f32()[i] == (op == "ReduceMax" ? -inf : inf));
+  }
+}
+
 TEST_CASE("onnx import: Tile by hand; ArgMax with a NaN (numpy: the NaN's index)") {
   SessionOptions opt;
   opt.threads = 1;
