@@ -100,6 +100,9 @@ int fma_peak(const std::vector<std::string>& args) {
         std::fprintf(stderr, "bench --fma-peak: --threads expects an integer 0..1024, got '%s'\n", args[i].c_str());
         return 2;
       }
+    } else if (args[i] == "--threads") {
+      std::fprintf(stderr, "bench --fma-peak: --threads needs a value (an integer 0..1024)\n");
+      return 2;
     } else {
       std::fprintf(stderr, "bench --fma-peak: unknown option '%s'\n", args[i].c_str());
       return 2;
