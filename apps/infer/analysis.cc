@@ -90,8 +90,11 @@ Status print_profile(const InferOptions& o, const Session& s, const TensorMap& i
       "ms", "%", "step", "", "kernel", "what it runs");
   for (size_t k = 0; k < order.size() && k < 15; ++k) {
     const auto& st = steps[order[k]];
-    std::printf("  %9.3f %5.1f%%  %-40.40s %-4s %-24.24s %.90s\n", st.ms, 100 * st.ms / std::max(total, 1e-9),
-                st.name.c_str(), st.reference_loop ? "REF" : "", st.kernel.c_str(), st.detail.c_str());
+    // Long names and details are cut, with "..." to say so (--explain prints them whole).
+    auto cut = [](const std::string& v, size_t n) { return v.size() <= n ? v : v.substr(0, n - 3) + "..."; };
+    std::printf("  %9.3f %5.1f%%  %-40s %-4s %-24s %s\n", st.ms, 100 * st.ms / std::max(total, 1e-9),
+                cut(st.name, 40).c_str(), st.reference_loop ? "REF" : "", cut(st.kernel, 24).c_str(),
+                cut(st.detail, 90).c_str());
   }
   std::vector<std::pair<std::string, std::pair<int, double>>> kernels(per_kernel.begin(), per_kernel.end());
   std::sort(kernels.begin(), kernels.end(),
