@@ -89,8 +89,18 @@ struct HorizontalConv {
   std::vector<EpilogueTemplate> eps;
   std::vector<ValueId> ys;
   std::vector<int64_t> widths;
-  /// Copies member i's channels of the stacked result `tile` [N, sum M_i, OH, OW] into its
-  /// output, through its epilogue.
+  /// Runs `conv(x, tile)` (the stacked convolution into a per-calling-thread scratch tile
+  /// [N, sum M_i, OH, OW]), then copies each member's channels into its output through its
+  /// epilogue.
+  template <typename Conv>
+  void run(const BufferTable& b, const Conv& conv) const {
+    // Per calling thread, reused across runs: steps keep no shared mutable state, so concurrent
+    // runs of one plan never share the tile (as conv.cc's im2col buffer).
+    thread_local std::vector<float> tile;
+    tile.resize(static_cast<size_t>(p.n * p.m * p.oh * p.ow));
+    conv(b.f32(x), tile.data());
+    scatter(b, tile.data());
+  }
   void scatter(const BufferTable& b, const float* tile) const;
 };
 Status decode_horizontal_conv(const Graph& g, const std::vector<std::vector<int>>& chains, HorizontalConv* h);

@@ -19,14 +19,10 @@ Status lower_horizontal_conv(const Graph& g, const FusionGroup& grp, const std::
   FUSERT_RETURN_IF_ERROR(decode_horizontal_conv(g, chains, h.get()));
   s = group_step(g, grp, "conv2d_horizontal");
   s.run = [h](const BufferTable& b) {
-    // Per calling thread, reused across runs: steps keep no shared mutable state, so
-    // concurrent runs of one plan never share the tile (as conv.cc's im2col buffer).
-    thread_local std::vector<float> tile;
-    const cpu::ConvParams& p = h->p;
-    tile.resize(static_cast<size_t>(p.n * p.m * p.oh * p.ow));
-    cpu::Epilogue none;
-    cpu::conv2d_fused(p, b.f32(h->x), h->w_cat->data(), h->b_cat->data(), none, tile.data());
-    h->scatter(b, tile.data());
+    h->run(b, [&](const float* x, float* tile) {
+      cpu::Epilogue none;
+      cpu::conv2d_fused(h->p, x, h->w_cat->data(), h->b_cat->data(), none, tile);
+    });
   };
   return Status();
 }

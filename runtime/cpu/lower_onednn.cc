@@ -146,11 +146,7 @@ Status lower_horizontal_conv_onednn(const Graph& g, const FusionGroup& grp, cons
   s = group_step(g, grp, "onednn_conv_horizontal");
   s.detail = prim->describe();
   s.run = [h, prim, none](const BufferTable& b) {
-    thread_local std::vector<float> tile;  // per calling thread, as lower_horizontal_conv's
-    const cpu::ConvParams& p = h->p;
-    tile.resize(static_cast<size_t>(p.n * p.m * p.oh * p.ow));
-    prim->run(b.f32(h->x), none, tile.data());
-    h->scatter(b, tile.data());
+    h->run(b, [&](const float* x, float* tile) { prim->run(x, none, tile); });
   };
   return Status();
 }
