@@ -29,6 +29,9 @@ struct NativeLayout {
     ValueId value = kNoValue;
     std::vector<int64_t> strides;  ///< the layout accepted (see output_strides); empty: none
     bool used = false;             ///< what the layout pass chose
+    /// Any layout its producer offers is accepted (a data-movement step such as Concat); the
+    /// layout pass then sets `strides` to the producer's layout.
+    bool any = false;
   };
   /// Buffers the step may read in a native layout: a convolution's source, the residual its sum
   /// post-op adds. A value listed here is read by the step in no other way.
@@ -39,6 +42,9 @@ struct NativeLayout {
   /// one (oneDNN's nChw8c, C % 8 == 0: channel c at (c / b) * stride + c % b). Empty: none.
   std::vector<int64_t> output_strides;
   bool output_used = false;  ///< what the layout pass chose
+  /// The output may take whatever layout its readers accept, all alike (output_strides empty
+  /// until the layout pass sets it from them).
+  bool output_any = false;
   /// Called once by the layout pass after it set `used` / `output_used`.
   std::function<void(const NativeLayout&)> apply;
 };
@@ -59,7 +65,7 @@ struct Step {
   /// Optional data-dependent validation run before `run` (e.g. Gather index range); its error
   /// names the node and tensor, and the run stops.
   std::function<Status(const BufferTable&)> check;
-  std::shared_ptr<NativeLayout> native;  ///< CPU oneDNN convolutions only
+  std::shared_ptr<NativeLayout> native;  ///< CPU: oneDNN convolutions and pooling, Concat
   /// The kernel is a plain reference loop (one element at a time, no vectorisation or
   /// threads): correct, slow. `infer --profile` marks such steps and sums their time.
   bool reference_loop = false;

@@ -108,4 +108,14 @@ void transpose(const std::vector<int64_t>& in_shape, const std::vector<int64_t>&
 void concat(int64_t outer, int64_t inner, const std::vector<int64_t>& lens, const std::vector<const float*>& xs,
             float* y);
 
+/// Concat along channels of 4-D tensors [N, C_i, H, W] into y [N, sum C_i, H, W], each input and
+/// the output in its own layout of the size of NCHW, as runtime/execution_plan.h NativeLayout
+/// names it: empty for NCHW; 4 element strides over (N, C, H, W) of a dense layout (NHWC:
+/// C*H*W, 1, W*C, C); or 5, the strides over (N, C/b, H, W) and the channel block b (oneDNN's
+/// unpadded nChw8c: channel c at (c / b) * s[1] + c % b). nhw = {N, H, W}; cs[i] = C_i.
+/// Runs of whole pixels or blocks are copied with memcpy when input and output agree.
+void concat_channels(const int64_t nhw[3], const std::vector<int64_t>& cs, const std::vector<const float*>& xs,
+                     const std::vector<std::vector<int64_t>>& x_layouts, const std::vector<int64_t>& y_layout,
+                     float* y);
+
 }  // namespace fusert::cpu

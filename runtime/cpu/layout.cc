@@ -1,5 +1,6 @@
 // The CPU backend's layout pass: an activation written by a oneDNN convolution and read only by
-// oneDNN convolutions that all accept the producer's layout (NHWC for the AVX-512 brgconv
+// oneDNN convolutions (or pooling, or a channel Concat, which takes any layout in and writes the
+// layout its own readers share) that all accept the producer's layout (NHWC for the AVX-512 brgconv
 // kernels; nChw8c, unpadded, for the AVX2 jit kernels) stays in that layout; the reorder out of the producer and into
 // every consumer disappear. A consumer accepts it as its source, or as the residual its sum post-op adds (copied into
 // the destination as it is when the destination has the same layout, reordered there otherwise). A buffer read by
@@ -21,9 +22,20 @@ bool accepts(const Step& c, ValueId v, const std::vector<int64_t>& strides) {
   for (const NativeLayout::Read& r : n->reads) {
     if (r.value != v) continue;
     listed = true;
-    if (r.strides != strides) return false;
+    if (!r.any && r.strides != strides) return false;
   }
   return listed;  // not listed: read some other way (e.g. a binary post-op operand)
+}
+
+// The layout the readers of `v` share for an output that takes any layout: the layout the first
+// reader that asks for one asks for (the others are checked by accepts), or empty.
+std::vector<int64_t> readers_layout(const std::vector<Step>& steps, const std::vector<size_t>& readers, ValueId v) {
+  for (size_t r : readers) {
+    const NativeLayout* n = steps[r].native.get();
+    for (size_t k = 0; n && k < n->reads.size(); ++k)
+      if (n->reads[k].value == v && !n->reads[k].any) return n->reads[k].strides;
+  }
+  return {};
 }
 
 }  // namespace
@@ -39,16 +51,25 @@ int assign_native_layouts(const Graph& g, std::vector<Step>& steps) {
   int kept = 0;
   for (size_t i = 0; i < steps.size(); ++i) {
     NativeLayout* p = steps[i].native.get();
-    if (!p || p->output_strides.empty()) continue;
+    if (!p) continue;
     const ValueId y = p->output;
     if (g.value(y).is_graph_output || viewed.count(y) || !readers.count(y)) continue;
+    if (p->output_any) p->output_strides = readers_layout(steps, readers[y], y);
+    if (p->output_strides.empty()) continue;
     bool ok = true;
     for (size_t r : readers[y]) ok &= accepts(steps[r], y, p->output_strides);
-    if (!ok) continue;
+    if (!ok) {
+      if (p->output_any) p->output_strides.clear();
+      continue;
+    }
     p->output_used = true;
     touched[i] = true;
     for (size_t r : readers[y]) {
-      for (NativeLayout::Read& rd : steps[r].native->reads) rd.used |= rd.value == y;
+      for (NativeLayout::Read& rd : steps[r].native->reads) {
+        if (rd.value != y) continue;
+        rd.used = true;
+        if (rd.any) rd.strides = p->output_strides;
+      }
       touched[r] = true;
     }
     ++kept;

@@ -140,11 +140,21 @@ Status lower_horizontal_conv_onednn(const Graph& g, const FusionGroup& grp, cons
   std::string why;
   cpu::Epilogue none;
   none.out_shape = {h->p.n, h->p.m, h->p.oh, h->p.ow};
-  std::shared_ptr<const cpu::onednn::ConvAnchor> prim =
+  std::shared_ptr<cpu::onednn::ConvAnchor> prim =
       cpu::onednn::ConvAnchor::create(h->p, h->w_cat->data(), h->b_cat->data(), none, &why);
   if (!prim) return error(StatusCode::kUnsupported) << why;
   s = group_step(g, grp, "onednn_conv_horizontal");
   s.detail = prim->describe();
+  // The shared input may stay in the convolution's native layout unless an epilogue reads it.
+  int uses = 0;
+  for (const EpilogueTemplate& t : h->eps) uses += operand_uses(t, h->x);
+  auto l = std::make_shared<NativeLayout>();
+  const int src = uses == 0 ? offer_read(l.get(), h->x, prim->native_input()) : -1;
+  l->output = h->ys[0];  // no output layout is offered: the members are written NCHW
+  l->apply = [prim, src](const NativeLayout& nl) {
+    prim->use_native(src >= 0 && nl.reads[static_cast<size_t>(src)].used, false, false);
+  };
+  s.native = l;
   s.run = [h, prim, none](const BufferTable& b) {
     h->run(b, [&](const float* x, float* tile) { prim->run(x, none, tile); });
   };

@@ -186,6 +186,46 @@ LOWER(Transpose) {
   return Status();
 }
 
+namespace {
+
+// A channel Concat of 4-D f32 tensors offers the layout pass any layout for each input and its
+// output (cpu::concat_channels): between oneDNN convolutions it then copies native layouts
+// directly, and the reorders on both sides disappear.
+void offer_native_concat(const Graph& g, const Node& n, Step& s) {
+  const Shape& y = shape_of(g, n.outputs[0]);
+  if (y.size() != 4 || n.attr_i("axis") != 1 || g.value(n.outputs[0]).dtype != DType::kF32) return;
+  auto l = std::make_shared<NativeLayout>();
+  for (ValueId in : n.inputs) l->reads.push_back({in, {}, false, true});
+  l->output = n.outputs[0];
+  l->output_any = true;
+  struct Layouts {
+    std::vector<std::vector<int64_t>> xs;  // per input; empty: NCHW
+    std::vector<int64_t> y;
+    bool native = false;
+  };
+  auto layouts = std::make_shared<Layouts>();
+  l->apply = [layouts](const NativeLayout& nl) {
+    for (const NativeLayout::Read& r : nl.reads) layouts->xs.push_back(r.used ? r.strides : std::vector<int64_t>());
+    if (nl.output_used) layouts->y = nl.output_strides;
+    layouts->native = true;
+  };
+  s.native = l;
+  std::vector<int64_t> cs;
+  for (ValueId in : n.inputs) cs.push_back(shape_of(g, in)[1]);
+  const std::vector<ValueId> ins = n.inputs;
+  const ValueId yi = n.outputs[0];
+  const int64_t nhw[3] = {y[0], y[2], y[3]};
+  std::function<void(const BufferTable&)> plain = std::move(s.run);
+  s.run = [=](const BufferTable& b) {
+    if (!layouts->native) return plain(b);  // the layout pass kept everything NCHW
+    std::vector<const float*> xs;
+    for (ValueId id : ins) xs.push_back(b.f32(id));
+    cpu::concat_channels(nhw, cs, xs, layouts->xs, layouts->y, b.f32(yi));
+  };
+}
+
+}  // namespace
+
 LOWER(Concat) {
   const Node& n = NODE;
   int64_t axis = n.attr_i("axis");
@@ -202,6 +242,7 @@ LOWER(Concat) {
     for (ValueId id : ins) xs.push_back(b.f32(id));
     cpu::concat(outer, inner, lens, xs, b.f32(yi));
   };
+  offer_native_concat(g, n, s);
   return Status();
 }
 

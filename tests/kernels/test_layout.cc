@@ -1,5 +1,6 @@
 // Transpose and Concat: hand-computed layouts, then random permutations of odd shapes up to
-// rank 6 and concats with an empty input against naive index loops.
+// rank 6 and concats with an empty input against naive index loops; the channel Concat over
+// NCHW, NHWC and nChw8c inputs and outputs against hand-written offsets.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -99,5 +100,80 @@ TEST_CASE("concat: matches naive loop with odd sizes and an empty input") {
     }
     INFO("outer=" << outer << " inner=" << inner);
     CHECK(max_rel_err(y, ref) == 0.0);
+  }
+}
+
+namespace {
+
+enum class Lay { kNchw, kNhwc, kBlocked8 };
+
+// The offset of (n, c, h, w) in a [N, C, H, W] tensor stored in `l`, written out by hand.
+int64_t offset_of(Lay l, int64_t n, int64_t c, int64_t h, int64_t w, const Shape& d) {
+  const int64_t C = d[1], H = d[2], W = d[3];
+  if (l == Lay::kNchw) return ((n * C + c) * H + h) * W + w;
+  if (l == Lay::kNhwc) return ((n * H + h) * W + w) * C + c;
+  return (((n * (C / 8) + c / 8) * H + h) * W + w) * 8 + c % 8;
+}
+
+// The layout argument of cpu::concat_channels for `l`.
+std::vector<int64_t> strides_of(Lay l, const Shape& d) {
+  const int64_t C = d[1], H = d[2], W = d[3];
+  if (l == Lay::kNchw) return {};
+  if (l == Lay::kNhwc) return {C * H * W, 1, W * C, C};
+  return {C * H * W, H * W * 8, W * 8, 8, 8};
+}
+
+}  // namespace
+
+TEST_CASE("concat_channels: NCHW, NHWC and nChw8c inputs and outputs against hand-written offsets") {
+  const Shape nhw_cases[] = {{1, 1, 1}, {2, 3, 5}, {1, 7, 13}};
+  const std::vector<std::vector<int64_t>> channel_cases = {{1, 3, 13}, {8, 16, 8}, {8, 0, 24}, {127, 1}};
+  const Lay lays[] = {Lay::kNchw, Lay::kNhwc, Lay::kBlocked8};
+  uint32_t seed = 1200;
+  for (const Shape& nhw : nhw_cases) {
+    for (const auto& cs : channel_cases) {
+      const int64_t c_total = std::accumulate(cs.begin(), cs.end(), int64_t{0});
+      for (Lay out : lays) {
+        if (out == Lay::kBlocked8 && c_total % 8 != 0) continue;
+        for (size_t variant = 0; variant < 3; ++variant) {
+          // Input i takes layout lays[(i + variant) % 3] (blocked only where C_i % 8 == 0).
+          std::vector<std::vector<float>> xs_nchw, xs_stored;
+          std::vector<const float*> ptrs;
+          std::vector<std::vector<int64_t>> in_strides;
+          const Shape yd = {nhw[0], c_total, nhw[1], nhw[2]};
+          for (size_t i = 0; i < cs.size(); ++i) {
+            const Shape d = {nhw[0], cs[i], nhw[1], nhw[2]};
+            Lay l = lays[(i + variant) % 3];
+            if (l == Lay::kBlocked8 && cs[i] % 8 != 0) l = Lay::kNhwc;
+            xs_nchw.push_back(random_floats(volume(d), seed++));
+            std::vector<float> stored(xs_nchw.back().size());
+            for (int64_t n = 0; n < d[0]; ++n)
+              for (int64_t c = 0; c < d[1]; ++c)
+                for (int64_t h = 0; h < d[2]; ++h)
+                  for (int64_t w = 0; w < d[3]; ++w)
+                    stored[offset_of(l, n, c, h, w, d)] = xs_nchw.back()[offset_of(Lay::kNchw, n, c, h, w, d)];
+            xs_stored.push_back(stored);
+            in_strides.push_back(strides_of(l, d));
+          }
+          for (const auto& x : xs_stored) ptrs.push_back(x.data());
+          std::vector<float> y(static_cast<size_t>(volume(yd)), -1.f);
+          const int64_t dims[3] = {nhw[0], nhw[1], nhw[2]};
+          cpu::concat_channels(dims, cs, ptrs, in_strides, strides_of(out, yd), y.data());
+          int64_t bad = 0, off = 0;
+          for (size_t i = 0; i < cs.size(); ++i) {
+            const Shape d = {nhw[0], cs[i], nhw[1], nhw[2]};
+            for (int64_t n = 0; n < d[0]; ++n)
+              for (int64_t c = 0; c < d[1]; ++c)
+                for (int64_t h = 0; h < d[2]; ++h)
+                  for (int64_t w = 0; w < d[3]; ++w)
+                    bad += y[offset_of(out, n, off + c, h, w, yd)] != xs_nchw[i][offset_of(Lay::kNchw, n, c, h, w, d)];
+            off += cs[i];
+          }
+          INFO("n,h,w " << nhw[0] << "," << nhw[1] << "," << nhw[2] << " inputs " << cs.size() << " out layout "
+                        << static_cast<int>(out) << " variant " << variant);
+          CHECK(bad == 0);
+        }
+      }
+    }
   }
 }

@@ -74,6 +74,33 @@ nodes:
   - {name: flat, op: Flatten, inputs: [f1], outputs: [y]}
 )";
 
+// An inception block: a stem conv read by two sibling 1x1 convs (a horizontal group under
+// fusion) and a MaxPool; three branches joined by a channel Concat read by one conv. The Concat
+// copies its inputs in whatever layout their producers wrote and writes the layout conv f reads.
+const char* kInception = R"(fusert: 1
+name: inception
+inputs: [{name: x, shape: [1, 16, 10, 10]}]
+outputs: [y]
+initializers:
+  - {name: s.w, shape: [16, 16, 3, 3]}
+  - {name: p.w, shape: [8, 16, 1, 1]}
+  - {name: q.w, shape: [8, 16, 1, 1]}
+  - {name: q3.w, shape: [16, 8, 3, 3]}
+  - {name: m.w, shape: [8, 16, 1, 1]}
+  - {name: f.w, shape: [8, 32, 1, 1]}
+nodes:
+  - {name: s, op: Conv, inputs: [x, s.w], outputs: [s1], attrs: {kernel_shape: [3, 3], pads: [1, 1, 1, 1]}}
+  - {name: s_act, op: Relu, inputs: [s1], outputs: [s2]}
+  - {name: p, op: Conv, inputs: [s2, p.w], outputs: [p1], attrs: {kernel_shape: [1, 1]}}
+  - {name: q, op: Conv, inputs: [s2, q.w], outputs: [q1], attrs: {kernel_shape: [1, 1]}}
+  - {name: q3, op: Conv, inputs: [q1, q3.w], outputs: [q3o], attrs: {kernel_shape: [3, 3], pads: [1, 1, 1, 1]}}
+  - {name: pool, op: MaxPool, inputs: [s2], outputs: [m0], attrs: {kernel_shape: [3, 3], pads: [1, 1, 1, 1]}}
+  - {name: m, op: Conv, inputs: [m0, m.w], outputs: [m1], attrs: {kernel_shape: [1, 1]}}
+  - {name: cat, op: Concat, inputs: [p1, q3o, m1], outputs: [c], attrs: {axis: 1}}
+  - {name: f, op: Conv, inputs: [c, f.w], outputs: [f1], attrs: {kernel_shape: [1, 1]}}
+  - {name: flat, op: Flatten, inputs: [f1], outputs: [y]}
+)";
+
 std::unique_ptr<Session> open(const std::string& path, const std::string& kernels, const std::string& fusion) {
   SessionOptions o;
   o.seeded = true;
@@ -125,6 +152,20 @@ TEST_CASE("cpu kernels: activations between oneDNN convolutions stay in oneDNN's
        "4 activation(s) kept",
        {"cross:c+2: ", "reorders removed (layout kept native): in b2 a2 out", "native layout: out; conv1",
         "reorders removed (layout kept native): in r2 b2 out"}},
+      // none: s1 goes to a Relu; p1, q1, q3o, m0, m1 and c pass between convolutions, the pool
+      // and the Concat. all: s2 (read by the horizontal 1x1 pair and the pool) joins them; the
+      // horizontal step writes p1 and q1 NCHW (its members' outputs are not offered).
+      {"inception",
+       kInception,
+       "none",
+       "6 activation(s) kept",
+       {"reorders removed (layout kept native): in p1 q3o m1 out"}},
+      {"inception",
+       kInception,
+       "all",
+       "5 activation(s) kept",
+       {"horizontal:p+1: ", "reorders removed (layout kept native): in q3o m1 out",
+        "reorders removed (layout kept native): in s2"}},
   };
   const bool dense = native_layout_offered();
   if (!dense) MESSAGE("oneDNN picks padded layouts on this machine: no layout to keep; outputs checked");
