@@ -116,8 +116,8 @@ struct CpuContext final : ExecContext {
 
 class CpuDevice final : public ExecDevice {
  public:
-  CpuDevice(const Graph& g, const ExecutionPlan& plan, int threads, bool jitter)
-      : g_(g), plan_(plan), threads_(threads), jitter_(jitter) {}
+  CpuDevice(const Graph& g, const ExecutionPlan& plan, int threads, bool jitter, bool pin)
+      : g_(g), plan_(plan), threads_(threads), jitter_(jitter), pin_(pin) {}
 
   Result<std::unique_ptr<ExecContext>> create_context() const override {
     auto c = std::make_unique<CpuContext>();
@@ -134,6 +134,7 @@ class CpuDevice final : public ExecDevice {
              std::vector<double>* step_ms, RunInfo* info) const override {
     const auto start = std::chrono::steady_clock::now();
     cpu::ThreadScope threads(threads_);
+    cpu::CorePinScope pinned(pin_ ? cpu::num_threads() : 0);
     ArenaBuffers table(g_, plan_, static_cast<uint8_t*>(static_cast<CpuContext&>(ctx).arena.raw()));
     for (size_t i = 0; i < inputs.size(); ++i)
       std::memcpy(table.raw(g_.inputs[i]), inputs[i]->raw(), inputs[i]->nbytes());
@@ -174,13 +175,14 @@ class CpuDevice final : public ExecDevice {
   const Graph& g_;
   const ExecutionPlan& plan_;
   int threads_;
-  bool jitter_;
+  bool jitter_, pin_;
 };
 
 }  // namespace
 
-std::unique_ptr<ExecDevice> make_cpu_device(const Graph& g, const ExecutionPlan& plan, int threads, bool jitter) {
-  return std::make_unique<CpuDevice>(g, plan, threads, jitter);
+std::unique_ptr<ExecDevice> make_cpu_device(const Graph& g, const ExecutionPlan& plan, int threads, bool jitter,
+                                            bool pin) {
+  return std::make_unique<CpuDevice>(g, plan, threads, jitter, pin);
 }
 
 }  // namespace fusert

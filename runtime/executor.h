@@ -92,9 +92,9 @@ class ExecutorCore {
 
 /// The CPU device: a host arena per context, the steps run in order on the calling thread with
 /// `threads` CPU threads (cpu::ThreadScope; 0 = all cores), each step's wall time in step_ms.
-/// `jitter`: SessionOptions::jitter_steps (testing).
-std::unique_ptr<ExecDevice> make_cpu_device(const Graph& g, const ExecutionPlan& plan, int threads,
-                                            bool jitter = false);
+/// `jitter`: SessionOptions::jitter_steps (testing); `pin`: SessionOptions::pin_threads.
+std::unique_ptr<ExecDevice> make_cpu_device(const Graph& g, const ExecutionPlan& plan, int threads, bool jitter = false,
+                                            bool pin = false);
 
 /// The CPU executor: ExecutorCore over the CPU device (tests and unfused profiling use it
 /// directly; sessions go through the CPU backend).

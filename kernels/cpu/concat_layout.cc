@@ -34,7 +34,9 @@ Lay resolve(const std::vector<int64_t>& strides, int64_t c, int64_t h, int64_t w
   return l;
 }
 
-bool channels_last(const Lay& l, int64_t c, int64_t w) { return l.b == 1 && l.s[1] == 1 && l.s[3] == c && l.s[2] == w * c; }
+bool channels_last(const Lay& l, int64_t c, int64_t w) {
+  return l.b == 1 && l.s[1] == 1 && l.s[3] == c && l.s[2] == w * c;
+}
 
 // Copies input `x` (channels [0, c) in layout xl) into channels [off, off + c) of y (layout yl).
 void copy_into(const int64_t nhw[3], int64_t c, int64_t c_total, int64_t off, const Lay& xl, const Lay& yl,
@@ -45,7 +47,8 @@ void copy_into(const int64_t nhw[3], int64_t c, int64_t c_total, int64_t off, co
 #pragma omp parallel for num_threads(team) if (team > 1) schedule(static)
     for (int64_t p = 0; p < n * h * w; ++p) {
       const int64_t i = p / (h * w), hw = p % (h * w);
-      std::memcpy(y + i * yl.s[0] + hw * c_total + off, x + i * xl.s[0] + hw * c, static_cast<size_t>(c) * sizeof(float));
+      std::memcpy(y + i * yl.s[0] + hw * c_total + off, x + i * xl.s[0] + hw * c,
+                  static_cast<size_t>(c) * sizeof(float));
     }
     return;
   }

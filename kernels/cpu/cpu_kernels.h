@@ -26,6 +26,22 @@ class ThreadScope {
 /// The calling thread's count: the innermost ThreadScope's, else OpenMP's default.
 int num_threads();
 
+/// For one inference (kernels/cpu/pinning.cc): when `n` > 1 equals the number of cores the
+/// calling thread may run on, pins OpenMP team thread t to the t-th of those cores and the calling
+/// thread to the first, restoring the calling thread's own mask on exit. No-op otherwise, and when
+/// the user binds threads (OMP_PROC_BIND, GOMP_CPU_AFFINITY) or another run in the process is
+/// pinned at the time.
+class CorePinScope {
+ public:
+  explicit CorePinScope(int n);
+  ~CorePinScope();
+  CorePinScope(const CorePinScope&) = delete;
+  CorePinScope& operator=(const CorePinScope&) = delete;
+
+ private:
+  std::vector<int> prev_;  // the calling thread's cores before, when it was pinned
+};
+
 // ---------------------------------------------------------------- GEMM
 /// Y[M,N] = alpha * op(A) * op(B) + beta * C, op(X) = X or X^T (ONNX Gemm, opset 13).
 /// A is [M,K] (or [K,M] when trans_a), B is [K,N] (or [N,K] when trans_b), row-major.

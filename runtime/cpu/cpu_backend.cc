@@ -13,7 +13,11 @@ namespace {
 class CpuBackend final : public Backend {
  public:
   CpuBackend(const SessionOptions& o, CpuKernels kernels)
-      : threads_(o.threads), kernels_(kernels), all_blocks_(o.all_blocks), jitter_(o.jitter_steps) {}
+      : threads_(o.threads),
+        kernels_(kernels),
+        all_blocks_(o.all_blocks),
+        jitter_(o.jitter_steps),
+        pin_(o.pin_threads) {}
 
   std::string name() const override { return "cpu"; }
   Status available() const override { return Status(); }
@@ -46,7 +50,7 @@ class CpuBackend final : public Backend {
   }
   Status prepare(const Graph& g, const ExecutionPlan& plan) override {
     if (!executor_) {
-      executor_ = std::make_unique<ExecutorCore>(g, plan, make_cpu_device(g, plan, threads_, jitter_));
+      executor_ = std::make_unique<ExecutorCore>(g, plan, make_cpu_device(g, plan, threads_, jitter_, pin_));
       arena_bytes_ = plan.arena_bytes;
     }
     return Status();
@@ -87,7 +91,7 @@ class CpuBackend final : public Backend {
   int threads_;
   CpuKernels kernels_;
   bool all_blocks_;
-  bool jitter_;
+  bool jitter_, pin_;
   int native_values_ = 0;
   struct StepInfo {
     std::string name, kernel, detail;
