@@ -14,6 +14,7 @@
 #include "apps/infer/text.h"
 #include "apps/preprocess/image.h"
 #include "graph/fusion/explain.h"
+#include "graph/onnx/onnx_import.h"
 #include "graph/printer.h"
 #include "runtime/npy.h"
 
@@ -139,8 +140,11 @@ Status run(InferOptions o) {
   bool default_model = o.model.empty();
   if (default_model) o.model = kDefaultModel;
   if (default_model && o.input.empty()) o.input = kDefaultPhoto;
-  if (o.dump) {
-    FUSERT_ASSIGN_OR_RETURN(ModelSpec m, load_model(o.model));
+  if (o.dump) {  // an ONNX file as imported, with the --shape bindings and --dim ranges given
+    std::vector<SymbolicDim> dims;
+    for (const auto& [name, r] : o.session.dim_ranges) dims.push_back({name, r.min, r.max, r.opt});
+    FUSERT_ASSIGN_OR_RETURN(
+        ModelSpec m, is_onnx_path(o.model) ? load_onnx(o.model, o.session.input_shapes, dims) : load_model(o.model));
     std::fputs(dump_graph(m.graph).c_str(), stdout);
     return Status();
   }

@@ -3,6 +3,7 @@
 
 #include "graph/onnx/onnx_import.h"
 
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -115,7 +116,10 @@ Status parse_dim_range(const std::string& v, std::map<std::string, DimRange>* ra
 Result<int> parse_int(const std::string& flag, const char* v, int lo, int hi = 1000000) {
   char* end = nullptr;
   long x = std::strtol(v, &end, 10);
-  if (*v == '\0' || *end != '\0' || x < lo || x > hi) {
+  // strtol also takes leading blanks and a '+': " 2" and "+2" are refused like "2x"
+  const bool digits_first =
+      std::isdigit(static_cast<unsigned char>(v[0])) || (v[0] == '-' && std::isdigit(static_cast<unsigned char>(v[1])));
+  if (!digits_first || *end != '\0' || x < lo || x > hi) {
     return error(StatusCode::kInvalidArgument)
            << flag << ": expected an integer in " << lo << ".." << hi << ", got '" << v << "'";
   }

@@ -34,6 +34,7 @@ fusert_cli_test(list_ops --stdout 0 "^Conv +anchor +inputs 2\\.\\.3" "^Softmax +
                 -- --list-ops)
 fusert_cli_test(unknown_flag 2 "^infer: unknown option '--bogus' \\(see --help\\)" -- --bogus)
 fusert_cli_test(threads_not_a_number 2 "^infer: --threads: expected an integer in 0\\.\\.1024, got 'abc'" -- --threads abc)
+fusert_cli_test(threads_leading_blank 2 "^infer: --threads: expected an integer in 0\\.\\.1024, got ' 2'" -- --threads " 2")
 fusert_cli_test(threads_no_value 2 "^infer: --threads needs a value" -- --threads)
 fusert_cli_test(runs_zero 2 "--runs: expected an integer in 1\\.\\.1000000, got '0'" -- --runs 0)
 fusert_cli_test(seed_negative 2 "--seed: expected an integer in 0\\.\\.1000000, got '-1'" -- --seed -1)
@@ -229,6 +230,9 @@ fusert_cli_test(onnx_explain --stdout 0 "^fusion plan for " "^plan: [0-9]+ nodes
 fusert_cli_test(onnx_weights_own --stdout 0 "^weights: the model file's own$"
                 -- --model ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_loaders/corpus/onnx/test_Conv2d_depthwise_padded.onnx
                    --seeded --runs 1)
+fusert_cli_test(onnx_dump --stdout 0 "^graph torch-jit-export \\(1 nodes\\)" "^  input  0\\[2, 4, 6, 6\\] f32"
+                "^  node   Conv_0 = Conv\\(.*group=4, kernel_shape=\\[3, 3\\], pads=\\[1, 1, 1, 1\\]"
+                -- --model ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_loaders/corpus/onnx/test_Conv2d_depthwise_padded.onnx --dump)
 fusert_cli_test(onnx_shape_malformed 2 "--shape: expected NAME=DxDx\\.\\.\\. \\(e\\.g\\. input=1x3x224x224\\), got 'x=1xax3'"
                 -- --model ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_loaders/corpus/onnx/test_Conv2d_depthwise_padded.onnx
                    --shape x=1xax3)
