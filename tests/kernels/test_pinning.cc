@@ -74,7 +74,8 @@ TEST_CASE("core pinning: a run over every allowed core pins each thread to one c
     CHECK(my_cpus() == two);
     cpu::CorePinScope again(2);  // the pool is pinned already; the caller is pinned again
     CHECK(my_cpus() == std::vector<int>{two[0]});
-  }).join();
+  })
+      .join();
   CHECK(my_cpus() == all);  // the test's own thread never changed
 }
 
@@ -99,5 +100,6 @@ TEST_CASE("core pinning: a run that overlaps a pinned run is not pinned") {
     limit_to(two);
     cpu::CorePinScope next(2);
     CHECK(my_cpus() == std::vector<int>{two[0]});
-  }).join();
+  })
+      .join();
 }
