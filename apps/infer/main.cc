@@ -141,6 +141,10 @@ Status run(InferOptions o) {
   if (default_model) o.model = kDefaultModel;
   if (default_model && o.input.empty()) o.input = kDefaultPhoto;
   if (o.dump) {  // an ONNX file as imported, with the --shape bindings and --dim ranges given
+    if (!is_onnx_path(o.model) && (!o.session.input_shapes.empty() || !o.session.dim_ranges.empty())) {
+      return error(StatusCode::kInvalidArgument) << o.model << ": --shape and --dim are for ONNX models; a YAML "
+                                                 << "model declares its input shapes and symbolic dims";
+    }
     std::vector<SymbolicDim> dims;
     for (const auto& [name, r] : o.session.dim_ranges) dims.push_back({name, r.min, r.max, r.opt});
     FUSERT_ASSIGN_OR_RETURN(

@@ -28,9 +28,10 @@ int num_threads();
 
 /// For one inference (kernels/cpu/pinning.cc): when `n` > 1 equals the number of cores the
 /// calling thread may run on, pins OpenMP team thread t to the t-th of those cores and the calling
-/// thread to the first, restoring the calling thread's own mask on exit. No-op otherwise, and when
-/// the user binds threads (OMP_PROC_BIND, GOMP_CPU_AFFINITY) or another run in the process is
-/// pinned at the time.
+/// thread to the first, restoring the calling thread's own mask on exit. The team threads (the
+/// calling thread's OpenMP pool) stay pinned after it, re-pinned when the caller's cores change.
+/// No-op otherwise, and when the user binds threads (OMP_PROC_BIND, OMP_PLACES,
+/// GOMP_CPU_AFFINITY) or another run in the process is pinned at the time.
 class CorePinScope {
  public:
   explicit CorePinScope(int n);

@@ -21,9 +21,10 @@
 namespace fusert::cpu {
 namespace {
 
-// The team size this calling thread's OpenMP pool was last pinned for (each host thread that
-// opens parallel regions has a pool of its own).
-thread_local int t_pool_pinned = 0;
+// The cores this calling thread's OpenMP pool was last pinned to, thread t to core t (each host
+// thread that opens parallel regions has a pool of its own). The pool's threads stay pinned
+// after the run: re-pinning every run would cost a parallel region.
+thread_local std::vector<int> t_pool_pinned;
 
 // Pinned runs in flight in this process (0 or 1).
 std::atomic<int> g_pinned_runs{0};
@@ -45,7 +46,10 @@ bool pin_self(int cpu) {
   return pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0;
 }
 
-bool user_binds_threads() { return std::getenv("OMP_PROC_BIND") || std::getenv("GOMP_CPU_AFFINITY"); }
+// OMP_PLACES alone turns libgomp's binding on too.
+bool user_binds_threads() {
+  return std::getenv("OMP_PROC_BIND") || std::getenv("OMP_PLACES") || std::getenv("GOMP_CPU_AFFINITY");
+}
 
 }  // namespace
 
@@ -56,13 +60,13 @@ CorePinScope::CorePinScope(int n) {
   if (static_cast<int>(cpus.size()) != n) return;  // a smaller team shares the machine: left alone
   int none = 0;
   if (!g_pinned_runs.compare_exchange_strong(none, 1)) return;  // another run is pinned now
-  if (t_pool_pinned != n) {
+  if (t_pool_pinned != cpus) {                                  // first run, or the caller's cores changed since
 #pragma omp parallel num_threads(n)
     {
       const int t = omp_get_thread_num();
       if (t > 0) pin_self(cpus[static_cast<size_t>(t)]);
     }
-    t_pool_pinned = n;
+    t_pool_pinned = cpus;
   }
   if (pin_self(cpus[0])) {
     prev_ = std::move(cpus);

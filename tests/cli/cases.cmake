@@ -233,6 +233,8 @@ fusert_cli_test(onnx_weights_own --stdout 0 "^weights: the model file's own$"
 fusert_cli_test(onnx_dump --stdout 0 "^graph torch-jit-export \\(1 nodes\\)" "^  input  0\\[2, 4, 6, 6\\] f32"
                 "^  node   Conv_0 = Conv\\(.*group=4, kernel_shape=\\[3, 3\\], pads=\\[1, 1, 1, 1\\]"
                 -- --model ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_loaders/corpus/onnx/test_Conv2d_depthwise_padded.onnx --dump)
+fusert_cli_test(dump_yaml_shape 1 "tiny\\.yaml: --shape and --dim are for ONNX models"
+                -- --model ${FUSERT_CLI_DATA}/tiny.yaml --dump --shape x=1x3x8x8)
 fusert_cli_test(onnx_shape_malformed 2 "--shape: expected NAME=DxDx\\.\\.\\. \\(e\\.g\\. input=1x3x224x224\\), got 'x=1xax3'"
                 -- --model ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_loaders/corpus/onnx/test_Conv2d_depthwise_padded.onnx
                    --shape x=1xax3)

@@ -1,7 +1,8 @@
 // Core pinning for a run that spans every allowed core (cpu::CorePinScope): on a thread limited
 // to two cores, a two-thread scope pins the calling thread to the first core and team thread 1 to
 // the second, and gives the calling thread its two-core mask back on exit; other team sizes and a
-// user's OMP_PROC_BIND leave every mask alone, and so does a run while another is pinned.
+// user's OMP_PROC_BIND, OMP_PLACES or GOMP_CPU_AFFINITY leave every mask alone, and so does a
+// run while another is pinned; the pool follows a change of the caller's cores.
 #include <doctest/doctest.h>
 #include <omp.h>
 #include <pthread.h>
@@ -58,12 +59,15 @@ TEST_CASE("core pinning: a run over every allowed core pins each thread to one c
       CHECK(my_cpus() == two);
       for (const auto& t : team_cpus(2)) CHECK(t == two);
     }
-    setenv("OMP_PROC_BIND", "false", 1);  // the user binds (or not) threads: left alone
-    {
-      cpu::CorePinScope s(2);
-      CHECK(my_cpus() == two);
+    for (const char* user : {"OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY"}) {
+      CAPTURE(user);
+      setenv(user, "0", 1);  // the user binds (or not) threads: left alone
+      {
+        cpu::CorePinScope s(2);
+        CHECK(my_cpus() == two);
+      }
+      unsetenv(user);
     }
-    unsetenv("OMP_PROC_BIND");
     {
       cpu::CorePinScope s(2);
       CHECK(my_cpus() == std::vector<int>{two[0]});
@@ -102,4 +106,21 @@ TEST_CASE("core pinning: a run that overlaps a pinned run is not pinned") {
     CHECK(my_cpus() == std::vector<int>{two[0]});
   })
       .join();
+}
+
+TEST_CASE("core pinning: the pool is pinned again when the caller's cores change, not only their count") {
+  const std::vector<int> all = my_cpus();
+  if (all.size() < 3) {
+    MESSAGE("skipped: this process may run on " << all.size() << " core(s); the case needs three");
+    return;
+  }
+  std::thread([&] {
+    limit_to({all[0], all[1]});
+    { cpu::CorePinScope first(2); }
+    limit_to({all[0], all[2]});
+    cpu::CorePinScope second(2);
+    const auto team = team_cpus(2);
+    CHECK(team[0] == std::vector<int>{all[0]});
+    CHECK(team[1] == std::vector<int>{all[2]});
+  }).join();
 }

@@ -26,8 +26,10 @@ struct DimRange {
 struct SessionOptions {
   std::string device = "cpu";  ///< "cpu" or "cuda" (cuda fails with a clear error without a GPU)
   int threads = 0;             ///< CPU worker threads; 0 = all cores
-  /// While a run uses every core the calling thread may run on, pin each CPU thread to one core
-  /// (the calling thread's own core mask is restored after the run); see cpu::CorePinScope.
+  /// While a run uses every core the calling thread may run on, pin each CPU thread to one core:
+  /// the calling thread for the run (its own core mask is restored after it), the OpenMP worker
+  /// threads of its pool until they are re-pinned; nothing when OMP_PROC_BIND, OMP_PLACES or
+  /// GOMP_CPU_AFFINITY is set. See cpu::CorePinScope.
   bool pin_threads = true;
   /// "all", "none", "raw", or a comma list of vertical,horizontal,cross,compound. "none" is the
   /// fair unfused baseline: the canonicalisation passes run (BatchNorm folded into convolutions,
