@@ -14,10 +14,11 @@ namespace fusert::app {
 const char* usage() {
   return R"(usage: infer [options]
 
-Runs a fusert YAML model. With no options: EfficientNet-Lite0 with real ImageNet weights on the
-bundled photo models/data/coffee.png, printing the top-5 labels and timing.
+Runs a fusert YAML model or an ONNX file. With no options: EfficientNet-Lite0 with real
+ImageNet weights on the bundled photo models/data/coffee.png, printing the top-5 labels and
+timing.
 
-  --model M.yaml          model file (default: models/efficientnet_lite0.yaml)
+  --model M.yaml|M.onnx   model file (default: models/efficientnet_lite0.yaml)
   --shape NAME=DxDx..     ONNX models: bind an input's symbolic dims (dim_param), e.g.
                           --shape input=1x3x224x224 (default: a symbolic leading dim is 1)
   --dim NAME=MIN:MAX[:OPT] ONNX models: keep dim_param NAME symbolic over [MIN, MAX],
@@ -73,7 +74,8 @@ bundled photo models/data/coffee.png, printing the top-5 labels and timing.
                           intermediate_bytes, peak_activation_bytes, weight_bytes, plan_ms,
                           latency_ms, ...; with cuda also device_name, generated_kernels,
                           library_calls, host_fallback_steps, cuda_graph, tf32, compile_ms)
-  --dump                  print the loaded graph and exit
+  --dump                  print the loaded graph and exit (an ONNX file as imported, with
+                          --shape and --dim)
   --list-ops              print the op table (formula, pattern kind, attributes) and exit
   --help                  this text
 

@@ -195,7 +195,12 @@ void offer_native_concat(const Graph& g, const Node& n, Step& s) {
   const Shape& y = shape_of(g, n.outputs[0]);
   if (y.size() != 4 || n.attr_i("axis") != 1 || g.value(n.outputs[0]).dtype != DType::kF32) return;
   auto l = std::make_shared<NativeLayout>();
-  for (ValueId in : n.inputs) l->reads.push_back({in, {}, false, true});
+  for (ValueId in : n.inputs) {
+    NativeLayout::Read r;
+    r.value = in;
+    r.any = true;
+    l->reads.push_back(r);
+  }
   l->output = n.outputs[0];
   l->output_any = true;
   struct Layouts {
@@ -205,8 +210,9 @@ void offer_native_concat(const Graph& g, const Node& n, Step& s) {
   };
   auto layouts = std::make_shared<Layouts>();
   l->apply = [layouts](const NativeLayout& nl) {
+    layouts->xs.clear();
     for (const NativeLayout::Read& r : nl.reads) layouts->xs.push_back(r.used ? r.strides : std::vector<int64_t>());
-    if (nl.output_used) layouts->y = nl.output_strides;
+    layouts->y = nl.output_used ? nl.output_strides : std::vector<int64_t>();
     layouts->native = true;
   };
   s.native = l;
