@@ -45,6 +45,10 @@ struct NativeLayout {
   /// The output may take whatever layout its readers accept, all alike (output_strides empty
   /// until the layout pass sets it from them).
   bool output_any = false;
+  /// A step that runs in the layout of its inputs (runtime/cpu/layout_follow.h): its reads (all
+  /// `any`) accept only NCHW, NHWC or unpadded channel blocks, and its output (if `output` is set)
+  /// takes the layout of its first read that the pass kept native, if every reader accepts it.
+  bool follows = false;
   /// Called once by the layout pass after it set `used` / `output_used`.
   std::function<void(const NativeLayout&)> apply;
 };

@@ -5,17 +5,27 @@
 // every consumer disappear. A consumer accepts it as its source, or as the residual its sum post-op adds (copied into
 // the destination as it is when the destination has the same layout, reordered there otherwise). A buffer read by
 // anything else (another kernel, another epilogue operand, a view, the caller as a graph output) stays NCHW. The
-// layouts have the size of NCHW, so the memory plan is unchanged.
+// layouts have the size of NCHW, so the memory plan is unchanged. Steps that follow their inputs'
+// layout (elementwise ops, BatchNormalization, GlobalAveragePool, Resize: layout_follow.h) read
+// any channel-blocked layout and write the layout of their first native input, so the chain
+// conv -> BN -> ReLU -> Mul -> Add -> conv needs no reorder either.
 #include <map>
 
+#include "kernels/cpu/blocked.h"
 #include "runtime/cpu/lower_cpu.h"
 
 namespace fusert {
 
 namespace {
 
+// The channel block of `strides` for value v (kernels/cpu/blocked.h), 0 when it has none.
+int64_t block_of_value(const Graph& g, ValueId v, const std::vector<int64_t>& strides) {
+  const Shape& s = g.value(v).shape;
+  return s.size() == 4 ? cpu::block_of(strides, s[1], s[2], s[3]) : 0;
+}
+
 // Whether step `c` reads `v` only in roles that accept the layout `strides`.
-bool accepts(const Step& c, ValueId v, const std::vector<int64_t>& strides) {
+bool accepts(const Graph& g, const Step& c, ValueId v, const std::vector<int64_t>& strides) {
   const NativeLayout* n = c.native.get();
   if (!n) return false;
   bool listed = false;
@@ -23,8 +33,26 @@ bool accepts(const Step& c, ValueId v, const std::vector<int64_t>& strides) {
     if (r.value != v) continue;
     listed = true;
     if (!r.any && r.strides != strides) return false;
+    if (r.any && n->follows && block_of_value(g, v, strides) <= 0) return false;
   }
   return listed;  // not listed: read some other way (e.g. a binary post-op operand)
+}
+
+// The layout of a step's first read kept native, carried over to its output `y`: NHWC stays
+// NHWC, a channel block stays that block; empty when no read is native or the layout is NCHW or
+// has no channel block.
+std::vector<int64_t> inputs_layout(const Graph& g, const NativeLayout& n, ValueId y) {
+  const Shape& ys = g.value(y).shape;
+  if (ys.size() != 4) return {};
+  for (const NativeLayout::Read& r : n.reads) {
+    if (!r.used) continue;
+    const int64_t b = block_of_value(g, r.value, r.strides), c = g.value(r.value).shape[1];
+    if (b <= 1) return {};
+    const int64_t out_b = b == c ? ys[1] : b;
+    if (ys[1] % out_b != 0) return {};
+    return cpu::blocked_strides(out_b, ys[1], ys[2], ys[3]);
+  }
+  return {};
 }
 
 // The layout the readers of `v` share for an output that takes any layout: the layout the first
@@ -53,13 +81,14 @@ int assign_native_layouts(const Graph& g, std::vector<Step>& steps) {
     NativeLayout* p = steps[i].native.get();
     if (!p) continue;
     const ValueId y = p->output;
-    if (g.value(y).is_graph_output || viewed.count(y) || !readers.count(y)) continue;
+    if (y == kNoValue || g.value(y).is_graph_output || viewed.count(y) || !readers.count(y)) continue;
     if (p->output_any) p->output_strides = readers_layout(steps, readers[y], y);
+    if (p->follows || (p->output_any && p->output_strides.empty())) p->output_strides = inputs_layout(g, *p, y);
     if (p->output_strides.empty()) continue;
     bool ok = true;
-    for (size_t r : readers[y]) ok &= accepts(steps[r], y, p->output_strides);
+    for (size_t r : readers[y]) ok &= accepts(g, steps[r], y, p->output_strides);
     if (!ok) {
-      if (p->output_any) p->output_strides.clear();
+      if (p->output_any || p->follows) p->output_strides.clear();
       continue;
     }
     p->output_used = true;

@@ -7,6 +7,7 @@
 #include "kernels/cpu/conv_transpose.h"
 #include "kernels/cpu/import_kernels.h"
 #include "kernels/cpu/resample.h"
+#include "runtime/cpu/layout_follow.h"
 #include "runtime/cpu/lower_single_util.h"
 #include "runtime/execution_plan.h"
 
@@ -169,6 +170,7 @@ LOWER(Resize) {
     const cpu::ResizeAxis rows = axes[r - 2], cols = axes[r - 1];
     s.kernel = "resize_2d";
     s.run = [=](const BufferTable& b) { cpu::resize_2d(outer, ih, iw, oh, ow, rows, cols, b.f32(xi), b.f32(yi)); };
+    if (r == 4) cpu_lowering::follow_resize_2d(g, n, rows, cols, s);
     return Status();
   }
   s.kernel = "resize";

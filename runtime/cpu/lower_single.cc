@@ -5,6 +5,7 @@
 #include "graph/unary.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/fused_kernels.h"
+#include "runtime/cpu/layout_follow.h"
 #include "runtime/cpu/lower_cpu.h"
 #include "runtime/cpu/lower_single_util.h"
 #include "runtime/execution_plan.h"
@@ -54,6 +55,7 @@ LOWER(BatchNormalization) {
     cpu::batch_norm(nb, c, spatial, b.f32(in[0]), b.f32(in[1]), b.f32(in[2]), b.f32(in[3]), b.f32(in[4]), eps,
                     b.f32(yi));
   };
+  cpu_lowering::follow_batch_norm(g, n, s);
   return Status();
 }
 
@@ -66,6 +68,7 @@ static Status lower_unary(const Graph& g, int ni, Step& s, cpu::EpOp op) {
   unary_params(n, &a, &b);
   ValueId xi = n.inputs[0], yi = n.outputs[0];
   s.run = [=](const BufferTable& t) { cpu::unary(op, a, b, count, t.f32(xi), t.f32(yi)); };
+  cpu_lowering::follow_unary(g, n, op, a, b, s);
   return Status();
 }
 #define FUSERT_UNARY(Name, Row, Expr, Flops, Regs, Schema, Doc) FUSERT_UNARY_LOWER_##Row(Name)
@@ -103,6 +106,7 @@ LOWER(Clip) {
   ValueId xi = n.inputs[0], yi = n.outputs[0];
   s.inputs.resize(1);
   s.run = [=](const BufferTable& b) { cpu::unary(cpu::EpOp::kClip, lo, hi, count, b.f32(xi), b.f32(yi)); };
+  cpu_lowering::follow_unary(g, n, cpu::EpOp::kClip, lo, hi, s);
   return Status();
 }
 
@@ -117,6 +121,7 @@ static Status lower_binary(const Graph& g, int ni, Step& s, cpu::BinaryKind kind
   Shape as = padded(n.inputs[0]), bs = padded(n.inputs[1]);
   ValueId ai = n.inputs[0], bi = n.inputs[1], yi = n.outputs[0];
   s.run = [=](const BufferTable& b) { cpu::binary(kind, out, as, b.f32(ai), bs, b.f32(bi), b.f32(yi)); };
+  cpu_lowering::follow_binary(g, n, kind, s);
   return Status();
 }
 LOWER(Add) { return lower_binary(g, ni, s, cpu::BinaryKind::kAdd); }
@@ -175,6 +180,7 @@ LOWER(GlobalAveragePool) {
   int64_t nb = x[0], c = x[1];
   ValueId xi = NODE.inputs[0], yi = NODE.outputs[0];
   s.run = [=](const BufferTable& b) { cpu::global_avg_pool(nb, c, spatial, b.f32(xi), b.f32(yi)); };
+  cpu_lowering::follow_global_avg_pool(g, NODE, s);
   return Status();
 }
 

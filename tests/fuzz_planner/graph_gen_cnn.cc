@@ -308,10 +308,36 @@ std::string inverted_residual(Emitter& e, Rng& r, std::string x) {
   return y;
 }
 
+// DenseNet's pre-activation layer: BN and an activation on the running (often concatenated) map,
+// a 1x1 and a 3x3 conv, the result concatenated with the input. The BN and the activation run
+// between convolutions in their layout (runtime/cpu/layout_follow.h).
+std::string dense_layer(Emitter& e, Rng& r, std::string x) {
+  x = computed(e, x);
+  std::string y = act(e, r, emit_bn(e, x));
+  ConvSpec a;
+  a.m = r.pick(std::vector<int64_t>{4, 8, 16});
+  a.bias = r.chance(0.3);
+  y = emit_conv(e, y, a);
+  if (r.chance(0.7)) y = act(e, r, emit_bn(e, y));
+  ConvSpec b;
+  b.m = r.pick(std::vector<int64_t>{3, 8});
+  b.kh = b.kw = 3;
+  same_pads(b);
+  b.bias = r.chance(0.3);
+  y = emit_conv(e, y, b);
+  Dims out = e.shape(x);
+  out[1] += e.shape(y)[1];
+  return r.chance(0.8) ? e.node("Concat", {x, y}, out, "axis: 1") : y;
+}
+
 }  // namespace
 
 void cnn_motif(Emitter& e, Rng& r, std::string& cur, std::string* name) {
-  int64_t k = r.below(112);
+  int64_t k = r.below(120);
+  if (k >= 112) {
+    *name = "dense_layer", cur = dense_layer(e, r, cur);
+    return;
+  }
   if (k >= 100) {
     cur = resample_motif(e, r, computed(e, cur), name);
     return;

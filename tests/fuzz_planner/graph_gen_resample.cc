@@ -1,7 +1,7 @@
 // Resampling and data-movement motifs of the CNN family, the ops that real exports bring around
 // the fused blocks (tests/fuzz_planner/graph_gen.h, resample_motif):
 // - An FPN join: a stride-2 conv, Resize back up (nearest or linear, every coordinate mode, by
-//   scales or by sizes), added to a lateral 1x1 conv.
+//   scales or by sizes), maybe through a 3x3 conv, added to a lateral 1x1 conv.
 // - A ConvTranspose head: kernel 2 or 3, stride 2, groups, bias, output padding; then BatchNorm
 //   and an epilogue.
 // - Pad (constant, reflect, edge) before a valid conv.
@@ -51,6 +51,7 @@ std::string fpn_resize(Emitter& e, Rng& r, const std::string& x) {
   } else {
     up = e.node("Resize", {d, "", "", e.const_i64(out)}, out, attrs);
   }
+  if (r.chance(0.4)) up = conv(e, up, m, 3, 1, 1);  // the upsampled map read by a conv
   const std::string lateral = conv(e, x, m, 1, 1, 0);
   std::string y = add(e, r, up, lateral);
   return r.chance(0.5) ? epilogue_chain(e, r, y, 2) : y;

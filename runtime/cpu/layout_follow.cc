@@ -1,0 +1,164 @@
+// runtime/cpu/layout_follow.h. A follow step lists its full-shape 4-D inputs as reads in any
+// channel-blocked layout and its output as following them (NativeLayout::follows); the layout
+// pass (layout.cc) decides. At run time the step runs its kernel in the output's block; an input
+// the pass left in another layout (a graph input, a buffer also read by a plain kernel) is first
+// copied into that block in per-thread scratch. Operands whose memory is the same in every block
+// order (per-channel, per-pixel, scalars) are read as they are.
+#include "runtime/cpu/layout_follow.h"
+
+#include <functional>
+#include <memory>
+
+#include "kernels/cpu/blocked.h"
+#include "kernels/cpu/fused_kernels.h"
+#include "runtime/cpu/lower_single_util.h"
+
+namespace fusert::cpu_lowering {
+namespace {
+
+// What the layout pass chose, set once by NativeLayout::apply.
+struct Chosen {
+  std::vector<std::vector<int64_t>> in;  // per full input: its strides (empty: NCHW)
+  std::vector<int64_t> in_b;             // its block (kernels/cpu/blocked.h); 0: none of them
+  int64_t out_b = 1;                     // the output's block; 1: NCHW
+  bool native = false;                   // false: the pass kept everything NCHW
+};
+
+// A follow step's kernel with every full input (`full`, in the lowering's order) and the output
+// in block b.
+using BlockedKernel =
+    std::function<void(const BufferTable& t, const std::vector<const float*>& full, float* y, int64_t b)>;
+
+bool plain_4d(const Graph& g, ValueId v) {
+  const Value& val = g.value(v);
+  return val.dtype == DType::kF32 && val.shape.size() == 4 && shape_numel(val.shape) > 0;
+}
+
+// The full inputs in block b: as they are, or copied into `scratch` from the pass's layout.
+std::vector<const float*> inputs_in(const BufferTable& t, const std::vector<ValueId>& full,
+                                    const std::vector<Shape>& shapes, const Chosen& c, int64_t b) {
+  thread_local std::vector<std::vector<float>> scratch;
+  if (scratch.size() < full.size()) scratch.resize(full.size());
+  std::vector<const float*> ptrs;
+  for (size_t i = 0; i < full.size(); ++i) {
+    const float* x = t.f32(full[i]);
+    if (c.in_b[i] != b) {
+      const Shape& sh = shapes[i];
+      std::vector<float>& buf = scratch[i];
+      buf.resize(static_cast<size_t>(shape_numel(sh)));
+      const int64_t nhw[3] = {sh[0], sh[2], sh[3]};
+      const std::vector<int64_t> to = b == 1 ? std::vector<int64_t>() : cpu::blocked_strides(b, sh[1], sh[2], sh[3]);
+      cpu::concat_channels(nhw, {sh[1]}, {x}, {c.in[i]}, to, buf.data());
+      x = buf.data();
+    }
+    ptrs.push_back(x);
+  }
+  return ptrs;
+}
+
+// Offers `s` to the layout pass with `full` read in any block and, when `offer_output`, its
+// output following them; `kernel` runs once the pass chose a layout for any of them.
+void offer(const Graph& g, Step& s, const std::vector<ValueId>& full, ValueId y, bool offer_output,
+           BlockedKernel kernel) {
+  auto l = std::make_shared<NativeLayout>();
+  l->follows = true;
+  std::vector<Shape> shapes;
+  for (ValueId v : full) {
+    NativeLayout::Read r;
+    r.value = v;
+    r.any = true;
+    l->reads.push_back(r);
+    shapes.push_back(padded(g.value(v).shape, 4));  // a full operand may have fewer dims (a weight)
+  }
+  l->output = offer_output ? y : kNoValue;
+  const Shape ys = g.value(y).shape;
+  auto chosen = std::make_shared<Chosen>();
+  l->apply = [chosen, shapes, ys](const NativeLayout& nl) {
+    chosen->in.clear();
+    chosen->in_b.clear();
+    for (size_t i = 0; i < nl.reads.size(); ++i) {
+      const NativeLayout::Read& r = nl.reads[i];
+      chosen->in.push_back(r.used ? r.strides : std::vector<int64_t>());
+      chosen->in_b.push_back(cpu::block_of(chosen->in.back(), shapes[i][1], shapes[i][2], shapes[i][3]));
+    }
+    chosen->out_b = nl.output_used ? cpu::block_of(nl.output_strides, ys[1], ys[2], ys[3]) : 1;
+    chosen->native = true;
+  };
+  s.native = l;
+  std::function<void(const BufferTable&)> plain = std::move(s.run);
+  s.run = [=](const BufferTable& t) {
+    if (!chosen->native) return plain(t);
+    // Without an output in a layout (GlobalAveragePool), the kernel reads its input as it is.
+    const int64_t b = offer_output ? chosen->out_b : (chosen->in_b[0] > 0 ? chosen->in_b[0] : 1);
+    kernel(t, inputs_in(t, full, shapes, *chosen, b), t.f32(y), b);
+  };
+}
+
+}  // namespace
+
+void follow_binary(const Graph& g, const Node& n, cpu::BinaryKind kind, Step& s) {
+  const ValueId yi = n.outputs[0], ai = n.inputs[0], bi = n.inputs[1];
+  if (!plain_4d(g, yi) || shape_of(g, ai).size() > 4 || shape_of(g, bi).size() > 4) return;
+  const Shape out = shape_of(g, yi), as = padded(shape_of(g, ai), 4), bs = padded(shape_of(g, bi), 4);
+  // An operand is full (the output's shape, read in the chosen block) or one whose memory is the
+  // same in every block order (one channel, or one pixel); any other broadcast stays NCHW.
+  auto full_or_free = [&](const Shape& sh, bool* full) {
+    *full = sh == out;
+    return *full || sh[1] == 1 || sh[2] * sh[3] == 1;
+  };
+  bool a_full = false, b_full = false;
+  if (!full_or_free(as, &a_full) || !full_or_free(bs, &b_full) || (!a_full && !b_full)) return;
+  std::vector<ValueId> full;
+  if (a_full) full.push_back(ai);
+  if (b_full) full.push_back(bi);
+  const int64_t c = out[1];
+  offer(g, s, full, yi, true, [=](const BufferTable& t, const std::vector<const float*>& x, float* y, int64_t b) {
+    const float* pa = a_full ? x[0] : t.f32(ai);
+    const float* pb = b_full ? x[a_full ? 1 : 0] : t.f32(bi);
+    cpu::binary(kind, cpu::blocked_shape(out, c, b), cpu::blocked_shape(as, c, b), pa, cpu::blocked_shape(bs, c, b),
+                pb, y);
+  });
+}
+
+void follow_unary(const Graph& g, const Node& n, cpu::EpOp op, float a, float b, Step& s) {
+  const ValueId xi = n.inputs[0], yi = n.outputs[0];
+  if (!plain_4d(g, yi) || shape_of(g, xi) != shape_of(g, yi)) return;
+  const int64_t count = shape_numel(shape_of(g, yi));
+  offer(g, s, {xi}, yi, true, [=](const BufferTable&, const std::vector<const float*>& x, float* y, int64_t) {
+    cpu::unary(op, a, b, count, x[0], y);
+  });
+}
+
+void follow_batch_norm(const Graph& g, const Node& n, Step& s) {
+  const ValueId xi = n.inputs[0], yi = n.outputs[0];
+  if (!plain_4d(g, xi) || !plain_4d(g, yi)) return;
+  const Shape x = shape_of(g, xi);
+  const float eps = static_cast<float>(n.attr_f("epsilon"));
+  const std::vector<ValueId> in = n.inputs;
+  offer(g, s, {xi}, yi, true, [=](const BufferTable& t, const std::vector<const float*>& xs, float* y, int64_t b) {
+    cpu::batch_norm_blocked(x[0], x[1], x[2] * x[3], b, xs[0], t.f32(in[1]), t.f32(in[2]), t.f32(in[3]),
+                            t.f32(in[4]), eps, y);
+  });
+}
+
+void follow_global_avg_pool(const Graph& g, const Node& n, Step& s) {
+  const ValueId xi = n.inputs[0], yi = n.outputs[0];
+  if (!plain_4d(g, xi)) return;
+  const Shape x = shape_of(g, xi);
+  offer(g, s, {xi}, yi, false, [=](const BufferTable&, const std::vector<const float*>& xs, float* y, int64_t b) {
+    cpu::global_avg_pool_blocked(x[0], x[1], x[2] * x[3], b, xs[0], y);
+  });
+}
+
+void follow_resize_2d(const Graph& g, const Node& n, const cpu::ResizeAxis& rows, const cpu::ResizeAxis& cols,
+                      Step& s) {
+  const ValueId xi = n.inputs[0], yi = n.outputs[0];
+  if (!plain_4d(g, xi) || !plain_4d(g, yi)) return;
+  const Shape x = shape_of(g, xi), y4 = shape_of(g, yi);
+  if (x[0] != y4[0] || x[1] != y4[1]) return;
+  offer(g, s, {xi}, yi, true, [=](const BufferTable&, const std::vector<const float*>& xs, float* y, int64_t b) {
+    cpu::resize_2d_blocked(x[0], x[1], b, x[2], x[3], y4[2], y4[3], rows, cols, xs[0], y);
+  });
+}
+
+}  // namespace fusert::cpu_lowering

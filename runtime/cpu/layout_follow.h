@@ -1,0 +1,26 @@
+// Steps that follow their input's layout (layout_follow.cc): elementwise ops, BatchNormalization,
+// GlobalAveragePool and Resize on 4-D f32 activations offer the layout pass to read their inputs
+// and write their output in the layout of their first input's producer (NCHW, NHWC or oneDNN's
+// unpadded channel blocks, kernels/cpu/blocked.h), so the activations around them stay in the
+// layout of the oneDNN convolutions on both sides.
+#pragma once
+
+#include "graph/ir.h"
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/fused_kernels.h"
+#include "kernels/cpu/import_kernels.h"
+#include "runtime/execution_plan.h"
+
+namespace fusert::cpu_lowering {
+
+/// Each wraps `s`, already lowered for NCHW (its run is kept for the all-NCHW case), when the
+/// node's shapes allow; otherwise `s` is left as it is.
+void follow_binary(const Graph& g, const Node& n, cpu::BinaryKind kind, Step& s);
+void follow_unary(const Graph& g, const Node& n, cpu::EpOp op, float a, float b, Step& s);
+void follow_batch_norm(const Graph& g, const Node& n, Step& s);
+void follow_global_avg_pool(const Graph& g, const Node& n, Step& s);
+/// A Resize of the last two dims of a 4-D tensor (`rows`, `cols`: the lowering's tables).
+void follow_resize_2d(const Graph& g, const Node& n, const cpu::ResizeAxis& rows, const cpu::ResizeAxis& cols,
+                      Step& s);
+
+}  // namespace fusert::cpu_lowering
