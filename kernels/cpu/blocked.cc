@@ -1,6 +1,7 @@
 // kernels/cpu/blocked.h: the block order [N][C/b][H][W][b] read directly. Each kernel keeps the
 // formula and the operation order of its NCHW counterpart (norm.cc, pool.cc, resample.cc), so
-// the same inputs give the same values in every layout (GlobalAveragePool sums in double).
+// the same inputs give the same values in every layout; GlobalAveragePool alone sums in its own
+// order (runs of 64 pixels in float, those in double), within float rounding of Eigen's mean.
 #include "kernels/cpu/blocked.h"
 
 #include <algorithm>
@@ -109,6 +110,7 @@ void global_avg_pool_blocked(int64_t n, int64_t c, int64_t hw, int64_t b, const 
   if (b == 1) return global_avg_pool(n, c, hw, x, y);
   if (n <= 0 || c <= 0) return;
   constexpr int64_t kChunk = 64;  // channels summed together, a slice of one block
+  constexpr int64_t kRun = 64;    // pixels summed in float before the double total
   const int64_t cb = c / b, chunks = (b + kChunk - 1) / kChunk, items = n * cb * chunks;
   const int team = detail::team_size(n * c * hw);
 #pragma omp parallel for num_threads(team) if (team > 1) schedule(static)
@@ -116,8 +118,12 @@ void global_avg_pool_blocked(int64_t n, int64_t c, int64_t hw, int64_t b, const 
     const int64_t block = item / chunks, c0 = (item % chunks) * kChunk, len = std::min(kChunk, b - c0);
     const float* base = x + block * hw * b + c0;
     double acc[kChunk] = {};
-    for (int64_t p = 0; p < hw; ++p)
-      for (int64_t j = 0; j < len; ++j) acc[j] += base[p * b + j];
+    for (int64_t p0 = 0; p0 < hw; p0 += kRun) {  // float sums over runs of pixels, then double
+      float run[kChunk] = {};
+      for (int64_t p = p0; p < std::min(hw, p0 + kRun); ++p)
+        for (int64_t j = 0; j < len; ++j) run[j] += base[p * b + j];
+      for (int64_t j = 0; j < len; ++j) acc[j] += run[j];
+    }
     const int64_t i = block / cb, ch0 = (block % cb) * b + c0;
     for (int64_t j = 0; j < len; ++j)
       y[i * c + ch0 + j] = hw > 0 ? static_cast<float>(acc[j] / static_cast<double>(hw)) : 0.0f;

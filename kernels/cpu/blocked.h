@@ -32,7 +32,8 @@ std::vector<int64_t> blocked_shape(const std::vector<int64_t>& shape4, int64_t c
 void batch_norm_blocked(int64_t n, int64_t c, int64_t hw, int64_t b, const float* x, const float* scale,
                         const float* bias, const float* mean, const float* var, float epsilon, float* y);
 
-/// GlobalAveragePool of x [n, c, h * w] in block b into y [n, c] (plain), summed in double.
+/// GlobalAveragePool of x [n, c, h * w] in block b into y [n, c] (plain): float sums over runs
+/// of 64 pixels, added in double.
 void global_avg_pool_blocked(int64_t n, int64_t c, int64_t hw, int64_t b, const float* x, float* y);
 
 /// cpu::resize_2d of x [n, c, ih, iw] into y [n, c, oh, ow], both in block b.

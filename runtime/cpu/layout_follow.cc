@@ -115,8 +115,8 @@ void follow_binary(const Graph& g, const Node& n, cpu::BinaryKind kind, Step& s)
   offer(g, s, full, yi, true, [=](const BufferTable& t, const std::vector<const float*>& x, float* y, int64_t b) {
     const float* pa = a_full ? x[0] : t.f32(ai);
     const float* pb = b_full ? x[a_full ? 1 : 0] : t.f32(bi);
-    cpu::binary(kind, cpu::blocked_shape(out, c, b), cpu::blocked_shape(as, c, b), pa, cpu::blocked_shape(bs, c, b),
-                pb, y);
+    cpu::binary(kind, cpu::blocked_shape(out, c, b), cpu::blocked_shape(as, c, b), pa, cpu::blocked_shape(bs, c, b), pb,
+                y);
   });
 }
 
@@ -136,8 +136,8 @@ void follow_batch_norm(const Graph& g, const Node& n, Step& s) {
   const float eps = static_cast<float>(n.attr_f("epsilon"));
   const std::vector<ValueId> in = n.inputs;
   offer(g, s, {xi}, yi, true, [=](const BufferTable& t, const std::vector<const float*>& xs, float* y, int64_t b) {
-    cpu::batch_norm_blocked(x[0], x[1], x[2] * x[3], b, xs[0], t.f32(in[1]), t.f32(in[2]), t.f32(in[3]),
-                            t.f32(in[4]), eps, y);
+    cpu::batch_norm_blocked(x[0], x[1], x[2] * x[3], b, xs[0], t.f32(in[1]), t.f32(in[2]), t.f32(in[3]), t.f32(in[4]),
+                            eps, y);
   });
 }
 

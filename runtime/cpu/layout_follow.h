@@ -20,7 +20,6 @@ void follow_unary(const Graph& g, const Node& n, cpu::EpOp op, float a, float b,
 void follow_batch_norm(const Graph& g, const Node& n, Step& s);
 void follow_global_avg_pool(const Graph& g, const Node& n, Step& s);
 /// A Resize of the last two dims of a 4-D tensor (`rows`, `cols`: the lowering's tables).
-void follow_resize_2d(const Graph& g, const Node& n, const cpu::ResizeAxis& rows, const cpu::ResizeAxis& cols,
-                      Step& s);
+void follow_resize_2d(const Graph& g, const Node& n, const cpu::ResizeAxis& rows, const cpu::ResizeAxis& cols, Step& s);
 
 }  // namespace fusert::cpu_lowering

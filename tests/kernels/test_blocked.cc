@@ -40,17 +40,17 @@ void expect_close(const std::vector<float>& got, const std::vector<double>& want
   CHECK(bad == 0);
 }
 
-const Dims4 kCases[] = {{2, 13, 5, 7, 1},  {2, 13, 5, 7, 13}, {3, 16, 3, 5, 8}, {1, 32, 4, 4, 16},
-                        {2, 127, 3, 1, 127}, {1, 1, 3, 3, 1},  {2, 24, 1, 1, 8}};
+const Dims4 kCases[] = {{2, 13, 5, 7, 1},    {2, 13, 5, 7, 13}, {3, 16, 3, 5, 8}, {1, 32, 4, 4, 16},
+                        {2, 127, 3, 1, 127}, {1, 1, 3, 3, 1},   {2, 24, 1, 1, 8}};
 
 }  // namespace
 
 TEST_CASE("blocked: block_of and blocked_strides name NCHW, NHWC and channel blocks") {
   CHECK(cpu::block_of({}, 13, 5, 7) == 1);
   CHECK(cpu::block_of({455, 35, 7, 1}, 13, 5, 7) == 1);
-  CHECK(cpu::block_of({455, 1, 91, 13}, 13, 5, 7) == 13);             // NHWC
+  CHECK(cpu::block_of({455, 1, 91, 13}, 13, 5, 7) == 13);               // NHWC
   CHECK(cpu::block_of({16 * 15, 8 * 15, 8 * 5, 8, 8}, 16, 3, 5) == 8);  // nChw8c
-  CHECK(cpu::block_of({455, 1, 13, 65}, 13, 5, 7) == 0);              // NWHC: none of them
+  CHECK(cpu::block_of({455, 1, 13, 65}, 13, 5, 7) == 0);                // NWHC: none of them
   CHECK(cpu::block_of({13 * 15, 8 * 15, 8 * 5, 8, 8}, 13, 3, 5) == 0);  // 13 channels, blocks of 8
   for (const Dims4& d : kCases) {
     CAPTURE(d.c);
