@@ -1,6 +1,7 @@
 // Channel Concat of 4-D tensors whose inputs and output may each be in a layout of their own
 // (NCHW, a dense channels-last layout such as NHWC, or oneDNN's unpadded channel-blocked one),
 // so a Concat between oneDNN convolutions needs no reorder before or after it.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -43,6 +44,19 @@ void copy_into(const int64_t nhw[3], int64_t c, int64_t c_total, int64_t off, co
                const float* x, float* y) {
   const int64_t n = nhw[0], h = nhw[1], w = nhw[2];
   const int team = detail::team_size(n * c * h * w);
+  if (channels_last(xl, c, w) && channels_last(yl, c_total, w) && c == c_total) {  // one run per image
+    for (int64_t i = 0; i < n; ++i) {
+      const float* src = x + i * xl.s[0];
+      float* dst = y + i * yl.s[0];
+      const int64_t len = c * h * w, parts = std::max<int64_t>(1, std::min<int64_t>(team, len >> 14));
+#pragma omp parallel for num_threads(static_cast <int>(parts)) if (parts > 1) schedule(static)
+      for (int64_t k = 0; k < parts; ++k) {
+        const int64_t b = len * k / parts, e = len * (k + 1) / parts;
+        std::memcpy(dst + b, src + b, static_cast<size_t>(e - b) * sizeof(float));
+      }
+    }
+    return;
+  }
   if (channels_last(xl, c, w) && channels_last(yl, c_total, w)) {  // one run of c floats per pixel
 #pragma omp parallel for num_threads(team) if (team > 1) schedule(static)
     for (int64_t p = 0; p < n * h * w; ++p) {

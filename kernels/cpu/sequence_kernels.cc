@@ -14,15 +14,20 @@ void layer_norm(int64_t outer, int64_t inner, const float* x, const float* scale
   for (int64_t r = 0; r < outer; ++r) {
     const float* xr = x + r * inner;
     float* yr = y + r * inner;
+    // Sums in double, in vector lanes (a serial double reduction is bound by add latency: 2.8 ns
+    // an element, ConvNeXt's 23 LayerNorms over 96-768 channels took 6.9 ms of 94).
     double sum = 0, sq = 0;
+#pragma omp simd reduction(+ : sum)
     for (int64_t i = 0; i < inner; ++i) sum += xr[i];
     const double mean = sum / static_cast<double>(inner);
+#pragma omp simd reduction(+ : sq)
     for (int64_t i = 0; i < inner; ++i) {
-      double d = xr[i] - mean;
+      const double d = xr[i] - mean;
       sq += d * d;
     }
     const float inv = static_cast<float>(1.0 / std::sqrt(sq / static_cast<double>(inner) + epsilon));
     const float m = static_cast<float>(mean);
+#pragma omp simd
     for (int64_t i = 0; i < inner; ++i) yr[i] = (xr[i] - m) * inv * scale[i] + (bias ? bias[i] : 0.0f);
   }
 }

@@ -38,30 +38,44 @@ bool accepts(const Graph& g, const Step& c, ValueId v, const std::vector<int64_t
   return listed;  // not listed: read some other way (e.g. a binary post-op operand)
 }
 
-// The layout of a step's first read kept native, carried over to its output `y`: NHWC stays
-// NHWC, a channel block stays that block; empty when no read is native or the layout is NCHW or
-// has no channel block.
+// `strides` of value `from` carried over to value `to`: NHWC stays NHWC, a channel block stays
+// that block; empty for NCHW, a layout with no channel block, or a block `to` cannot hold.
+std::vector<int64_t> carried(const Graph& g, ValueId from, const std::vector<int64_t>& strides, ValueId to) {
+  const Shape& ts = g.value(to).shape;
+  if (ts.size() != 4) return {};
+  const int64_t b = block_of_value(g, from, strides), c = g.value(from).shape[1];
+  if (b <= 1) return {};
+  const int64_t out_b = b == c ? ts[1] : b;
+  if (ts[1] % out_b != 0) return {};
+  return cpu::blocked_strides(out_b, ts[1], ts[2], ts[3]);
+}
+
+// The layout of a step's first read kept native, carried over to its output `y`.
 std::vector<int64_t> inputs_layout(const Graph& g, const NativeLayout& n, ValueId y) {
-  const Shape& ys = g.value(y).shape;
-  if (ys.size() != 4) return {};
-  for (const NativeLayout::Read& r : n.reads) {
-    if (!r.used) continue;
-    const int64_t b = block_of_value(g, r.value, r.strides), c = g.value(r.value).shape[1];
-    if (b <= 1) return {};
-    const int64_t out_b = b == c ? ys[1] : b;
-    if (ys[1] % out_b != 0) return {};
-    return cpu::blocked_strides(out_b, ys[1], ys[2], ys[3]);
-  }
+  for (const NativeLayout::Read& r : n.reads)
+    if (r.used) return carried(g, r.value, r.strides, y);
   return {};
 }
 
-// The layout the readers of `v` share for an output that takes any layout: the layout the first
-// reader that asks for one asks for (the others are checked by accepts), or empty.
-std::vector<int64_t> readers_layout(const std::vector<Step>& steps, const std::vector<size_t>& readers, ValueId v) {
-  for (size_t r : readers) {
+using Readers = std::map<ValueId, std::vector<size_t>>;
+
+// The layout the readers of `v` ask for, for an output that takes any layout: the first reader
+// that asks for one, else (up to `depth` steps on) what the readers of a reader that follows its
+// input ask for, carried back to v; empty when none asks. accepts() checks every reader.
+std::vector<int64_t> wanted_layout(const Graph& g, const std::vector<Step>& steps, const Readers& readers, ValueId v,
+                                   int depth) {
+  auto it = readers.find(v);
+  if (it == readers.end()) return {};
+  for (size_t r : it->second) {
     const NativeLayout* n = steps[r].native.get();
     for (size_t k = 0; n && k < n->reads.size(); ++k)
       if (n->reads[k].value == v && !n->reads[k].any) return n->reads[k].strides;
+  }
+  for (size_t r = 0; depth > 0 && r < it->second.size(); ++r) {
+    const NativeLayout* n = steps[it->second[r]].native.get();
+    if (!n || !n->follows || n->output == kNoValue) continue;
+    const std::vector<int64_t> s = wanted_layout(g, steps, readers, n->output, depth - 1);
+    if (!s.empty()) return carried(g, n->output, s, v);
   }
   return {};
 }
@@ -69,8 +83,8 @@ std::vector<int64_t> readers_layout(const std::vector<Step>& steps, const std::v
 }  // namespace
 
 int assign_native_layouts(const Graph& g, std::vector<Step>& steps) {
-  std::map<ValueId, std::vector<size_t>> readers;  // value -> steps that read it
-  std::map<ValueId, bool> viewed;                  // value -> a view aliases its buffer
+  Readers readers;                 // value -> steps that read it
+  std::map<ValueId, bool> viewed;  // value -> a view aliases its buffer
   for (size_t i = 0; i < steps.size(); ++i) {
     for (ValueId v : steps[i].inputs) readers[v].push_back(i);
     if (steps[i].alias_of != kNoValue) viewed[steps[i].alias_of] = true;
@@ -82,7 +96,7 @@ int assign_native_layouts(const Graph& g, std::vector<Step>& steps) {
     if (!p) continue;
     const ValueId y = p->output;
     if (y == kNoValue || g.value(y).is_graph_output || viewed.count(y) || !readers.count(y)) continue;
-    if (p->output_any) p->output_strides = readers_layout(steps, readers[y], y);
+    if (p->output_any) p->output_strides = wanted_layout(g, steps, readers, y, 3);
     if (p->follows || (p->output_any && p->output_strides.empty())) p->output_strides = inputs_layout(g, *p, y);
     if (p->output_strides.empty()) continue;
     bool ok = true;

@@ -161,4 +161,50 @@ void follow_resize_2d(const Graph& g, const Node& n, const cpu::ResizeAxis& rows
   });
 }
 
+namespace {
+
+// NCHW -> NHWC (perm 0, 2, 3, 1): the output is the input in NHWC, so the input is read in any
+// block and written as NHWC (a copy of pixel runs when it already is NHWC).
+void transpose_to_channels_last(const Graph& g, const Node& n, Step& s) {
+  const ValueId xi = n.inputs[0], yi = n.outputs[0];
+  const Shape x = shape_of(g, xi);
+  const std::vector<int64_t> perm = n.attr_ints("perm");
+  offer(g, s, {xi}, yi, false, [=](const BufferTable&, const std::vector<const float*>& xs, float* y, int64_t b) {
+    if (b == 1) return cpu::transpose(x, perm, xs[0], y);
+    const int64_t nhw[3] = {x[0], x[2], x[3]};
+    cpu::concat_channels(nhw, {x[1]}, {xs[0]}, {cpu::blocked_strides(b, x[1], x[2], x[3])},
+                         cpu::blocked_strides(x[1], x[1], x[2], x[3]), y);
+  });
+}
+
+// NHWC -> NCHW (perm 0, 3, 1, 2): the input is the output in NHWC, so the output takes the
+// layout its readers ask for (NativeLayout::output_any), a copy of pixel runs for NHWC.
+void transpose_from_channels_last(const Graph& g, const Node& n, Step& s) {
+  const ValueId xi = n.inputs[0], yi = n.outputs[0];
+  const Shape y4 = shape_of(g, yi);
+  auto l = std::make_shared<NativeLayout>();
+  l->output = yi;
+  l->output_any = true;
+  auto out = std::make_shared<std::vector<int64_t>>();  // empty: NCHW
+  l->apply = [out](const NativeLayout& nl) { *out = nl.output_used ? nl.output_strides : std::vector<int64_t>(); };
+  s.native = l;
+  std::function<void(const BufferTable&)> plain = std::move(s.run);
+  s.run = [=](const BufferTable& t) {
+    if (out->empty()) return plain(t);
+    const int64_t nhw[3] = {y4[0], y4[2], y4[3]};
+    cpu::concat_channels(nhw, {y4[1]}, {t.f32(xi)}, {cpu::blocked_strides(y4[1], y4[1], y4[2], y4[3])}, *out,
+                         t.f32(yi));
+  };
+}
+
+}  // namespace
+
+void follow_transpose(const Graph& g, const Node& n, Step& s) {
+  const ValueId xi = n.inputs[0], yi = n.outputs[0];
+  if (!plain_4d(g, xi) || !plain_4d(g, yi)) return;
+  const std::vector<int64_t> perm = n.attr_ints("perm");
+  if (perm == std::vector<int64_t>{0, 2, 3, 1}) transpose_to_channels_last(g, n, s);
+  if (perm == std::vector<int64_t>{0, 3, 1, 2}) transpose_from_channels_last(g, n, s);
+}
+
 }  // namespace fusert::cpu_lowering

@@ -1,8 +1,8 @@
 // Steps that follow their input's layout (layout_follow.cc): elementwise ops, BatchNormalization,
-// GlobalAveragePool and Resize on 4-D f32 activations offer the layout pass to read their inputs
-// and write their output in the layout of their first input's producer (NCHW, NHWC or oneDNN's
-// unpadded channel blocks, kernels/cpu/blocked.h), so the activations around them stay in the
-// layout of the oneDNN convolutions on both sides.
+// GlobalAveragePool, Resize and NCHW <-> NHWC Transposes on 4-D f32 activations offer the layout pass to read their
+// inputs and write their output in the layout of their first input's producer (NCHW, NHWC or oneDNN's unpadded channel
+// blocks, kernels/cpu/blocked.h), so the activations around them stay in the layout of the oneDNN convolutions on both
+// sides.
 #pragma once
 
 #include "graph/ir.h"
@@ -21,5 +21,10 @@ void follow_batch_norm(const Graph& g, const Node& n, Step& s);
 void follow_global_avg_pool(const Graph& g, const Node& n, Step& s);
 /// A Resize of the last two dims of a 4-D tensor (`rows`, `cols`: the lowering's tables).
 void follow_resize_2d(const Graph& g, const Node& n, const cpu::ResizeAxis& rows, const cpu::ResizeAxis& cols, Step& s);
+
+/// A 4-D Transpose between NCHW and NHWC (perm 0, 2, 3, 1 or 0, 3, 1, 2, as ConvNeXt's blocks
+/// write around their LayerNorm and MLP): the NCHW side is read or written in the layout of the
+/// convolutions next to it, a copy of pixel runs when that is NHWC.
+void follow_transpose(const Graph& g, const Node& n, Step& s);
 
 }  // namespace fusert::cpu_lowering

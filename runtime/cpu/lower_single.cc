@@ -189,6 +189,7 @@ LOWER(Transpose) {
   std::vector<int64_t> perm = NODE.attr_ints("perm");
   ValueId xi = NODE.inputs[0], yi = NODE.outputs[0];
   s.run = [=](const BufferTable& b) { cpu::transpose(x, perm, b.f32(xi), b.f32(yi)); };
+  cpu_lowering::follow_transpose(g, NODE, s);
   return Status();
 }
 

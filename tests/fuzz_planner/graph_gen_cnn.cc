@@ -330,10 +330,43 @@ std::string dense_layer(Emitter& e, Rng& r, std::string x) {
   return r.chance(0.8) ? e.node("Concat", {x, y}, out, "axis: 1") : y;
 }
 
+// ConvNeXt's block: a depthwise conv, Transpose to NHWC, LayerNorm over channels, the MLP as
+// MatMuls by weights, Transpose back, a per-channel layer scale and the residual Add. The
+// Transposes read and write the convolutions' layout (runtime/cpu/layout_follow.h).
+std::string convnext_block(Emitter& e, Rng& r, std::string x) {
+  x = computed(e, x);
+  const Dims xs = e.shape(x);
+  const int64_t c = xs[1], hidden = c * r.pick(std::vector<int64_t>{1, 2, 4});
+  ConvSpec dw;
+  dw.m = dw.group = c;
+  dw.kh = dw.kw = std::min<int64_t>({r.chance(0.5) ? 7 : 3, 2 * xs[2] + 1, 2 * xs[3] + 1});
+  same_pads(dw);
+  dw.bias = r.chance(0.7);
+  fit(xs, dw);
+  std::string y = emit_conv(e, x, dw);
+  const Dims ys = e.shape(y);
+  const Dims nhwc = {ys[0], ys[2], ys[3], ys[1]};
+  y = e.node("Transpose", {y}, nhwc, "perm: [0, 2, 3, 1]");
+  if (r.chance(0.7)) {
+    y = e.node("LayerNormalization", {y, e.weight({c}, "bn_scale"), e.weight({c}, "uniform")}, nhwc,
+               "axis: -1, epsilon: 0.00001");
+  }
+  y = e.node("MatMul", {y, e.weight({c, hidden})}, {nhwc[0], nhwc[1], nhwc[2], hidden});
+  y = act(e, r, y);
+  y = e.node("MatMul", {y, e.weight({hidden, c})}, nhwc);
+  y = e.node("Transpose", {y}, ys, "perm: [0, 3, 1, 2]");
+  if (r.chance(0.7)) y = e.node("Mul", {y, e.weight({c, 1, 1}, "uniform")}, ys);
+  return e.shape(y) == xs && r.chance(0.8) ? join(e, r, y, x, "Add") : y;
+}
+
 }  // namespace
 
 void cnn_motif(Emitter& e, Rng& r, std::string& cur, std::string* name) {
-  int64_t k = r.below(120);
+  int64_t k = r.below(128);
+  if (k >= 120) {
+    *name = "convnext_block", cur = convnext_block(e, r, cur);
+    return;
+  }
   if (k >= 112) {
     *name = "dense_layer", cur = dense_layer(e, r, cur);
     return;

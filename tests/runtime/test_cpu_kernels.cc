@@ -133,6 +133,38 @@ nodes:
   - {name: flat, op: Flatten, inputs: [c1], outputs: [y]}
 )";
 
+// A ConvNeXt block: depthwise 7x7, Transpose to NHWC, LayerNorm over channels, the MLP as two
+// MatMuls, Transpose back, the per-channel layer scale and the residual Add, then a 1x1 conv. The
+// Transposes read and write the convolutions' layout (a copy when that is NHWC); the Mul and Add
+// after the second follow it.
+const char* kConvNeXt = R"(fusert: 1
+name: convnext
+inputs: [{name: x, shape: [1, 16, 9, 9]}]
+outputs: [y]
+initializers:
+  - {name: stem.w, shape: [16, 16, 1, 1]}
+  - {name: dw.w, shape: [16, 1, 7, 7]}
+  - {name: ln.s, shape: [16], init: bn_scale}
+  - {name: ln.b, shape: [16], init: uniform}
+  - {name: up.w, shape: [16, 64]}
+  - {name: down.w, shape: [64, 16]}
+  - {name: gamma, shape: [16, 1, 1], init: uniform}
+  - {name: out.w, shape: [8, 16, 1, 1]}
+nodes:
+  - {name: stem, op: Conv, inputs: [x, stem.w], outputs: [s1], attrs: {kernel_shape: [1, 1]}}
+  - {name: dw, op: Conv, inputs: [s1, dw.w], outputs: [d1], attrs: {kernel_shape: [7, 7], pads: [3, 3, 3, 3], group: 16}}
+  - {name: t1, op: Transpose, inputs: [d1], outputs: [t1o], attrs: {perm: [0, 2, 3, 1]}}
+  - {name: ln, op: LayerNormalization, inputs: [t1o, ln.s, ln.b], outputs: [l1], attrs: {axis: -1, epsilon: 0.000001}}
+  - {name: up, op: MatMul, inputs: [l1, up.w], outputs: [u1]}
+  - {name: act, op: Relu, inputs: [u1], outputs: [u2]}
+  - {name: down, op: MatMul, inputs: [u2, down.w], outputs: [m1]}
+  - {name: t2, op: Transpose, inputs: [m1], outputs: [t2o], attrs: {perm: [0, 3, 1, 2]}}
+  - {name: scale, op: Mul, inputs: [t2o, gamma], outputs: [g1]}
+  - {name: res, op: Add, inputs: [g1, s1], outputs: [r1]}
+  - {name: out, op: Conv, inputs: [r1, out.w], outputs: [o1], attrs: {kernel_shape: [1, 1]}}
+  - {name: flat, op: Flatten, inputs: [o1], outputs: [y]}
+)";
+
 std::unique_ptr<Session> open(const std::string& path, const std::string& kernels, const std::string& fusion) {
   SessionOptions o;
   o.seeded = true;
@@ -212,6 +244,15 @@ TEST_CASE("cpu kernels: activations between oneDNN convolutions stay in oneDNN's
        "3 activation(s) kept",
        {"gate: ; reorders removed (layout kept native): in a3 out",
         "up: ; reorders removed (layout kept native): in a4"}},
+      // convnext: t1 reads d1 and t2 writes t2o in the convolutions' layout; the layer-scale Mul
+      // and the residual Add keep it up to conv out.
+      {"convnext",
+       kConvNeXt,
+       "none",
+       "",
+       {"t1: ; reorders removed (layout kept native): in d1", "t2: ; reorders removed (layout kept native): out",
+        "scale: ; reorders removed (layout kept native): in t2o out",
+        "res: ; reorders removed (layout kept native): in g1 s1 out"}},
       {"inception",
        kInception,
        "none",
