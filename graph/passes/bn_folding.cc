@@ -1,5 +1,7 @@
 // BatchNormalization folding into the preceding Conv (any group count: the output channel is
-// always weight dim 0) or Gemm (BN over axis 1 of [M, N], the output columns).
+// always weight dim 0), ConvTranspose (output channel from weight dims 0 and 1 and the group) or
+// Gemm (BN over axis 1 of [M, N], the output columns); and an Add of a per-channel constant after a
+// ConvTranspose into its bias (the BN after it then folds on the next sweep).
 //
 //   before:  x -> Conv(W, b) -> t -> BatchNormalization(scale, beta, mean, var, eps) -> y
 //   after:   x -> Conv(W', b') -> y
@@ -67,22 +69,55 @@ class BnFoldingPass : public Pass {
     bool changed = false;
     UseDef ud(g);
     for (size_t i = 0; i < g.nodes.size(); ++i) {
-      if (g.nodes[i].op != OpKind::kBatchNormalization) continue;
-      const ValueId t = g.nodes[i].inputs[0];
-      const int p = ud.producer(t);
-      // Links are stale within a sweep: a producer already folded into waits for the next.
-      if (p < 0 || erased[static_cast<size_t>(p)] || !ud.single_use(t)) continue;
-      Node& prod = g.nodes[static_cast<size_t>(p)];
-      bool ok = prod.op == OpKind::kConv ? fold_conv(g, prod, g.nodes[i])
-                                         : prod.op == OpKind::kGemm && fold_gemm(g, prod, g.nodes[i]);
-      if (!ok) continue;
-      prod.outputs[0] = g.nodes[i].outputs[0];  // the producer now writes the BN's output name
-      erased[i] = true;
-      changed = true;
-      folded_.push_back(g.nodes[i].name + " into " + prod.name);
+      const Node& n = g.nodes[i];
+      const bool bn = n.op == OpKind::kBatchNormalization, add = n.op == OpKind::kAdd && n.inputs.size() == 2;
+      if (!bn && !add) continue;
+      for (size_t side = 0; side < (add ? 2u : 1u); ++side) {
+        const ValueId t = n.inputs[side];
+        const int p = ud.producer(t);
+        // Links are stale within a sweep: a producer already folded into waits for the next.
+        if (p < 0 || erased[static_cast<size_t>(p)] || !ud.single_use(t)) continue;
+        Node& prod = g.nodes[static_cast<size_t>(p)];
+        bool ok = false;
+        if (add) {
+          ok = prod.op == OpKind::kConvTranspose && fold_bias_add(g, prod, n, n.inputs[1 - side]);
+        } else {
+          ok = prod.op == OpKind::kConv            ? fold_conv(g, prod, n)
+               : prod.op == OpKind::kConvTranspose ? fold_conv_transpose(g, prod, n)
+                                                   : prod.op == OpKind::kGemm && fold_gemm(g, prod, n);
+        }
+        if (!ok) continue;
+        prod.outputs[0] = n.outputs[0];  // the producer now writes the folded node's output name
+        erased[i] = true;
+        changed = true;
+        folded_.push_back(n.name + " into " + prod.name);
+        break;
+      }
     }
     if (changed) erase_nodes(g, erased);
     return changed;
+  }
+
+  // ConvTranspose + Add of a per-channel constant k ([M, 1, 1] or [1, M, 1, 1], as Paddle's
+  // exports write the bias): b'[m] = b[m] + k[m]. The Add must not broadcast the conv's output.
+  static bool fold_bias_add(Graph& g, Node& ct, const Node& add, ValueId k) {
+    const Tensor* kt = f32_data(g, k);
+    const bool has_b = ct.inputs.size() > 2 && ct.inputs[2] != kNoValue;
+    const Tensor* b = has_b ? f32_data(g, ct.inputs[2]) : nullptr;
+    const Shape ys = g.value(ct.outputs[0]).shape;
+    if (!kt || (has_b && !b) || ys.size() != 4 || g.value(add.outputs[0]).shape != ys) return false;
+    const int64_t m = ys[1];
+    const Shape& ks = kt->shape();
+    const bool per_channel = (ks == Shape{m, 1, 1} || ks == Shape{1, m, 1, 1});
+    if (!per_channel || (b && b->numel() != m)) return false;
+    Tensor b2(DType::kF32, {m});
+    for (int64_t o = 0; o < m; ++o) b2.f32()[o] = (b ? b->f32()[o] : 0.0f) + kt->f32()[o];
+    const SourceLoc loc = ct.loc;
+    const ValueId bid =
+        add_initializer(g, unique_value_name(g, ct.name + ".bias_add_folded"), std::move(b2), false, loc);
+    if (ct.inputs.size() < 3) ct.inputs.resize(3, kNoValue);
+    ct.inputs[2] = bid;
+    return true;
   }
 
   // Conv: W'[m, ...] = W[m, ...] * s[m];  b'[m] = (b[m] - mean[m]) * s[m] + beta[m]  (b = 0
@@ -110,6 +145,36 @@ class BnFoldingPass : public Pass {
                                        p.beta[static_cast<size_t>(c)]);
     }
     set_folded(g, conv, std::move(w2), std::move(b2));
+    return true;
+  }
+
+  // ConvTranspose, W [C, M/group, KH, KW]: output channel m = (c / (C/group)) * (M/group) + j
+  // for W[c, j, ...]; W'[c, j, ...] = W[c, j, ...] * s[m], b' as for Conv.
+  static bool fold_conv_transpose(Graph& g, Node& ct, const Node& bn) {
+    const Tensor* w = f32_data(g, ct.inputs[1]);
+    const bool has_b = ct.inputs.size() > 2 && ct.inputs[2] != kNoValue;
+    const Tensor* b = has_b ? f32_data(g, ct.inputs[2]) : nullptr;
+    const int64_t group = ct.attr_i("group");
+    if (!w || w->shape().size() < 2 || (has_b && !b) || group < 1 || w->shape()[0] % group != 0) return false;
+    const int64_t c = w->shape()[0], mg = w->shape()[1], m = mg * group, cg = c / group;
+    const int64_t per = mg > 0 && c > 0 ? w->numel() / (c * mg) : 0;
+    BnParams p;
+    if ((b && b->numel() != m) || !read_bn(g, bn, m, &p)) return false;
+    Tensor w2(DType::kF32, w->shape()), b2(DType::kF32, {m});
+    for (int64_t ci = 0; ci < c; ++ci) {
+      for (int64_t j = 0; j < mg; ++j) {
+        const size_t out = static_cast<size_t>((ci / cg) * mg + j);
+        for (int64_t k = 0; k < per; ++k) {
+          const int64_t at = (ci * mg + j) * per + k;
+          w2.f32()[at] = static_cast<float>(w->f32()[at] * p.s[out]);
+        }
+      }
+    }
+    for (int64_t o = 0; o < m; ++o) {
+      const size_t j = static_cast<size_t>(o);
+      b2.f32()[o] = static_cast<float>(((b ? b->f32()[o] : 0.0) - p.mean[j]) * p.s[j] + p.beta[j]);
+    }
+    set_folded(g, ct, std::move(w2), std::move(b2));
     return true;
   }
 

@@ -40,6 +40,42 @@ void col2im(const ConvTransposeParams& p, int64_t mg, int64_t r0, int64_t rows, 
   }
 }
 
+// Whether every output pixel receives exactly one tap: kernel == stride, no dilation, no pads
+// and no output padding (U-Net and DBNet heads' 2x2 stride-2 upsampling). The output is then
+// written once, bias included, instead of filled and accumulated into.
+bool tiles_exactly(const ConvTransposeParams& p) {
+  return p.kh == p.sh && p.kw == p.sw && p.dh == 1 && p.dw == 1 && p.pt == 0 && p.pl == 0 && p.oh == p.h * p.sh &&
+         p.ow == p.w * p.sw;
+}
+
+// tiles_exactly's case of col2im: y[m, (r0 + i) * SH + kh, iw * SW + kw] = cols[m, kh, kw, i, iw]
+// + bias[m], each output row written left to right.
+void col2im_tiles(const ConvTransposeParams& p, int64_t mg, int64_t r0, int64_t rows, const float* cols,
+                  const float* bias, float* y) {
+  const int64_t band = rows * p.w;
+  const int team = detail::team_size(mg * p.kh * p.kw * band);
+#pragma omp parallel for num_threads(team) if (team > 1) schedule(static)
+  for (int64_t m = 0; m < mg; ++m) {
+    const float b = bias ? bias[m] : 0.0f;
+    for (int64_t kh = 0; kh < p.kh; ++kh) {
+      for (int64_t i = 0; i < rows; ++i) {
+        float* out = y + (m * p.oh + (r0 + i) * p.sh + kh) * p.ow;
+        const float* c0 = cols + (m * p.kh + kh) * p.kw * band + i * p.w;  // kw = 0; kw adds kw * band
+        if (p.sw == 2) {
+          const float* c1 = c0 + band;
+          for (int64_t iw = 0; iw < p.w; ++iw) {
+            out[2 * iw] = c0[iw] + b;
+            out[2 * iw + 1] = c1[iw] + b;
+          }
+          continue;
+        }
+        for (int64_t iw = 0; iw < p.w; ++iw)
+          for (int64_t kw = 0; kw < p.kw; ++kw) out[iw * p.sw + kw] = c0[kw * band + iw] + b;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void conv_transpose_gemm(const ConvTransposeParams& p, const float* x, const float* w, const float* bias, float* y) {
@@ -54,7 +90,8 @@ void conv_transpose_gemm(const ConvTransposeParams& p, const float* x, const flo
     cols.resize(static_cast<size_t>(mg * k * band_rows * p.w));
   for (int64_t n = 0; n < p.n; ++n) {
     float* yn = y + n * p.m * plane;
-    for (int64_t m = 0; m < p.m; ++m) std::fill(yn + m * plane, yn + (m + 1) * plane, bias ? bias[m] : 0.0f);
+    const bool tiles = tiles_exactly(p) && p.c > 0;
+    for (int64_t m = 0; m < p.m && !tiles; ++m) std::fill(yn + m * plane, yn + (m + 1) * plane, bias ? bias[m] : 0.0f);
     for (int64_t g = 0; g < p.group; ++g) {
       const ConstMatrixMap wg(w + g * cg * mg * k, cg, mg * k);  // [Cg, Mg*KH*KW]
       const float* xg = x + (n * p.c + g * cg) * in_plane;
@@ -69,7 +106,11 @@ void conv_transpose_gemm(const ConvTransposeParams& p, const float* x, const flo
                                                                                 Eigen::OuterStride<>(in_plane));
           c.noalias() = wg.transpose() * xb;
         }
-        col2im(p, mg, r0, rows, cols.data(), yn + g * mg * plane);
+        if (tiles) {
+          col2im_tiles(p, mg, r0, rows, cols.data(), bias ? bias + g * mg : nullptr, yn + g * mg * plane);
+        } else {
+          col2im(p, mg, r0, rows, cols.data(), yn + g * mg * plane);
+        }
       }
     }
   }

@@ -2,7 +2,8 @@
 // kernels/cpu/import_kernels.h) as a GEMM and a col2im scatter: per image, group and band of
 // input rows, cols [Mg*KH*KW, rows*W] = w_g^T [Mg*KH*KW, Cg] x x_g [Cg, rows*W] (Eigen's blocked,
 // threaded GEMM, no copy of the weights), then each column adds its value into the output pixel
-// it maps to. The band keeps cols near the cache (about 1 MiB); col2im is threaded over output
+// it maps to (or, when kernel == stride with no pads, each output pixel is written once with its
+// bias: no fill, no accumulation). The band keeps cols near the cache (about 1 MiB); col2im is threaded over output
 // channels, which never share a pixel. cpu::conv_transpose (double accumulation) is the oracle.
 #pragma once
 

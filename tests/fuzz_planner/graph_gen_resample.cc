@@ -2,8 +2,8 @@
 // the fused blocks (tests/fuzz_planner/graph_gen.h, resample_motif):
 // - An FPN join: a stride-2 conv, Resize back up (nearest or linear, every coordinate mode, by
 //   scales or by sizes), maybe through a 3x3 conv, added to a lateral 1x1 conv.
-// - A ConvTranspose head: kernel 2 or 3, stride 2, groups, bias, output padding; then BatchNorm
-//   and an epilogue.
+// - A ConvTranspose head: kernel 2 or 3, stride 2, groups, bias, output padding; then a bias Add,
+//   BatchNorm and an epilogue.
 // - Pad (constant, reflect, edge) before a valid conv.
 // - An Expand or Tile of a per-channel weight joining the running value.
 #include <algorithm>
@@ -74,6 +74,7 @@ std::string deconv_head(Emitter& e, Rng& r, const std::string& x) {
   std::vector<std::string> in = {d, e.weight({c, m / group, k, k})};
   if (r.chance(0.6)) in.push_back(e.weight({m}, "uniform"));
   std::string y = e.node("ConvTranspose", in, {xs[0], m, xs[2], xs[3]}, attrs);
+  if (r.chance(0.3)) y = e.node("Add", {y, e.weight({1, m, 1, 1}, "uniform")}, e.shape(y));  // Paddle's bias
   if (r.chance(0.5)) {
     y = e.node(
         "BatchNormalization",

@@ -274,3 +274,59 @@ TEST_CASE("bn_folding rejects_multi_use, rejects_graph_output and non-constant w
     CHECK_FALSE(run_pass(make_bn_folding_pass(), g));
   }
 }
+
+TEST_CASE("bn_folding: ConvTranspose + per-channel Add + BN fold into the ConvTranspose, by hand") {
+  // 1 -> 2 channels, 1x1 kernel: W [1, 2, 1, 1] = [2, -1]; the Add gives the bias [0.5, 0.25];
+  // the BN is tiny_conv_bn's: s0 = 1.5 / sqrt(0.251) = 2.99401794, s1 = 2 / sqrt(4.001) = 0.99987502.
+  Graph g = load_graph(std::string(kHead) + R"(inputs: [{name: x, shape: [1, 1, 2, 2]}]
+outputs: [y]
+initializers:
+  - {name: w, shape: [1, 2, 1, 1], value: [2.0, -1.0]}
+  - {name: k, shape: [1, 2, 1, 1], value: [0.5, 0.25]}
+  - {name: bn.scale, shape: [2], value: [1.5, 2.0]}
+  - {name: bn.bias, shape: [2], value: [0.1, -0.2]}
+  - {name: bn.mean, shape: [2], value: [0.5, -1.0]}
+  - {name: bn.var, shape: [2], value: [0.25, 4.0]}
+nodes:
+  - {name: up, op: ConvTranspose, inputs: [x, w], outputs: [t], attrs: {kernel_shape: [1, 1]}}
+  - {name: bias, op: Add, inputs: [k, t], outputs: [u]}
+  - {name: bn, op: BatchNormalization, inputs: [u, bn.scale, bn.bias, bn.mean, bn.var], outputs: [y], attrs: {epsilon: 0.001}}
+)");
+  REQUIRE(run_pass(make_bn_folding_pass(), g));
+  REQUIRE(g.nodes.size() == 1);
+  const Node& ct = g.nodes[0];
+  CHECK(g.value(ct.outputs[0]).name == "y");
+  REQUIRE(ct.inputs.size() == 3);
+  const Tensor& w2 = g.value(ct.inputs[1]).data;
+  const Tensor& b2 = g.value(ct.inputs[2]).data;
+  CHECK(w2.f32()[0] == doctest::Approx(5.9880358804).epsilon(1e-7));
+  CHECK(w2.f32()[1] == doctest::Approx(-0.9998750234).epsilon(1e-7));
+  // b' = (k - mean) * s + beta: (0.5 - 0.5) * s0 + 0.1; (0.25 + 1) * s1 - 0.2.
+  CHECK(b2.f32()[0] == doctest::Approx(0.1).epsilon(1e-7));
+  CHECK(b2.f32()[1] == doctest::Approx(1.0498437793).epsilon(1e-7));
+}
+
+TEST_CASE("bn_folding: grouped, strided ConvTranspose with bias, Add and BN, end to end") {
+  // 4 -> 6 channels in 2 groups: W [4, 3, 2, 2]; output channel m = (c / 2) * 3 + j.
+  const std::string yaml = std::string(kHead) + R"(inputs: [{name: x, shape: [2, 4, 3, 5]}]
+outputs: [y]
+initializers:
+  - {name: w, shape: [4, 3, 2, 2]}
+  - {name: b, shape: [6]}
+  - {name: k, shape: [6, 1, 1]}
+  - {name: bn.scale, shape: [6], init: bn_scale}
+  - {name: bn.bias, shape: [6]}
+  - {name: bn.mean, shape: [6]}
+  - {name: bn.var, shape: [6], init: bn_var}
+nodes:
+  - {name: up, op: ConvTranspose, inputs: [x, w, b], outputs: [t], attrs: {kernel_shape: [2, 2], strides: [2, 2], group: 2}}
+  - {name: bias, op: Add, inputs: [t, k], outputs: [u]}
+  - {name: bn, op: BatchNormalization, inputs: [u, bn.scale, bn.bias, bn.mean, bn.var], outputs: [y], attrs: {epsilon: 0.01}}
+)";
+  Graph g = fold_and_compare(yaml);
+  CHECK(count_op(g, OpKind::kAdd) == 0);
+  // An Add that broadcasts more than the channels stays.
+  Graph h = load_graph(replaced(yaml, "{name: k, shape: [6, 1, 1]}", "{name: k, shape: [6, 1, 10]}"));
+  REQUIRE(run_pass(make_bn_folding_pass(), h) == false);
+  CHECK(count_op(h, OpKind::kAdd) == 1);
+}
