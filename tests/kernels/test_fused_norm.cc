@@ -92,6 +92,30 @@ TEST_CASE("norm_rows_fused: softmax with scale and additive mask, masked rows gi
   }
 }
 
+TEST_CASE("norm_rows_fused: scores far below the row max (an additive mask of -10000) give exact zeros") {
+  // Row of 19 (the 8-lane loop and its tail): 0, -1, then -10000, -87.5 and -86.5 below the max
+  // in turn. exp(-86.5) / (1 + e^-1) = 2.0e-38 is a normal float and stays; anything more than 87
+  // below the max is exactly 0, never a denormal (whose arithmetic is several-fold slower).
+  const int64_t n = 19;
+  std::vector<float> x(static_cast<size_t>(n));
+  const float tail[] = {-10000.f, -87.5f, -86.5f};
+  for (int64_t j = 0; j < n; ++j) x[static_cast<size_t>(j)] = j == 0 ? 0.f : j == 1 ? -1.f : tail[j % 3];
+  std::vector<float> got(x.size(), -777.f);
+  cpu::norm_rows_fused(1, n, x.data(), {}, cpu::RowNorm::kSoftmax, nullptr, nullptr, 0.f, {}, got.data());
+  double sum = 0;
+  for (float v : x) sum += v < -87.f ? 0.0 : std::exp(static_cast<double>(v));
+  for (int64_t j = 0; j < n; ++j) {
+    const float v = x[static_cast<size_t>(j)], p = got[static_cast<size_t>(j)];
+    CAPTURE(j);
+    CHECK(std::fpclassify(p) != FP_SUBNORMAL);
+    if (v < -87.f) {
+      CHECK(p == 0.f);
+    } else {
+      CHECK(p == doctest::Approx(std::exp(static_cast<double>(v)) / sum).epsilon(1e-5));
+    }
+  }
+}
+
 TEST_CASE("norm_rows_fused: in place (x == y)") {
   auto x = random_floats(3 * 127, 9);
   const auto ref =
