@@ -69,6 +69,20 @@ TEST_CASE("unary: hand values, including NaN and infinities") {
   expect_values(run_unary(K::kIdentity, {-2, 3, kNaN}), {-2, 3, kNaN});
 }
 
+TEST_CASE("unary: Sigmoid at the ends of its range: exact 0 and 1, no denormal, infinities") {
+  // 1 / (1 + e^87) = 1.65e-38 is normal and stays; 1 / (1 + e^88.5) = 3.5e-39 is under FLT_MIN: 0.
+  const auto y = run_unary(cpu::EpOp::kSigmoid, {-87.f, -88.5f, -1e4f, 1e4f, -kInf, kInf, 1.f, -1.f});
+  CHECK(y[0] == doctest::Approx(1.0 / (1.0 + std::exp(87.0))).epsilon(1e-5));
+  CHECK(y[1] == 0.f);
+  CHECK(y[2] == 0.f);
+  CHECK(y[3] == 1.f);
+  CHECK(y[4] == 0.f);
+  CHECK(y[5] == 1.f);
+  CHECK(y[6] == doctest::Approx(0.7310585786).epsilon(1e-6));
+  CHECK(y[7] == doctest::Approx(0.2689414214).epsilon(1e-6));
+  for (float v : y) CHECK(std::fpclassify(v) != FP_SUBNORMAL);
+}
+
 TEST_CASE("unary: in place and against std:: over odd and large counts") {
   using K = cpu::EpOp;
   for (K kind :
