@@ -32,11 +32,23 @@ bool head_kind(const Graph& g, int ni, GroupKind* kind) {
   return true;
 }
 
+// A join that continues an elementwise chain: its other input is one the chain's head reads
+// (computed before the chain), as in the gated residual x + x * gate(x) of squeeze-and-excitation
+// FPNs, where x is also read by the gate and so joins no anchor's epilogue.
+bool joins_head_input(const Graph& g, int c, ValueId cur, const Node& head, GroupKind kind) {
+  if (kind != GroupKind::kElementwise) return false;
+  const Node& n = g.nodes[static_cast<size_t>(c)];
+  const ValueId other = n.inputs[0] == cur ? n.inputs[1] : n.inputs[0];
+  if (n.inputs[0] != cur && n.inputs[1] != cur) return false;
+  if (g.value(other).shape != g.value(n.outputs[0]).shape) return false;
+  return std::find(head.inputs.begin(), head.inputs.end(), other) != head.inputs.end();
+}
+
 // Can `c` extend a chain of `kind` in `phase`? Updates kind/phase when it does.
-bool accepts(const Graph& g, int c, ValueId cur, int anchor_op_conv, GroupKind* kind, Phase* phase) {
+bool accepts(const Graph& g, int c, ValueId cur, int anchor_op_conv, const Node& head, GroupKind* kind, Phase* phase) {
   const Node& n = g.nodes[static_cast<size_t>(c)];
   if (*phase == Phase::kDone) return false;
-  if (is_join(g, c)) return false;
+  if (is_join(g, c)) return *phase == Phase::kEpilogue && joins_head_input(g, c, cur, head, *kind);
   if (is_epilogue_op(g, c, cur)) return true;
   if (*phase != Phase::kEpilogue) return false;
   if (n.op == OpKind::kGlobalAveragePool && *kind == GroupKind::kAnchorEpilogue && anchor_op_conv) {
@@ -140,14 +152,14 @@ void grow_chain(PlanState& st, int head) {
     int c = v.consumers[0];
     GroupKind next_kind = kind;
     Phase next_phase = phase;
-    bool candidate = v.consumers.size() == 1 && accepts(g, c, cur, conv, &next_kind, &next_phase);
+    bool candidate = v.consumers.size() == 1 && accepts(g, c, cur, conv, st.node(head), &next_kind, &next_phase);
     FusionDecision d = check_single_use(g, cur);
     if (!d) {
       // Only a refusal worth reporting when the consumer would otherwise have been fused.
       for (int other : v.consumers) {
         GroupKind k2 = kind;
         Phase p2 = phase;
-        if (accepts(g, other, cur, conv, &k2, &p2) && st.group_of(other) < 0) {
+        if (accepts(g, other, cur, conv, st.node(head), &k2, &p2) && st.group_of(other) < 0) {
           st.reject(Strategy::kVertical, {chain.back(), other}, d);
           break;
         }

@@ -120,6 +120,43 @@ void follow_binary(const Graph& g, const Node& n, cpu::BinaryKind kind, Step& s)
   });
 }
 
+void follow_elementwise_program(const Graph& g, const std::vector<ValueId>& inputs, ValueId yi,
+                                const cpu::ElementwiseProgram& prog, Step& s) {
+  if (!plain_4d(g, yi)) return;
+  const Shape out = shape_of(g, yi);
+  std::vector<Shape> shapes;
+  std::vector<bool> is_full;
+  std::vector<ValueId> full;
+  for (ValueId v : inputs) {
+    if (shape_of(g, v).size() > 4) return;
+    const Shape sh = padded(shape_of(g, v), 4);
+    for (size_t d = 0; d < 4; ++d)
+      if (sh[d] != 1 && sh[d] != out[d]) return;
+    is_full.push_back(sh == out);
+    if (!is_full.back() && sh[1] != 1 && sh[2] * sh[3] != 1) return;  // a broadcast that needs NCHW
+    if (is_full.back()) full.push_back(v);
+    shapes.push_back(sh);
+  }
+  if (full.empty()) return;
+  const int64_t c = out[1];
+  offer(g, s, full, yi, true, [=](const BufferTable& t, const std::vector<const float*>& x, float* y, int64_t b) {
+    cpu::ElementwiseProgram p = prog;  // the program over the block order's 5-D view
+    p.out_shape = cpu::blocked_shape(out, c, b);
+    std::vector<const float*> ptrs;
+    for (size_t i = 0, k = 0; i < inputs.size(); ++i) {
+      const std::vector<int64_t> in5 = cpu::blocked_shape(shapes[i], c, b);
+      p.input_strides[i].assign(in5.size(), 0);
+      int64_t stride = 1;
+      for (size_t d = in5.size(); d-- > 0;) {
+        p.input_strides[i][d] = in5[d] == 1 ? 0 : stride;
+        stride *= in5[d];
+      }
+      ptrs.push_back(is_full[i] ? x[k++] : t.f32(inputs[i]));
+    }
+    cpu::run_elementwise_program(p, ptrs, {y});
+  });
+}
+
 void follow_unary(const Graph& g, const Node& n, cpu::EpOp op, float a, float b, Step& s) {
   const ValueId xi = n.inputs[0], yi = n.outputs[0];
   if (!plain_4d(g, yi) || shape_of(g, xi) != shape_of(g, yi)) return;

@@ -18,6 +18,11 @@ namespace fusert::cpu_lowering {
 void follow_binary(const Graph& g, const Node& n, cpu::BinaryKind kind, Step& s);
 void follow_unary(const Graph& g, const Node& n, cpu::EpOp op, float a, float b, Step& s);
 void follow_batch_norm(const Graph& g, const Node& n, Step& s);
+/// A fused elementwise program (lower_elementwise.cc) over a 4-D output `y`: its inputs
+/// (`inputs`, in the program's order) of the output's shape are read in the chosen block, the
+/// per-channel, per-pixel and scalar ones as they are.
+void follow_elementwise_program(const Graph& g, const std::vector<ValueId>& inputs, ValueId y,
+                                const cpu::ElementwiseProgram& prog, Step& s);
 void follow_global_avg_pool(const Graph& g, const Node& n, Step& s);
 /// A Resize of the last two dims of a 4-D tensor (`rows`, `cols`: the lowering's tables).
 void follow_resize_2d(const Graph& g, const Node& n, const cpu::ResizeAxis& rows, const cpu::ResizeAxis& cols, Step& s);

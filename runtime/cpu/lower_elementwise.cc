@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "runtime/cpu/layout_follow.h"
 #include "runtime/cpu/lower_cpu.h"
 
 namespace fusert::lowering {
@@ -48,6 +49,7 @@ Status lower_elementwise(const Graph& g, const FusionGroup& grp, Step& s) {
     for (ValueId v : inputs) ins.push_back(b.f32(v));
     cpu::run_elementwise_program(prog, ins, {b.f32(y)});
   };
+  cpu_lowering::follow_elementwise_program(g, inputs, y, prog, s);
   return Status();
 }
 

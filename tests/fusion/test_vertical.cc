@@ -384,4 +384,39 @@ TEST_SUITE("fusion.vertical") {
     CHECK(p.rejected.empty());
   }
 
+  TEST_CASE(
+      "vertical: the gated residual x + x * gate(x) is one elementwise kernel; a join with another branch is not") {
+    // x (a conv output) is read by the gate's pool, the Mul and the Add: no conv epilogue can
+    // take the Mul or the Add, but the Add's other input is the Mul's own input x.
+    const std::string rse = R"(fusert: 1
+name: rse
+inputs: [{name: in, shape: [1, 8, 6, 5]}]
+outputs: [y]
+initializers:
+  - {name: w, shape: [8, 8, 1, 1]}
+  - {name: ws, shape: [8, 8, 1, 1]}
+  - {name: wz, shape: [8, 8, 1, 1]}
+nodes:
+  - {name: conv, op: Conv, inputs: [in, w], outputs: [x], attrs: {kernel_shape: [1, 1]}}
+  - {name: gap, op: GlobalAveragePool, inputs: [x], outputs: [g]}
+  - {name: se, op: Conv, inputs: [g, ws], outputs: [s0], attrs: {kernel_shape: [1, 1]}}
+  - {name: gate, op: HardSigmoid, inputs: [s0], outputs: [s]}
+  - {name: mul, op: Mul, inputs: [x, s], outputs: [m]}
+)";
+    const std::string joined = rse + "  - {name: add, op: Add, inputs: [m, x], outputs: [y]}\n";
+    Graph g = load_graph(joined);
+    FusionPlan p = plan(g, only({Strategy::kVertical}));
+    INFO(plan_dump(g, p));
+    check_group(g, p, "mul", Strategy::kVertical, GroupKind::kElementwise, {"mul", "add"});
+    CHECK(check_fused_matches_unfused(joined, "v_gated_residual", {"vertical", "all"}) == 4);  // kernels
+    // The Add joins zz, a value of another branch that the chain's head does not read: no group.
+    const std::string other =
+        rse +
+        "  - {name: z, op: Conv, inputs: [in, wz], outputs: [zz], attrs: {kernel_shape: [1, 1]}}\n"
+        "  - {name: add, op: Add, inputs: [m, zz], outputs: [y]}\n";
+    Graph h = load_graph(other);
+    FusionPlan q = plan(h, only({Strategy::kVertical}));
+    INFO(plan_dump(h, q));
+    check_unfused(h, q, {"mul", "add"});
+  }
 }  // TEST_SUITE

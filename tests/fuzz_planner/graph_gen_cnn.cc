@@ -184,7 +184,8 @@ std::string two_branch(Emitter& e, Rng& r, std::string x) {
   return y;
 }
 
-// Squeeze-and-excitation: x * gate(GAP(x)), then maybe the block's projection conv.
+// Squeeze-and-excitation: x * gate(GAP(x)) (maybe joined with x again), then maybe the block's
+// projection conv.
 std::string se_gate(Emitter& e, Rng& r, std::string x) {
   x = computed(e, x);
   const Dims xs = e.shape(x);
@@ -197,6 +198,10 @@ std::string se_gate(Emitter& e, Rng& r, std::string x) {
   g = r.chance(0.6) ? e.node("HardSigmoid", {g}, e.shape(g), "alpha: 0.1666667, beta: 0.5")
                     : e.node("Sigmoid", {g}, e.shape(g));
   std::string y = r.chance(0.5) ? e.node("Mul", {x, g}, xs) : e.node("Mul", {g, x}, xs);
+  if (r.chance(0.35)) {  // the gated residual of PaddleOCR's FPN: x + x * gate (maybe activated)
+    y = r.chance(0.5) ? e.node("Add", {x, y}, xs) : e.node(r.chance(0.5) ? "Add" : "Sub", {y, x}, xs);
+    if (r.chance(0.3)) y = act(e, r, y);
+  }
   if (r.chance(0.6)) {
     ConvSpec p;
     p.m = r.range(1, 8);
