@@ -16,18 +16,22 @@
 namespace fusert::cpu_lowering {
 namespace {
 
+// A follow step's kernel with every full input (`full`, in the lowering's order) and the output
+// in the block it was prepared for.
+using BlockedRun = std::function<void(const BufferTable& t, const std::vector<const float*>& full, float* y)>;
+// Prepares the kernel for block b, once, when the layout pass has chosen (shapes, programs).
+using BlockedKernel = std::function<BlockedRun(int64_t b)>;
+
 // What the layout pass chose, set once by NativeLayout::apply.
 struct Chosen {
   std::vector<std::vector<int64_t>> in;  // per full input: its strides (empty: NCHW)
   std::vector<int64_t> in_b;             // its block (kernels/cpu/blocked.h); 0: none of them
-  int64_t out_b = 1;                     // the output's block; 1: NCHW
-  bool native = false;                   // false: the pass kept everything NCHW
+  int64_t b = 1;                         // the block the kernel runs in; 1: NCHW
+  BlockedRun run;                        // empty: the pass kept everything NCHW
 };
 
-// A follow step's kernel with every full input (`full`, in the lowering's order) and the output
-// in block b.
-using BlockedKernel =
-    std::function<void(const BufferTable& t, const std::vector<const float*>& full, float* y, int64_t b)>;
+// Whether a 4-D operand's memory is the same in every block order: one channel, or one pixel.
+bool layout_free(const Shape& sh) { return sh[1] == 1 || sh[2] * sh[3] == 1; }
 
 bool plain_4d(const Graph& g, ValueId v) {
   const Value& val = g.value(v);
@@ -57,7 +61,8 @@ std::vector<const float*> inputs_in(const BufferTable& t, const std::vector<Valu
 }
 
 // Offers `s` to the layout pass with `full` read in any block and, when `offer_output`, its
-// output following them; `kernel` runs once the pass chose a layout for any of them.
+// output following them; once the pass chose a layout for any of them, `kernel` prepares the
+// step's run for that block (at plan time, not per run).
 void offer(const Graph& g, Step& s, const std::vector<ValueId>& full, ValueId y, bool offer_output,
            BlockedKernel kernel) {
   auto l = std::make_shared<NativeLayout>();
@@ -73,7 +78,7 @@ void offer(const Graph& g, Step& s, const std::vector<ValueId>& full, ValueId y,
   l->output = offer_output ? y : kNoValue;
   const Shape ys = g.value(y).shape;
   auto chosen = std::make_shared<Chosen>();
-  l->apply = [chosen, shapes, ys](const NativeLayout& nl) {
+  l->apply = [chosen, shapes, ys, offer_output, kernel](const NativeLayout& nl) {
     chosen->in.clear();
     chosen->in_b.clear();
     for (size_t i = 0; i < nl.reads.size(); ++i) {
@@ -81,16 +86,16 @@ void offer(const Graph& g, Step& s, const std::vector<ValueId>& full, ValueId y,
       chosen->in.push_back(r.used ? r.strides : std::vector<int64_t>());
       chosen->in_b.push_back(cpu::block_of(chosen->in.back(), shapes[i][1], shapes[i][2], shapes[i][3]));
     }
-    chosen->out_b = nl.output_used ? cpu::block_of(nl.output_strides, ys[1], ys[2], ys[3]) : 1;
-    chosen->native = true;
+    // Without an output in a layout (GlobalAveragePool), the kernel reads its input as it is.
+    const int64_t out_b = nl.output_used ? cpu::block_of(nl.output_strides, ys[1], ys[2], ys[3]) : 1;
+    chosen->b = offer_output ? out_b : (chosen->in_b[0] > 0 ? chosen->in_b[0] : 1);
+    chosen->run = kernel(chosen->b);
   };
   s.native = l;
   std::function<void(const BufferTable&)> plain = std::move(s.run);
   s.run = [=](const BufferTable& t) {
-    if (!chosen->native) return plain(t);
-    // Without an output in a layout (GlobalAveragePool), the kernel reads its input as it is.
-    const int64_t b = offer_output ? chosen->out_b : (chosen->in_b[0] > 0 ? chosen->in_b[0] : 1);
-    kernel(t, inputs_in(t, full, shapes, *chosen, b), t.f32(y), b);
+    if (!chosen->run) return plain(t);
+    chosen->run(t, inputs_in(t, full, shapes, *chosen, chosen->b), t.f32(y));
   };
 }
 
@@ -104,7 +109,7 @@ void follow_binary(const Graph& g, const Node& n, cpu::BinaryKind kind, Step& s)
   // same in every block order (one channel, or one pixel); any other broadcast stays NCHW.
   auto full_or_free = [&](const Shape& sh, bool* full) {
     *full = sh == out;
-    return *full || sh[1] == 1 || sh[2] * sh[3] == 1;
+    return *full || layout_free(sh);
   };
   bool a_full = false, b_full = false;
   if (!full_or_free(as, &a_full) || !full_or_free(bs, &b_full) || (!a_full && !b_full)) return;
@@ -112,11 +117,14 @@ void follow_binary(const Graph& g, const Node& n, cpu::BinaryKind kind, Step& s)
   if (a_full) full.push_back(ai);
   if (b_full) full.push_back(bi);
   const int64_t c = out[1];
-  offer(g, s, full, yi, true, [=](const BufferTable& t, const std::vector<const float*>& x, float* y, int64_t b) {
-    const float* pa = a_full ? x[0] : t.f32(ai);
-    const float* pb = b_full ? x[a_full ? 1 : 0] : t.f32(bi);
-    cpu::binary(kind, cpu::blocked_shape(out, c, b), cpu::blocked_shape(as, c, b), pa, cpu::blocked_shape(bs, c, b), pb,
-                y);
+  offer(g, s, full, yi, true, [=](int64_t b) -> BlockedRun {
+    const Shape o5 = cpu::blocked_shape(out, c, b), a5 = cpu::blocked_shape(as, c, b),
+                b5 = cpu::blocked_shape(bs, c, b);
+    return [=](const BufferTable& t, const std::vector<const float*>& x, float* y) {
+      const float* pa = a_full ? x[0] : t.f32(ai);
+      const float* pb = b_full ? x[a_full ? 1 : 0] : t.f32(bi);
+      cpu::binary(kind, o5, a5, pa, b5, pb, y);
+    };
   });
 }
 
@@ -133,17 +141,16 @@ void follow_elementwise_program(const Graph& g, const std::vector<ValueId>& inpu
     for (size_t d = 0; d < 4; ++d)
       if (sh[d] != 1 && sh[d] != out[d]) return;
     is_full.push_back(sh == out);
-    if (!is_full.back() && sh[1] != 1 && sh[2] * sh[3] != 1) return;  // a broadcast that needs NCHW
+    if (!is_full.back() && !layout_free(sh)) return;  // a broadcast that needs NCHW
     if (is_full.back()) full.push_back(v);
     shapes.push_back(sh);
   }
   if (full.empty()) return;
   const int64_t c = out[1];
-  offer(g, s, full, yi, true, [=](const BufferTable& t, const std::vector<const float*>& x, float* y, int64_t b) {
+  offer(g, s, full, yi, true, [=](int64_t b) -> BlockedRun {
     cpu::ElementwiseProgram p = prog;  // the program over the block order's 5-D view
     p.out_shape = cpu::blocked_shape(out, c, b);
-    std::vector<const float*> ptrs;
-    for (size_t i = 0, k = 0; i < inputs.size(); ++i) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
       const std::vector<int64_t> in5 = cpu::blocked_shape(shapes[i], c, b);
       p.input_strides[i].assign(in5.size(), 0);
       int64_t stride = 1;
@@ -151,9 +158,12 @@ void follow_elementwise_program(const Graph& g, const std::vector<ValueId>& inpu
         p.input_strides[i][d] = in5[d] == 1 ? 0 : stride;
         stride *= in5[d];
       }
-      ptrs.push_back(is_full[i] ? x[k++] : t.f32(inputs[i]));
     }
-    cpu::run_elementwise_program(p, ptrs, {y});
+    return [=](const BufferTable& t, const std::vector<const float*>& x, float* y) {
+      std::vector<const float*> ptrs;
+      for (size_t i = 0, k = 0; i < inputs.size(); ++i) ptrs.push_back(is_full[i] ? x[k++] : t.f32(inputs[i]));
+      cpu::run_elementwise_program(p, ptrs, {y});
+    };
   });
 }
 
@@ -161,8 +171,9 @@ void follow_unary(const Graph& g, const Node& n, cpu::EpOp op, float a, float b,
   const ValueId xi = n.inputs[0], yi = n.outputs[0];
   if (!plain_4d(g, yi) || shape_of(g, xi) != shape_of(g, yi)) return;
   const int64_t count = shape_numel(shape_of(g, yi));
-  offer(g, s, {xi}, yi, true, [=](const BufferTable&, const std::vector<const float*>& x, float* y, int64_t) {
-    cpu::unary(op, a, b, count, x[0], y);
+  offer(g, s, {xi}, yi, true, [=](int64_t) -> BlockedRun {
+    return
+        [=](const BufferTable&, const std::vector<const float*>& x, float* y) { cpu::unary(op, a, b, count, x[0], y); };
   });
 }
 
@@ -172,9 +183,11 @@ void follow_batch_norm(const Graph& g, const Node& n, Step& s) {
   const Shape x = shape_of(g, xi);
   const float eps = static_cast<float>(n.attr_f("epsilon"));
   const std::vector<ValueId> in = n.inputs;
-  offer(g, s, {xi}, yi, true, [=](const BufferTable& t, const std::vector<const float*>& xs, float* y, int64_t b) {
-    cpu::batch_norm_blocked(x[0], x[1], x[2] * x[3], b, xs[0], t.f32(in[1]), t.f32(in[2]), t.f32(in[3]), t.f32(in[4]),
-                            eps, y);
+  offer(g, s, {xi}, yi, true, [=](int64_t b) -> BlockedRun {
+    return [=](const BufferTable& t, const std::vector<const float*>& xs, float* y) {
+      cpu::batch_norm_blocked(x[0], x[1], x[2] * x[3], b, xs[0], t.f32(in[1]), t.f32(in[2]), t.f32(in[3]), t.f32(in[4]),
+                              eps, y);
+    };
   });
 }
 
@@ -182,8 +195,10 @@ void follow_global_avg_pool(const Graph& g, const Node& n, Step& s) {
   const ValueId xi = n.inputs[0], yi = n.outputs[0];
   if (!plain_4d(g, xi)) return;
   const Shape x = shape_of(g, xi);
-  offer(g, s, {xi}, yi, false, [=](const BufferTable&, const std::vector<const float*>& xs, float* y, int64_t b) {
-    cpu::global_avg_pool_blocked(x[0], x[1], x[2] * x[3], b, xs[0], y);
+  offer(g, s, {xi}, yi, false, [=](int64_t b) -> BlockedRun {
+    return [=](const BufferTable&, const std::vector<const float*>& xs, float* y) {
+      cpu::global_avg_pool_blocked(x[0], x[1], x[2] * x[3], b, xs[0], y);
+    };
   });
 }
 
@@ -193,8 +208,10 @@ void follow_resize_2d(const Graph& g, const Node& n, const cpu::ResizeAxis& rows
   if (!plain_4d(g, xi) || !plain_4d(g, yi)) return;
   const Shape x = shape_of(g, xi), y4 = shape_of(g, yi);
   if (x[0] != y4[0] || x[1] != y4[1]) return;
-  offer(g, s, {xi}, yi, true, [=](const BufferTable&, const std::vector<const float*>& xs, float* y, int64_t b) {
-    cpu::resize_2d_blocked(x[0], x[1], b, x[2], x[3], y4[2], y4[3], rows, cols, xs[0], y);
+  offer(g, s, {xi}, yi, true, [=](int64_t b) -> BlockedRun {
+    return [=](const BufferTable&, const std::vector<const float*>& xs, float* y) {
+      cpu::resize_2d_blocked(x[0], x[1], b, x[2], x[3], y4[2], y4[3], rows, cols, xs[0], y);
+    };
   });
 }
 
@@ -206,11 +223,14 @@ void transpose_to_channels_last(const Graph& g, const Node& n, Step& s) {
   const ValueId xi = n.inputs[0], yi = n.outputs[0];
   const Shape x = shape_of(g, xi);
   const std::vector<int64_t> perm = n.attr_ints("perm");
-  offer(g, s, {xi}, yi, false, [=](const BufferTable&, const std::vector<const float*>& xs, float* y, int64_t b) {
-    if (b == 1) return cpu::transpose(x, perm, xs[0], y);
-    const int64_t nhw[3] = {x[0], x[2], x[3]};
-    cpu::concat_channels(nhw, {x[1]}, {xs[0]}, {cpu::blocked_strides(b, x[1], x[2], x[3])},
-                         cpu::blocked_strides(x[1], x[1], x[2], x[3]), y);
+  offer(g, s, {xi}, yi, false, [=](int64_t b) -> BlockedRun {
+    const std::vector<int64_t> from = cpu::blocked_strides(b, x[1], x[2], x[3]);
+    const std::vector<int64_t> nhwc = cpu::blocked_strides(x[1], x[1], x[2], x[3]);
+    return [=](const BufferTable&, const std::vector<const float*>& xs, float* y) {
+      if (b == 1) return cpu::transpose(x, perm, xs[0], y);
+      const int64_t nhw[3] = {x[0], x[2], x[3]};
+      cpu::concat_channels(nhw, {x[1]}, {xs[0]}, {from}, nhwc, y);
+    };
   });
 }
 
@@ -226,11 +246,11 @@ void transpose_from_channels_last(const Graph& g, const Node& n, Step& s) {
   l->apply = [out](const NativeLayout& nl) { *out = nl.output_used ? nl.output_strides : std::vector<int64_t>(); };
   s.native = l;
   std::function<void(const BufferTable&)> plain = std::move(s.run);
+  const std::vector<int64_t> nhwc = cpu::blocked_strides(y4[1], y4[1], y4[2], y4[3]);
   s.run = [=](const BufferTable& t) {
     if (out->empty()) return plain(t);
     const int64_t nhw[3] = {y4[0], y4[2], y4[3]};
-    cpu::concat_channels(nhw, {y4[1]}, {t.f32(xi)}, {cpu::blocked_strides(y4[1], y4[1], y4[2], y4[3])}, *out,
-                         t.f32(yi));
+    cpu::concat_channels(nhw, {y4[1]}, {t.f32(xi)}, {nhwc}, *out, t.f32(yi));
   };
 }
 
