@@ -43,7 +43,7 @@ void list_ops() {
 Result<TensorMap> make_inputs(const InferOptions& o, const Session& s) {
   if (o.input.empty()) {
     DimValues dims;
-    if (o.batch > 0) {
+    if (o.batch >= 0) {
       const Session::Dim d = s.inputs()[0].dims.at(0);
       if (d.symbol.empty()) {
         return error(StatusCode::kInvalidArgument)
@@ -57,7 +57,7 @@ Result<TensorMap> make_inputs(const InferOptions& o, const Session& s) {
       dims[d.symbol] = o.batch;
     }
     std::printf("input: seeded (seed %llu)%s\n", static_cast<unsigned long long>(o.session.seed),
-                o.batch > 0 ? (", batch " + std::to_string(o.batch)).c_str() : "");
+                o.batch >= 0 ? (", batch " + std::to_string(o.batch)).c_str() : "");
     return s.seeded_inputs(o.session.seed, dims);
   }
   const Value& in = s.graph().value(s.graph().inputs[0]);

@@ -233,7 +233,7 @@ Result<InferOptions> parse_args(int argc, char** argv) {
     } else if (a == "--batch-size") {
       FUSERT_ASSIGN_OR_RETURN(o.batch_size, parse_int(a, v, 1, 4096));
     } else if (a == "--batch") {
-      FUSERT_ASSIGN_OR_RETURN(o.batch, parse_int(a, v, 1, 1 << 20));
+      FUSERT_ASSIGN_OR_RETURN(o.batch, parse_int(a, v, 0, 1 << 20));
     } else if (a == "--topk") {
       FUSERT_ASSIGN_OR_RETURN(o.topk, parse_int(a, v, 1));
     } else if (a == "--seed") {
@@ -246,23 +246,23 @@ Result<InferOptions> parse_args(int argc, char** argv) {
     o.input = o.images[0];
     o.images.clear();
   }
-  if (!o.images.empty() && (o.verify || o.ablation || o.profile || o.compare_cpu || o.batch > 0)) {
+  if (!o.images.empty() && (o.verify || o.ablation || o.profile || o.compare_cpu || o.batch >= 0)) {
     return error(StatusCode::kInvalidArgument)
            << "several --input images (or a directory) cannot be combined with --verify, --ablation, --profile, "
               "--compare-cpu or --batch";
   }
-  if (o.batch > 0 && (o.verify || o.ablation)) {
+  if (o.batch >= 0 && (o.verify || o.ablation)) {
     return error(StatusCode::kInvalidArgument)
            << "--verify and --ablation run at the model's planned shape; drop --batch";
   }
-  if (o.batch > 0 && !o.input.empty())
+  if (o.batch >= 0 && !o.input.empty())
     return error(StatusCode::kInvalidArgument)
            << "--batch sets the seeded input's batch; it cannot be combined with --input";
   FusionOptions fusion;
   std::string why;
   if (!parse_fusion_mode(o.session.fusion, &fusion, &why))
     return error(StatusCode::kInvalidArgument) << "--fusion: " << why;
-  if ((!o.texts.empty() || !o.text_file.empty()) && (!o.input.empty() || !o.images.empty() || o.batch > 0 ||
+  if ((!o.texts.empty() || !o.text_file.empty()) && (!o.input.empty() || !o.images.empty() || o.batch >= 0 ||
                                                      !o.stats_json.empty() || o.verify || o.ablation || o.profile)) {
     return error(StatusCode::kInvalidArgument) << "--text/--text-file cannot be combined with --input, --batch, "
                                                   "--stats-json, --verify, --ablation or --profile";

@@ -17,7 +17,7 @@ struct InferOptions {
   std::string text_file;
   int runs = 0, warmup = -1, topk = 5;  // runs 0 / warmup -1: the defaults (parse_args)
   int batch_size = 32;                  // --batch-size: texts or images per run
-  int batch = 0;                        // --batch: seeded input of this batch size (0: the model's opt point)
+  int batch = -1;                       // --batch: seeded input of this batch size (-1: the model's opt point)
   bool dump = false, list_ops = false, help = false;
   bool explain = false, verify = false, ablation = false, profile = false;
   bool compare_cpu = false;  // --compare-cpu: run the same input on the CPU and compare

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -177,8 +178,11 @@ bool decode_jpeg(const uint8_t* data, size_t size, int64_t max_pixels, Decoded* 
 }  // namespace
 
 Result<Tensor> decode_image(const std::string& path, int64_t max_pixels) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    return error(StatusCode::kNotFound) << path << ": cannot read image: no such file (or not a regular file)";
   std::ifstream f(path, std::ios::binary);
-  if (!f) return error(StatusCode::kParseError) << path << ": cannot read image: cannot open the file";
+  if (!f) return error(StatusCode::kIoError) << path << ": cannot read image: cannot open the file (permissions?)";
   const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   if (!f.eof() && f.fail()) return error(StatusCode::kParseError) << path << ": cannot read image: read error";
   const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());

@@ -56,7 +56,7 @@ TEST_CASE("public API: read_image errors name the model or the file") {
   REQUIRE(e.ok());
   auto missing = (*e)->read_image(kModels + "data/nope.png");
   REQUIRE(!missing.ok());
-  CHECK(missing.status().code() == StatusCode::kParseError);
+  CHECK(missing.status().code() == StatusCode::kNotFound);
   CHECK(missing.status().message().find("nope.png") != std::string::npos);
   auto not_image = (*e)->read_image(kModels + "FORMAT.md");
   REQUIRE(!not_image.ok());
