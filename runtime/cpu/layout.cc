@@ -124,6 +124,7 @@ int assign_native_layouts(const Graph& g, std::vector<Step>& steps) {
     std::string what;
     for (const NativeLayout::Read& rd : n.reads)
       if (rd.used) what += " " + g.value(rd.value).name;
+    if (steps[i].detail.empty()) steps[i].detail = "own kernel " + steps[i].kernel + " (follows its inputs' layout)";
     steps[i].detail +=
         "; reorders removed (layout kept native):" + (what.empty() ? "" : " in" + what) + (n.output_used ? " out" : "");
   }
