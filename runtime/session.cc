@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "graph/fusion/cost_model.h"
 #include "graph/fusion/explain.h"
 #include "graph/fusion/planner.h"
 #include "graph/onnx/onnx_import.h"
@@ -334,13 +335,16 @@ Result<std::vector<SessionImpl::StepTime>> SessionImpl::profile(const TensorMap&
     if (r == 0) continue;  // warm-up: first touch of the arena and the primitives' scratch
     for (size_t i = 0; i < per_step.size(); ++i) per_step[i].push_back(info.step_ms[i]);
   }
+  const Graph& g = inst ? inst->graph : model_.graph;
   std::vector<StepTime> out;
   for (size_t i = 0; i < plan->steps.size(); ++i) {
     const Step& st = plan->steps[i];
     std::vector<double>& v = per_step[i];
     std::sort(v.begin(), v.end());
+    double flops = 0;
+    for (int n : st.nodes) flops += static_cast<double>(node_flops(g, n));
     out.push_back({st.name, st.alias_of == kNoValue ? st.kernel : "view", st.detail, static_cast<int>(st.nodes.size()),
-                   v.empty() ? 0.0 : v[v.size() / 2], st.alias_of == kNoValue && st.reference_loop});
+                   v.empty() ? 0.0 : v[v.size() / 2], flops, st.alias_of == kNoValue && st.reference_loop});
   }
   return out;
 }

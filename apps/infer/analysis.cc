@@ -66,11 +66,12 @@ Status print_ablation(const InferOptions& o, const TensorMap& inputs) {
 
 Status print_profile(const InferOptions& o, const Session& s, const TensorMap& inputs) {
   FUSERT_ASSIGN_OR_RETURN(auto steps, s.profile(inputs, o.runs));
-  double total = 0, ref_ms = 0;
+  double total = 0, ref_ms = 0, flops = 0;
   int ref_steps = 0;
   std::map<std::string, std::pair<int, double>> per_kernel;  // kernel -> steps, ms
   for (const auto& st : steps) {
     total += st.ms;
+    flops += st.flops;
     if (st.reference_loop) {
       ref_ms += st.ms;
       ++ref_steps;
@@ -79,20 +80,25 @@ Status print_profile(const InferOptions& o, const Session& s, const TensorMap& i
     k.first += 1;
     k.second += st.ms;
   }
-  std::printf("profile (%s, fusion %s, threads %d (0: all cores), median of %d run%s per step): %zu steps, %.3f ms\n",
-              s.graph().name.c_str(), s.options().fusion.c_str(), s.options().threads, o.runs, o.runs == 1 ? "" : "s",
-              steps.size(), total);
+  std::printf(
+      "profile (%s, fusion %s, threads %d (0: all cores), median of %d run%s per step): %zu steps, %.3f ms, %.2f GFLOP "
+      "(%.1f GFLOP/s)\n",
+      s.graph().name.c_str(), s.options().fusion.c_str(), s.options().threads, o.runs, o.runs == 1 ? "" : "s",
+      steps.size(), total, flops / 1e9, flops / std::max(total, 1e-9) / 1e6);
   std::vector<size_t> order(steps.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return steps[a].ms > steps[b].ms; });
   std::printf(
-      "  slowest steps (REF: a plain reference loop, not a kernel built for speed):\n  %9s %6s  %-40s %-4s %-24s %s\n",
-      "ms", "%", "step", "", "kernel", "what it runs");
+      "  slowest steps (REF: a plain reference loop, not a kernel built for speed; GFLOP/s: the step's nodes' "
+      "FLOPs over its time, - for data movement):\n  %9s %6s %8s  %-40s %-4s %-24s %s\n",
+      "ms", "%", "GFLOP/s", "step", "", "kernel", "what it runs");
   for (size_t k = 0; k < order.size() && k < 15; ++k) {
     const auto& st = steps[order[k]];
     // Long names and details are cut, with "..." to say so (--explain prints them whole).
     auto cut = [](const std::string& v, size_t n) { return v.size() <= n ? v : v.substr(0, n - 3) + "..."; };
-    std::printf("  %9.3f %5.1f%%  %-40s %-4s %-24s %s\n", st.ms, 100 * st.ms / std::max(total, 1e-9),
+    char rate[16] = "-";
+    if (st.flops > 0 && st.ms > 0) std::snprintf(rate, sizeof rate, "%.1f", st.flops / st.ms / 1e6);
+    std::printf("  %9.3f %5.1f%% %8s  %-40s %-4s %-24s %s\n", st.ms, 100 * st.ms / std::max(total, 1e-9), rate,
                 cut(st.name, 40).c_str(), st.reference_loop ? "REF" : "", cut(st.kernel, 24).c_str(),
                 cut(st.detail, 90).c_str());
   }

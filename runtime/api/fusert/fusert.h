@@ -53,6 +53,10 @@ struct StepTime {
   std::string detail;  ///< what the backend made of it (the oneDNN primitive and post-op chain)
   int nodes = 0;       ///< graph nodes the step computes
   double ms = 0;       ///< median wall time of the step, ms
+  /// Floating-point operations of the step's nodes at the profiled shape (a multiply-add
+  /// counts 2; Conv, Gemm, MatMul and elementwise ops, 0 for data movement): flops / ms / 1e6
+  /// is the step's GFLOP/s.
+  double flops = 0;
   /// The kernel is a plain reference loop (one element at a time, no vectorisation or
   /// threads): correct but slow; a model where such steps take a large share is a gap.
   bool reference_loop = false;
