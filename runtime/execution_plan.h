@@ -66,6 +66,11 @@ struct Step {
   /// A view step (Reshape, Flatten, Unsqueeze, Identity): no kernel; the output shares the
   /// buffer of this value (the memory planner places both in one slot).
   ValueId alias_of = kNoValue;
+  /// An input whose buffer the step may write its one output over (the oneDNN convolution's
+  /// sum post-op adds the residual held in its destination): the memory planner gives the
+  /// output that buffer when this step reads the input last, in no other role, and both are
+  /// activations of one size (runtime/memory_planner.h). The kernel must cope with the alias.
+  ValueId in_place_of = kNoValue;
   /// Optional data-dependent validation run before `run` (e.g. Gather index range); its error
   /// names the node and tensor, and the run stops.
   std::function<Status(const BufferTable&)> check;

@@ -20,17 +20,23 @@ static std::vector<ValueId> alias_roots(const Graph& g, const ExecutionPlan& pla
   return root;
 }
 
-void plan_memory(const Graph& g, ExecutionPlan& plan) {
+namespace {
+
+// Liveness of every root over the steps (graph inputs from step 0, graph outputs to the last
+// step), into slots[root]; used[root] and reads[root] (reading steps) for the placement.
+struct Liveness {
+  std::vector<bool> used;
+  std::vector<int> reads;
+};
+
+Liveness liveness(const Graph& g, const ExecutionPlan& plan, const std::vector<ValueId>& root,
+                  std::vector<BufferSlot>& slots) {
   const int last = static_cast<int>(plan.steps.size()) - 1;
-  std::vector<BufferSlot>& slots = plan.slots;
   slots.assign(g.values.size(), BufferSlot{});
-  const std::vector<ValueId> root = alias_roots(g, plan);
-  std::vector<bool> used(g.values.size(), false);
-  std::vector<int> reads(g.values.size(), 0);
-  std::vector<bool> written(g.values.size(), false);
+  Liveness l{std::vector<bool>(g.values.size(), false), std::vector<int>(g.values.size(), 0)};
   auto slot = [&](ValueId id) -> BufferSlot& { return slots[static_cast<size_t>(root[static_cast<size_t>(id)])]; };
   for (ValueId id : g.inputs) {
-    used[static_cast<size_t>(id)] = true;
+    l.used[static_cast<size_t>(id)] = true;
     slots[static_cast<size_t>(id)].first_step = 0;
     slots[static_cast<size_t>(id)].last_step = 0;
   }
@@ -40,9 +46,8 @@ void plan_memory(const Graph& g, ExecutionPlan& plan) {
       ValueId r = root[static_cast<size_t>(id)];
       if (g.value(r).is_initializer) continue;
       BufferSlot& b = slot(id);
-      if (!used[static_cast<size_t>(r)]) b.first_step = s;
-      used[static_cast<size_t>(r)] = true;
-      if (st.alias_of == kNoValue) written[static_cast<size_t>(id)] = true;
+      if (!l.used[static_cast<size_t>(r)]) b.first_step = s;
+      l.used[static_cast<size_t>(r)] = true;
       b.last_step = std::max(b.last_step, s);
     }
     std::vector<ValueId> read_here;  // roots this step reads: Add(a, a) reads a once
@@ -52,25 +57,73 @@ void plan_memory(const Graph& g, ExecutionPlan& plan) {
       slot(id).last_step = std::max(slot(id).last_step, s);
       if (st.alias_of != kNoValue || std::find(read_here.begin(), read_here.end(), r) != read_here.end()) continue;
       read_here.push_back(r);
-      ++reads[static_cast<size_t>(r)];
+      ++l.reads[static_cast<size_t>(r)];
     }
   }
   for (ValueId id : g.outputs) slot(id).last_step = std::max(last, 0);
+  return l;
+}
 
+size_t value_bytes(const Value& v) { return static_cast<size_t>(shape_numel(v.shape)) * dtype_size(v.dtype); }
+
+// Step::in_place_of: the output (and its views) takes the root of the input it overwrites, in
+// step order, so that a chain of in-place steps shares one buffer. True when any merged.
+bool merge_in_place(const Graph& g, const ExecutionPlan& plan, std::vector<ValueId>& root,
+                    std::vector<BufferSlot>& slots) {
+  std::vector<bool> outside(g.values.size(), false);  // graph inputs and outputs: never overwritten
+  for (ValueId id : g.inputs) outside[static_cast<size_t>(root[static_cast<size_t>(id)])] = true;
+  for (ValueId id : g.outputs) outside[static_cast<size_t>(root[static_cast<size_t>(id)])] = true;
+  bool merged = false;
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const Step& st = plan.steps[s];
+    if (st.in_place_of == kNoValue || st.alias_of != kNoValue || st.outputs.size() != 1) continue;
+    const ValueId r = root[static_cast<size_t>(st.in_place_of)], o = root[static_cast<size_t>(st.outputs[0])];
+    const Value &rv = g.value(r), &ov = g.value(o);
+    if (r == o || rv.is_initializer || ov.is_initializer || outside[static_cast<size_t>(r)] ||
+        outside[static_cast<size_t>(o)] || value_bytes(rv) != value_bytes(ov))
+      continue;
+    BufferSlot &rs = slots[static_cast<size_t>(r)], &os = slots[static_cast<size_t>(o)];
+    if (rs.last_step != static_cast<int>(s) || os.first_step != static_cast<int>(s)) continue;
+    int roles = 0;
+    for (ValueId id : st.inputs) roles += root[static_cast<size_t>(id)] == r;
+    if (roles != 1) continue;
+    for (ValueId& v : root)
+      if (v == o) v = r;
+    rs.last_step = os.last_step;
+    merged = true;
+  }
+  return merged;
+}
+
+// The figures without reuse (each value its own buffer, in-place outputs too): the sum of the
+// activation sizes, and the bytes written and read between steps.
+void traffic_figures(const Graph& g, const std::vector<ValueId>& root, const Liveness& l, ExecutionPlan& plan) {
   std::vector<bool> root_is_output(g.values.size(), false);
   for (ValueId id : g.outputs) root_is_output[static_cast<size_t>(root[static_cast<size_t>(id)])] = true;
-  std::vector<ValueId> order;
   plan.naive_activation_bytes = 0;
   plan.intermediate_bytes = 0;
   for (size_t i = 0; i < g.values.size(); ++i) {
-    if (!used[i]) continue;
+    if (!l.used[i]) continue;
     const Value& v = g.values[i];
-    size_t bytes = static_cast<size_t>(shape_numel(v.shape)) * dtype_size(v.dtype);
-    slots[i].bytes = bytes;
+    const size_t bytes = value_bytes(v);
     plan.naive_activation_bytes += align_up(bytes);
-    bool output = root_is_output[i];
-    if (reads[i] > 0 && !output && !v.is_graph_input)
-      plan.intermediate_bytes += bytes * (1 + static_cast<size_t>(reads[i]));
+    if (l.reads[i] > 0 && !root_is_output[i] && !v.is_graph_input)
+      plan.intermediate_bytes += bytes * (1 + static_cast<size_t>(l.reads[i]));
+  }
+}
+
+}  // namespace
+
+void plan_memory(const Graph& g, ExecutionPlan& plan) {
+  std::vector<BufferSlot>& slots = plan.slots;
+  std::vector<ValueId> root = alias_roots(g, plan);
+  Liveness l = liveness(g, plan, root, slots);
+  traffic_figures(g, root, l, plan);
+  if (merge_in_place(g, plan, root, slots)) l = liveness(g, plan, root, slots);
+  std::vector<ValueId> order;
+  for (size_t i = 0; i < g.values.size(); ++i) {
+    if (!l.used[i]) continue;
+    slots[i].bytes = value_bytes(g.values[i]);
     order.push_back(static_cast<ValueId>(i));
   }
   std::stable_sort(order.begin(), order.end(), [&](ValueId a, ValueId b) {

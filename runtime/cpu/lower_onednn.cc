@@ -269,6 +269,12 @@ Status lower_onednn(const Graph& g, const FusionGroup& grp, Step& s) {
     s.detail = prim->describe();
     std::shared_ptr<cpu::onednn::ConvAnchor> p(std::move(prim));
     s.native = native_layout(p, x, y, t);
+    // The sum post-op adds what the destination holds: y may take the residual's buffer.
+    const long sum = p->sum_step();
+    if (sum >= 0 && static_cast<size_t>(sum) < t.step_operands.size()) {
+      const ValueId r = t.step_operands[static_cast<size_t>(sum)];
+      if (r != kNoValue && r != x && operand_uses(t, r) == 1) s.in_place_of = r;
+    }
     s.run = [=](const BufferTable& b) { p->run(b.f32(x), t.bind(b), b.f32(y)); };
     return Status();
   }

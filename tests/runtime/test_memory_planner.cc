@@ -50,7 +50,7 @@ void check_no_overlap(const Planned& p) {
     CHECK(slots[i].offset % 64 == 0);
     CHECK(slots[i].offset + slots[i].bytes <= p.plan.arena_bytes);
     for (size_t j = i + 1; j < slots.size(); ++j) {
-      if (slots[j].bytes == 0) continue;
+      if (slots[j].bytes == 0 || slots[j].root == slots[i].root) continue;  // one buffer (a view, in place)
       const BufferSlot& a = slots[i];
       const BufferSlot& b = slots[j];
       bool live_together = a.first_step <= b.last_step && b.first_step <= a.last_step;
@@ -165,6 +165,70 @@ nodes:
   }
   // late = sigmoid(relu(sigmoid(relu(x)))): for x = 0 (i = 32): sigmoid(relu(0.5)) = sigmoid(0.5).
   CHECK(out->at("late").f32()[32] == doctest::Approx(1.0 / (1.0 + std::exp(-0.5))).epsilon(1e-6));
+}
+
+// Marks the step computing `node` as writing over `value` (Step::in_place_of), then plans again.
+void in_place(Planned& p, const std::string& node, const std::string& value) {
+  for (Step& st : p.plan.steps)
+    if (st.name == node) st.in_place_of = p.model.graph.find_value(value);
+  plan_memory(p.model.graph, p.plan);
+}
+
+TEST_CASE("an in-place step takes the buffer of the input it reads last, and only that") {
+  const std::string body = R"(inputs: [{name: x, shape: [1, 64]}]
+outputs: [y]
+nodes:
+  - {name: r0, op: Relu, inputs: [x], outputs: [a]}
+  - {name: r1, op: Sigmoid, inputs: [a], outputs: [b]}
+  - {name: add, op: Add, inputs: [b, a], outputs: [c]}
+  - {name: r2, op: Relu, inputs: [c], outputs: [d]}
+  - {name: add2, op: Add, inputs: [d, c], outputs: [e]}
+  - {name: r3, op: Sigmoid, inputs: [e], outputs: [y]}
+)";
+  Planned p = plan_of(body);
+  const size_t traffic = p.plan.intermediate_bytes, naive = p.plan.naive_activation_bytes;
+  CHECK(p.slot("c").root == p.model.graph.find_value("c"));
+  in_place(p, "add", "a");
+  in_place(p, "add2", "c");
+  // c writes over a (read last by add), e over c: one buffer from step 0 to 5 (y reads e).
+  const ValueId a = p.model.graph.find_value("a");
+  CHECK(p.slot("c").root == a);
+  CHECK(p.slot("e").root == a);
+  CHECK(p.slot("c").offset == p.slot("a").offset);
+  CHECK(p.slot("e").offset == p.slot("a").offset);
+  CHECK(p.slot("a").first_step == 0);
+  CHECK(p.slot("a").last_step == 5);
+  CHECK(p.slot("b").offset != p.slot("a").offset);
+  CHECK(p.slot("d").offset != p.slot("a").offset);
+  // The figures without reuse count every value still.
+  CHECK(p.plan.intermediate_bytes == traffic);
+  CHECK(p.plan.naive_activation_bytes == naive);
+  check_no_overlap(p);
+}
+
+TEST_CASE("an in-place step keeps its own buffer where the input lives on or is not its to overwrite") {
+  // a is read after add (by r2); x is the graph input; y, the graph output, may not take b;
+  // sq reads b twice (as both operands), so it cannot write over it.
+  Planned p = plan_of(R"(inputs: [{name: x, shape: [1, 64]}]
+outputs: [y]
+nodes:
+  - {name: r0, op: Relu, inputs: [x], outputs: [a]}
+  - {name: r1, op: Sigmoid, inputs: [a], outputs: [b]}
+  - {name: add, op: Add, inputs: [b, a], outputs: [c]}
+  - {name: r2, op: Relu, inputs: [a], outputs: [d]}
+  - {name: sq, op: Mul, inputs: [c, c], outputs: [f]}
+  - {name: fromx, op: Add, inputs: [f, x], outputs: [g]}
+  - {name: out, op: Add, inputs: [g, d], outputs: [y]}
+)");
+  in_place(p, "add", "a");
+  in_place(p, "sq", "c");
+  in_place(p, "fromx", "x");
+  in_place(p, "out", "d");
+  for (const char* v : {"c", "f", "g", "y"}) {
+    INFO(v);
+    CHECK(p.slot(v).root == p.model.graph.find_value(v));
+  }
+  check_no_overlap(p);
 }
 
 TEST_CASE("mixed sizes: a small buffer reuses the gap left by a large one (best fit)") {

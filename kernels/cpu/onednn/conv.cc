@@ -105,7 +105,12 @@ class ConvImpl final : public ConvAnchor {
       float* d = static_cast<float*>(dst.get_data_handle());
       if (sum_native || !this->reorder_out) {  // r is in pd's destination layout already
         if (r != d) std::memcpy(d, r, static_cast<size_t>(total) * sizeof(float));
-      } else {
+      } else {  // r is NCHW, reordered into dst; copied first when dst is r's own buffer (in place)
+        if (r == d) {
+          float* copy = scratch(5, static_cast<size_t>(total));
+          std::memcpy(copy, r, static_cast<size_t>(total) * sizeof(float));
+          r = copy;
+        }
         memory rm(y_plain, cpu_engine(), const_cast<float*>(r));
         to_dst.execute(s, rm, dst);
       }

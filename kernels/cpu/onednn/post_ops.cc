@@ -28,7 +28,8 @@ const dnnl::engine& cpu_engine() {
 
 // A reusable per-thread buffer (concurrent runs never share one): 0 blocked source, 1 blocked
 // destination, 2 aliased output, 3 the primitive's scratchpad, 4 a horizontal GEMM's concatenated
-// output, 5 the reference fallback's NCHW copy of a native residual operand, 6 the intermediate of
+// output, 5 an NCHW copy of the residual operand (the reference fallback's of a native one, or a
+// convolution's of one that is its destination's own buffer), 6 the intermediate of
 // the 1x1 + depthwise reference fallback.
 float* scratch(int slot, size_t floats) {
   thread_local std::vector<float> buf[7];
