@@ -105,14 +105,17 @@ TEST_CASE("concat: matches naive loop with odd sizes and an empty input") {
 
 namespace {
 
-enum class Lay { kNchw, kNhwc, kBlocked8 };
+enum class Lay { kNchw, kNhwc, kBlocked8, kBlocked16 };
+
+int64_t block_of(Lay l) { return l == Lay::kBlocked8 ? 8 : l == Lay::kBlocked16 ? 16 : 1; }
 
 // The offset of (n, c, h, w) in a [N, C, H, W] tensor stored in `l`, written out by hand.
 int64_t offset_of(Lay l, int64_t n, int64_t c, int64_t h, int64_t w, const Shape& d) {
   const int64_t C = d[1], H = d[2], W = d[3];
   if (l == Lay::kNchw) return ((n * C + c) * H + h) * W + w;
   if (l == Lay::kNhwc) return ((n * H + h) * W + w) * C + c;
-  return (((n * (C / 8) + c / 8) * H + h) * W + w) * 8 + c % 8;
+  const int64_t b = block_of(l);
+  return (((n * (C / b) + c / b) * H + h) * W + w) * b + c % b;
 }
 
 // The layout argument of cpu::concat_channels for `l`.
@@ -120,31 +123,33 @@ std::vector<int64_t> strides_of(Lay l, const Shape& d) {
   const int64_t C = d[1], H = d[2], W = d[3];
   if (l == Lay::kNchw) return {};
   if (l == Lay::kNhwc) return {C * H * W, 1, W * C, C};
-  return {C * H * W, H * W * 8, W * 8, 8, 8};
+  const int64_t b = block_of(l);
+  return {C * H * W, H * W * b, W * b, b, b};
 }
 
 }  // namespace
 
-TEST_CASE("concat_channels: NCHW, NHWC and nChw8c inputs and outputs against hand-written offsets") {
+TEST_CASE("concat_channels: NCHW, NHWC, nChw8c and nChw16c inputs and outputs against hand-written offsets") {
   const Shape nhw_cases[] = {{1, 1, 1}, {2, 3, 5}, {1, 7, 13}};
-  const std::vector<std::vector<int64_t>> channel_cases = {{1, 3, 13}, {8, 16, 8}, {8, 0, 24}, {127, 1}};
-  const Lay lays[] = {Lay::kNchw, Lay::kNhwc, Lay::kBlocked8};
+  const std::vector<std::vector<int64_t>> channel_cases = {{1, 3, 13}, {8, 16, 8},   {8, 0, 24},
+                                                           {127, 1},   {16, 32, 16}, {48}};
+  const Lay lays[] = {Lay::kNchw, Lay::kNhwc, Lay::kBlocked8, Lay::kBlocked16};
   uint32_t seed = 1200;
   for (const Shape& nhw : nhw_cases) {
     for (const auto& cs : channel_cases) {
       const int64_t c_total = std::accumulate(cs.begin(), cs.end(), int64_t{0});
       for (Lay out : lays) {
-        if (out == Lay::kBlocked8 && c_total % 8 != 0) continue;
-        for (size_t variant = 0; variant < 3; ++variant) {
-          // Input i takes layout lays[(i + variant) % 3] (blocked only where C_i % 8 == 0).
+        if (c_total % block_of(out) != 0) continue;
+        for (size_t variant = 0; variant < 4; ++variant) {
+          // Input i takes layout lays[(i + variant) % 4] (blocked only where C_i is a multiple of the block).
           std::vector<std::vector<float>> xs_nchw, xs_stored;
           std::vector<const float*> ptrs;
           std::vector<std::vector<int64_t>> in_strides;
           const Shape yd = {nhw[0], c_total, nhw[1], nhw[2]};
           for (size_t i = 0; i < cs.size(); ++i) {
             const Shape d = {nhw[0], cs[i], nhw[1], nhw[2]};
-            Lay l = lays[(i + variant) % 3];
-            if (l == Lay::kBlocked8 && cs[i] % 8 != 0) l = Lay::kNhwc;
+            Lay l = lays[(i + variant) % 4];
+            if (cs[i] % block_of(l) != 0) l = Lay::kNhwc;
             xs_nchw.push_back(random_floats(volume(d), seed++));
             std::vector<float> stored(xs_nchw.back().size());
             for (int64_t n = 0; n < d[0]; ++n)
