@@ -7,8 +7,9 @@
 // anything else (another kernel, another epilogue operand, a view, the caller as a graph output) stays NCHW. The
 // layouts have the size of NCHW, so the memory plan is unchanged. Steps that follow their inputs'
 // layout (elementwise ops, BatchNormalization, GlobalAveragePool, Resize: layout_follow.h) read
-// any channel-blocked layout and write the layout of their first native input, so the chain
-// conv -> BN -> ReLU -> Mul -> Add -> conv needs no reorder either.
+// any channel-blocked layout and write the layout of their first native input (or, where their
+// readers ask for another, that one), so the chain conv -> BN -> ReLU -> Mul -> Add -> conv needs
+// no reorder either.
 #include <map>
 
 #include "kernels/cpu/blocked.h"
@@ -101,6 +102,17 @@ int assign_native_layouts(const Graph& g, std::vector<Step>& steps) {
     if (p->output_strides.empty()) continue;
     bool ok = true;
     for (size_t r : readers[y]) ok &= accepts(g, steps[r], y, p->output_strides);
+    if (!ok && p->follows) {
+      // The readers ask for another layout (a oneDNN 1x1 convolution's NHWC after a 1x1 +
+      // depthwise block's nChw16c): the step writes theirs, converting its inputs as it runs, one
+      // pass instead of a reorder to NCHW out of it and another into the reader.
+      const std::vector<int64_t> w = wanted_layout(g, steps, readers, y, 3);
+      if (!w.empty() && block_of_value(g, y, w) > 0) {
+        p->output_strides = w;
+        ok = true;
+        for (size_t r : readers[y]) ok &= accepts(g, steps[r], y, w);
+      }
+    }
     if (!ok) {
       if (p->output_any || p->follows) p->output_strides.clear();
       continue;

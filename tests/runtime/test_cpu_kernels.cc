@@ -74,6 +74,29 @@ nodes:
   - {name: flat, op: Flatten, inputs: [f1], outputs: [y]}
 )";
 
+// An inverted-residual block with a squeeze-excitation gate, at a size where oneDNN (AVX-512)
+// runs the 1x1 + depthwise pair in one pass in nChw16c while the projection 1x1 takes NHWC: the
+// gate's Mul (a follow step) reads d2 blocked and writes s1 in the projection's layout.
+const char* kGatedBlock = R"(fusert: 1
+name: gated
+inputs: [{name: x, shape: [8, 24, 56, 56]}]
+outputs: [y]
+initializers:
+  - {name: e.w, shape: [144, 24, 1, 1]}
+  - {name: d.w, shape: [144, 1, 3, 3]}
+  - {name: p.w, shape: [24, 144, 1, 1]}
+nodes:
+  - {name: e, op: Conv, inputs: [x, e.w], outputs: [e1], attrs: {kernel_shape: [1, 1]}}
+  - {name: e_act, op: Relu, inputs: [e1], outputs: [e2]}
+  - {name: d, op: Conv, inputs: [e2, d.w], outputs: [d1], attrs: {kernel_shape: [3, 3], pads: [1, 1, 1, 1], group: 144}}
+  - {name: d_act, op: Relu, inputs: [d1], outputs: [d2]}
+  - {name: gap, op: GlobalAveragePool, inputs: [d2], outputs: [a1]}
+  - {name: sig, op: Sigmoid, inputs: [a1], outputs: [a2]}
+  - {name: gate, op: Mul, inputs: [d2, a2], outputs: [s1]}
+  - {name: p, op: Conv, inputs: [s1, p.w], outputs: [p1], attrs: {kernel_shape: [1, 1]}}
+  - {name: flat, op: Flatten, inputs: [p1], outputs: [y]}
+)";
+
 // An inception block: a stem conv read by two sibling 1x1 convs (a horizontal group under
 // fusion) and a MaxPool; three branches joined by a channel Concat read by one conv. The Concat
 // copies its inputs in whatever layout their producers wrote and writes the layout conv f reads.
@@ -256,6 +279,12 @@ TEST_CASE("cpu kernels: activations between oneDNN convolutions stay in oneDNN's
         "t2: own kernel Transpose (follows its inputs' layout); reorders removed (layout kept native): out",
         "scale: own kernel Mul (follows its inputs' layout); reorders removed (layout kept native): in t2o out",
         "res: own kernel Add (follows its inputs' layout); reorders removed (layout kept native): in g1 s1 out"}},
+      {"gated",
+       kGatedBlock,
+       "all",
+       "",
+       {"gate: own kernel Mul (follows its inputs' layout); reorders removed (layout kept native): in d2 out",
+        "reorders removed (layout kept native): in s1"}},
       {"inception",
        kInception,
        "none",
