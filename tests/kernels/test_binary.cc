@@ -104,6 +104,11 @@ TEST_CASE("binary: matches naive loop for broadcast shapes in both operand order
       {{100003}, {100003}, {1}},
       {{1}, {1}, {1}},
       {{13, 1, 127}, {13, 1, 1}, {1, 1, 127}},
+      // Short rows (a per-image gate in a 16-channel-blocked layout), work items of 1024 rows
+      // that end mid-image, and an odometer over four outer dims that carries at item edges.
+      {{3, 5, 1031, 16}, {3, 5, 1031, 16}, {3, 5, 1, 16}},
+      {{4, 17, 5, 29, 8}, {4, 17, 5, 29, 8}, {4, 1, 5, 1, 8}},
+      {{4, 17, 5, 29, 8}, {4, 1, 5, 1, 8}, {1, 17, 1, 29, 1}},
   };
   // clang-format on
   using K = cpu::BinaryKind;
