@@ -101,6 +101,8 @@ TEST_CASE("onednn: a 1x1 + depthwise block (dw post-op) matches two reference co
       block(1, 13, 7, 9, 127, 5, 1, 2, 2, 2, 2),     // kernel 5
       block(1, 8, 14, 14, 48, 3, 2, 0, 0, 1, 1),     // TF SAME, stride 2: the pad at the end
       block(1, 10, 11, 11, 40, 5, 2, 2, 2, 2, 2),    // kernel 5, stride 2, odd size
+      block(8, 24, 56, 56, 144, 3, 1, 1, 1, 1, 1),   // MobileNetV2 features.3 at batch 8 (single pass)
+      block(8, 16, 112, 112, 96, 3, 2, 1, 1, 1, 1),  // features.2 at batch 8, stride 2
   };
   const std::vector<std::pair<cpu::Epilogue, cpu::Epilogue>> chains = {
       {chain({EpOp::kClip}), chain({EpOp::kClip})},

@@ -74,9 +74,11 @@ nodes:
   - {name: flat, op: Flatten, inputs: [f1], outputs: [y]}
 )";
 
-// An inverted-residual block with a squeeze-excitation gate, at a size where oneDNN (AVX-512)
-// runs the 1x1 + depthwise pair in one pass in nChw16c while the projection 1x1 takes NHWC: the
-// gate's Mul (a follow step) reads d2 blocked and writes s1 in the projection's layout.
+// An inverted-residual block with a squeeze-excitation gate at batch 8. Left to pick, oneDNN
+// (AVX-512) ran the 1x1 + depthwise pair in one pass in nChw16c while the projection 1x1 takes
+// NHWC, and the gate's Mul (a follow step) converted d2 to the projection's layout. fusert now asks
+// for NHWC: the pair runs oneDNN's two-pass kernel once per image (its batch's intermediate is 14
+// MB: kernels/cpu/onednn/conv_dw.cc split_batch), and d2 and s1 stay NHWC.
 const char* kGatedBlock = R"(fusert: 1
 name: gated
 inputs: [{name: x, shape: [8, 24, 56, 56]}]
@@ -284,7 +286,7 @@ TEST_CASE("cpu kernels: activations between oneDNN convolutions stay in oneDNN's
        "all",
        "",
        {"gate: own kernel Mul (follows its inputs' layout); reorders removed (layout kept native): in d2 out",
-        "reorders removed (layout kept native): in s1"}},
+        "reorders removed (layout kept native): in s1", "; one call per image"}},
       {"inception",
        kInception,
        "none",

@@ -17,6 +17,22 @@ namespace fusert::cpu::onednn {
 
 using namespace detail;
 
+bool detail::plain_conv_takes_nhwc() {
+  static const bool nhwc = [] {
+    try {
+      const memory::desc x({1, 64, 28, 28}, memory::data_type::f32, memory::format_tag::any);
+      const memory::desc w({64, 64, 3, 3}, memory::data_type::f32, memory::format_tag::any);
+      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, algorithm::convolution_direct, x, w, x,
+                                        {1, 1}, {0, 0}, {1, 1}, {1, 1});
+      dnnl::convolution_forward::primitive_desc pd(d, cpu_engine());
+      return pd.src_desc() == memory::desc({1, 64, 28, 28}, memory::data_type::f32, memory::format_tag::nhwc);
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return nhwc;
+}
+
 namespace {
 
 class ConvImpl final : public ConvAnchor {
@@ -140,24 +156,6 @@ namespace {
 Dims weight_dims(const ConvParams& p) {
   const int64_t g = p.group;
   return g > 1 ? Dims{g, p.m / g, p.c / g, p.kh, p.kw} : Dims{p.m, p.c, p.kh, p.kw};
-}
-
-// Whether oneDNN picks NHWC activations for a plain 3x3 convolution on this machine (its AVX-512
-// brgconv kernels do; on AVX2 it picks nChw8c).
-bool plain_conv_takes_nhwc() {
-  static const bool nhwc = [] {
-    try {
-      const memory::desc x({1, 64, 28, 28}, memory::data_type::f32, memory::format_tag::any);
-      const memory::desc w({64, 64, 3, 3}, memory::data_type::f32, memory::format_tag::any);
-      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, algorithm::convolution_direct, x, w, x,
-                                        {1, 1}, {0, 0}, {1, 1}, {1, 1});
-      dnnl::convolution_forward::primitive_desc pd(d, cpu_engine());
-      return pd.src_desc() == memory::desc({1, 64, 28, 28}, memory::data_type::f32, memory::format_tag::nhwc);
-    } catch (const dnnl::error&) {
-      return false;
-    }
-  }();
-  return nhwc;
 }
 
 // The activation formats to ask for, in order. A grouped convolution that is not depthwise

@@ -73,6 +73,9 @@ void layer_norm_tail(const Epilogue& ep, size_t from, int64_t rows, int64_t n, f
 /// True when a tensor operand other than the sum post-op's is the output buffer itself.
 bool aliases_output(const Epilogue& ep, const float* y, long sum_step);
 std::string describe_pd(const char* impl, const PostOps& po, size_t steps, bool reorder_in, bool reorder_out);
+/// Whether oneDNN picks NHWC activations for a plain 3x3 convolution on this machine (its AVX-512
+/// brgconv kernels do; on AVX2 it picks nChw8c). Asked once, then cached.
+bool plain_conv_takes_nhwc();
 /// True for oneDNN's reference (unoptimised) implementations, which we never use.
 bool is_reference(const char* impl);
 /// The first fused step whose post-op does not keep NaN/Inf as our kernels do, or -1.
