@@ -98,6 +98,8 @@ struct PoolParams {
   bool count_include_pad = false;
 };
 void max_pool2d(const PoolParams& p, const float* x, float* y);
+/// max_pool2d in NHWC: x [N, H, W, C] -> y [N, OH, OW, C], the same values (NaN in a window wins).
+void max_pool2d_nhwc(const PoolParams& p, const float* x, float* y);
 void avg_pool2d(const PoolParams& p, const float* x, float* y);
 /// GlobalAveragePool: [N,C,spatial] -> [N,C].
 void global_avg_pool(int64_t n, int64_t c, int64_t spatial, const float* x, float* y);

@@ -1,6 +1,7 @@
 // Max / average / global-average pooling over NCHW planes with ONNX semantics: padded positions
 // never enter a max, and the average divisor follows count_include_pad.
 #include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -94,6 +95,37 @@ void for_each_plane(const PoolParams& p, const float* x, float* y, PlaneFn plane
 }  // namespace
 
 void max_pool2d(const PoolParams& p, const float* x, float* y) { for_each_plane(p, x, y, max_plane); }
+
+namespace {
+
+// One output row oy of image xn (NHWC) into out [OW, C]: channels innermost, so the max over a
+// window runs along contiguous channel vectors.
+void max_row_nhwc(const PoolParams& p, const PoolTaps& taps, const float* xn, int64_t oy, float* out) {
+  const AxisTaps& ty = taps.y[oy];
+  for (int64_t ox = 0; ox < p.ow; ++ox, out += p.c) {
+    const AxisTaps& tx = taps.x[ox];
+    std::fill(out, out + p.c, std::numeric_limits<float>::lowest());
+    for (int64_t i = ty.lo; i < ty.hi; ++i) {
+      const float* row = xn + (ty.start + i * p.dil_h) * p.w * p.c;
+      for (int64_t j = tx.lo; j < tx.hi; ++j) {
+        const float* v = row + (tx.start + j * p.dil_w) * p.c;
+        for (int64_t c = 0; c < p.c; ++c) out[c] = v[c] > out[c] || v[c] != v[c] ? v[c] : out[c];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void max_pool2d_nhwc(const PoolParams& p, const float* x, float* y) {
+  if (p.n <= 0 || p.c <= 0 || p.oh <= 0 || p.ow <= 0) return;
+  const PoolTaps taps = pool_taps(p);
+  const int64_t rows = p.n * p.oh;
+  const int team = detail::team_size(rows * p.ow * p.c * p.kh * p.kw);
+#pragma omp parallel for num_threads(team) if (team > 1) schedule(static)
+  for (int64_t r = 0; r < rows; ++r)
+    max_row_nhwc(p, taps, x + (r / p.oh) * p.h * p.w * p.c, r % p.oh, y + r * p.ow * p.c);
+}
 
 void avg_pool2d(const PoolParams& p, const float* x, float* y) { for_each_plane(p, x, y, avg_plane); }
 

@@ -172,6 +172,53 @@ TEST_CASE("pool: matches naive loop over strides, dilations, pads and ceil_mode"
   }
 }
 
+// x [N, C, H, W] -> [N, H, W, C] (to_nhwc) or back.
+std::vector<float> transpose(const std::vector<float>& x, int64_t n, int64_t c, int64_t hw, bool to_nhwc) {
+  std::vector<float> y(x.size());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t s = 0; s < hw; ++s) {
+        const int64_t nchw = (i * c + ch) * hw + s, nhwc = (i * hw + s) * c + ch;
+        y[static_cast<size_t>(to_nhwc ? nhwc : nchw)] = x[static_cast<size_t>(to_nhwc ? nchw : nhwc)];
+      }
+  return y;
+}
+
+TEST_CASE("max_pool2d_nhwc: hand values with NaN, and the naive loop over strides, dilations, pads, ceil_mode") {
+  // Two channels of a 3x3 plane, 2x2 windows stride 1; NaN at (2, 2) of channel 1 only.
+  cpu::PoolParams p = make_params({"", 1, 2, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0, false}, false);
+  const std::vector<float> x = {1, -1, 2, -2, 3, -3, 4, -4, 5, -5, 6, -6, 7, -7, 8, -8, 9, kNaN};  // NHWC
+  std::vector<float> y(8, -777.f);
+  cpu::max_pool2d_nhwc(p, x.data(), y.data());
+  expect_values(y, {5, -1, 6, -2, 8, -4, 9, kNaN});
+  // clang-format off
+  const PoolCase cases[] = {
+      {"resnet 3x3 s2 p1",   2, 16, 13, 13, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false},
+      {"ceil 3x3 s2",        2, 3, 13, 11, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0, true},
+      {"inception 3x3 s1",   1, 24, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false},
+      {"dilation 2",         1, 5, 13, 11, 3, 3, 1, 2, 2, 2, 2, 1, 2, 1, false},
+      {"asym pads",          1, 17, 13, 13, 2, 2, 2, 2, 1, 1, 0, 0, 1, 1, false},
+  };
+  // clang-format on
+  uint32_t seed = 900;
+  for (const PoolCase& k : cases) {
+    const cpu::PoolParams q = make_params(k, false);
+    std::vector<float> xc = random_floats(q.n * q.c * q.h * q.w, seed++);
+    for (int special = 0; special < 2; ++special) {
+      INFO(k.name << " special=" << special);
+      if (special) xc[xc.size() / 3] = kNaN;
+      std::vector<float> got(static_cast<size_t>(q.n * q.c * q.oh * q.ow), -777.f);
+      cpu::max_pool2d_nhwc(q, transpose(xc, q.n, q.c, q.h * q.w, true).data(), got.data());
+      got = transpose(got, q.n, q.c, q.oh * q.ow, false);
+      if (special) {
+        expect_values(got, run_pool(q, xc, true));  // NaN where max_pool2d (hand-checked above) puts it
+      } else {
+        CHECK(max_rel_err(got, naive_pool(q, xc, true)) == 0.0);
+      }
+    }
+  }
+}
+
 TEST_CASE("global_avg_pool: hand values and naive loop") {
   std::vector<float> y(2);
   const std::vector<float> x = {1, 2, 3, 4, 5, 9};
