@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "graph/unary.h"
+#include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/data_movement.h"
 #include "kernels/cpu/fused_kernels.h"
 #include "kernels/cpu/sequence_kernels.h"
@@ -30,6 +31,17 @@ void axis_view(const Shape& x, int64_t axis, int64_t* outer, int64_t* len, int64
   for (int64_t d = 0; d < axis; ++d) *outer *= x[static_cast<size_t>(d)];
   for (size_t d = static_cast<size_t>(axis) + 1; d < x.size(); ++d) *inner *= x[d];
   *len = x[static_cast<size_t>(axis)];
+}
+
+// True when `axes` (negative counting from the end) are the last axes of `x`, each once: the
+// reduced elements of one output are then contiguous.
+bool trailing_axes(const Shape& x, std::vector<int64_t> axes) {
+  const int64_t r = static_cast<int64_t>(x.size());
+  for (int64_t& a : axes) a = a < 0 ? a + r : a;
+  std::sort(axes.begin(), axes.end());
+  for (size_t k = 0; k < axes.size(); ++k)
+    if (axes[k] != r - static_cast<int64_t>(axes.size() - k)) return false;
+  return !axes.empty();
 }
 
 int dtype_code(DType t) { return t == DType::kF32 ? 1 : t == DType::kI32 ? 6 : t == DType::kI64 ? 7 : 9; }
@@ -74,6 +86,13 @@ static Status lower_reduce(const Graph& g, int ni, Step& s, int kind) {
   if (axes.empty()) {  // noop_with_empty_axes
     size_t bytes = static_cast<size_t>(shape_numel(x)) * 4;
     s.run = [=](const BufferTable& b) { std::memcpy(b.raw(yi), b.raw(xi), bytes); };
+    return Status();
+  }
+  if (kind == 1 && shape_numel(x) > 0 &&
+      trailing_axes(x, axes)) {  // a mean over the last axes (a global pool): one pass, no copy
+    const int64_t len = shape_numel(x) / std::max<int64_t>(shape_numel(shape_of(g, yi)), 1);
+    const int64_t rows = len > 0 ? shape_numel(x) / len : 0;
+    s.run = [=](const BufferTable& b) { cpu::global_avg_pool(1, rows, len, b.f32(xi), b.f32(yi)); };
     return Status();
   }
   s.run = [=](const BufferTable& b) {
