@@ -51,6 +51,8 @@ struct NativeLayout {
   bool follows = false;
   /// Called once by the layout pass after it set `used` / `output_used`.
   std::function<void(const NativeLayout&)> apply;
+  /// When set, the step's `detail` after `apply` (a kernel that the chosen layouts change).
+  std::function<std::string()> describe;
 };
 
 /// One kernel launch. `run` holds the kernel's parameters (captured at lowering time) and

@@ -133,6 +133,7 @@ int assign_native_layouts(const Graph& g, std::vector<Step>& steps) {
     if (!touched[i]) continue;
     const NativeLayout& n = *steps[i].native;
     n.apply(n);
+    if (n.describe) steps[i].detail = n.describe();
     std::string what;
     for (const NativeLayout::Read& rd : n.reads)
       if (rd.used) what += " " + g.value(rd.value).name;

@@ -232,6 +232,7 @@ Status lower_pool_onednn(const Graph& g, int node, Step& s) {
   l->apply = [prim, src](const NativeLayout& nl) {
     prim->use_native(src >= 0 && nl.reads[static_cast<size_t>(src)].used, nl.output_used);
   };
+  l->describe = [prim] { return prim->describe(); };  // NHWC in and out: our own max pool
   s.native = l;
   s.detail = prim->describe();
   s.run = [=](const BufferTable& b) { prim->run(b.f32(x), b.f32(y)); };

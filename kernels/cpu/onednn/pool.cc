@@ -37,6 +37,7 @@ class PoolImpl final : public PoolAnchor {
   bool nhwc = false;        ///< the native layout is NHWC
 
   std::string describe() const override {
+    if (own_kernel()) return "own kernel max_pool2d_nhwc (NHWC in and out, NaN propagated as it runs)";
     const bool native = src_native || dst_native || plain_slow;
     std::string s = std::string(max ? "pooling_max " : "pooling_avg ") +
                     (native ? nat.pd.impl_info_str() : plain.pd.impl_info_str());
@@ -46,10 +47,11 @@ class PoolImpl final : public PoolAnchor {
   std::vector<int64_t> native_input() const override { return native_layout_of(x_nat); }
   std::vector<int64_t> native_output() const override { return native_layout_of(y_nat); }
   void use_native(bool input, bool output) override { src_native = input, dst_native = output; }
+  bool own_kernel() const { return max && nhwc && src_native && dst_native; }
 
   void run(const float* x, float* y) const override {
     const int64_t in = p.n * p.c * p.h * p.w, out = p.n * p.c * p.oh * p.ow;
-    if (max && nhwc && src_native && dst_native) {  // NaN-safe as it runs: no scan of x first
+    if (own_kernel()) {  // NaN-safe as it runs: no scan of x first
       max_pool2d_nhwc(p, x, y);
       return;
     }
