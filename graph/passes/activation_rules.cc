@@ -8,12 +8,15 @@
 //
 //   Paddle, older PyTorch:  y = (x * clip(x + 3, 0, 6)) / 6      (or * 0.16666667)
 //   a hard-sigmoid first:   y = x * (clip(x + 3, 0, 6) / 6)      (or * 0.16666667)
+//   the HardSigmoid op:     y = x * HardSigmoid(x, alpha = 1/6, beta = 1/2)
 //
 // with the operands of every Add/Mul in either order, and clip's bounds as constant inputs
 // (opset >= 11) or attributes. Replaced by HardSwish(x) = x * clip(x / 6 + 1/2, 0, 1) (ONNX
 // opset 14). The two formulas agree to a few ULP (the rounding of /6 moves).
 // Constants must be one-element f32 values within 1e-5 relative; intermediates read once inside
 // the pattern and not graph outputs.
+#include <cmath>
+
 #include "graph/passes/match_util.h"
 #include "graph/passes/pattern_rewrite.h"
 
@@ -122,8 +125,33 @@ class SwishRule : public RewriteRule {
   }
 };
 
+// x * HardSigmoid(x) with alpha 1/6 and beta 1/2 (torchvision's MobileNetV3 exported by
+// PyTorch at opsets before 14), operands in either order, anchored at the HardSigmoid.
+class HardSigmoidSwishRule : public RewriteRule {
+ public:
+  const char* name() const override { return "hardswish"; }
+
+  bool matches(const Graph& g, int anchor, RewriteMatch* m) const override {
+    const Node& hs = node_at(g, anchor);
+    if (hs.op != OpKind::kHardSigmoid) return false;
+    if (std::abs(hs.attr_f("alpha") * 6.0 - 1.0) > 1e-5 || hs.attr_f("beta") != 0.5) return false;
+    const ValueId x = hs.inputs[0];
+    const int mul = sole_consumer(g, hs.outputs[0], OpKind::kMul);
+    if (mul < 0 || g.value(x).dtype != DType::kF32) return false;
+    const Node& r = node_at(g, mul);
+    if (other_input(r, hs.outputs[0]) != x || g.value(r.outputs[0]).shape != g.value(x).shape) return false;
+    m->erased = {anchor};
+    m->root = mul;
+    Node sw = make_node(OpKind::kHardSwish, r.name, r.loc);
+    sw.inputs = {x};
+    m->replacement = std::move(sw);
+    return true;
+  }
+};
+
 }  // namespace
 
+std::unique_ptr<RewriteRule> make_hardsigmoid_swish_rule() { return std::make_unique<HardSigmoidSwishRule>(); }
 std::unique_ptr<RewriteRule> make_hardswish_rule() { return std::make_unique<HardSwishRule>(); }
 std::unique_ptr<RewriteRule> make_swish_rule() { return std::make_unique<SwishRule>(); }
 

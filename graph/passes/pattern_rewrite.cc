@@ -86,6 +86,7 @@ std::unique_ptr<Pass> make_pattern_rewrite_pass() {
   rules.push_back(make_layer_norm_rule());
   rules.push_back(make_gelu_rule());
   rules.push_back(make_hardswish_rule());
+  rules.push_back(make_hardsigmoid_swish_rule());
   rules.push_back(make_swish_rule());
   return make_pattern_rewrite_pass(std::move(rules));
 }

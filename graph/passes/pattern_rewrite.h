@@ -40,6 +40,8 @@ std::unique_ptr<RewriteRule> make_layer_norm_rule();
 std::unique_ptr<RewriteRule> make_gelu_rule();
 /// x * clip(x + 3, 0, 6) / 6 (and x * (clip(..) / 6)) -> HardSwish (activation_rules.cc).
 std::unique_ptr<RewriteRule> make_hardswish_rule();
+/// x * HardSigmoid(x, 1/6, 1/2) -> HardSwish (activation_rules.cc).
+std::unique_ptr<RewriteRule> make_hardsigmoid_swish_rule();
 /// x * sigmoid(x) -> Swish(x), alpha 1 (activation_rules.cc).
 std::unique_ptr<RewriteRule> make_swish_rule();
 

@@ -92,9 +92,14 @@ std::string emit_bn(Emitter& e, const std::string& x) {
 }
 
 std::string act(Emitter& e, Rng& r, const std::string& x) {
-  static const std::vector<std::string> acts = {"Relu", "HardSwish", "Sigmoid", "Clip", "Tanh"};
+  static const std::vector<std::string> acts = {"Relu", "HardSwish", "Sigmoid", "Clip", "Tanh", "x*HardSigmoid"};
   const std::string& a = r.pick(acts);
   if (a == "Clip") return e.node(a, {x}, e.shape(x), "min: 0.0, max: 6.0");
+  if (a == "x*HardSigmoid") {  // hard-swish as torchvision's MobileNetV3 exports it (1/6), or not (0.2)
+    const std::string h = e.node("HardSigmoid", {x}, e.shape(x),
+                                 r.chance(0.8) ? "alpha: 0.16666667, beta: 0.5" : "alpha: 0.2, beta: 0.5");
+    return r.chance(0.5) ? e.node("Mul", {x, h}, e.shape(x)) : e.node("Mul", {h, x}, e.shape(x));
+  }
   return e.node(a, {x}, e.shape(x));
 }
 

@@ -395,6 +395,25 @@ TEST_CASE("hardswish: x * clip(x + 3, 0, 6) / 6 in the exporters' spellings") {
   }
 }
 
+TEST_CASE("hardswish: x * HardSigmoid(x, 1/6, 1/2) in either order (torchvision's MobileNetV3 before opset 14)") {
+  for (const char* order : {"[x, h]", "[h, x]"}) {
+    CAPTURE(order);
+    expect_hardswish(std::string("  - {name: hs, op: HardSigmoid, inputs: [x], outputs: [h], attrs: {alpha: "
+                                 "0.16666667, beta: 0.5}}\n") +
+                     "  - {name: out, op: Mul, inputs: " + order + ", outputs: [y]}\n");
+  }
+  const std::string hs =
+      "  - {name: hs, op: HardSigmoid, inputs: [x], outputs: [h], attrs: {alpha: 0.16666667, beta: 0.5}}\n";
+  SUBCASE("negative siblings: alpha 0.2 (ONNX's default), beta 0.6, w * HardSigmoid(x), h also a graph output") {
+    expect_no_hardswish(edit(hs, "alpha: 0.16666667", "alpha: 0.2") +
+                        "  - {name: out, op: Mul, inputs: [x, h], outputs: [y]}\n");
+    expect_no_hardswish(edit(hs, "beta: 0.5", "beta: 0.6") +
+                        "  - {name: out, op: Mul, inputs: [x, h], outputs: [y]}\n");
+    expect_no_hardswish(hs + "  - {name: out, op: Mul, inputs: [w, h], outputs: [y]}\n");
+    expect_no_hardswish(hs + "  - {name: out, op: Mul, inputs: [x, h], outputs: [y]}\n", ", h");
+  }
+}
+
 TEST_CASE("hardswish negative siblings") {
   SUBCASE("clip(x + 3, 0, 5)") { expect_no_hardswish(edit(kPaddleHardSwish, "[a, zero, six]", "[a, zero, five]")); }
   SUBCASE("x + 5") { expect_no_hardswish(edit(kPaddleHardSwish, "[x, three]", "[x, five]")); }
