@@ -107,6 +107,32 @@ void copy_into(const int64_t nhw[3], int64_t c, int64_t c_total, int64_t off, co
   }
 }
 
+// Every input and the output channels-last (NHWC), channels split across inputs: one pass over
+// the pixels, each output pixel written whole from its inputs' runs in order (a pass per input
+// wrote each pixel's cache lines once per input, and a call and a division per run dominated:
+// DBNet's head concat at batch 8, 4 x 24 channels at 160x160, 20.8 ms).
+bool concat_channels_last(const int64_t nhw[3], const std::vector<int64_t>& cs, const std::vector<const float*>& xs,
+                          const std::vector<Lay>& xls, const Lay& yl, int64_t c_total, float* y) {
+  const int64_t n = nhw[0], h = nhw[1], w = nhw[2];
+  if (!channels_last(yl, c_total, w)) return false;
+  for (size_t i = 0; i < xs.size(); ++i)
+    if (!channels_last(xls[i], cs[i], w)) return false;
+  const int team = detail::team_size(n * c_total * h * w);
+#pragma omp parallel for num_threads(team) if (team > 1) schedule(static)
+  for (int64_t q = 0; q < n * h; ++q) {
+    const int64_t img = q / h, r = q % h;
+    float* dst = y + img * yl.s[0] + r * yl.s[2];
+    for (int64_t j = 0; j < w; ++j) {
+      for (size_t i = 0; i < xs.size(); ++i) {
+        const float* src = xs[i] + img * xls[i].s[0] + r * xls[i].s[2] + j * cs[i];
+        std::copy(src, src + cs[i], dst);
+        dst += cs[i];
+      }
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 void concat_channels(const int64_t nhw[3], const std::vector<int64_t>& cs, const std::vector<const float*>& xs,
@@ -115,10 +141,12 @@ void concat_channels(const int64_t nhw[3], const std::vector<int64_t>& cs, const
   int64_t c_total = 0;
   for (int64_t c : cs) c_total += c;
   const Lay yl = resolve(y_layout, c_total, nhw[1], nhw[2]);
+  std::vector<Lay> xls;
+  for (size_t i = 0; i < xs.size(); ++i) xls.push_back(resolve(x_layouts[i], cs[i], nhw[1], nhw[2]));
+  if (xs.size() > 1 && concat_channels_last(nhw, cs, xs, xls, yl, c_total, y)) return;
   int64_t off = 0;
   for (size_t i = 0; i < xs.size(); ++i) {
-    if (cs[i] > 0 && nhw[0] * nhw[1] * nhw[2] > 0)
-      copy_into(nhw, cs[i], c_total, off, resolve(x_layouts[i], cs[i], nhw[1], nhw[2]), yl, xs[i], y);
+    if (cs[i] > 0 && nhw[0] * nhw[1] * nhw[2] > 0) copy_into(nhw, cs[i], c_total, off, xls[i], yl, xs[i], y);
     off += cs[i];
   }
 }

@@ -140,15 +140,16 @@ TEST_CASE("concat_channels: NCHW, NHWC, nChw8c and nChw16c inputs and outputs ag
       const int64_t c_total = std::accumulate(cs.begin(), cs.end(), int64_t{0});
       for (Lay out : lays) {
         if (c_total % block_of(out) != 0) continue;
-        for (size_t variant = 0; variant < 4; ++variant) {
-          // Input i takes layout lays[(i + variant) % 4] (blocked only where C_i is a multiple of the block).
+        for (size_t variant = 0; variant < 5; ++variant) {
+          // Input i takes layout lays[(i + variant) % 4] (blocked only where C_i is a multiple of the block);
+          // variant 4: every input NHWC (with an NHWC output: the one-pass path).
           std::vector<std::vector<float>> xs_nchw, xs_stored;
           std::vector<const float*> ptrs;
           std::vector<std::vector<int64_t>> in_strides;
           const Shape yd = {nhw[0], c_total, nhw[1], nhw[2]};
           for (size_t i = 0; i < cs.size(); ++i) {
             const Shape d = {nhw[0], cs[i], nhw[1], nhw[2]};
-            Lay l = lays[(i + variant) % 4];
+            Lay l = variant == 4 ? Lay::kNhwc : lays[(i + variant) % 4];
             if (cs[i] % block_of(l) != 0) l = Lay::kNhwc;
             xs_nchw.push_back(random_floats(volume(d), seed++));
             std::vector<float> stored(xs_nchw.back().size());
