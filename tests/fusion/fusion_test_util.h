@@ -165,9 +165,11 @@ inline std::string write_model(const std::string& yaml, const std::string& stem)
   return path;
 }
 
-inline std::unique_ptr<Session> open_session(const std::string& path, const std::string& fusion, int threads = 0) {
+inline std::unique_ptr<Session> open_session(const std::string& path, const std::string& fusion, int threads = 0,
+                                             const std::string& cpu_kernels = "onednn") {
   SessionOptions opt;
   opt.fusion = fusion;
+  opt.cpu_kernels = cpu_kernels;
   opt.seeded = true;
   opt.threads = threads;
   auto s = Session::load(path, opt);
@@ -197,18 +199,19 @@ inline void check_outputs_close(const TensorMap& want, const TensorMap& got, dou
 
 /// Runs the model `yaml` with fusion "none" and with each of `modes`; every output agrees within
 /// relative L2 `tol`. Inputs default to the session's seeded inputs. Returns the kernel count of
-/// the last mode.
+/// the last mode. `cpu_kernels`: SessionOptions::cpu_kernels of every session.
 inline int64_t check_fused_matches_unfused(const std::string& yaml, const std::string& stem,
                                            const std::vector<std::string>& modes = {"all"}, double tol = 1e-5,
-                                           const TensorMap* inputs = nullptr) {
+                                           const TensorMap* inputs = nullptr,
+                                           const std::string& cpu_kernels = "onednn") {
   std::string path = write_model(yaml, stem);
-  auto ref = open_session(path, "none");
+  auto ref = open_session(path, "none", 0, cpu_kernels);
   TensorMap in = inputs ? *inputs : ref->seeded_inputs(0);
   TensorMap want = run_session(*ref, in);
   int64_t kernels = 0;
   for (const std::string& mode : modes) {
     INFO("fusion " << mode);
-    auto s = open_session(path, mode);
+    auto s = open_session(path, mode, 0, cpu_kernels);
     check_outputs_close(want, run_session(*s, in), tol);
     kernels = s->stats().kernels;
   }
