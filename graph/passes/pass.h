@@ -82,10 +82,13 @@ std::optional<Tensor> fold_constant_node(const Graph& g, const Node& n);
 Status refold_symbolic(const Graph& folds, std::map<std::string, Tensor>* env);
 std::unique_ptr<Pass> make_bn_folding_pass();
 std::unique_ptr<Pass> make_pattern_rewrite_pass();  ///< LayerNorm and GELU recognition
+/// An elementwise unary op read through a view (Reshape, Flatten, ...) moves in front of it,
+/// where it can be its producer's epilogue (graph/passes/unary_hoist.cc).
+std::unique_ptr<Pass> make_unary_hoist_pass();
 std::unique_ptr<Pass> make_dead_code_pass();
 
 /// The canonicalisation pipeline, in order: constant_folding, bn_folding, pattern_rewrite
-/// (LayerNorm, GELU), dead_code. Weights must be bound first (folding reads Value::data).
+/// (LayerNorm, GELU), unary_hoist, dead_code. Weights must be bound first (folding reads Value::data).
 /// Returns one log line per pass.
 Result<std::vector<std::string>> run_canonicalize(Graph& g, bool verify);
 

@@ -81,6 +81,7 @@ Result<std::vector<std::string>> run_canonicalize(Graph& g, bool verify) {
   pm.add(make_constant_folding_pass())
       .add(make_bn_folding_pass())
       .add(make_pattern_rewrite_pass())
+      .add(make_unary_hoist_pass())
       .add(make_dead_code_pass());
   FUSERT_ASSIGN_OR_RETURN(bool changed, pm.run(g));
   (void)changed;

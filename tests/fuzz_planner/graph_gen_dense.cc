@@ -54,6 +54,12 @@ std::string layer_norm(Emitter& e, Rng& r, const std::string& x) {
 
 std::string gemm_chain(Emitter& e, Rng& r, const std::string& x) {
   std::string y = emit_gemm(e, x, random_gemm(r));
+  if (r.chance(0.25)) {  // the activation behind a view (ONNX Runtime's Gemm wrapped in Reshapes): unary_hoist
+    static const std::vector<std::string> acts = {"Gelu", "Relu", "Sigmoid", "Tanh", "HardSwish"};
+    const Dims ys = e.shape(y);
+    const std::string v = e.node("Reshape", {y, e.const_i64({ys[0], 1, ys[1]})}, {ys[0], 1, ys[1]});
+    y = e.node("Reshape", {e.node(r.pick(acts), {v}, e.shape(v)), e.const_i64(ys)}, ys);
+  }
   if (r.chance(0.7)) y = epilogue_chain(e, r, y, 3);
   if (r.chance(0.25)) y = layer_norm(e, r, y);
   if (r.chance(0.2)) y = e.node("Relu", {y}, e.shape(y));
