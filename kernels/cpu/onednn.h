@@ -125,8 +125,11 @@ class GemmAnchor : public Anchor {
  public:
   static std::unique_ptr<GemmAnchor> create_gemm(const GemmParams& p, const float* b, const float* c,
                                                  const Epilogue& ep, std::string* why);
-  static std::unique_ptr<GemmAnchor> create_matmul(const MatMulParams& p, const float* b_const, const Epilogue& ep,
-                                                   std::string* why);
+  /// `bias` (N floats, with a constant B whose batches fold into one [batch * M, K] x [K, N]
+  /// GEMM; else refused): the per-column Add before `ep`, given to oneDNN as the matmul's bias
+  /// instead of a binary post-op (ConvNeXt's and ViT's Linear layers exported as MatMul + Add).
+  static std::unique_ptr<GemmAnchor> create_matmul(const MatMulParams& p, const float* b_const, const float* bias,
+                                                   const Epilogue& ep, std::string* why);
   /// `b` is ignored when B is constant. y may alias a tensor operand, not a or b.
   virtual void run(const float* a, const float* b, const Epilogue& ep, float* y) const = 0;
 };

@@ -22,7 +22,7 @@ std::unique_ptr<GemmAnchor> GemmAnchor::create_gemm(const GemmParams&, const flo
   return nullptr;
 }
 
-std::unique_ptr<GemmAnchor> GemmAnchor::create_matmul(const MatMulParams&, const float*, const Epilogue&,
+std::unique_ptr<GemmAnchor> GemmAnchor::create_matmul(const MatMulParams&, const float*, const float*, const Epilogue&,
                                                       std::string* why) {
   *why = kAbsent;
   return nullptr;

@@ -256,12 +256,34 @@ TEST_CASE("onednn: Gemm (transposes, alpha, beta, per-column and scalar C) and b
         CAPTURE(shared_b);
         CAPTURE(const_b);
         std::string why;
-        auto g = cpu::onednn::GemmAnchor::create_matmul(p, const_b ? b.data() : nullptr, ch.ep, &why);
+        auto g = cpu::onednn::GemmAnchor::create_matmul(p, const_b ? b.data() : nullptr, nullptr, ch.ep, &why);
         REQUIRE_MESSAGE(g, why);
         std::vector<float> want(static_cast<size_t>(p.batch * p.m * p.n)), got(want.size());
         cpu::matmul_fused(p, a.data(), b.data(), ch.ep, want.data());
         g->run(a.data(), b.data(), ch.ep, got.data());
         CHECK(compare(got, want) <= 1e-5);
+        if (!shared_b || !const_b) {  // a bias needs B folded into one GEMM
+          CHECK_FALSE(cpu::onednn::GemmAnchor::create_matmul(p, const_b ? b.data() : nullptr, b.data(), ch.ep, &why));
+          continue;
+        }
+        // The bias as oneDNN's argument against the reference with the bias Add as the first step,
+        // NaN/Inf inputs included (the reference path puts the Add back in front).
+        const std::vector<float> bias = ft::random_floats(p.n, 43);
+        cpu::Epilogue with_bias = ch.ep;
+        cpu::EpilogueStep add;
+        add.op = EpOp::kAddTensor;
+        add.mode = cpu::OperandMode::kPerChannel;
+        add.operand = bias.data();
+        with_bias.steps.insert(with_bias.steps.begin(), add);
+        auto gb = cpu::onednn::GemmAnchor::create_matmul(p, b.data(), bias.data(), ch.ep, &why);
+        REQUIRE_MESSAGE(gb, why);
+        std::vector<float> as = a;
+        for (int special = 0; special < 2; ++special) {
+          if (special) as[0] = kNaN, as[as.size() - 1] = kInf;
+          cpu::matmul_fused(p, as.data(), b.data(), with_bias, want.data());
+          gb->run(as.data(), b.data(), ch.ep, got.data());
+          CHECK(compare(got, want) <= 1e-5);
+        }
       }
     }
   }
@@ -353,7 +375,7 @@ TEST_CASE("onednn: reducing tails run after the primitive: conv + GlobalAverageP
   const std::vector<float> ma = ft::random_floats(2 * 4 * 21, 77), mr = ft::random_floats(2 * 4 * 37, 78);
   ep.out_shape = {2, 4, 37};
   ep.steps[1].operand = mr.data();
-  auto matmul = cpu::onednn::GemmAnchor::create_matmul(mm, b.data(), ep, &why);
+  auto matmul = cpu::onednn::GemmAnchor::create_matmul(mm, b.data(), nullptr, ep, &why);
   REQUIRE_MESSAGE(matmul, why);
   std::vector<float> mwant(2 * 4 * 37), mgot(mwant.size());
   cpu::matmul_fused(mm, ma.data(), b.data(), ep, mwant.data());

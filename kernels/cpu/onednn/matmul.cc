@@ -180,8 +180,8 @@ std::unique_ptr<GemmAnchor> GemmAnchor::create_gemm(const GemmParams& p, const f
   return g;
 }
 
-std::unique_ptr<GemmAnchor> GemmAnchor::create_matmul(const MatMulParams& p, const float* b_const, const Epilogue& ep,
-                                                      std::string* why) {
+std::unique_ptr<GemmAnchor> GemmAnchor::create_matmul(const MatMulParams& p, const float* b_const, const float* bias,
+                                                      const Epilogue& ep, std::string* why) {
   if (p.batch == 0 || p.m == 0 || p.n == 0 || p.k == 0) {  // oneDNN 2.6 divides by them (SIGFPE)
     *why = "a zero-size dim (the reference kernel runs it)";
     return nullptr;
@@ -217,16 +217,33 @@ std::unique_ptr<GemmAnchor> GemmAnchor::create_matmul(const MatMulParams& p, con
   g->y_desc = plain(g->out_dims);
   const memory::desc w_desc =
       g->const_b ? memory::desc(b_dims, memory::data_type::f32, memory::format_tag::any) : g->b_user;
-  if (!g->make(ep, w_desc, nullptr, why)) return nullptr;
-  if (g->squash >= 0 && g->const_b && !all_finite(b_const, bb * p.k * p.n)) {
+  if (bias && !(fold && g->const_b)) {
+    *why = "a MatMul bias without a constant B folded into one GEMM";
+    return nullptr;
+  }
+  const memory::desc b_desc({1, p.n}, memory::data_type::f32, Dims{p.n, 1});
+  g->has_bias = bias != nullptr;
+  if (!g->make(ep, w_desc, bias ? &b_desc : nullptr, why)) return nullptr;
+  if (bias) {
+    g->bias = memory(b_desc, cpu_engine());
+    std::memcpy(g->bias.get_data_handle(), bias, static_cast<size_t>(p.n) * sizeof(float));
+  }
+  if (g->squash >= 0 && g->const_b && (!all_finite(b_const, bb * p.k * p.n) || !all_finite(bias, bias ? p.n : 0))) {
     *why = "weights hold NaN or Inf, which the Relu/Clip post-op would not propagate";
     return nullptr;
   }
   if (g->const_b) g->load_weights(b_const, 1.f);
   g->a_count = ba * p.m * p.k;
   g->b_count = bb * p.k * p.n;
-  g->reference = [p, b_const](const float* a, const float* b, const Epilogue& e, float* y) {
-    matmul_fused(p, a, b_const ? b_const : b, e, y);
+  g->reference = [p, b_const, bias](const float* a, const float* b, const Epilogue& e, float* y) {
+    if (!bias) return matmul_fused(p, a, b_const ? b_const : b, e, y);
+    Epilogue with_bias = e;  // the bias Add back in front, as the graph has it
+    EpilogueStep add;
+    add.op = EpOp::kAddTensor;
+    add.mode = OperandMode::kPerChannel;
+    add.operand = bias;
+    with_bias.steps.insert(with_bias.steps.begin(), add);
+    matmul_fused(p, a, b_const ? b_const : b, with_bias, y);
   };
   return g;
 }
