@@ -102,25 +102,39 @@ class HardSwishRule : public RewriteRule {
   }
 };
 
+// x * f(x), operands in either order, anchored at f (a node of `op`, read by that Mul alone):
+// fills m->erased and m->root and returns x, or kNoValue.
+ValueId match_x_times_f(const Graph& g, int anchor, OpKind op, RewriteMatch* m) {
+  const Node& f = node_at(g, anchor);
+  if (f.op != op) return kNoValue;
+  const ValueId x = f.inputs[0];
+  const int mul = sole_consumer(g, f.outputs[0], OpKind::kMul);
+  if (mul < 0 || g.value(x).dtype != DType::kF32) return kNoValue;
+  const Node& r = node_at(g, mul);
+  if (other_input(r, f.outputs[0]) != x || g.value(r.outputs[0]).shape != g.value(x).shape) return kNoValue;
+  m->erased = {anchor};
+  m->root = mul;
+  return x;
+}
+
+// `op`(x) named after the Mul it replaces.
+Node unary_at_root(const Graph& g, const RewriteMatch& m, OpKind op, ValueId x) {
+  const Node& r = node_at(g, m.root);
+  Node n = make_node(op, r.name, r.loc);
+  n.inputs = {x};
+  return n;
+}
+
 class SwishRule : public RewriteRule {
  public:
   const char* name() const override { return "swish"; }
 
   bool matches(const Graph& g, int anchor, RewriteMatch* m) const override {
-    const Node& sig = node_at(g, anchor);
-    if (sig.op != OpKind::kSigmoid) return false;
-    const ValueId x = sig.inputs[0];
-    const int mul = sole_consumer(g, sig.outputs[0], OpKind::kMul);
-    if (mul < 0 || g.value(x).dtype != DType::kF32) return false;
-    const Node& r = node_at(g, mul);
-    if (other_input(r, sig.outputs[0]) != x || g.value(r.outputs[0]).shape != g.value(x).shape) return false;
-    m->erased = {anchor};
-    m->root = mul;
-    Node sw = make_node(OpKind::kSwish, r.name, r.loc);
-    sw.inputs = {x};
-    sw.attrs["alpha"].type = AttrType::kFloat;
-    sw.attrs["alpha"].f = 1.0;
-    m->replacement = std::move(sw);
+    const ValueId x = match_x_times_f(g, anchor, OpKind::kSigmoid, m);
+    if (x == kNoValue) return false;
+    m->replacement = unary_at_root(g, *m, OpKind::kSwish, x);
+    m->replacement.attrs["alpha"].type = AttrType::kFloat;
+    m->replacement.attrs["alpha"].f = 1.0;
     return true;
   }
 };
@@ -135,16 +149,9 @@ class HardSigmoidSwishRule : public RewriteRule {
     const Node& hs = node_at(g, anchor);
     if (hs.op != OpKind::kHardSigmoid) return false;
     if (std::abs(hs.attr_f("alpha") * 6.0 - 1.0) > 1e-5 || hs.attr_f("beta") != 0.5) return false;
-    const ValueId x = hs.inputs[0];
-    const int mul = sole_consumer(g, hs.outputs[0], OpKind::kMul);
-    if (mul < 0 || g.value(x).dtype != DType::kF32) return false;
-    const Node& r = node_at(g, mul);
-    if (other_input(r, hs.outputs[0]) != x || g.value(r.outputs[0]).shape != g.value(x).shape) return false;
-    m->erased = {anchor};
-    m->root = mul;
-    Node sw = make_node(OpKind::kHardSwish, r.name, r.loc);
-    sw.inputs = {x};
-    m->replacement = std::move(sw);
+    const ValueId x = match_x_times_f(g, anchor, OpKind::kHardSigmoid, m);
+    if (x == kNoValue) return false;
+    m->replacement = unary_at_root(g, *m, OpKind::kHardSwish, x);
     return true;
   }
 };
