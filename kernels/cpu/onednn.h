@@ -75,11 +75,14 @@ class ConvAnchor : public Anchor {
 /// Both epilogues are unary steps only (eltwise post-ops: Relu, Clip, HardSwish, ...). The
 /// depthwise conv: square kernel K, one stride s on both axes, dilation 1, top/left pads equal
 /// (oneDNN's padding_l) and OH = ceil(H / s), OW = ceil(W / s) (oneDNN derives the right pads so).
-/// Activations are NCHW at the boundary (reordered to and from oneDNN's blocked layout inside).
+/// Activations are NCHW at the boundary (reordered to and from the primitive's layout inside)
+/// unless use_native keeps them in it. Where oneDNN's convolutions take NHWC (AVX-512) the pair
+/// runs in NHWC on the two-pass kernel only (the single-pass one computes wrong values there),
+/// once per image when a batch's intermediate passes 4 MB; elsewhere oneDNN picks.
 /// Refused (nullptr with `why`): any other shape, a non-unary or tail step, non-finite weights, a
 /// reference implementation, and, unless `allow_two_pass`, oneDNN's ref_fused_convolution (its
-/// two optimised convolutions one after the other through a whole scratch intermediate, kept in
-/// the blocked layout: one call, not a single-pass kernel). A call whose input holds NaN/Inf
+/// two optimised convolutions one after the other through a whole scratch intermediate: one
+/// call, not a single-pass kernel). A call whose input holds NaN/Inf
 /// runs the two reference convolutions (as ConvAnchor). Weights are read at creation only.
 class PointwiseDepthwiseAnchor : public Anchor {
  public:

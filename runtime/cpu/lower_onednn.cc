@@ -183,9 +183,9 @@ Status lower_horizontal_onednn(const Graph& g, const FusionGroup& grp, Step& s) 
 }
 
 // 1x1 + depthwise block: one primitive, the depthwise conv as the dw post-op of the 1x1 one,
-// with oneDNN's single-pass kernel where it has one, else its two-pass kernel
-// (ref_fused_convolution: its two optimised convolutions one after the other, the intermediate
-// in scratch in the blocked layout; measured on MobileNetV2, 1 thread, AVX2, activations kept
+// with oneDNN's single-pass kernel where it has one and it is right (not in NHWC: onednn.h),
+// else its two-pass kernel (ref_fused_convolution: its two optimised convolutions one after the
+// other, the intermediate in scratch; measured on MobileNetV2, 1 thread, AVX2, activations kept
 // blocked: 0.91x of the separate convolutions).
 Status lower_pointwise_depthwise_onednn(const Graph& g, const FusionGroup& grp, Step& s) {
   PointwiseDepthwise d;

@@ -1,6 +1,7 @@
 // oneDNN block fusion of a 1x1 convolution with the depthwise convolution that consumes it (the
 // `dw` post-op): one primitive, weights of both reordered once, activations reordered to and
-// from the primitive's blocked format per call.
+// from the primitive's layout per call (NHWC on AVX-512, where it may run once per image; a
+// channel block elsewhere) unless the layout pass keeps them there.
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <unordered_map>
@@ -78,8 +79,8 @@ class PointwiseDepthwiseImpl final : public PointwiseDepthwiseAnchor {
     if (reorder_out) dst = memory(y_md, cpu_engine(), scratch(1, y_md.get_size() / sizeof(float) + 16));
     const int64_t x_image = p1.c * p1.h * p1.w, y_image = p2.m * p2.oh * p2.ow;
     for (int64_t i = 0; i < calls; ++i) {  // calls > 1: image i of an NHWC batch (dense, one after another)
-      float* xi = static_cast<float*>(src.get_data_handle()) + (calls > 1 ? i * x_image : 0);
-      float* yi = static_cast<float*>(dst.get_data_handle()) + (calls > 1 ? i * y_image : 0);
+      float* xi = static_cast<float*>(src.get_data_handle()) + i * x_image;
+      float* yi = static_cast<float*>(dst.get_data_handle()) + i * y_image;
       prim.execute(s, {{DNNL_ARG_SRC, memory(pd.src_desc(), cpu_engine(), xi)},
                        {DNNL_ARG_WEIGHTS, w1},
                        {DNNL_ARG_BIAS, b1},
