@@ -93,7 +93,7 @@ class ExecutorCore {
 /// The CPU device: a host arena per context, the steps run in order on the calling thread with
 /// `threads` CPU threads (cpu::ThreadScope; 0 = all cores), each step's wall time in step_ms.
 /// `jitter`: SessionOptions::jitter_steps (testing); `pin`: SessionOptions::pin_threads.
-std::unique_ptr<ExecDevice> make_cpu_device(const Graph& g, const ExecutionPlan& plan, int threads, bool jitter = false,
+std::unique_ptr<ExecDevice> make_cpu_device(const Graph& g, const ExecutionPlan& plan, int threads, uint64_t jitter = 0,
                                             bool pin = false);
 
 /// The CPU executor: ExecutorCore over the CPU device (tests and unfused profiling use it

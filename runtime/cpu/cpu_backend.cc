@@ -101,7 +101,8 @@ class CpuBackend final : public Backend {
   int threads_;
   CpuKernels kernels_;
   bool all_blocks_;
-  bool jitter_, pin_;
+  uint64_t jitter_;
+  bool pin_;
   int native_values_ = 0;
   struct StepInfo {
     std::string name, kernel, detail;

@@ -118,10 +118,12 @@ struct Counts {
 };
 Counts g_counts;  // of the current process (a child reports its own through the pipe)
 
-std::map<std::string, double> tolerances(const TensorMap& want, const TensorMap& noisy) {
+std::map<std::string, double> tolerances(const TensorMap& want, const std::vector<TensorMap>& noisy) {
   std::map<std::string, double> tol;
   for (const auto& [name, w] : want) {
-    tol[name] = std::max(kTolerance, 10 * rel_l2(w, noisy.at(name)));
+    double change = 0;
+    for (const TensorMap& n : noisy) change = std::max(change, rel_l2(w, n.at(name)));
+    tol[name] = std::max(kTolerance, 10 * change);
     ++g_counts.outputs;
     g_counts.widened += tol[name] > kTolerance && tol[name] <= kUnjudged;
     g_counts.unjudged += tol[name] > kUnjudged;
@@ -179,7 +181,7 @@ TensorMap perturbed(const TensorMap& in, uint64_t* state) {
   return out;
 }
 
-Result<std::unique_ptr<Session>> open(const std::string& path, const Mode* m, int threads, bool jitter = false) {
+Result<std::unique_ptr<Session>> open(const std::string& path, const Mode* m, int threads, uint64_t jitter = 0) {
   SessionOptions o;
   o.jitter_steps = jitter;
   o.seeded = true;
@@ -258,15 +260,21 @@ std::string check_model(const std::string& path, int threads) {
   // kernels read at run time), inputs and every op's output are jittered by a few ulps
   // (SessionOptions::jitter_steps): an op that rounds to the same float for a slightly moved
   // input (a saturated Sigmoid, tanh near -1) still shows how far its own rounding carries.
-  auto probe = open(path, nullptr, threads, true);
-  if (!probe.ok()) return "fusion raw: load failed: " + probe.status().to_string();
-  uint64_t state = 0x9E3779B97F4A7C15ull;
-  for (const Value& v : (*probe)->graph().values) {
-    if (v.is_initializer && !v.data.empty()) jitter(const_cast<Tensor&>(v.data), &state);
+  // Twice, with two seeds, the larger change counting: one draw can move two elements a
+  // cancellation subtracts nearly alike (seed 2345628: a LayerNorm over rows of 2).
+  std::vector<TensorMap> noisy;
+  for (uint64_t seed = 1; seed <= 2; ++seed) {
+    auto probe = open(path, nullptr, threads, seed);
+    if (!probe.ok()) return "fusion raw: load failed: " + probe.status().to_string();
+    uint64_t state = 0x9E3779B97F4A7C15ull * seed;
+    for (const Value& v : (*probe)->graph().values) {
+      if (v.is_initializer && !v.data.empty()) jitter(const_cast<Tensor&>(v.data), &state);
+    }
+    auto out = (*probe)->run(perturbed(in, &state));
+    if (!out.ok()) return "fusion raw: run failed: " + out.status().to_string();
+    noisy.push_back(std::move(*out));
   }
-  auto noisy = (*probe)->run(perturbed(in, &state));
-  if (!noisy.ok()) return "fusion raw: run failed: " + noisy.status().to_string();
-  const std::map<std::string, double> tol = tolerances(*want, *noisy);
+  const std::map<std::string, double> tol = tolerances(*want, noisy);
   const Mode dnn_none = {"raw (onednn)", "raw"};
   auto dnn = open(path, &dnn_none, threads);
   if (!dnn.ok()) return "fusion raw (onednn): load failed: " + dnn.status().to_string();

@@ -73,11 +73,12 @@ struct SessionOptions {
   bool all_blocks = false;  ///< testing: the CPU reference kernels form 1x1 + depthwise blocks too
                             ///< (two convolutions in one step; their capability refuses blocks
                             ///< otherwise), so tests and the planner fuzzer reach that lowering
-  /// testing (CPU): after every step, each float32 element it wrote is scaled by 1 + u * 2^-22,
-  /// u uniform in [-1, 1) from a fixed seed: a few ulps per op, the size of the rounding
-  /// differences a fused kernel may make. The planner fuzzer's conditioning probe runs the
-  /// unfused graph so to learn how far such differences carry to each output.
-  bool jitter_steps = false;
+  /// testing (CPU), 0 = off: after every step, each float32 element it wrote is scaled by
+  /// 1 + u * 2^-22, u uniform in [-1, 1) from a stream seeded by this value and the element's
+  /// tensor: a few ulps per op, the size of the rounding differences a fused kernel may make.
+  /// The planner fuzzer's conditioning probe runs the unfused graph so, with two seeds, to learn
+  /// how far such differences carry to each output.
+  uint64_t jitter_steps = 0;
   // CUDA backend (device "cuda")
   bool cuda_graph = true;    ///< capture the plan once per input shape and replay it (CUDA Graphs)
   bool tf32 = false;         ///< TF32 tensor-core math in cuBLASLt/cuDNN (off: exact fp32)
