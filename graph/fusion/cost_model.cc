@@ -20,6 +20,11 @@ int64_t node_flops(const Graph& g, int ni) {
       const Shape& w = g.value(n.inputs[1]).shape;
       return 2 * shape_numel(y) * w[1] * w[2] * w[3];
     }
+    case OpKind::kConvTranspose: {  // each input element paints (M / group) * KH * KW outputs
+      const Shape& x = g.value(n.inputs[0]).shape;
+      const Shape& w = g.value(n.inputs[1]).shape;
+      return 2 * shape_numel(x) * w[1] * w[2] * w[3];
+    }
     case OpKind::kGemm: {
       const Shape& a = g.value(n.inputs[0]).shape;
       int64_t k = n.attr_i("transA") ? a[0] : a[1];

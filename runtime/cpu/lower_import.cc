@@ -188,7 +188,7 @@ LOWER(ConvTranspose) {
                                    st[0], st[1], dl[0], dl[1], pd[0], pd[1]};
   const ValueId xi = n.inputs[0], wi = n.inputs[1], yi = n.outputs[0];
   const ValueId bi = n.inputs.size() > 2 ? n.inputs[2] : kNoValue;
-  s.kernel = "conv_transpose_gemm";
+  s.kernel = cpu::conv_transpose_direct(p) ? "conv_transpose_2x2" : "conv_transpose_gemm";
   s.run = [=](const BufferTable& b) {
     cpu::conv_transpose_gemm(p, b.f32(xi), b.f32(wi), bi == kNoValue ? nullptr : b.f32(bi), b.f32(yi));
   };

@@ -3,7 +3,8 @@
 // - An FPN join: a stride-2 conv, Resize back up (nearest or linear, every coordinate mode, by
 //   scales or by sizes), maybe through a 3x3 conv, added to a lateral 1x1 conv.
 // - A ConvTranspose head: kernel 2 or 3, stride 2, groups, bias, output padding; then a bias Add,
-//   BatchNorm and an epilogue.
+//   BatchNorm and an epilogue. Beside it at times DBNet's probability head, 2x2 stride-2
+//   ConvTransposes that grow the map 4-8x to a Sigmoid of its own.
 // - Pad (constant, reflect, edge) before a valid conv.
 // - An Expand or Tile of a per-channel weight joining the running value.
 #include <algorithm>
@@ -57,7 +58,34 @@ std::string fpn_resize(Emitter& e, Rng& r, const std::string& x) {
   return r.chance(0.5) ? epilogue_chain(e, r, y, 2) : y;
 }
 
+// Two or three 2x2 stride-2 ConvTransposes from x (BatchNorm and an epilogue between them), a
+// Sigmoid, a graph output: the maps grow past 8 and 24 columns, the direct kernel's vector runs.
+void upsample_side(Emitter& e, Rng& r, const std::string& x) {
+  std::string y = x;
+  const int64_t steps = r.range(2, 3);
+  for (int64_t i = 0; i < steps; ++i) {
+    const Dims ys = e.shape(y);
+    const int64_t m = i + 1 == steps ? r.range(1, 2) : r.pick(std::vector<int64_t>{1, 3, 13});
+    const int64_t group = ys[1] % 2 == 0 && m % 2 == 0 && r.chance(0.2) ? 2 : 1;
+    std::vector<std::string> in = {y, e.weight({ys[1], m / group, 2, 2})};
+    if (r.chance(0.6)) in.push_back(e.weight({m}, "uniform"));
+    std::string attrs = "kernel_shape: [2, 2], strides: [2, 2]";
+    if (group > 1) attrs += ", group: 2";
+    y = e.node("ConvTranspose", in, {ys[0], m, 2 * ys[2], 2 * ys[3]}, attrs);
+    if (i + 1 == steps) break;
+    if (r.chance(0.5)) {
+      y = e.node(
+          "BatchNormalization",
+          {y, e.weight({m}, "bn_scale"), e.weight({m}, "uniform"), e.weight({m}, "uniform"), e.weight({m}, "bn_var")},
+          e.shape(y), "epsilon: 0.001");
+    }
+    y = r.chance(0.6) ? e.node("Relu", {y}, e.shape(y)) : epilogue_chain(e, r, y, 2);
+  }
+  e.mark_output(e.node("Sigmoid", {y}, e.shape(y)));
+}
+
 std::string deconv_head(Emitter& e, Rng& r, const std::string& x) {
+  if (r.chance(0.35)) upsample_side(e, r, x);
   const Dims& xs = e.shape(x);
   const int64_t c = r.pick(std::vector<int64_t>{2, 4, 6});
   const std::string d = down(e, r, x, c);
