@@ -119,6 +119,20 @@ class PoolAnchor {
   virtual void use_native(bool input, bool output) = 0;
 };
 
+/// Multi-head attention with cpu::attention's contract (AttentionParams): per image and block of
+/// up to 64 queries, scores [H, rows, S] = Q K^T as one oneDNN matmul batched over the heads
+/// (Q, K read in place as strided per-head views of the token-major rows), then scale, mask and
+/// the row softmax in place (cpu::attention's code), then y = P V as a second batched matmul
+/// writing each head's columns of y. Scores stay in a per-thread buffer (H x 64 x S floats).
+/// Refused (nullptr with `why`) where oneDNN has only a reference matmul for these shapes.
+class AttentionAnchor {
+ public:
+  virtual ~AttentionAnchor() = default;
+  static std::unique_ptr<AttentionAnchor> create(const AttentionParams& p, std::string* why);
+  virtual void run(const float* q, const float* k, const float* v, const float* mask, float* y) const = 0;
+  virtual std::string describe() const = 0;
+};
+
 /// Gemm (ONNX): y [M, N] = ep(alpha * op(A) * op(B) + beta * C) with B constant and C absent
 /// or a constant per-column vector ([N], [1, N], [1]). `b` and `c` are read at creation only.
 /// MatMul: y [batch, M, N] = ep(A[b] * B[b']) for batch indices that are the identity or all

@@ -28,6 +28,11 @@ std::unique_ptr<GemmAnchor> GemmAnchor::create_matmul(const MatMulParams&, const
   return nullptr;
 }
 
+std::unique_ptr<AttentionAnchor> AttentionAnchor::create(const AttentionParams&, std::string* why) {
+  *why = kAbsent;
+  return nullptr;
+}
+
 std::unique_ptr<PoolAnchor> PoolAnchor::create(const PoolParams&, bool, std::string* why) {
   *why = kAbsent;
   return nullptr;

@@ -77,7 +77,7 @@ Result<Step> lower_group_cpu(const Graph& g, const FusionGroup& grp, CpuKernels 
       st = lower_branch_merge(g, grp, s);
       break;
     case GroupKind::kAttention:
-      st = lower_attention(g, grp, s);
+      st = lower_attention(g, grp, kernels, s);
       break;
     case GroupKind::kPointwiseDepthwise:
       st = lower_pointwise_depthwise(g, grp, s);

@@ -50,7 +50,8 @@ Status lower_horizontal(const Graph& g, const FusionGroup& grp, Step& s);    ///
 Status lower_grouped(const Graph& g, const FusionGroup& grp, Step& s);       ///< lower_grouped.cc
 Status lower_conv_sum(const Graph& g, const FusionGroup& grp, Step& s);      ///< lower_cross.cc
 Status lower_branch_merge(const Graph& g, const FusionGroup& grp, Step& s);  ///< lower_cross.cc
-Status lower_attention(const Graph& g, const FusionGroup& grp, Step& s);     ///< lower_attention.cc
+/// With `kernels` onednn, the AttentionAnchor where oneDNN has optimised matmuls for the heads.
+Status lower_attention(const Graph& g, const FusionGroup& grp, CpuKernels kernels, Step& s);  ///< lower_attention.cc
 /// A 1x1 + depthwise block on the reference kernels: the two convolutions one after the other
 /// through a per-thread intermediate (lower_anchor.cc).
 Status lower_pointwise_depthwise(const Graph& g, const FusionGroup& grp, Step& s);

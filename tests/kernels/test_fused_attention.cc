@@ -1,13 +1,16 @@
-// attention against a naive per-query loop (double dot products, double softmax): separate and
-// packed-QKV layouts, full/broadcast masks, odd sequence lengths, several query blocks, fully
-// masked rows (zeros, no NaN) and logits of 1e4.
+// attention (cpu::attention and, where this build has oneDNN, onednn::AttentionAnchor) against a
+// naive per-query loop (double dot products, double softmax): separate and packed-QKV layouts,
+// full/broadcast masks, odd sequence lengths, several query blocks, fully masked rows (zeros, no
+// NaN) and logits of 1e4.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/fused_kernels.h"
+#include "kernels/cpu/onednn.h"
 #include "tests/kernels/kernel_test_util.h"
 #include "tests/kernels/test_fused_reference.h"
 
@@ -51,8 +54,20 @@ std::vector<float> ref_attention(const cpu::AttentionParams& p, const float* q, 
 
 enum class MaskKind { kNone, kFull, kPadding, kShared };
 
+// The kernels under test: our own, and oneDNN's matmuls where this build has them.
+std::vector<bool> kernels() { return cpu::onednn::built() ? std::vector<bool>{false, true} : std::vector<bool>{false}; }
+
+void run_attention(bool onednn, const cpu::AttentionParams& p, const float* q, const float* k, const float* v,
+                   const float* mask, float* y) {
+  if (!onednn) return cpu::attention(p, q, k, v, mask, y);
+  std::string why;
+  auto a = cpu::onednn::AttentionAnchor::create(p, &why);
+  REQUIRE_MESSAGE(a != nullptr, why);
+  a->run(q, k, v, mask, y);
+}
+
 // Runs one configuration with either three separate [B*S, H*D] buffers or one packed QKV buffer.
-void check_attention(int64_t batch, int64_t heads, int64_t seq, int64_t dim, bool packed, MaskKind mk) {
+void check_attention(int64_t batch, int64_t heads, int64_t seq, int64_t dim, bool packed, MaskKind mk, bool onednn) {
   cpu::AttentionParams p;
   p.batch = batch, p.heads = heads, p.seq = seq, p.head_dim = dim;
   p.scale = 1.f / std::sqrt(static_cast<float>(dim));
@@ -85,9 +100,9 @@ void check_attention(int64_t batch, int64_t heads, int64_t seq, int64_t dim, boo
   const float* m = mask.empty() ? nullptr : mask.data();
   const auto ref = ref_attention(p, q, k, v, m);
   std::vector<float> got(ref.size(), -777.f);
-  cpu::attention(p, q, k, v, m, got.data());
-  INFO("B " << batch << " H " << heads << " S " << seq << " D " << dim << (packed ? " packed" : " separate") << " mask "
-            << static_cast<int>(mk));
+  run_attention(onednn, p, q, k, v, m, got.data());
+  INFO((onednn ? "onednn " : "own ") << "B " << batch << " H " << heads << " S " << seq << " D " << dim
+                                     << (packed ? " packed" : " separate") << " mask " << static_cast<int>(mk));
   CHECK(max_rel_err(got, ref) <= kTol);
 }
 
@@ -98,21 +113,28 @@ TEST_CASE("attention: hand-computed two tokens, one head") {
   p.seq = 2, p.head_dim = 1, p.q_stride = p.k_stride = p.v_stride = 1;
   // q . k = {0, ln 3} for both queries: weights {1/4, 3/4} over v = {4, 8} -> 7.
   const float q[] = {1, 1}, k[] = {0, std::log(3.f)}, v[] = {4, 8};
-  std::vector<float> y(2);
-  cpu::attention(p, q, k, v, nullptr, y.data());
-  expect_values(y, {7, 7});
+  for (bool onednn : kernels()) {
+    std::vector<float> y(2);
+    run_attention(onednn, p, q, k, v, nullptr, y.data());
+    expect_values(y, {7, 7});
+  }
 }
 
 TEST_CASE("attention: matches naive attention over layouts, masks and odd lengths") {
-  for (int64_t seq : {1, 3, 13}) {
-    for (MaskKind mk : {MaskKind::kNone, MaskKind::kFull, MaskKind::kPadding, MaskKind::kShared}) {
-      check_attention(2, 3, seq, 8, false, mk);
-      check_attention(2, 3, seq, 8, true, mk);
+  for (bool onednn : kernels()) {
+    for (int64_t seq : {1, 3, 13}) {
+      for (MaskKind mk : {MaskKind::kNone, MaskKind::kFull, MaskKind::kPadding, MaskKind::kShared}) {
+        check_attention(2, 3, seq, 8, false, mk, onednn);
+        check_attention(2, 3, seq, 8, true, mk, onednn);
+      }
     }
+    check_attention(1, 2, 3, 128, true, MaskKind::kFull, onednn);      // D = 128
+    check_attention(1, 2, 200, 64, true, MaskKind::kFull, onednn);     // 4 query blocks, ragged last
+    check_attention(1, 1, 512, 16, false, MaskKind::kShared, onednn);  // S = 512
+    check_attention(3, 12, 64, 32, true, MaskKind::kPadding, onednn);  // one full block, MiniLM's heads
+    check_attention(2, 5, 65, 1, true, MaskKind::kFull, onednn);       // D = 1, a block and one query
+    check_attention(1, 1, 129, 13, false, MaskKind::kNone, onednn);    // two blocks and one query
   }
-  check_attention(1, 2, 3, 128, true, MaskKind::kFull);      // D = 128
-  check_attention(1, 2, 200, 64, true, MaskKind::kFull);     // 4 query blocks, ragged last
-  check_attention(1, 1, 512, 16, false, MaskKind::kShared);  // S = 512
 }
 
 TEST_CASE("attention: fully masked query rows give zeros, never NaN") {
@@ -122,11 +144,13 @@ TEST_CASE("attention: fully masked query rows give zeros, never NaN") {
   const auto q = random_floats(3 * 8, 1), k = random_floats(3 * 8, 2), v = random_floats(3 * 8, 3);
   std::vector<float> mask(9, 0.f);
   for (int j = 0; j < 3; ++j) mask[static_cast<size_t>(3 + j)] = -kInf;  // query 1 sees nothing
-  std::vector<float> y(3 * 8, -777.f);
-  cpu::attention(p, q.data(), k.data(), v.data(), mask.data(), y.data());
-  for (int e = 0; e < 8; ++e) CHECK(y[static_cast<size_t>(8 + e)] == 0.f);
-  for (float val : y) CHECK(std::isfinite(val));
-  CHECK(max_rel_err(y, ref_attention(p, q.data(), k.data(), v.data(), mask.data())) <= kTol);
+  for (bool onednn : kernels()) {
+    std::vector<float> y(3 * 8, -777.f);
+    run_attention(onednn, p, q.data(), k.data(), v.data(), mask.data(), y.data());
+    for (int e = 0; e < 8; ++e) CHECK(y[static_cast<size_t>(8 + e)] == 0.f);
+    for (float val : y) CHECK(std::isfinite(val));
+    CHECK(max_rel_err(y, ref_attention(p, q.data(), k.data(), v.data(), mask.data())) <= kTol);
+  }
 }
 
 TEST_CASE("attention: logits of 1e4 stay finite and pick the largest key") {
@@ -136,8 +160,10 @@ TEST_CASE("attention: logits of 1e4 stay finite and pick the largest key") {
   for (int j = 0; j < 13; ++j)
     k[static_cast<size_t>(j)] = 100.f * static_cast<float>(j % 3 - 1), v[static_cast<size_t>(j)] = float(j);
   k[7] = 101.f;  // logit 10100 beats 10000 by 100: softmax puts all weight on key 7
-  std::vector<float> y(13);
-  cpu::attention(p, q.data(), k.data(), v.data(), nullptr, y.data());
-  expect_values(y, std::vector<float>(13, 7.f));
-  CHECK(max_rel_err(y, ref_attention(p, q.data(), k.data(), v.data(), nullptr)) <= kTol);
+  for (bool onednn : kernels()) {
+    std::vector<float> y(13);
+    run_attention(onednn, p, q.data(), k.data(), v.data(), nullptr, y.data());
+    expect_values(y, std::vector<float>(13, 7.f));
+    CHECK(max_rel_err(y, ref_attention(p, q.data(), k.data(), v.data(), nullptr)) <= kTol);
+  }
 }

@@ -20,7 +20,7 @@ const dnnl::engine& cpu_engine();
 /// A reusable per-thread buffer of at least `floats` (concurrent runs never share one): slot 0
 /// blocked source, 1 blocked destination, 2 aliased output, 3 the primitive's scratchpad, 4 the
 /// stacked result of a horizontal GEMM, 5 an NCHW copy of a native residual operand, 6 the
-/// intermediate of the 1x1 + depthwise reference fallback.
+/// intermediate of the 1x1 + depthwise reference fallback, 7 attention scores.
 float* scratch(int slot, size_t floats);
 Dims dense_strides(const Dims& d);
 /// The element strides of `md` when it is a dense permutation of its dims (no inner blocks, no

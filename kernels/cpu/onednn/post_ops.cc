@@ -32,7 +32,7 @@ const dnnl::engine& cpu_engine() {
 // convolution's of one that is its destination's own buffer), 6 the intermediate of
 // the 1x1 + depthwise reference fallback.
 float* scratch(int slot, size_t floats) {
-  thread_local std::vector<float> buf[7];
+  thread_local std::vector<float> buf[8];
   std::vector<float>& b = buf[slot];
   if (b.size() < floats) b.resize(floats);
   return b.data();
