@@ -49,6 +49,28 @@ void layer_norm_row(int64_t n, const float* scale, const float* shift, float eps
   }
 }
 
+#if defined(__AVX2__) && defined(__FMA__)
+// exp(x) for x in [-87, 0] (softmax's shifted, clamped scores), within 1 ulp of exp in double
+// (checked densely over the range): x = n ln 2 + r with |r| <= ln 2 / 2 (ln 2 in two parts),
+// e^r by Cephes' expf polynomial, 2^n built in the exponent bits (n >= -126: never denormal).
+// Half the time of Eigen's generic packet exp, whose ldexp also covers exponents we never see.
+static inline __m256 exp_nonpositive(__m256 x) {
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.f));
+  const __m256i two_n = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(two_n));
+}
+#endif
+
 // The row's max, NaN if it holds one (as nan_max over the row), eight lanes at a time.
 static float row_max(int64_t n, const float* v) {
   float mx = kNegInf;
@@ -85,43 +107,57 @@ void softmax_row(int64_t n, float* v) {
     for (int64_t i = 0; i < n; ++i) v[i] *= inv;
     return;
   }
-  // Finite max: Eigen's vectorised exp (within a few ulps of libm; attention spent most of its
-  // time in scalar expf). Its input clamp would turn exp(-inf) into a tiny number instead of 0,
-  // so masked (-inf) entries are selected to exactly 0: 0 * an infinite V stays NaN, as unfused.
-  // Eigen's select() is not vectorised: the exp goes to a per-thread buffer first. That buffer
-  // is Eigen-aligned, so no leading elements are peeled off to the scalar exp whatever v's
-  // alignment: the row's result is the same bits in every run and on every thread.
+  // Finite max: a vectorised exp (within a few ulps of libm; attention spent most of its time in
+  // scalar expf). Its input clamp would turn exp(-inf) into a tiny number instead of 0, so
+  // masked (-inf) entries are selected to exactly 0: 0 * an infinite V stays NaN, as unfused.
+  // Without AVX2: Eigen's exp into an Eigen-aligned per-thread buffer (its select() is not
+  // vectorised; no leading elements peeled off to the scalar exp whatever v's alignment). Either
+  // way the row's result is the same bits in every run and on every thread.
   // Inputs more than 87 below the max (down to -inf: a masked entry) give probabilities under
   // FLT_MIN; they are set to exactly 0 below, and clamped before the exp so that it never makes
   // a denormal either: denormal arithmetic took BERT's attention 3.8 ms of which the GEMMs needed
   // a fraction (an additive mask of -10000 sends every masked score there).
   constexpr float kFloor = -87.0f;  // exp(-87) = 1.6e-38 is still normal
+#if defined(__AVX2__) && defined(__FMA__)
+  // One pass, eight lanes from element 0 (a short last run padded with -inf): the shifted,
+  // clamped exp (exp_nonpositive, within 1 ulp), masked entries selected to 0, stored in place
+  // and summed in eight lanes (a serial float sum is bound by the add's latency). Same bits in
+  // every run and on every thread, whatever v's alignment.
+  float* e = v;
+  const __m256 vmx = _mm256_set1_ps(mx), vfloor = _mm256_set1_ps(kFloor);
+  __m256 acc = _mm256_setzero_ps();
+  auto lanes_exp = [&](const float* in, float* out) {
+    const __m256 x = _mm256_sub_ps(_mm256_loadu_ps(in), vmx);
+    const __m256 masked = _mm256_cmp_ps(x, vfloor, _CMP_LT_OQ);
+    const __m256 ex = _mm256_andnot_ps(masked, exp_nonpositive(_mm256_max_ps(x, vfloor)));
+    _mm256_storeu_ps(out, ex);
+    acc = _mm256_add_ps(acc, ex);
+  };
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) lanes_exp(v + i, v + i);
+  if (i < n) {
+    alignas(32) float tail[8];
+    std::fill(tail, tail + 8, kNegInf);
+    std::copy(v + i, v + n, tail);
+    lanes_exp(tail, tail);
+    std::copy(tail, tail + (n - i), v + i);
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, acc);
+  float sum = 0.f;
+  for (float l : lanes) sum += l;
+#else
   thread_local Eigen::ArrayXf buf;
   if (buf.size() < n) buf.resize(n);
   Eigen::Map<Eigen::ArrayXf> a(v, n);
   buf.head(n) = (a - mx).max(kFloor).exp();
-  // The masked sum in eight lanes from element 0 (a serial float sum is bound by the add's
-  // latency: a quarter of ViT's softmax time); the lanes do not depend on v's alignment.
   float* e = buf.data();
   float sum = 0.f;
-  int64_t i = 0;
-#ifdef __AVX__
-  const __m256 floor = _mm256_set1_ps(mx + kFloor);
-  __m256 acc = _mm256_setzero_ps();
-  for (; i + 8 <= n; i += 8) {
-    const __m256 masked = _mm256_cmp_ps(_mm256_loadu_ps(v + i), floor, _CMP_LT_OQ);
-    const __m256 x = _mm256_andnot_ps(masked, _mm256_loadu_ps(e + i));
-    _mm256_storeu_ps(e + i, x);
-    acc = _mm256_add_ps(acc, x);
-  }
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, acc);
-  for (float l : lanes) sum += l;
-#endif
-  for (; i < n; ++i) {
+  for (int64_t i = 0; i < n; ++i) {
     e[i] = v[i] < mx + kFloor ? 0.f : e[i];
     sum += e[i];
   }
+#endif
   // Probabilities under FLT_MIN become 0: Eigen's exp clamps its input at about -88.4, so an
   // additive mask of f32_min (BERT's) gives FLT_MIN instead of libm's 0, and once normalised
   // that is a denormal that slows the following GEMM several-fold (BERT layer 23 -> 65 ms).
