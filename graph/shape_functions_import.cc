@@ -173,8 +173,13 @@ Status shape_ConvTranspose(ShapeContext& c) {
   FUSERT_RETURN_IF_ERROR(sized("pads", 0, 4));
   FUSERT_RETURN_IF_ERROR(sized("output_padding", 0, 2));
   const auto st = n.attr_ints("strides"), dl = n.attr_ints("dilations"), op = n.attr_ints("output_padding");
+  if (w[1] < 1 || w[2] < 1 || w[3] < 1) return c.fail() << "weight " << shape_str(w) << " has an empty dim";
   for (size_t d = 0; d < 2; ++d) {
     if (st[d] < 1 || dl[d] < 1) return c.fail() << "strides and dilations must be >= 1";
+    // As ONNX Runtime and PyTorch: more would add output rows no input ever reaches.
+    if (op[d] >= std::max(st[d], dl[d]))
+      return c.fail() << "output_padding " << shape_str(op) << " must be smaller than the stride or the dilation ("
+                      << shape_str(st) << ", " << shape_str(dl) << ")";
   }
   std::vector<int64_t> pads = n.attr_ints("pads"), oshape = n.attr_ints("output_shape");
   const std::string ap = n.attr_s("auto_pad");

@@ -2,6 +2,7 @@
 #include "graph/fusion/attention_pattern.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace fusert {
 
@@ -79,6 +80,9 @@ bool match_attention(const Graph& g, int softmax, AttentionMatch* m) {
     int sc = producer_if(g, x, op);
     float c = 0;
     if (sc < 0 || !scalar_constant(g, g.nodes[static_cast<size_t>(sc)].inputs[1], &c) || c == 0) continue;
+    // A divisor under ~2.9e-39 has no finite reciprocal: the kernel's scale would be inf (NaN
+    // scores) where the unfused Div is finite, so no match.
+    if (op == OpKind::kDiv && !std::isfinite(1.f / c)) continue;
     r.scale = op == OpKind::kDiv ? 1.f / c : c;
     r.nodes.push_back(sc);
     x = g.nodes[static_cast<size_t>(sc)].inputs[0];

@@ -30,9 +30,10 @@ void softmax_row(const float* x, int64_t len, float* y) {
 constexpr int64_t kColumns = 256;
 
 void softmax_columns(const float* x, int64_t len, int64_t inner, int64_t count, float* y) {
-  float mx[kColumns], sum[kColumns];
+  float mx[kColumns], inv[kColumns];
+  double sum[kColumns];  // double: a float sum over a long axis drifts (rows of 30,000: 2.7e-5)
   std::fill(mx, mx + count, kNegInf);
-  std::fill(sum, sum + count, 0.f);
+  std::fill(sum, sum + count, 0.0);
   for (int64_t r = 0; r < len; ++r) {
     for (int64_t i = 0; i < count; ++i) mx[i] = nan_max(mx[i], x[r * inner + i]);
   }
@@ -43,9 +44,9 @@ void softmax_columns(const float* x, int64_t len, int64_t inner, int64_t count, 
       sum[i] += e;
     }
   }
-  for (int64_t i = 0; i < count; ++i) sum[i] = sum[i] == 0.f ? 0.f : 1.f / sum[i];
+  for (int64_t i = 0; i < count; ++i) inv[i] = sum[i] == 0.0 ? 0.f : 1.f / static_cast<float>(sum[i]);
   for (int64_t r = 0; r < len; ++r) {
-    for (int64_t i = 0; i < count; ++i) y[r * inner + i] *= sum[i];
+    for (int64_t i = 0; i < count; ++i) y[r * inner + i] *= inv[i];
   }
 }
 

@@ -211,6 +211,18 @@ TEST_SUITE("fusion.compound") {
     CHECK(check_fused_matches_unfused(yaml, "k_attention", {"horizontal,vertical,compound", "all"}) == 2);
   }
 
+  TEST_CASE("compound parallel: no attention for a divisor without a finite reciprocal (its scale would be inf)") {
+    std::string yaml = tiny_attention();
+    const std::string from = "{name: sqrt_d, shape: [], value: 2.0}";
+    yaml.replace(yaml.find(from), from.size(), "{name: sqrt_d, shape: [], value: 1.0e-39}");
+    Graph g = load_graph(yaml);
+    FusionPlan p = plan(g, all_strategies());
+    INFO(plan_dump(g, p));
+    // 1/1e-39 overflows to inf: the Div runs as written (finite scores where QK^T is small).
+    for (const FusionGroup* grp : p.kernel_groups()) CHECK(grp->kind != GroupKind::kAttention);
+    check_group(g, p, "qk", Strategy::kVertical, GroupKind::kAnchorEpilogue, {"qk", "scale", "mask_add"});
+  }
+
   TEST_CASE("compound parallel: the attention pattern is not matched when the Softmax output is a graph output") {
     std::string yaml = tiny_attention("[y, probs]");
     Graph g = load_graph(yaml);

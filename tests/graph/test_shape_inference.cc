@@ -203,6 +203,23 @@ TEST_CASE("AveragePool output sizes") {
                     {"strides must be >= 1"});
 }
 
+TEST_CASE("ConvTranspose refuses output_padding past the stride and an empty kernel") {
+  const std::string x = "{name: x, shape: [1, 3, 4, 4]}";
+  // Allowed: output_padding 1 < stride 2 (out 2 * 3 + 1 + 1 + 1 = 9).
+  CHECK(infer(x, "op: ConvTranspose, inputs: [x, w], attrs: {strides: [2, 2], output_padding: [1, 1]}",
+              "{name: w, shape: [3, 2, 2, 2]}")
+            .shape == Shape{1, 2, 9, 9});
+  expect_load_error(one_node(x, "op: ConvTranspose, inputs: [x, w], attrs: {strides: [2, 2], output_padding: [2, 0]}",
+                             "{name: w, shape: [3, 2, 2, 2]}"),
+                    {"node 'n' (ConvTranspose): output_padding [2, 0] must be smaller than the stride or the dilation "
+                     "([2, 2], [1, 1])"});
+  expect_load_error(one_node(x, "op: ConvTranspose, inputs: [x, w], attrs: {output_padding: [0, 1]}",
+                             "{name: w, shape: [3, 2, 3, 3]}"),
+                    {"output_padding [0, 1] must be smaller"});
+  expect_load_error(one_node(x, "op: ConvTranspose, inputs: [x, w]", "{name: w, shape: [3, 2, 0, 2]}"),
+                    {"node 'n' (ConvTranspose): weight [3, 2, 0, 2] has an empty dim"});
+}
+
 TEST_CASE("GlobalAveragePool keeps N, C and sets spatial dims to 1") {
   CHECK(infer("{name: x, shape: [2, 3, 5, 7]}", "op: GlobalAveragePool, inputs: [x]").shape == Shape{2, 3, 1, 1});
   CHECK(infer("{name: x, shape: [1, 4, 9]}", "op: GlobalAveragePool, inputs: [x]").shape == Shape{1, 4, 1});
