@@ -139,7 +139,8 @@ Status compare_with_cpu(const InferOptions& o, const TensorMap& inputs, const Te
 Status run(InferOptions o) {
   bool default_model = o.model.empty();
   if (default_model) o.model = kDefaultModel;
-  if (default_model && o.input.empty()) o.input = kDefaultPhoto;
+  // The bundled photo unless --batch asks for a seeded input of that batch.
+  if (default_model && o.input.empty() && o.batch < 0) o.input = kDefaultPhoto;
   if (o.dump) {  // an ONNX file as imported, with the --shape bindings and --dim ranges given
     if (!is_onnx_path(o.model) && (!o.session.input_shapes.empty() || !o.session.dim_ranges.empty())) {
       return error(StatusCode::kInvalidArgument) << o.model << ": --shape and --dim are for ONNX models; a YAML "

@@ -29,8 +29,8 @@ timing.
   --seeded                use seeded weights even if the model has a weights file
   --seed N                seed for seeded weights and seeded inputs (default 0)
   --input FILE            image (.png, .jpg, ...: decoded and preprocessed as the model says) or
-                          a .npy tensor (default: the bundled photo for the default model,
-                          seeded input otherwise). Repeat it, or name a directory, to classify
+                          a .npy tensor (default: the bundled photo for the default model
+                          without --batch, seeded input otherwise). Repeat it, or name a directory, to classify
                           several images in batches of --batch-size: top-k per image, and
                           --output writes [n, classes]
   --text "..."            a text for a sentence-embedding model (repeatable; e.g.

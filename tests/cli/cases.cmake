@@ -188,6 +188,8 @@ fusert_cli_test(batch_seeded --stdout 0 "^input: seeded \\(seed 0\\), batch 3" "
                 "^item 2, top-5" -- --model ${CMAKE_SOURCE_DIR}/models/resnet18.yaml --seeded --batch 3)
 fusert_cli_test(batch_out_of_range 1 "--batch 65: outside the range 1\\.\\.64 of dim 'batch'"
                 -- --model ${CMAKE_SOURCE_DIR}/models/resnet18.yaml --seeded --batch 65)
+# The default model takes --batch as a seeded input of that batch (not the bundled photo).
+fusert_cli_test(batch_default_model 1 "--batch 100: outside the range 1\\.\\.64 of dim 'batch'" -- --batch 100)
 fusert_cli_test(batch_fixed_model 1 "--batch: model 'tiny' has no symbolic batch dim"
                 -- --model ${FUSERT_CLI_DATA}/tiny.yaml --seeded --batch 2)
 fusert_cli_test(batch_profile --stdout 0 "^input: seeded \\(seed 0\\), batch 4" "^profile \\(resnet18, .*: 2[0-9] steps"
