@@ -31,16 +31,7 @@ void block_probabilities(const AttentionParams& p, const HeadBlock& hb, const fl
   const ConstStridedMap k_head(k + hb.b * s * p.k_stride + p.k_col + hb.h * d, s, d, Eigen::OuterStride<>(p.k_stride));
   detail::MatrixMap score_map(scores, hb.rows, s);
   score_map.noalias() = q_blk * k_head.transpose();
-  for (int64_t r = 0; r < hb.rows; ++r) {
-    float* row = scores + r * s;
-    if (mask != nullptr) {
-      const float* m = mask + hb.b * p.mask_b_stride + (hb.i0 + r) * p.mask_i_stride;
-      for (int64_t j = 0; j < s; ++j) row[j] = p.scale * row[j] + m[j];
-    } else {
-      for (int64_t j = 0; j < s; ++j) row[j] *= p.scale;
-    }
-    detail::softmax_row(s, row);
-  }
+  for (int64_t r = 0; r < hb.rows; ++r) detail::attention_probabilities_row(p, mask, hb.b, hb.i0 + r, scores + r * s);
 }
 
 void attention_block(const AttentionParams& p, const HeadBlock& hb, const float* q, const float* k, const float* v,
@@ -53,6 +44,21 @@ void attention_block(const AttentionParams& p, const HeadBlock& hb, const float*
 }
 
 }  // namespace
+
+namespace detail {
+
+void attention_probabilities_row(const AttentionParams& p, const float* mask, int64_t b, int64_t i, float* row) {
+  const int64_t s = p.seq;
+  if (mask != nullptr) {
+    const float* m = mask + b * p.mask_b_stride + i * p.mask_i_stride;
+    for (int64_t j = 0; j < s; ++j) row[j] = p.scale * row[j] + m[j];
+  } else {
+    for (int64_t j = 0; j < s; ++j) row[j] *= p.scale;
+  }
+  softmax_row(s, row);
+}
+
+}  // namespace detail
 
 void attention(const AttentionParams& p, const float* q, const float* k, const float* v, const float* mask, float* y) {
   if (p.batch <= 0 || p.heads <= 0 || p.seq <= 0 || p.head_dim <= 0) return;

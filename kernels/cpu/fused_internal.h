@@ -64,6 +64,9 @@ void layer_norm_row(int64_t n, const float* scale, const float* shift, float eps
 
 /// In-place max-subtracted softmax of one row; an all -inf row becomes zeros, NaN stays NaN.
 void softmax_row(int64_t n, float* v);
+/// One attention score row in place: scale * row + mask[b, i, :] (mask nullable), then
+/// softmax_row (kernels/cpu/attention.cc; the oneDNN attention anchor shares it).
+void attention_probabilities_row(const AttentionParams& p, const float* mask, int64_t b, int64_t i, float* row);
 
 /// A whole Epilogue (steps, LayerNorm tail, post) for row-major [rows, n] outputs (gemm-like):
 /// apply_rows finishes complete rows, which is why gemm kernels block by rows.

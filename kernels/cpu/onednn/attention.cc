@@ -69,17 +69,7 @@ class AttentionImpl final : public AttentionAnchor {
     const int64_t s = p.seq, n = p.heads * rows;
     const int team = static_cast<int>(std::min<int64_t>(n, cpu::detail::team_size(n * s * 8)));
 #pragma omp parallel for num_threads(team) if (team > 1) schedule(static)
-    for (int64_t r = 0; r < n; ++r) {
-      float* row = scores + r * s;
-      const int64_t i = i0 + r % rows;
-      if (mask != nullptr) {
-        const float* m = mask + b * p.mask_b_stride + i * p.mask_i_stride;
-        for (int64_t j = 0; j < s; ++j) row[j] = p.scale * row[j] + m[j];
-      } else {
-        for (int64_t j = 0; j < s; ++j) row[j] *= p.scale;
-      }
-      cpu::detail::softmax_row(s, row);
-    }
+    for (int64_t r = 0; r < n; ++r) cpu::detail::attention_probabilities_row(p, mask, b, i0 + r % rows, scores + r * s);
   }
 
   void run(const float* q, const float* k, const float* v, const float* mask, float* y) const override {
