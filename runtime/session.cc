@@ -114,7 +114,7 @@ Status check_size_limits(const ModelSpec& m, const SessionOptions& o, const std:
 // shapes) within max_tensor_elements, so no run in range is refused for size later.
 Status check_dim_limits(const ModelSpec& m, const SessionOptions& o) {
   DimValues at;
-  for (const SymbolicDim& d : m.dims) at[d.name] = d.max;
+  for (const SymbolicDim& d : m.dims) at[d.name] = d.open ? d.opt : d.max;  // an open dim: checked per shape at run()
   FUSERT_ASSIGN_OR_RETURN(ModelSpec big, instantiate_model(m, at));
   for (const Value& v : big.graph.values) {
     int64_t n = 0;
@@ -189,7 +189,7 @@ Result<std::unique_ptr<SessionImpl>> SessionImpl::load_impl(const std::string& m
   if (is_onnx_path(model_path)) {
     std::vector<SymbolicDim> dims;
     for (const auto& [name, r] : options.dim_ranges) dims.push_back({name, r.min, r.max, r.opt});
-    FUSERT_ASSIGN_OR_RETURN(s->model_, load_onnx(model_path, options.input_shapes, dims));
+    FUSERT_ASSIGN_OR_RETURN(s->model_, load_onnx(model_path, options.input_shapes, dims, /*open_dims=*/true));
   } else {
     if (!options.dim_ranges.empty()) {
       return error(StatusCode::kInvalidArgument) << model_path << ": SessionOptions::dim_ranges (--dim) is for ONNX "

@@ -31,11 +31,16 @@ Result<std::vector<SessionImpl::TensorInfo>> SessionImpl::describe_outputs(const
     for (int64_t d : v.shape) t.dims.push_back({d, {}, d, d});
     out.push_back(t);
   }
+  DimValues joint = m.dim_values;  // every open dim at its probe
   for (const SymbolicDim& sd : m.dims) {
-    if (sd.min == sd.max) continue;
+    if (sd.min == sd.max || (sd.open && sd.probe == 0)) continue;
     DimValues at = m.dim_values;
-    at[sd.name] = sd.opt != sd.max ? sd.max : sd.min;
-    FUSERT_ASSIGN_OR_RETURN(ModelSpec moved, instantiate_model(m, at));
+    at[sd.name] = sd.open ? sd.probe : (sd.opt != sd.max ? sd.max : sd.min);
+    if (sd.open) joint[sd.name] = sd.probe;
+    Result<ModelSpec> probed = instantiate_model(m, at);
+    if (!probed.ok() && sd.open) continue;  // e.g. a height without its width: the joint move below
+    FUSERT_RETURN_IF_ERROR(probed.status());
+    const ModelSpec& moved = *probed;
     for (size_t k = 0; k < out.size(); ++k) {
       const Shape& s = moved.graph.value(moved.graph.outputs[k]).shape;
       for (size_t d = 0; d < s.size() && d < out[k].dims.size(); ++d) {
@@ -46,6 +51,15 @@ Result<std::vector<SessionImpl::TensorInfo>> SessionImpl::describe_outputs(const
         else
           dim = {dim.value, "?", 0, 0};
       }
+    }
+  }
+  if (joint == m.dim_values) return out;
+  Result<ModelSpec> moved = instantiate_model(m, joint);
+  for (size_t k = 0; moved.ok() && k < out.size(); ++k) {  // what follows the open dims only together
+    const Shape& s = moved->graph.value(moved->graph.outputs[k]).shape;
+    for (size_t d = 0; d < s.size() && d < out[k].dims.size(); ++d) {
+      if (s[d] != out[k].dims[d].value && out[k].dims[d].symbol.empty())
+        out[k].dims[d] = {out[k].dims[d].value, "?", 0, 0};
     }
   }
   return out;

@@ -41,6 +41,10 @@ Result<DimValues> bind_dims(const ModelSpec& spec, const TensorMap& inputs) {
       const std::string& name = syms[d];
       const SymbolicDim* sd = nullptr;
       for (const SymbolicDim& x : spec.dims) sd = x.name == name ? &x : sd;
+      if (sd->open && s[d] < sd->min) {
+        return error(StatusCode::kShapeMismatch)
+               << where << " ('" << name << "') is " << s[d] << "; a dim the model leaves open takes 1 or more";
+      }
       if (s[d] < sd->min || s[d] > sd->max) {
         return error(StatusCode::kShapeMismatch) << where << " ('" << name << "') is " << s[d] << ", outside the range "
                                                  << sd->min << ".." << sd->max << " that " << spec.path << " declares";

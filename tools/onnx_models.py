@@ -23,6 +23,7 @@ Needs onnxruntime, numpy and Pillow (tools/setup_onnx_venv.sh). Exit 1 on a mism
 import argparse
 import hashlib
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -227,9 +228,82 @@ def compare(infer, fusions, convert=None):
                 failed += 0 if ok else 1
                 print(f"{name:<10} {fusion:<10} {rel:10.2e} {mine:>7} {theirs:>10}  {'ok' if ok else 'MISMATCH'}")
     failed += compare_batch(infer)
+    failed += compare_sizes(infer, fusions)
     print(f"[onnx] real models: {'all match' if not failed else str(failed) + ' mismatches'} "
           f"(ONNX Runtime {ort.__version__}, bound rel. L2 1e-4 and the same argmax)")
     return 1 if failed else 0
+
+
+# Input sizes run one after the other in one infer process, no --shape: the model's symbolic dims
+# stay open and each new size is planned once (a batch of 2 where the batch is symbolic too).
+SIZES = {"ppocr_det": [(1, 3, 640, 640), (1, 3, 480, 800), (2, 3, 320, 320)],
+         "ppocr_cls": [(1, 3, 48, 192), (1, 3, 48, 320), (3, 3, 48, 192)],
+         "open_nsfw": [(1, 224, 224, 3), (2, 224, 224, 3)]}
+
+
+def resized(x, shape):
+    """The photo's input `x` at another shape (a batch of altered copies, spatial sizes by
+    nearest sampling), so that every size sees real image statistics."""
+    import numpy as np
+    nhwc = x.shape[-1] == 3
+    img = x[0] if nhwc else x[0].transpose(1, 2, 0)
+    h, w = (shape[1], shape[2]) if nhwc else (shape[2], shape[3])
+    rows = (np.arange(h) * img.shape[0] // h)[:, None]
+    cols = (np.arange(w) * img.shape[1] // w)[None, :]
+    one = img[rows, cols]
+    batch = [one if i == 0 else one[:, ::-1] * (1.0 - 0.25 * i) for i in range(shape[0])]
+    out = np.stack(batch) if nhwc else np.stack([b.transpose(2, 0, 1) for b in batch])
+    return np.ascontiguousarray(out, dtype=np.float32)
+
+
+def compare_sizes(infer, fusions):
+    """Each model at several input sizes in one session (no --shape, no re-load) against ONNX
+    Runtime at each size."""
+    import numpy as np
+    import onnxruntime as ort
+    failed = 0
+    for name, m in MODELS.items():
+        path = os.path.join(CACHE, m["file"])
+        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        xs = [resized(make_input(name), s) for s in SIZES[name]]
+        wants = [sess.run(None, {sess.get_inputs()[0].name: x})[0] for x in xs]
+        with tempfile.TemporaryDirectory() as tmp:
+            inps = []
+            for k, x in enumerate(xs):
+                inps += ["--input", os.path.join(tmp, f"in{k}.npy")]
+                np.save(inps[-1], x)
+            for fusion in fusions:
+                out = os.path.join(tmp, f"out_{fusion}.npy")
+                cmd = [infer, "--model", path, "--fusion", fusion, "--threads", "1", "--output", out] + inps
+                r = subprocess.run(cmd, capture_output=True, text=True)
+                if r.returncode != 0:
+                    print(f"{name:<10} {fusion:<10} sizes: infer failed: {r.stderr.strip()[:300]}")
+                    failed += 1
+                    continue
+                per, ok = [], True
+                for k, want in enumerate(wants):
+                    got = np.load(os.path.join(tmp, f"out_{fusion}.{k}.npy"))
+                    if got.shape != want.shape:
+                        ok = False
+                        per.append(f"shape {got.shape}")
+                        continue
+                    rel = float(np.linalg.norm(got.astype(np.float64) - want) / max(np.linalg.norm(want), 1e-30))
+                    if rel <= 1e-4:
+                        ok = ok and (m.get("text_map") or (got.argmax(-1) == want.argmax(-1)).all())
+                        per.append(f"{rel:.1e}")
+                        continue
+                    # A probability map with almost no text has a tiny norm: its absolute error and mask.
+                    err = float(np.abs(got - want).max())
+                    near = m.get("text_map") and err <= 1e-5 and ((got > 0.3) == (want > 0.3)).all()
+                    ok = ok and bool(near)
+                    per.append(f"{rel:.1e} (max abs {err:.1e})")
+                planned = re.search(r"shapes planned (\d+)", r.stdout)
+                failed += 0 if ok else 1
+                sizes = " ".join("x".join(map(str, s)) for s in SIZES[name])
+                print(f"{name:<10} {fusion:<10} sizes {sizes} in one session, "
+                      f"{planned.group(1) if planned else '?'} planned at run time; rel. L2 {' / '.join(per)}  "
+                      f"{'ok' if ok else 'MISMATCH'}")
+    return failed
 
 
 def compare_batch(infer):

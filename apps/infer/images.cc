@@ -39,8 +39,37 @@ Result<std::vector<std::string>> collect_images(const std::vector<std::string>& 
   return out;
 }
 
+Status run_tensors(Session& s, const InferOptions& o) {
+  const std::string in_name = s.graph().value(s.graph().inputs[0]).name;
+  const std::string out_name = s.graph().value(s.graph().outputs[0]).name;
+  for (size_t k = 0; k < o.images.size(); ++k) {
+    const std::string& f = o.images[k];
+    FUSERT_ASSIGN_OR_RETURN(Tensor x, read_npy(f));
+    Result<TensorMap> out = s.run({{in_name, x}});
+    if (!out.ok()) return error(out.status().code()) << f << ": " << out.status().message();
+    const Tensor& y = out->at(out_name);
+    std::printf("%s %s -> '%s' %s\n", f.c_str(), shape_str(x.shape()).c_str(), out_name.c_str(),
+                shape_str(y.shape()).c_str());
+    if (o.output.empty()) continue;
+    std::string path = o.output;
+    const size_t dot = path.rfind(".npy");
+    path = (dot == std::string::npos ? path : path.substr(0, dot)) + "." + std::to_string(k) + ".npy";
+    FUSERT_RETURN_IF_ERROR(write_npy(path, y));
+    std::printf("wrote %s\n", path.c_str());
+  }
+  const SessionStats& st = s.stats();
+  std::printf("ran %zu tensors; shapes planned %lld (%.1f ms), reused %lld\n", o.images.size(),
+              static_cast<long long>(st.shape_cache_misses), st.shape_build_ms_total,
+              static_cast<long long>(st.shape_cache_hits));
+  return Status();
+}
+
 Status run_images(Session& s, const InferOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
+  const bool tensors = std::all_of(o.images.begin(), o.images.end(), [](const std::string& f) {
+    return f.size() > 4 && f.compare(f.size() - 4, 4, ".npy") == 0;
+  });
+  if (tensors) return run_tensors(s, o);
   FUSERT_ASSIGN_OR_RETURN(std::vector<std::string> files, collect_images(o.images));
   if (!s.model().preprocess.present) {
     return error(StatusCode::kInvalidArgument)

@@ -16,4 +16,10 @@ Result<std::vector<std::string>> collect_images(const std::vector<std::string>& 
 /// of every image as [n, ...] f32 in input order. Errors name the file that fails to decode.
 Status run_images(Session& s, const InferOptions& o);
 
+/// Several .npy tensors (every --input ends in .npy): each runs alone through the one session,
+/// at its own shape (a model with symbolic dims plans each new shape once); prints each
+/// output's shape and the plan cache's counts. With o.output "out.npy" the first output of
+/// input k is written to "out.k.npy". Errors name the file.
+Status run_tensors(Session& s, const InferOptions& o);
+
 }  // namespace fusert::app

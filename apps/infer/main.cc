@@ -148,8 +148,8 @@ Status run(InferOptions o) {
     }
     std::vector<SymbolicDim> dims;
     for (const auto& [name, r] : o.session.dim_ranges) dims.push_back({name, r.min, r.max, r.opt});
-    FUSERT_ASSIGN_OR_RETURN(
-        ModelSpec m, is_onnx_path(o.model) ? load_onnx(o.model, o.session.input_shapes, dims) : load_model(o.model));
+    FUSERT_ASSIGN_OR_RETURN(ModelSpec m, is_onnx_path(o.model) ? load_onnx(o.model, o.session.input_shapes, dims, true)
+                                                               : load_model(o.model));
     std::fputs(dump_graph(m.graph).c_str(), stdout);
     return Status();
   }

@@ -19,11 +19,12 @@ ImageNet weights on the bundled photo models/data/coffee.png, printing the top-5
 timing.
 
   --model M.yaml|M.onnx   model file (default: models/efficientnet_lite0.yaml)
-  --shape NAME=DxDx..     ONNX models: bind an input's symbolic dims (dim_param), e.g.
-                          --shape input=1x3x224x224 (default: a symbolic leading dim is 1)
-  --dim NAME=MIN:MAX[:OPT] ONNX models: keep dim_param NAME symbolic over [MIN, MAX],
-                          planned at OPT (default MIN); --batch N then runs N, e.g.
-                          --dim unk__653=1:64
+  --shape NAME=DxDx..     ONNX models: fix an input's shape, e.g. --shape input=1x3x224x224
+                          (default: every symbolic dim stays open, takes any size at run time
+                          and is planned at a common size: a batch at 1, an image side at 224)
+  --dim NAME=MIN:MAX[:OPT] ONNX models: give symbolic dim NAME (its dim_param, or INPUT.D for an
+                          unnamed one) a range, planned at OPT (default MIN); --batch N then
+                          runs N, e.g. --dim unk__653=1:64
   --weights W.safetensors weights file (default: the model's own file if it declares one,
                           else seeded weights)
   --seeded                use seeded weights even if the model has a weights file
@@ -32,7 +33,9 @@ timing.
                           a .npy tensor (default: the bundled photo for the default model
                           without --batch, seeded input otherwise). Repeat it, or name a directory, to classify
                           several images in batches of --batch-size: top-k per image, and
-                          --output writes [n, classes]
+                          --output writes [n, classes]. Several .npy files run one by one at
+                          their own shapes (ONNX dims left open take any size); --output
+                          out.npy writes out.0.npy, out.1.npy, ...
   --text "..."            a text for a sentence-embedding model (repeatable; e.g.
                           models/minilm_l6.yaml): prints each embedding's dimension, norm and
                           first values, and the cosine-similarity matrix of several texts

@@ -103,10 +103,15 @@ Status check_same_structure(const ModelSpec& a, const ModelSpec& b, const DimVal
 // Marks the constants of `spec` (loaded at each dim's opt) that differ when the model is
 // expanded at every dim's min or at every dim's max.
 Status mark_symbolic_constants(ModelSpec& spec) {
+  DimValues first;
   for (int probe = 0; probe < 2; ++probe) {
     DimValues at;
-    for (const SymbolicDim& d : spec.dims) at[d.name] = probe == 0 ? d.min : d.max;
-    if (at == spec.dim_values) continue;
+    for (const SymbolicDim& d : spec.dims) {
+      const int64_t end = probe == 0 ? d.min : d.max;
+      at[d.name] = !d.open ? end : (d.probe > 0 ? d.probe : d.opt);
+    }
+    if (at == spec.dim_values || (probe == 1 && at == first)) continue;
+    first = at;
     Result<ModelSpec> probed = expand(spec, at);
     if (!probed.ok()) {  // valid at opt, not at the range's other end
       return error(probed.status().code()) << probed.status().message() << " (with dims " << dims_str_of(at) << ")";

@@ -27,6 +27,11 @@ struct PreprocessSpec {
 struct SymbolicDim {
   std::string name;
   int64_t min = 1, max = 1, opt = 1;
+  /// An open dim: an ONNX input dim that no declaration bounds (min 1, max the tensor limit,
+  /// opt a size the model imports at). It is probed at `probe` (0: not probed), not at min and
+  /// max, for the constants that follow it.
+  bool open = false;
+  int64_t probe = 0;
 };
 
 /// Values of symbolic dims by name, e.g. {{"batch", 4}, {"seq", 37}}.

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "graph/base/file.h"
+#include "graph/onnx/onnx_dims.h"
 #include "graph/onnx/onnx_ops.h"
 #include "graph/onnx/onnx_tensor.h"
 #include "graph/passes/pass.h"
@@ -176,9 +177,9 @@ class Importer {
         Shape bound;
         bool any = false;
         for (int d = 0; d < shp.dim_size(); ++d) {
-          const std::string& p = shp.dim(d).dim_param();
+          const std::string p = onnx_import::dim_symbol(in, d);
           const auto it = dims_.find(p);
-          const bool named = !p.empty() && it != dims_.end();
+          const bool named = it != dims_.end() && !(it->second.open && onnx_import::dim_fixed(shp.dim(d)));
           symbols.push_back(named ? p : "");
           any |= named;
           used_.insert(named ? p : "");
@@ -286,10 +287,16 @@ class Importer {
 
 namespace {
 
-// The model at `at` (each symbolic dim's opt when null).
-Result<ModelSpec> load_onnx_at(const std::string& path, const std::map<std::string, Shape>& input_shapes,
-                               const std::vector<SymbolicDim>& dims, const DimValues* at) {
-  FUSERT_ASSIGN_OR_RETURN(onnx::ModelProto m, parse_model(path));
+// The model at `at` (each symbolic dim's opt when null); `parsed` is the file's ModelProto when
+// already read, else it is read here.
+Result<ModelSpec> load_onnx_at(const std::string& path, const onnx::ModelProto* parsed,
+                               const std::map<std::string, Shape>& input_shapes, const std::vector<SymbolicDim>& dims,
+                               const DimValues* at) {
+  onnx::ModelProto read;
+  if (!parsed) {
+    FUSERT_ASSIGN_OR_RETURN(read, parse_model(path));
+  }
+  const onnx::ModelProto& m = parsed ? *parsed : read;
   FUSERT_ASSIGN_OR_RETURN(int64_t opset, default_opset(m, path));
   ModelSpec spec;
   spec.path = path;
@@ -298,7 +305,7 @@ Result<ModelSpec> load_onnx_at(const std::string& path, const std::map<std::stri
   Importer imp(path, opset, dims, at);
   FUSERT_RETURN_IF_ERROR(imp.run(m, input_shapes, &spec));
   for (const SymbolicDim& d : dims) {
-    if (!imp.used_.count(d.name)) {
+    if (!imp.used_.count(d.name) && !d.open) {
       return error(StatusCode::kInvalidArgument)
              << path << ": --dim " << d.name << ": no input dimension of the model is named so (dim_param)";
     }
@@ -314,17 +321,89 @@ Result<ModelSpec> load_onnx_at(const std::string& path, const std::map<std::stri
     return spec;
   }
   spec.expand_at = [path, input_shapes, dims](const DimValues& v) {
-    return load_onnx_at(path, input_shapes, dims, &v);
+    return load_onnx_at(path, nullptr, input_shapes, dims, &v);
   };
   return spec;
+}
+
+std::string open_str(const std::vector<SymbolicDim>& dims) {
+  std::string s;
+  for (const SymbolicDim& d : dims)
+    if (d.open) s += (s.empty() ? "" : ", ") + d.name + " = " + std::to_string(d.opt);
+  return s;
+}
+
+std::vector<SymbolicDim> first_dims(std::vector<SymbolicDim> dims, const std::vector<onnx_import::OpenDim>& open) {
+  for (const onnx_import::OpenDim& o : open) dims.push_back(o.dim);
+  return dims;
+}
+
+// The model with its open dims at the first optimisation point it imports at (a shape error
+// tries the next sizes; any other error is the model's).
+Result<ModelSpec> import_open(const std::string& path, const onnx::ModelProto& m,
+                              const std::map<std::string, Shape>& input_shapes, const std::vector<SymbolicDim>& dims,
+                              const std::vector<onnx_import::OpenDim>& open) {
+  if (open.empty()) return load_onnx_at(path, &m, input_shapes, dims, nullptr);
+  Status first;
+  std::vector<SymbolicDim> all;
+  std::string tried;
+  for (int k = 0; k < onnx_import::kOpenAttempts; ++k) {
+    all = dims;
+    for (const onnx_import::OpenDim& o : open) {
+      all.push_back(o.dim);
+      all.back().opt = onnx_import::open_opt(o, k);
+    }
+    if (open_str(all) == tried) continue;  // only batch dims: one size
+    tried = open_str(all);
+    Result<ModelSpec> spec = load_onnx_at(path, &m, input_shapes, all, nullptr);
+    if (spec.ok()) return spec;
+    const StatusCode c = spec.status().code();
+    if (c == StatusCode::kParseError || c == StatusCode::kNotFound || c == StatusCode::kIoError ||
+        c == StatusCode::kUnsupported)
+      return spec.status();
+    if (k == 0) first = spec.status();
+  }
+  return error(first.code()) << first.message() << " (with the input dims no --shape binds at "
+                             << open_str(first_dims(dims, open)) << " and the other sizes fusert tries; bind them with "
+                             << "--shape or --dim)";
+}
+
+// Probes the open dims at a second size (three tries) for the constants that follow them; a
+// model that imports at no second size keeps them unprobed (a run at another size whose
+// constants differ is then an error, never a wrong result).
+Status probe_open(ModelSpec& spec) {
+  bool any = false;
+  for (const SymbolicDim& d : spec.dims) any |= d.open;
+  if (!any) return mark_symbolic(spec);
+  Status st;
+  for (int k = 0; k < 3; ++k) {
+    for (SymbolicDim& d : spec.dims) {
+      if (!d.open) continue;
+      onnx_import::OpenDim o;
+      o.dim = d;
+      d.probe = onnx_import::open_probe(o, k);
+    }
+    st = mark_symbolic(spec);
+    if (st.ok()) return st;
+  }
+  for (SymbolicDim& d : spec.dims) d.probe = 0;
+  Status unprobed = mark_symbolic(spec);  // the declared dims' ends alone
+  return unprobed.ok() ? Status() : st;
 }
 
 }  // namespace
 
 Result<ModelSpec> load_onnx(const std::string& path, const std::map<std::string, Shape>& input_shapes,
-                            const std::vector<SymbolicDim>& dims) {
-  FUSERT_ASSIGN_OR_RETURN(ModelSpec spec, load_onnx_at(path, input_shapes, dims, nullptr));
-  FUSERT_RETURN_IF_ERROR(mark_symbolic(spec));
+                            const std::vector<SymbolicDim>& dims, bool open_dims) {
+  if (!open_dims) {
+    FUSERT_ASSIGN_OR_RETURN(ModelSpec spec, load_onnx_at(path, nullptr, input_shapes, dims, nullptr));
+    FUSERT_RETURN_IF_ERROR(mark_symbolic(spec));
+    return spec;
+  }
+  FUSERT_ASSIGN_OR_RETURN(onnx::ModelProto m, parse_model(path));
+  const std::vector<onnx_import::OpenDim> open = onnx_import::open_dims(m.graph(), input_shapes, dims);
+  FUSERT_ASSIGN_OR_RETURN(ModelSpec spec, import_open(path, m, input_shapes, dims, open));
+  FUSERT_RETURN_IF_ERROR(probe_open(spec));
   return spec;
 }
 

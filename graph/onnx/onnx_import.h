@@ -28,8 +28,16 @@ bool is_onnx_path(const std::string& path);
 /// `dims`: dim_params kept symbolic (ModelSpec::dims, models/FORMAT.md "Symbolic dimensions"),
 /// the model imported at each one's opt; the other values are imported again on demand
 /// (ModelSpec::expand_at). A name no input dim carries is kInvalidArgument.
+///
+/// `open_dims` (sessions, `infer`): every other symbolic input dim (dim_param, -1, 0 or unnamed;
+/// an unnamed one is called "<input>.<dim>") stays symbolic too, an open dim (SymbolicDim::open:
+/// range 1 .. the tensor limit), bound from the inputs at run(). The model is imported at the
+/// first of a few common sizes it imports at (a batch at 1; an image side of a rank-4 input at
+/// 224, 256, 320, ..., 640; another dim at 128, 64, ...) and probed at a second size for the
+/// constants that follow the dims. When no size imports, the error is the first size's with
+/// the sizes named.
 Result<ModelSpec> load_onnx(const std::string& path, const std::map<std::string, Shape>& input_shapes = {},
-                            const std::vector<SymbolicDim>& dims = {});
+                            const std::vector<SymbolicDim>& dims = {}, bool open_dims = false);
 
 /// `--shape` (infer, fusert-convert): "input=1x3x224x224" into (*bindings)["input"] =
 /// {1, 3, 224, 224}. Errors: kInvalidArgument quoting `v`.

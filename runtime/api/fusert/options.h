@@ -38,14 +38,16 @@ struct SessionOptions {
   /// (constant folding and dead-code removal only): the most independent reference.
   std::string fusion = "all";
   bool profile_guided = false;  ///< time every op unfused once; hot ops drive vertical fusion first
-  /// ONNX models: the shape of each input whose dims are symbolic (dim_param), by input name,
-  /// e.g. {"input", {1, 3, 224, 224}} (`infer --shape input=1x3x224x224`). Without one, a
-  /// symbolic leading dim is 1 and any other symbolic dim is an error of load().
+  /// ONNX models: fixes the shape of an input, by input name, e.g. {"input", {1, 3, 224, 224}}
+  /// (`infer --shape input=1x3x224x224`). Without one, every symbolic dim of the input
+  /// (dim_param, -1, 0, unnamed) stays open: run() takes any size >= 1, one execution plan per
+  /// new shape (cached), the fusion plan made at load at a common size (batch 1, an image side
+  /// 224, another dim 128, or the next size the model imports at; README "ONNX models").
   std::map<std::string, std::vector<int64_t>> input_shapes;
-  /// ONNX models: named dim_params to keep symbolic, by name, e.g. {"batch", {1, 64, 1}}
-  /// (`infer --dim batch=1:64`): run() then takes any value in the range, as for a YAML model's
-  /// `dims:` (one execution plan per shape, cached). A dim_param not named here is bound as
-  /// input_shapes says. Errors of load(): a name no input dim carries, min < 1, opt outside.
+  /// ONNX models: a range for a symbolic dim, by its dim_param (or "INPUT.D" for an unnamed
+  /// dim), e.g. {"batch", {1, 64, 1}} (`infer --dim batch=1:64`): run() takes any value in the
+  /// range, planned at opt, as for a YAML model's `dims:`. Errors of load(): a name no input dim
+  /// carries, min < 1, opt outside.
   std::map<std::string, DimRange> dim_ranges;
   std::string weights;  ///< safetensors path; empty = the model's own weights file if it declares one
   bool seeded = false;  ///< ignore weights files and use seeded weights (models/FORMAT.md)

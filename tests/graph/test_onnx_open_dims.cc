@@ -1,0 +1,110 @@
+// ONNX input dims left open (graph/onnx/onnx_dims.h): with no --shape and no --dim, every
+// symbolic dim (named, "?", unnamed) takes its size from the inputs at run(), one session for
+// every size; values by hand.
+#include "tests/graph/onnx_test_util.h"
+
+using namespace fusert;
+using namespace fusert::onnx_test;
+
+namespace {
+
+// x [batch, 3, height, ?] -> Relu -> Reshape to [batch, -1] through the exporters' Shape chain.
+onnx::ModelProto open_model() {
+  auto m = model(13);
+  auto* g = m.mutable_graph();
+  auto* v = g->add_input();
+  v->set_name("x");
+  auto* t = v->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(onnx::TensorProto::FLOAT);
+  t->mutable_shape()->add_dim()->set_dim_param("batch");
+  t->mutable_shape()->add_dim()->set_dim_value(3);
+  t->mutable_shape()->add_dim()->set_dim_param("height");
+  t->mutable_shape()->add_dim()->set_dim_param("?");  // no name: "x.3"
+  add_i64(g, "zero", {0});
+  add_i64(g, "minus_one", {-1});
+  add_node(g, "Relu", {"x"}, {"r"});
+  add_node(g, "Shape", {"r"}, {"s"});
+  add_node(g, "Gather", {"s", "zero"}, {"n"});
+  auto* cat = add_node(g, "Concat", {"n", "minus_one"}, {"target"});
+  auto* ax = cat->add_attribute();
+  ax->set_name("axis");
+  ax->set_type(onnx::AttributeProto::INT);
+  ax->set_i(0);
+  add_node(g, "Reshape", {"r", "target"}, {"y"});
+  add_output(g, "y");
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("onnx import: dims left open take every size from the inputs, one session, each shape planned once") {
+  const std::string path = save(open_model(), "open_dims.onnx");
+  for (const char* fusion : {"none", "all"}) {
+    SessionOptions opt;
+    opt.threads = 1;
+    opt.fusion = fusion;
+    auto s = Session::load(path, opt);
+    REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+    const std::vector<TensorInfo> ins = (*s)->inputs();
+    REQUIRE(ins.size() == 1);
+    CHECK(ins[0].dims[0].symbol == "batch");
+    CHECK(ins[0].dims[0].value == 1);  // planned at a batch of 1 ...
+    CHECK(ins[0].dims[1].symbol.empty());
+    CHECK(ins[0].dims[2].symbol == "height");
+    CHECK(ins[0].dims[2].value == 224);  // ... and an image side of 224
+    CHECK(ins[0].dims[3].symbol == "x.3");
+    const std::vector<TensorInfo> outs = (*s)->outputs();
+    CHECK(outs[0].dims[0].symbol == "batch");
+    CHECK(outs[0].dims[1].symbol == "?");  // 3 * height * x.3
+    const Shape shapes[] = {{1, 3, 4, 5}, {2, 3, 2, 7}, {1, 3, 4, 5}};
+    for (const Shape& shape : shapes) {
+      const int64_t n = shape[0] * shape[1] * shape[2] * shape[3];
+      std::vector<float> v(static_cast<size_t>(n));
+      for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i) * (i % 3 == 0 ? -1.f : 0.5f);
+      auto y = (*s)->run({{"x", Tensor::f32(shape, v)}});
+      REQUIRE_MESSAGE(y.ok(), y.status().to_string());
+      const Tensor& out = y->at("y");
+      REQUIRE(out.shape() == Shape{shape[0], n / shape[0]});
+      for (size_t i = 0; i < v.size(); ++i) CHECK(out.f32()[i] == std::max(v[i], 0.f));
+    }
+    CHECK((*s)->stats().shape_cache_misses == 2);  // two new shapes, the third run a hit
+    CHECK((*s)->stats().shape_cache_hits == 1);
+    auto zero = (*s)->run({{"x", Tensor(DType::kF32, {1, 3, 0, 5})}});
+    REQUIRE(!zero.ok());
+    CHECK(has(zero.status().message(), "input 'x' dim 2 ('height') is 0"));
+    auto fixed = (*s)->run({{"x", Tensor(DType::kF32, {1, 4, 2, 5})}});
+    REQUIRE(!fixed.ok());
+    CHECK(has(fixed.status().message(), "input 'x' dim 1 is 4 but the model fixes it to 3"));
+  }
+}
+
+TEST_CASE("onnx import: an open dim can be given a range by its symbol, an unnamed one as INPUT.D") {
+  SessionOptions opt;
+  opt.threads = 1;
+  opt.dim_ranges["x.3"] = DimRange{1, 8, 4};
+  auto s = Session::load(save(open_model(), "open_dims_range.onnx"), opt);
+  REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+  CHECK((*s)->inputs()[0].dims[3].value == 4);
+  CHECK((*s)->inputs()[0].dims[3].max == 8);
+  auto big = (*s)->run({{"x", Tensor(DType::kF32, {1, 3, 2, 9})}});
+  REQUIRE(!big.ok());
+  CHECK(has(big.status().message(), "outside the range 1..8"));
+}
+
+TEST_CASE("onnx import: a model that imports at none of the sizes tried names them and asks for --shape") {
+  auto m = model(13);
+  auto* g = m.mutable_graph();
+  add_input(g, "x", {1, 0}, "", 1);  // [1, ?]: an unnamed dim
+  add_i64(g, "target", {3, 7});
+  add_node(g, "Reshape", {"x", "target"}, {"y"});
+  add_output(g, "y");
+  const std::string path = save(m, "open_none.onnx");
+  auto s = Session::load(path, SessionOptions{});
+  REQUIRE(!s.ok());
+  CHECK(has(s.status().message(), "with the input dims no --shape binds at x.1 = 128"));
+  CHECK(has(s.status().message(), "bind them with --shape or --dim"));
+  SessionOptions bound;
+  bound.input_shapes["x"] = {1, 21};
+  auto ok = Session::load(path, bound);
+  REQUIRE_MESSAGE(ok.ok(), ok.status().to_string());
+}
