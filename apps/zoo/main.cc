@@ -257,6 +257,25 @@ void check_bounds(const ZooModel& m, const Row& r, std::vector<std::string>* fai
   bound(b.intermediate_mb, mib(r.intermediate_bytes), "intermediate traffic", " MiB");
 }
 
+// A multi-line error (the import's list of unsupported ops, one per line) as one line for the
+// row and the JSON: "unsupported by fusert: op types: Acos x1 (#0); Asin x2 (#1, #4)".
+std::string one_line(const std::string& msg) {
+  std::string out;
+  size_t pos = 0;
+  while (pos <= msg.size()) {
+    size_t end = msg.find('\n', pos);
+    if (end == std::string::npos) end = msg.size();
+    size_t first = msg.find_first_not_of(" \t", pos);
+    if (first != std::string::npos && first < end) {
+      const std::string line = msg.substr(first, end - first);
+      if (!out.empty()) out += out.back() == ':' ? " " : "; ";
+      out += line;
+    }
+    pos = end + 1;
+  }
+  return out;
+}
+
 // One row: load, run, check. Never throws away the run: every outcome is a status and reason.
 Row run_row(const ZooModel& m, const std::string& device, const std::string& fusion, ModelState* st) {
   Row r;
@@ -268,7 +287,7 @@ Row run_row(const ZooModel& m, const std::string& device, const std::string& fus
       r.status = "skipped", r.reason = "no CUDA device";
     } else {
       r.status = "error";
-      r.reason = "load: " + msg.substr(0, msg.find('\n')) + (m.fetch.empty() ? "" : " (fetch: " + m.fetch + ")");
+      r.reason = "load: " + one_line(msg) + (m.fetch.empty() ? "" : " (fetch: " + m.fetch + ")");
     }
     return r;
   }
@@ -278,18 +297,18 @@ Row run_row(const ZooModel& m, const std::string& device, const std::string& fus
   r.peak_bytes = sess.stats().peak_activation_bytes;
   auto in = make_inputs(m, sess);
   if (!in.ok()) {
-    r.status = "error", r.reason = "inputs: " + in.status().message();
+    r.status = "error", r.reason = "inputs: " + one_line(in.status().message());
     return r;
   }
   load_reference(m, *in, st);
   Result<TensorMap> out = timed_runs(sess, *in, m.warmup, m.runs, &r.latency_ms);
   if (!out.ok()) {
-    r.status = "error", r.reason = "run: " + out.status().message();
+    r.status = "error", r.reason = "run: " + one_line(out.status().message());
     return r;
   }
   auto got = compared(m, sess, *out);
   if (!got.ok()) {
-    r.status = "error", r.reason = got.status().message();
+    r.status = "error", r.reason = one_line(got.status().message());
     return r;
   }
   std::vector<std::string> fails;
