@@ -24,6 +24,27 @@ Status shape_Reciprocal(ShapeContext& c) { return same_as_input(c); }
 Status shape_LeakyRelu(ShapeContext& c) { return same_as_input(c); }
 Status shape_Swish(ShapeContext& c) { return same_as_input(c); }
 Status shape_Identity(ShapeContext& c) { return same_as_input(c); }
+Status shape_Elu(ShapeContext& c) { return same_as_input(c); }
+Status shape_Selu(ShapeContext& c) { return same_as_input(c); }
+Status shape_Celu(ShapeContext& c) { return same_as_input(c); }
+Status shape_ThresholdedRelu(ShapeContext& c) { return same_as_input(c); }
+Status shape_Shrink(ShapeContext& c) { return same_as_input(c); }
+Status shape_Softsign(ShapeContext& c) { return same_as_input(c); }
+Status shape_Sign(ShapeContext& c) { return same_as_input(c); }
+Status shape_Floor(ShapeContext& c) { return same_as_input(c); }
+Status shape_Ceil(ShapeContext& c) { return same_as_input(c); }
+Status shape_Round(ShapeContext& c) { return same_as_input(c); }
+Status shape_Sin(ShapeContext& c) { return same_as_input(c); }
+Status shape_Cos(ShapeContext& c) { return same_as_input(c); }
+Status shape_Tan(ShapeContext& c) { return same_as_input(c); }
+Status shape_Asin(ShapeContext& c) { return same_as_input(c); }
+Status shape_Acos(ShapeContext& c) { return same_as_input(c); }
+Status shape_Atan(ShapeContext& c) { return same_as_input(c); }
+Status shape_Sinh(ShapeContext& c) { return same_as_input(c); }
+Status shape_Cosh(ShapeContext& c) { return same_as_input(c); }
+Status shape_Asinh(ShapeContext& c) { return same_as_input(c); }
+Status shape_Acosh(ShapeContext& c) { return same_as_input(c); }
+Status shape_Atanh(ShapeContext& c) { return same_as_input(c); }
 
 Status shape_Clip(ShapeContext& c) {
   // Opset 17 takes min/max as optional scalar inputs; they must be constants here.

@@ -126,8 +126,11 @@ Dims broadcast_shape(Rng& r, const Dims& s) {
 namespace {
 
 const std::vector<std::string> kUnary = {
-    "Relu",     "Clip", "Sigmoid", "HardSigmoid", "HardSwish",           "Tanh",  "Gelu",           "Erf", "Identity",
-    "Softplus", "Neg",  "Abs",     "LeakyRelu",   "HardSwishArithmetic", "Swish", "SwishArithmetic"};
+    "Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Gelu", "Erf", "Identity", "Softplus", "Neg", "Abs",
+    "LeakyRelu", "HardSwishArithmetic", "Swish", "SwishArithmetic",
+    // ONNX's other smooth functions (the discontinuous ones, Floor/Round/Sign/Shrink, would flip at
+    // a rounding difference; conformance and tests/graph/test_onnx_unary.cc check them).
+    "Elu", "Selu", "Celu", "Softsign", "Sin", "Cos", "Atan", "Asinh"};
 const std::vector<std::string> kBinary = {"Add", "Sub", "Mul", "Div"};
 
 std::string unary(Emitter& e, Rng& r, const std::string& cur) {
@@ -141,6 +144,7 @@ std::string unary(Emitter& e, Rng& r, const std::string& cur) {
   if (op == "Gelu") return e.node(op, {cur}, s, r.chance(0.5) ? "" : "approximate: tanh");
   if (op == "LeakyRelu") return e.node(op, {cur}, s, r.chance(0.5) ? "" : "alpha: 0.2");
   if (op == "Swish") return e.node(op, {cur}, s, r.chance(0.7) ? "" : "alpha: 1.7");
+  if (op == "Elu" || op == "Celu") return e.node(op, {cur}, s, r.chance(0.5) ? "" : "alpha: 0.7");
   if (op == "SwishArithmetic") {  // SiLU as exporters write it: x * sigmoid(x)
     const std::string sg = e.node("Sigmoid", {cur}, s);
     return r.chance(0.5) ? e.node("Mul", {cur, sg}, s) : e.node("Mul", {sg, cur}, s);

@@ -89,6 +89,48 @@ inline float ref_op(const cpu::EpilogueStep& s, float v, float t) {
       return static_cast<float>(x / (1.0 + std::exp(-static_cast<double>(s.a) * x)));
     case EpOp::kIdentity:
       return v;
+    case EpOp::kElu:
+      return std::isnan(v) ? v : static_cast<float>(x < 0 ? s.a * (std::exp(x) - 1.0) : x);
+    case EpOp::kSelu:
+      return std::isnan(v) ? v : static_cast<float>(s.b * (x <= 0 ? s.a * (std::exp(x) - 1.0) : x));
+    case EpOp::kCelu:
+      return std::isnan(v) ? v : static_cast<float>(std::max(0.0, x) + std::min(0.0, s.a * (std::exp(x / s.a) - 1.0)));
+    case EpOp::kThresholdedRelu:
+      return v > s.a ? v : 0.f;
+    case EpOp::kShrink:
+      return v < -s.a ? v + s.b : (v > s.a ? v - s.b : 0.f);
+    case EpOp::kSoftsign:
+      return static_cast<float>(x / (1.0 + std::fabs(x)));
+    case EpOp::kSign:
+      return std::isnan(v) ? v : static_cast<float>((v > 0) - (v < 0));
+    case EpOp::kFloor:
+      return std::floor(v);
+    case EpOp::kCeil:
+      return std::ceil(v);
+    case EpOp::kRound:
+      return std::nearbyint(v);
+    case EpOp::kSin:
+      return static_cast<float>(std::sin(x));
+    case EpOp::kCos:
+      return static_cast<float>(std::cos(x));
+    case EpOp::kTan:
+      return static_cast<float>(std::tan(x));
+    case EpOp::kAsin:
+      return static_cast<float>(std::asin(x));
+    case EpOp::kAcos:
+      return static_cast<float>(std::acos(x));
+    case EpOp::kAtan:
+      return static_cast<float>(std::atan(x));
+    case EpOp::kSinh:
+      return static_cast<float>(std::sinh(x));
+    case EpOp::kCosh:
+      return static_cast<float>(std::cosh(x));
+    case EpOp::kAsinh:
+      return static_cast<float>(std::asinh(x));
+    case EpOp::kAcosh:
+      return static_cast<float>(std::acosh(x));
+    case EpOp::kAtanh:
+      return static_cast<float>(std::atanh(x));
   }
   return v;
 }
