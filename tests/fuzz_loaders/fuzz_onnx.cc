@@ -20,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::ofstream f(path, std::ios::binary | std::ios::trunc);
     f.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   }
-  auto m = fusert::load_onnx(path);
+  auto m = fusert::load_onnx(path, {}, {}, /*open_dims=*/true);  // as a session imports it
   if (m.ok()) {
     fusert::FusionOptions o;
     (void)fusert::plan_fusion(m->graph, o);
