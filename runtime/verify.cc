@@ -66,6 +66,13 @@ Result<std::vector<GroupCheck>> verify_groups(Session& s, const TensorMap& input
   for (ValueId id : g.inputs) {
     auto it = inputs.find(g.value(id).name);
     if (it == inputs.end()) return error(StatusCode::kInvalidArgument) << "missing input '" << g.value(id).name << "'";
+    if (it->second.shape() != g.value(id).shape || it->second.dtype() != g.value(id).dtype) {
+      // The plan checked is the session's own, made at the load-time shape (a symbolic dim's opt).
+      return error(StatusCode::kInvalidArgument)
+             << "verify: input '" << g.value(id).name << "' is " << shape_str(it->second.shape())
+             << "; the fused groups are checked at the session's planned shape " << shape_str(g.value(id).shape)
+             << " (fix the shape with --shape, or pass an input of that shape)";
+    }
     ref.set(id, it->second.clone());
   }
   for (const Step& st : unfused) {

@@ -47,7 +47,9 @@ ValueId head_source(const Graph& g, ValueId v, const std::vector<int64_t>& want,
 
 bool scalar_constant(const Graph& g, ValueId v, float* out) {
   const Value& val = g.value(v);
-  if (!val.is_initializer || val.data.empty() || val.data.dtype() != DType::kF32 || val.data.numel() != 1) return false;
+  if (!val.is_initializer || val.symbolic || val.data.empty() || val.data.dtype() != DType::kF32 ||
+      val.data.numel() != 1)
+    return false;
   *out = val.data.f32()[0];
   return true;
 }

@@ -347,6 +347,7 @@ Result<ModelSpec> import_open(const std::string& path, const onnx::ModelProto& m
   Status first;
   std::vector<SymbolicDim> all;
   std::string tried;
+  int attempts = 0;
   for (int k = 0; k < onnx_import::kOpenAttempts; ++k) {
     all = dims;
     for (const onnx_import::OpenDim& o : open) {
@@ -358,11 +359,15 @@ Result<ModelSpec> import_open(const std::string& path, const onnx::ModelProto& m
     Result<ModelSpec> spec = load_onnx_at(path, &m, input_shapes, all, nullptr);
     if (spec.ok()) return spec;
     const StatusCode c = spec.status().code();
-    if (c == StatusCode::kParseError || c == StatusCode::kNotFound || c == StatusCode::kIoError ||
-        c == StatusCode::kUnsupported)
-      return spec.status();
-    if (k == 0) first = spec.status();
+    if (c == StatusCode::kParseError || c == StatusCode::kNotFound || c == StatusCode::kIoError) return spec.status();
+    ++attempts;
+    if (k == 0) {
+      first = spec.status();
+    } else if (spec.status().message() == first.message()) {
+      return first;  // the same error at another size: the model's, not the size's
+    }
   }
+  if (attempts < 2) return first;
   return error(first.code()) << first.message() << " (with the input dims no --shape binds at "
                              << open_str(first_dims(dims, open)) << " and the other sizes fusert tries; bind them with "
                              << "--shape or --dim)";

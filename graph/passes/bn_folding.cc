@@ -29,7 +29,7 @@ struct BnParams {
 bool read_bn(const Graph& g, const Node& bn, int64_t channels, BnParams* p) {
   const Tensor* t[4];
   for (int k = 0; k < 4; ++k) {
-    t[k] = bound_data(g, bn.inputs[static_cast<size_t>(k) + 1]);
+    t[k] = fixed_data(g, bn.inputs[static_cast<size_t>(k) + 1]);
     if (!t[k] || t[k]->dtype() != DType::kF32 || t[k]->numel() != channels) return false;
   }
   const double eps = bn.attr_f("epsilon");  // this BN's own epsilon, not the op default
@@ -42,7 +42,7 @@ bool read_bn(const Graph& g, const Node& bn, int64_t channels, BnParams* p) {
 }
 
 const Tensor* f32_data(const Graph& g, ValueId v) {
-  const Tensor* t = bound_data(g, v);
+  const Tensor* t = fixed_data(g, v);
   return t && t->dtype() == DType::kF32 ? t : nullptr;
 }
 

@@ -257,7 +257,7 @@ std::optional<Tensor> fold_binary(const FoldInput& f) {
       break;
     case OpKind::kDiv:
       run([&](int64_t k, int64_t i, int64_t j) {
-        if (pb[j] == 0)
+        if (pb[j] == 0 || (pb[j] == -1 && pa[i] == std::numeric_limits<int64_t>::min()))  // x86 traps on both
           ok = false;
         else
           py[k] = pa[i] / pb[j];

@@ -42,8 +42,12 @@ const Tensor* bound_data(const Graph& g, ValueId v) {
   return &val.data;
 }
 
+const Tensor* fixed_data(const Graph& g, ValueId v) {
+  return v == kNoValue || g.value(v).symbolic ? nullptr : bound_data(g, v);
+}
+
 bool scalar_constant(const Graph& g, ValueId v, double* out) {
-  const Tensor* t = bound_data(g, v);
+  const Tensor* t = fixed_data(g, v);
   if (!t || t->dtype() != DType::kF32 || t->numel() != 1) return false;
   *out = t->f32()[0];
   return true;

@@ -23,7 +23,12 @@ ValueId add_initializer(Graph& g, const std::string& name, Tensor data, bool con
 /// bound, else nullptr.
 const Tensor* bound_data(const Graph& g, ValueId v);
 
-/// The single element of a one-element f32 initializer with data, as double; false otherwise.
+/// bound_data() of a constant whose value is the same at every shape: nullptr too for a
+/// Value::symbolic one (computed from a symbolic dim, recomputed per input shape). Pattern rules
+/// read constants through this, so that no rewrite bakes in the value at the planned shape.
+const Tensor* fixed_data(const Graph& g, ValueId v);
+
+/// The single element of a one-element f32 fixed_data() constant, as double; false otherwise.
 bool scalar_constant(const Graph& g, ValueId v, double* out);
 
 /// A node of `op` with every attribute at its op-table default.

@@ -120,6 +120,14 @@ static Status lower_binary(const Graph& g, int ni, Step& s, cpu::BinaryKind kind
   };
   Shape as = padded(n.inputs[0]), bs = padded(n.inputs[1]);
   ValueId ai = n.inputs[0], bi = n.inputs[1], yi = n.outputs[0];
+  for (ValueId v : {ai, bi, yi}) {
+    if (g.value(v).dtype != DType::kF32) {  // integer arithmetic folds at import or is refused
+      return error(StatusCode::kUnsupported)
+             << n.loc.str() << ": " << n.name << " (" << op_info(n.op).name << ") of " << dtype_name(g.value(v).dtype)
+             << " '" << g.value(v).name << "' at run time: fusert computes integer arithmetic only on constants "
+             << "(this one did not fold: a division by zero or an overflow, or an input computed at run time)";
+    }
+  }
   s.run = [=](const BufferTable& b) { cpu::binary(kind, out, as, b.f32(ai), bs, b.f32(bi), b.f32(yi)); };
   cpu_lowering::follow_binary(g, n, kind, s);
   return Status();

@@ -1,6 +1,8 @@
 // ONNX input dims left open (graph/onnx/onnx_dims.h): with no --shape and no --dim, every
 // symbolic dim (named, "?", unnamed) takes its size from the inputs at run(), one session for
 // every size; values by hand.
+#include <limits>
+
 #include "tests/graph/onnx_test_util.h"
 
 using namespace fusert;
@@ -107,4 +109,56 @@ TEST_CASE("onnx import: a model that imports at none of the sizes tried names th
   bound.input_shapes["x"] = {1, 21};
   auto ok = Session::load(path, bound);
   REQUIRE_MESSAGE(ok.ok(), ok.status().to_string());
+}
+
+TEST_CASE("onnx import: a constant computed from an open dim is never baked into a pattern rewrite") {
+  // c = width / 128 * 6 is 6 at the planned width (128): x * clip(x + 3, 0, 6) / c looks like
+  // hard-swish there, but at width 4 c is 0.1875, and the result must follow it.
+  auto m = model(13);
+  auto* g = m.mutable_graph();
+  add_input(g, "x", {1, 0}, "", 1);
+  add_i64(g, "one", {1});
+  add_f32(g, "k128", {}, {128.f});
+  add_f32(g, "k6", {}, {6.f});
+  add_f32(g, "k3", {}, {3.f});
+  add_f32(g, "k0", {}, {0.f});
+  add_node(g, "Shape", {"x"}, {"s"});
+  add_node(g, "Gather", {"s", "one"}, {"w"});
+  int_attr(add_node(g, "Cast", {"w"}, {"wf"}), "to", onnx::TensorProto::FLOAT);
+  add_node(g, "Div", {"wf", "k128"}, {"r"});
+  add_node(g, "Mul", {"r", "k6"}, {"c"});
+  add_node(g, "Add", {"x", "k3"}, {"a"});
+  add_node(g, "Clip", {"a", "k0", "k6"}, {"cl"});
+  add_node(g, "Mul", {"x", "cl"}, {"mx"});
+  add_node(g, "Div", {"mx", "c"}, {"y"});
+  add_output(g, "y");
+  for (const char* fusion : {"none", "all"}) {
+    SessionOptions opt;
+    opt.threads = 1;
+    opt.fusion = fusion;
+    auto s = Session::load(save(m, "open_hswish.onnx"), opt);
+    REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+    auto y = (*s)->run({{"x", Tensor::f32({1, 4}, {-4.f, -1.f, 1.f, 4.f})}});
+    REQUIRE_MESSAGE(y.ok(), y.status().to_string());
+    // c = 4 / 128 * 6 = 0.1875: [0, -1 * 2, 1 * 4, 4 * 6] / 0.1875
+    check_f32(y->at("y"), {1, 4}, {0.f, -10.6666667f, 21.3333333f, 128.f});
+  }
+}
+
+TEST_CASE("onnx import: integer arithmetic that cannot fold (division by zero, INT64_MIN / -1) is an error") {
+  for (int64_t num : {int64_t{5}, std::numeric_limits<int64_t>::min()}) {
+    auto m = model(13);
+    auto* g = m.mutable_graph();
+    add_input(g, "x", {1, 4});
+    add_i64(g, "a", {num});
+    add_i64(g, "b", {num == 5 ? 0 : -1});
+    add_node(g, "Div", {"a", "b"}, {"q"});
+    int_attr(add_node(g, "Cast", {"q"}, {"qf"}), "to", onnx::TensorProto::FLOAT);
+    add_node(g, "Add", {"x", "qf"}, {"y"});
+    add_output(g, "y");
+    auto s = Session::load(save(m, "int_div.onnx"), SessionOptions{});
+    REQUIRE(!s.ok());
+    CHECK(s.status().code() == StatusCode::kUnsupported);
+    CHECK(has(s.status().message(), "integer arithmetic only on constants"));
+  }
 }
