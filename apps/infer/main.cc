@@ -61,6 +61,11 @@ Result<TensorMap> make_inputs(const InferOptions& o, const Session& s) {
     return s.seeded_inputs(o.session.seed, dims);
   }
   const Value& in = s.graph().value(s.graph().inputs[0]);
+  std::string expected = "[";  // symbolic dims by name: [batch, 3, height, x.3]
+  const std::vector<Session::TensorInfo> infos = s.inputs();
+  for (const Session::Dim& d : infos[0].dims)
+    expected += (expected.size() > 1 ? ", " : "") + (d.symbol.empty() ? std::to_string(d.value) : d.symbol);
+  expected += "]";
   if (ends_with(o.input, ".npy")) {
     FUSERT_ASSIGN_OR_RETURN(Tensor t, read_npy(o.input));
     // A model with symbolic dims takes any shape in range (the session's error names the dim).
@@ -68,8 +73,8 @@ Result<TensorMap> make_inputs(const InferOptions& o, const Session& s) {
     if (!shape_ok || t.dtype() != in.dtype) {
       return error(StatusCode::kShapeMismatch)
              << o.input << ": input '" << in.name << "' of model '" << s.graph().name << "' expects "
-             << dtype_name(in.dtype) << " " << shape_str(in.shape) << ", the file holds " << dtype_name(t.dtype())
-             << " " << shape_str(t.shape())
+             << dtype_name(in.dtype) << " " << expected << ", the file holds " << dtype_name(t.dtype()) << " "
+             << shape_str(t.shape())
              << (s.graph().inputs.size() > 1 ? " (--input feeds the first graph input only)" : "");
     }
     std::printf("input: %s %s\n", o.input.c_str(), shape_str(t.shape()).c_str());
@@ -78,7 +83,7 @@ Result<TensorMap> make_inputs(const InferOptions& o, const Session& s) {
   if (!s.model().preprocess.present) {
     return error(StatusCode::kInvalidArgument)
            << o.input << ": model '" << s.graph().name
-           << "' declares no image preprocessing; pass a .npy tensor of shape " << shape_str(in.shape);
+           << "' declares no image preprocessing; pass a .npy tensor of shape " << expected;
   }
   FUSERT_ASSIGN_OR_RETURN(Tensor img, decode_image(o.input));
   std::printf("input: %s (%lldx%lld)\n", o.input.c_str(), static_cast<long long>(img.shape()[1]),
