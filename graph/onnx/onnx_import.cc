@@ -338,8 +338,9 @@ std::vector<SymbolicDim> first_dims(std::vector<SymbolicDim> dims, const std::ve
   return dims;
 }
 
-// The model with its open dims at the first optimisation point it imports at (a shape error
-// tries the next sizes; any other error is the model's).
+// The model with its open dims at the first optimisation point it imports at. An error that
+// changes with the size tries the next sizes; one that is the same at two sizes (an unsupported
+// op, a bad --dim) is the model's and is returned as it is; a file that does not parse at once.
 Result<ModelSpec> import_open(const std::string& path, const onnx::ModelProto& m,
                               const std::map<std::string, Shape>& input_shapes, const std::vector<SymbolicDim>& dims,
                               const std::vector<onnx_import::OpenDim>& open) {
