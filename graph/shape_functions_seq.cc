@@ -115,6 +115,12 @@ Status shape_Pow(ShapeContext& c) {
 Status shape_ReduceMean(ShapeContext& c) { return reduce_shape(c, c.node.attr_ints("axes")); }
 Status shape_ReduceMax(ShapeContext& c) { return reduce_shape(c, c.node.attr_ints("axes")); }
 Status shape_ReduceMin(ShapeContext& c) { return reduce_shape(c, c.node.attr_ints("axes")); }
+Status shape_ReduceProd(ShapeContext& c) { return reduce_shape(c, c.node.attr_ints("axes")); }
+Status shape_ReduceL1(ShapeContext& c) { return reduce_shape(c, c.node.attr_ints("axes")); }
+Status shape_ReduceL2(ShapeContext& c) { return reduce_shape(c, c.node.attr_ints("axes")); }
+Status shape_ReduceSumSquare(ShapeContext& c) { return reduce_shape(c, c.node.attr_ints("axes")); }
+Status shape_ReduceLogSum(ShapeContext& c) { return reduce_shape(c, c.node.attr_ints("axes")); }
+Status shape_ReduceLogSumExp(ShapeContext& c) { return reduce_shape(c, c.node.attr_ints("axes")); }
 
 Status shape_ReduceSum(ShapeContext& c) {
   std::vector<int64_t> axes;

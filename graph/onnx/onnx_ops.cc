@@ -7,7 +7,8 @@
 //   Dropout                        -> Identity (inference; its mask output unsupported)
 //   Squeeze                        -> Reshape to the squeezed shape
 //   attribute axes/split/starts    -> constant inputs (Unsqueeze < 13, ReduceSum < 13, Split < 13,
-//                                     Slice < 10), and input axes -> attribute (ReduceMean >= 18)
+//                                     Slice < 10), and input axes -> attribute (the other
+//                                     reductions, opset >= 18)
 //   Softmax < 13                   -> Softmax when its axis is the last (else unsupported: the old
 //                                     operator normalises over all dims from axis on)
 #include "graph/onnx/onnx_ops.h"
@@ -93,6 +94,12 @@ const std::set<std::string>& direct_ops() {
                                             "Atanh",
                                             "ReduceMax",
                                             "ReduceMin",
+                                            "ReduceProd",
+                                            "ReduceL1",
+                                            "ReduceL2",
+                                            "ReduceSumSquare",
+                                            "ReduceLogSum",
+                                            "ReduceLogSumExp",
                                             "Expand",
                                             "Pad",
                                             "Tile",
@@ -478,7 +485,7 @@ Status map_node(Graph& g, const onnx::NodeProto& np, int64_t opset, const std::s
   Node& n = out->node;
   if (!find_op(fop, &n.op)) return error(StatusCode::kUnsupported) << loc.str() << ": op " << op;
   const OpInfo& info = op_info(n.op);
-  if ((op == "ReduceMean" || op == "ReduceMax" || op == "ReduceMin") && ins.size() > 1) {  // opset 18: axes input
+  if (op.rfind("Reduce", 0) == 0 && op != "ReduceSum" && ins.size() > 1) {  // opset 18: axes input
     const Value& a = g.value(ins[1]);
     if (!a.is_constant || a.data.dtype() != DType::kI64) {
       return error(StatusCode::kUnsupported) << loc.str() << ": " << op << " axes must be a constant";

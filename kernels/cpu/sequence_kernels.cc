@@ -32,14 +32,36 @@ void layer_norm(int64_t outer, int64_t inner, const float* x, const float* scale
   }
 }
 
-void reduce(int64_t outer, int64_t len, int64_t inner, bool mean, const float* x, float* y) {
+namespace {
+
+double reduce_window(int64_t len, int64_t inner, ReduceOp op, const float* x) {
+  if (op == ReduceOp::kLogSumExp) {
+    double m = -std::numeric_limits<double>::infinity();
+    for (int64_t l = 0; l < len; ++l) {
+      const double v = x[l * inner];
+      if (std::isnan(v)) return v;
+      m = std::max(m, v);
+    }
+    if (len == 0 || std::isinf(m)) return m;  // empty, all -inf, or a +inf in the window
+    double acc = 0;
+    for (int64_t l = 0; l < len; ++l) acc += std::exp(static_cast<double>(x[l * inner]) - m);
+    return m + std::log(acc);
+  }
+  double acc = op == ReduceOp::kProd ? 1.0 : 0.0;
+  for (int64_t l = 0; l < len; ++l) {
+    const double v = x[l * inner];
+    acc = op == ReduceOp::kProd ? acc * v : acc + v;
+  }
+  return op == ReduceOp::kMean ? acc / static_cast<double>(len) : acc;
+}
+
+}  // namespace
+
+void reduce(int64_t outer, int64_t len, int64_t inner, ReduceOp op, const float* x, float* y) {
 #pragma omp parallel for schedule(static) if (outer * inner > 4096)
   for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t i = 0; i < inner; ++i) {
-      double acc = 0;
-      for (int64_t l = 0; l < len; ++l) acc += x[(o * len + l) * inner + i];
-      y[o * inner + i] = static_cast<float>(mean ? acc / static_cast<double>(len) : acc);
-    }
+    for (int64_t i = 0; i < inner; ++i)
+      y[o * inner + i] = static_cast<float>(reduce_window(len, inner, op, x + o * len * inner + i));
   }
 }
 

@@ -17,12 +17,14 @@ namespace fusert::cpu {
 void layer_norm(int64_t outer, int64_t inner, const float* x, const float* scale, const float* bias, float epsilon,
                 float* y);
 
-/// Sum (or mean when `mean`) over the middle axis of an [outer, len, inner] view -> [outer, inner].
-/// Reducing several axes is done by the caller as one [outer, len, inner] view when they are
-/// contiguous, else by successive calls.
-void reduce(int64_t outer, int64_t len, int64_t inner, bool mean, const float* x, float* y);
-/// y[o, i] = max (or min) over l of x[o, l, i]; NaN if any element of the window is NaN
-/// (ONNX ReduceMax/ReduceMin, as numpy's maximum.reduce). len >= 1.
+/// How `reduce` combines a window: its sum, its mean, its product, or log(sum(exp)) (the
+/// window's max subtracted before exp, so large values do not overflow; an empty window gives
+/// 0, 0, 1 and -inf). Accumulated in double.
+enum class ReduceOp { kSum, kMean, kProd, kLogSumExp };
+/// y[o, i] = `op` over l of x[o, l, i]: the middle axis of an [outer, len, inner] view ->
+/// [outer, inner]. Reducing several axes is done by the caller as one [outer, len, inner] view
+/// when they are contiguous, else by successive calls (each op here composes over axes).
+void reduce(int64_t outer, int64_t len, int64_t inner, ReduceOp op, const float* x, float* y);
 /// ONNX Expand: y (shape `ys`) = x (shape `xs`, broadcastable to ys, same rank or lower) by
 /// numpy broadcasting, `esize` bytes per element.
 void expand(const Shape& xs, const Shape& ys, size_t esize, const void* x, void* y);
@@ -37,6 +39,8 @@ void tile(const Shape& xs, const Shape& ys, size_t esize, const void* x, void* y
 /// (the last with `last`); a NaN counts as the largest (numpy's argmax). With `min`, ArgMin: the
 /// smallest, a NaN again winning (numpy's argmin).
 void argmax(int64_t outer, int64_t len, int64_t inner, bool last, const float* x, int64_t* y, bool min = false);
+/// y[o, i] = max (or min) over l of x[o, l, i]; NaN if any element of the window is NaN
+/// (ONNX ReduceMax/ReduceMin, as numpy's maximum.reduce); an empty window gives -inf (+inf).
 void reduce_extreme(int64_t outer, int64_t len, int64_t inner, bool max, const float* x, float* y);
 
 /// Copies `len_out` slices along an axis: x viewed as [outer, len_in, inner] elements of `esize`

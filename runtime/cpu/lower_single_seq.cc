@@ -2,6 +2,7 @@
 // Gather, Unsqueeze, Where, Cast). Constant inputs (axes, starts, ...) are read here, once.
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 
 #include "graph/unary.h"
@@ -75,21 +76,32 @@ LOWER(Gelu) {
   return Status();
 }
 
+namespace {
+
+// ONNX's reductions as (a map of each element, a combine that composes over axes, a map of
+// each result): ReduceL2 = sqrt of the sum of squares, ReduceLogSum = log of the sum, ...
+struct ReduceSpec {
+  enum Pre { kNone, kAbs, kSquare } pre = kNone;
+  int combine = 0;  // cpu::ReduceOp as int, or -1 max, -2 min
+  enum Post { kKeep, kSqrt, kLog } post = kKeep;
+};
+
+float reduce_pre(ReduceSpec::Pre p, float v) { return p == ReduceSpec::kAbs ? std::fabs(v) : v * v; }
+
 // Reduces the (sorted) axes one at a time from the last, through a scratch buffer.
-// kind: 0 sum, 1 mean, 2 max, 3 min.
-static Status lower_reduce(const Graph& g, int ni, Step& s, int kind) {
+Status lower_reduce(const Graph& g, int ni, Step& s, ReduceSpec spec) {
   const Node& n = NODE;
   Shape x = shape_of(g, n.inputs[0]);
   std::vector<int64_t> axes = n.attr_ints("axes");
   ValueId xi = n.inputs[0], yi = n.outputs[0];
   s.inputs.resize(1);
-  if (axes.empty()) {  // noop_with_empty_axes
+  const bool mean = spec.combine == static_cast<int>(cpu::ReduceOp::kMean);
+  if (axes.empty() && spec.pre == ReduceSpec::kNone && spec.post == ReduceSpec::kKeep) {  // noop_with_empty_axes
     size_t bytes = static_cast<size_t>(shape_numel(x)) * 4;
     s.run = [=](const BufferTable& b) { std::memcpy(b.raw(yi), b.raw(xi), bytes); };
     return Status();
   }
-  if (kind == 1 && shape_numel(x) > 0 &&
-      trailing_axes(x, axes)) {  // a mean over the last axes (a global pool): one pass, no copy
+  if (mean && shape_numel(x) > 0 && trailing_axes(x, axes)) {  // a mean over the last axes (a global pool): one pass
     const int64_t len = shape_numel(x) / std::max<int64_t>(shape_numel(shape_of(g, yi)), 1);
     const int64_t rows = len > 0 ? shape_numel(x) / len : 0;
     s.run = [=](const BufferTable& b) { cpu::global_avg_pool(1, rows, len, b.f32(xi), b.f32(yi)); };
@@ -97,27 +109,44 @@ static Status lower_reduce(const Graph& g, int ni, Step& s, int kind) {
   }
   s.run = [=](const BufferTable& b) {
     std::vector<float> cur(b.f32(xi), b.f32(xi) + shape_numel(x)), next;
+    if (spec.pre != ReduceSpec::kNone)
+      for (float& v : cur) v = reduce_pre(spec.pre, v);
     Shape sh = x;
     for (size_t k = axes.size(); k-- > 0;) {
       int64_t outer, len, inner;
       axis_view(sh, axes[k], &outer, &len, &inner);
       next.assign(static_cast<size_t>(outer * inner), 0.f);
-      if (kind >= 2) {
-        cpu::reduce_extreme(outer, len, inner, kind == 2, cur.data(), next.data());
+      if (spec.combine < 0) {
+        cpu::reduce_extreme(outer, len, inner, spec.combine == -1, cur.data(), next.data());
       } else {
-        cpu::reduce(outer, len, inner, kind == 1, cur.data(), next.data());
+        cpu::reduce(outer, len, inner, static_cast<cpu::ReduceOp>(spec.combine), cur.data(), next.data());
       }
       sh[static_cast<size_t>(axes[k])] = 1;
       cur.swap(next);
     }
+    if (spec.post != ReduceSpec::kKeep)
+      for (float& v : cur) v = spec.post == ReduceSpec::kSqrt ? std::sqrt(v) : std::log(v);
     std::memcpy(b.f32(yi), cur.data(), cur.size() * sizeof(float));
   };
   return Status();
 }
-LOWER(ReduceMean) { return lower_reduce(g, ni, s, 1); }
-LOWER(ReduceSum) { return lower_reduce(g, ni, s, 0); }
-LOWER(ReduceMax) { return lower_reduce(g, ni, s, 2); }
-LOWER(ReduceMin) { return lower_reduce(g, ni, s, 3); }
+
+constexpr int kSum = static_cast<int>(cpu::ReduceOp::kSum);
+
+}  // namespace
+
+LOWER(ReduceMean) { return lower_reduce(g, ni, s, {ReduceSpec::kNone, static_cast<int>(cpu::ReduceOp::kMean)}); }
+LOWER(ReduceSum) { return lower_reduce(g, ni, s, {ReduceSpec::kNone, kSum}); }
+LOWER(ReduceMax) { return lower_reduce(g, ni, s, {ReduceSpec::kNone, -1}); }
+LOWER(ReduceMin) { return lower_reduce(g, ni, s, {ReduceSpec::kNone, -2}); }
+LOWER(ReduceProd) { return lower_reduce(g, ni, s, {ReduceSpec::kNone, static_cast<int>(cpu::ReduceOp::kProd)}); }
+LOWER(ReduceLogSumExp) {
+  return lower_reduce(g, ni, s, {ReduceSpec::kNone, static_cast<int>(cpu::ReduceOp::kLogSumExp)});
+}
+LOWER(ReduceL1) { return lower_reduce(g, ni, s, {ReduceSpec::kAbs, kSum}); }
+LOWER(ReduceL2) { return lower_reduce(g, ni, s, {ReduceSpec::kSquare, kSum, ReduceSpec::kSqrt}); }
+LOWER(ReduceSumSquare) { return lower_reduce(g, ni, s, {ReduceSpec::kSquare, kSum}); }
+LOWER(ReduceLogSum) { return lower_reduce(g, ni, s, {ReduceSpec::kNone, kSum, ReduceSpec::kLog}); }
 
 LOWER(Split) {
   const Node& n = NODE;

@@ -219,13 +219,16 @@ std::string se_gate(Emitter& e, Rng& r, std::string x) {
 
 std::string pool(Emitter& e, Rng& r, const std::string& x) {
   const Dims xs = e.shape(x);
-  if (r.chance(0.35)) {  // ReduceMean: over the last two axes (a global pool), the last one, or the channels
+  if (r.chance(0.35)) {  // a reduction over the last two axes (a global pool), the last one, or the channels
     const int64_t which = r.below(3);
     Dims out = xs;
     if (which == 0) out[2] = out[3] = 1;
     out[which == 2 ? 1 : 3] = 1;
     const char* axes = which == 0 ? "[-2, -1]" : which == 1 ? "[3]" : "[1]";
-    return e.node("ReduceMean", {x}, out, std::string("axes: ") + axes + ", keepdims: 1");
+    static const std::vector<std::string> kReduce = {"ReduceMax", "ReduceL1", "ReduceL2", "ReduceSumSquare",
+                                                     "ReduceLogSumExp"};
+    const std::string op = r.chance(0.5) ? "ReduceMean" : r.pick(kReduce);
+    return e.node(op, {x}, out, std::string("axes: ") + axes + ", keepdims: 1");
   }
   if (r.chance(0.3)) return e.node("GlobalAveragePool", {x}, {xs[0], xs[1], 1, 1});
   int64_t k = std::min<int64_t>(r.range(1, 3), std::min(xs[2], xs[3])), s = r.range(1, 2), p = r.below(k);
