@@ -231,6 +231,9 @@ Status shape_Softmax(ShapeContext& c) {
   return same_as_input(c);
 }
 
+Status shape_LogSoftmax(ShapeContext& c) { return shape_Softmax(c); }
+Status shape_Hardmax(ShapeContext& c) { return shape_Softmax(c); }
+
 Status shape_GlobalAveragePool(ShapeContext& c) {
   Shape x = c.in(0);
   if (x.size() < 3) return c.fail() << "input must be [N, C, spatial...], got " << shape_str(x);

@@ -1,5 +1,5 @@
 // Shape functions for the ops ONNX exports bring (ONNX opset 17..19 semantics): comparisons and
-// logic (bool outputs), Max/Min, PRelu, Resize and ConvTranspose. ConvTranspose canonicalises
+// logic (bool outputs), Max/Min/Sum/Mean, PRelu, Resize and ConvTranspose. ConvTranspose canonicalises
 // its attributes (explicit pads and kernel_shape, output_shape resolved into pads; auto_pad and output_shape are
 // kept so that inference at a new input size derives the pads anew).
 #include <algorithm>
@@ -74,6 +74,16 @@ static Status extremum_shape(ShapeContext& c) {
 }
 Status shape_Max(ShapeContext& c) { return extremum_shape(c); }
 Status shape_Min(ShapeContext& c) { return extremum_shape(c); }
+
+// Sum and Mean: f32 inputs only (integer arithmetic at run time is not supported).
+static Status sum_shape(ShapeContext& c) {
+  FUSERT_RETURN_IF_ERROR(same_dtypes(c, false, false));
+  if (c.in_dtype(0) != DType::kF32)
+    return c.unsupported() << "inputs are " << dtype_name(c.in_dtype(0)) << " (f32 only)";
+  return extremum_shape(c);
+}
+Status shape_Sum(ShapeContext& c) { return sum_shape(c); }
+Status shape_Mean(ShapeContext& c) { return sum_shape(c); }
 
 Status shape_PRelu(ShapeContext& c) {
   Shape out;

@@ -94,6 +94,10 @@ static bool dtype_free_input(OpKind op, size_t i) {
     case OpKind::kNot:
     case OpKind::kMax:
     case OpKind::kMin:
+    case OpKind::kGatherElements:  // element-indexed ops: their shape functions check dtypes
+    case OpKind::kScatterElements:
+    case OpKind::kTrilu:
+    case OpKind::kCumSum:
       return true;
     case OpKind::kResize:
       return i >= 1;  // roi, scales (f32), sizes (i64): checked by shape_Resize

@@ -9,8 +9,10 @@
 //   attribute axes/split/starts    -> constant inputs (Unsqueeze < 13, ReduceSum < 13, Split < 13,
 //                                     Slice < 10), and input axes -> attribute (the other
 //                                     reductions, opset >= 18)
-//   Softmax < 13                   -> Softmax when its axis is the last (else unsupported: the old
-//                                     operator normalises over all dims from axis on)
+//   Sum, Mean of one input         -> Identity; Sum of two -> Add (an epilogue step)
+//   CastLike                       -> Cast to input 1's dtype; Scatter (opset 9-10) -> ScatterElements
+//   Softmax, LogSoftmax, Hardmax   -> the same op when its axis is the last (else unsupported: the
+//     < 13                            old operators normalise over all dims from axis on)
 #include "graph/onnx/onnx_ops.h"
 
 #include <algorithm>
@@ -53,6 +55,8 @@ const std::set<std::string>& direct_ops() {
                                             "Gemm",
                                             "MatMul",
                                             "Softmax",
+                                            "LogSoftmax",
+                                            "Hardmax",
                                             "Identity",
                                             "LayerNormalization",
                                             "Gelu",
@@ -117,13 +121,21 @@ const std::set<std::string>& direct_ops() {
                                             "Max",
                                             "Min",
                                             "PRelu",
+                                            "Sum",
+                                            "Mean",
+                                            "GatherElements",
+                                            "ScatterElements",
+                                            "Trilu",
+                                            "CumSum",
+                                            "DepthToSpace",
+                                            "SpaceToDepth",
                                             "Resize",
                                             "ConvTranspose"};
   return ops;
 }
 const std::set<std::string>& rewritten_ops() {
-  static const std::set<std::string> ops = {"Constant", "Shape",           "Size", "Dropout", "Squeeze",
-                                            "Upsample", "ConstantOfShape", "Range"};
+  static const std::set<std::string> ops = {"Constant", "Shape",           "Size",  "Dropout",  "Squeeze",
+                                            "Upsample", "ConstantOfShape", "Range", "CastLike", "Scatter"};
   return ops;
 }
 
@@ -136,10 +148,10 @@ bool consumed_attr(const std::string& op, const std::string& a, int64_t opset) {
   if (op == "Split") return a == "split" || a == "num_outputs";
   if (op == "Slice") return opset < 10 && (a == "starts" || a == "ends" || a == "axes");
   if (op == "BatchNormalization") return a == "spatial" || a == "is_test" || a == "consumed_inputs";
-  if (op == "Softmax") return opset < 13 && a == "axis";
+  if (op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") return opset < 13 && a == "axis";
   if (op == "Upsample") return a == "scales" || a == "mode";
   if (op == "ConstantOfShape") return a == "value";
-  if (op == "Cast") return a == "saturate";  // opset 19: only float8 targets saturate
+  if (op == "Cast" || op == "CastLike") return a == "saturate";  // opset 19: only float8 targets saturate
   return false;
 }
 
@@ -309,6 +321,22 @@ Result<Tensor> generated_value(const Graph& g, const onnx::NodeProto& np, const 
   return y;
 }
 
+// TensorProto type code of a dtype Cast converts to (0: none).
+int64_t like_code(DType t) {
+  switch (t) {
+    case DType::kF32:
+      return 1;
+    case DType::kI32:
+      return 6;
+    case DType::kI64:
+      return 7;
+    case DType::kBool:
+      return 9;
+    default:
+      return 0;
+  }
+}
+
 // The rewrites of the header comment: `*inputs` adjusted (constant axes added, inputs dropped);
 // returns the fusert op to build.
 Result<std::string> rewrite(Graph& g, const onnx::NodeProto& np, int64_t opset, const std::string& name,
@@ -327,6 +355,14 @@ Result<std::string> rewrite(Graph& g, const onnx::NodeProto& np, int64_t opset, 
       }
     }
     fop = "Identity";
+    ins.resize(1);
+  }
+  if ((op == "Sum" || op == "Mean") && ins.size() == 1) fop = "Identity";
+  if (op == "Sum" && ins.size() == 2) fop = "Add";  // an epilogue step, where Sum's kernel is opaque
+  if (op == "Scatter") fop = "ScatterElements";     // opset 9-10's name
+  if (op == "CastLike") {                           // -> Cast to input 1's dtype (map_node sets `to`)
+    if (ins.size() != 2) return error(StatusCode::kParseError) << loc.str() << ": CastLike takes 2 inputs";
+    fop = "Cast";
     ins.resize(1);
   }
   if (op == "Squeeze") {  // -> Reshape to the squeezed shape
@@ -394,14 +430,14 @@ Result<std::string> rewrite(Graph& g, const onnx::NodeProto& np, int64_t opset, 
       ins[1] = add_const(g, name + ".slope", sl.data.clone().reshaped(s), loc);
     }
   }
-  if (op == "Softmax" && opset < 13) {
+  if ((op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") && opset < 13) {
     const int64_t r = static_cast<int64_t>(g.value(ins.at(0)).shape.size());
     const auto* a = find_attr(np, "axis");
     const int64_t axis = a ? (a->i() < 0 ? a->i() + r : a->i()) : 1;
     if (axis != r - 1) {
       return error(StatusCode::kUnsupported)
-             << loc.str() << ": Softmax (opset " << opset << ") over dims " << axis << ".." << r - 1 << " of a rank-"
-             << r << " input (fusert's Softmax normalises one axis, the last here)";
+             << loc.str() << ": " << op << " (opset " << opset << ") over dims " << axis << ".." << r - 1
+             << " of a rank-" << r << " input (fusert's " << op << " runs over one axis, the last here)";
     }
   }
   return fop;
@@ -423,7 +459,9 @@ Status check_supported(const onnx::GraphProto& g, int64_t opset, const std::stri
       if (e.first++ < 3) e.second.push_back(name);
       continue;
     }
-    const OpInfo* info = direct_ops().count(op) ? &op_info(kind) : nullptr;
+    // Scatter (opset 9-10) has ScatterElements' attributes.
+    const bool alias = op == "Scatter" && find_op("ScatterElements", &kind);
+    const OpInfo* info = direct_ops().count(op) || alias ? &op_info(kind) : nullptr;
     for (const auto& a : np.attribute()) {
       if (consumed_attr(op, a.name(), opset) || (info && info->find_attr(a.name()))) continue;
       auto& e = attrs[op + "." + a.name()];
@@ -511,6 +549,14 @@ Status map_node(Graph& g, const onnx::NodeProto& np, int64_t opset, const std::s
     const AttrSchema* s = info.find_attr(a.name());
     if (!s) return error(StatusCode::kUnsupported) << loc.str() << ": attribute '" << a.name() << "'";
     FUSERT_ASSIGN_OR_RETURN(n.attrs[a.name()], convert_attr(a, *s, loc));
+  }
+  if (op == "CastLike") {
+    const int64_t code = like_code(g.value(g.find_value(np.input(1))).dtype);
+    if (code == 0)
+      return error(StatusCode::kUnsupported)
+             << loc.str() << ": CastLike to " << dtype_name(g.value(g.find_value(np.input(1))).dtype);
+    n.attrs["to"].type = AttrType::kInt;
+    n.attrs["to"].i = code;
   }
   if (op == "Upsample" || (op == "Resize" && opset < 11)) {
     std::string mode = "nearest";

@@ -119,6 +119,9 @@ void binary(BinaryKind kind, const std::vector<int64_t>& out_shape, const std::v
 /// axis is moved last by flattening: outer = product of dims before axis, inner dims must be 1;
 /// for an inner size > 1 pass inner). Max-subtracted; a row of all -inf gives zeros, not NaN.
 void softmax(int64_t outer, int64_t axis_len, int64_t inner, const float* x, float* y);
+/// LogSoftmax over the same view: y = (x - max) - log(sum(exp(x - max))), the sum in double.
+/// A NaN, a +inf or an all -inf row gives NaN (as ONNX's reference); x may alias y.
+void log_softmax(int64_t outer, int64_t axis_len, int64_t inner, const float* x, float* y);
 
 /// Transpose of a tensor of rank <= 6: y has dims in_shape[perm[i]].
 void transpose(const std::vector<int64_t>& in_shape, const std::vector<int64_t>& perm, const float* x, float* y);

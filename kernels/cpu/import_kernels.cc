@@ -109,6 +109,16 @@ void logical_not(int64_t count, const uint8_t* x, uint8_t* y) {
   for (int64_t i = 0; i < count; ++i) y[i] = x[i] ? 0 : 1;
 }
 
+void sum_inputs(bool mean, const Shape& ys, const std::vector<Shape>& shapes, const std::vector<const void*>& xs,
+                float* y) {
+  const float inv = 1.0f / static_cast<float>(xs.size());
+  for_each_broadcast(ys, shapes, [&](int64_t k, const std::vector<int64_t>& o) {
+    float v = static_cast<const float*>(xs[0])[o[0]];
+    for (size_t j = 1; j < xs.size(); ++j) v += static_cast<const float*>(xs[j])[o[j]];
+    y[k] = mean ? v * inv : v;
+  });
+}
+
 void extremum(bool max, ElemType t, const Shape& ys, const std::vector<Shape>& shapes,
               const std::vector<const void*>& xs, void* y) {
   switch (t) {

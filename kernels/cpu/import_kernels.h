@@ -30,6 +30,11 @@ void logical_not(int64_t count, const uint8_t* x, uint8_t* y);
 void extremum(bool max, ElemType t, const Shape& ys, const std::vector<Shape>& shapes,
               const std::vector<const void*>& xs, void* y);
 
+/// ONNX Sum / Mean over k f32 inputs with numpy broadcasting: y (shape `ys`) = x_0 + ... +
+/// x_k-1, in input order (times 1/k for Mean); `shapes` padded.
+void sum_inputs(bool mean, const Shape& ys, const std::vector<Shape>& shapes, const std::vector<const void*>& xs,
+                float* y);
+
 /// ONNX PRelu: y = x for x >= 0, slope * x below; slope (shape `ss`, padded) broadcast to x's
 /// shape `xs` (unidirectional). NaN stays NaN.
 void prelu(const Shape& xs, const float* x, const Shape& ss, const float* slope, float* y);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 namespace fusert::cpu {
 
@@ -147,6 +148,16 @@ void argmax(int64_t outer, int64_t len, int64_t inner, bool last, const float* x
       }
       y[o * inner + i] = best;
     }
+  }
+}
+
+void hardmax(int64_t outer, int64_t len, int64_t inner, const float* x, float* y) {
+  if (outer <= 0 || len <= 0 || inner <= 0) return;
+  std::vector<int64_t> best(static_cast<size_t>(outer * inner));
+  argmax(outer, len, inner, false, x, best.data());
+  std::fill(y, y + outer * len * inner, 0.f);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) y[(o * len + best[static_cast<size_t>(o * inner + i)]) * inner + i] = 1.f;
   }
 }
 

@@ -39,6 +39,9 @@ void tile(const Shape& xs, const Shape& ys, size_t esize, const void* x, void* y
 /// (the last with `last`); a NaN counts as the largest (numpy's argmax). With `min`, ArgMin: the
 /// smallest, a NaN again winning (numpy's argmin).
 void argmax(int64_t outer, int64_t len, int64_t inner, bool last, const float* x, int64_t* y, bool min = false);
+/// Hardmax over the middle axis of an [outer, len, inner] view: y = 1 at argmax's index (the first
+/// largest; a NaN counts as the largest), 0 elsewhere; y has x's shape (it may alias x).
+void hardmax(int64_t outer, int64_t len, int64_t inner, const float* x, float* y);
 /// y[o, i] = max (or min) over l of x[o, l, i]; NaN if any element of the window is NaN
 /// (ONNX ReduceMax/ReduceMin, as numpy's maximum.reduce); an empty window gives -inf (+inf).
 void reduce_extreme(int64_t outer, int64_t len, int64_t inner, bool max, const float* x, float* y);

@@ -1,8 +1,12 @@
-// Softmax over the middle axis of an [outer, axis_len, inner] view, max-subtracted so that
-// large logits (1e30) cannot overflow exp. A row of all -inf gives zeros, never NaN.
+// Softmax and LogSoftmax over the middle axis of an [outer, axis_len, inner] view, max-subtracted
+// so that large logits (1e30) cannot overflow exp. Softmax: a row of all -inf gives zeros, never
+// NaN. LogSoftmax: (x - max) - log(sum(exp(x - max))) as ONNX's reference computes it, so a NaN,
+// a +inf or an all -inf row gives NaN.
 #include <algorithm>
 #include <cmath>
 #include <limits>
+
+#include <Eigen/Core>
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/fused_internal.h"
@@ -50,23 +54,70 @@ void softmax_columns(const float* x, int64_t len, int64_t inner, int64_t count, 
   }
 }
 
-}  // namespace
+// LogSoftmax of one contiguous row. The exps are Eigen's (vectorised) while the max is finite;
+// a NaN or +inf max makes x - max NaN somewhere, and the scalar path keeps that NaN in the sum.
+// Nothing is written before the last pass, so x may alias y.
+void log_softmax_row(const float* x, int64_t len, float* y) {
+  float mx = kNegInf;
+  for (int64_t i = 0; i < len; ++i) mx = nan_max(mx, x[i]);
+  Eigen::Map<const Eigen::ArrayXf> xa(x, len);
+  Eigen::Map<Eigen::ArrayXf> ya(y, len);
+  double sum = 0.0;
+  if (std::isfinite(mx)) {
+    sum = static_cast<double>((xa - mx).exp().sum());  // Eigen's packet sum: no long serial drift
+  } else {
+    for (int64_t i = 0; i < len; ++i) sum += std::exp(static_cast<double>(x[i] - mx));
+  }
+  const float lg = static_cast<float>(std::log(sum));
+  ya = (xa - mx) - lg;
+}
 
-void softmax(int64_t outer, int64_t axis_len, int64_t inner, const float* x, float* y) {
-  if (outer <= 0 || axis_len <= 0 || inner <= 0) return;
-  const int team = detail::team_size(outer * axis_len * inner * 4);
+// LogSoftmax of columns [begin, begin + count) of one [len, inner] slab, count <= kColumns.
+void log_softmax_columns(const float* x, int64_t len, int64_t inner, int64_t count, float* y) {
+  float mx[kColumns], lg[kColumns];
+  double sum[kColumns];
+  std::fill(mx, mx + count, kNegInf);
+  std::fill(sum, sum + count, 0.0);
+  for (int64_t r = 0; r < len; ++r) {
+    for (int64_t i = 0; i < count; ++i) mx[i] = nan_max(mx[i], x[r * inner + i]);
+  }
+  for (int64_t r = 0; r < len; ++r) {
+    for (int64_t i = 0; i < count; ++i) sum[i] += std::exp(static_cast<double>(x[r * inner + i] - mx[i]));
+  }
+  for (int64_t i = 0; i < count; ++i) lg[i] = static_cast<float>(std::log(sum[i]));
+  for (int64_t r = 0; r < len; ++r) {
+    for (int64_t i = 0; i < count; ++i) y[r * inner + i] = (x[r * inner + i] - mx[i]) - lg[i];
+  }
+}
+
+// Runs row(x, len, y) over every row (inner == 1) or columns(x, len, inner, count, y) over every
+// block of kColumns columns, threaded over rows / blocks.
+template <typename Row, typename Columns>
+void over_axis(int64_t outer, int64_t len, int64_t inner, const float* x, float* y, Row row, Columns columns) {
+  if (outer <= 0 || len <= 0 || inner <= 0) return;
+  const int team = detail::team_size(outer * len * inner * 4);
   if (inner == 1) {
 #pragma omp parallel for num_threads(team) if (team > 1) schedule(static)
-    for (int64_t o = 0; o < outer; ++o) softmax_row(x + o * axis_len, axis_len, y + o * axis_len);
+    for (int64_t o = 0; o < outer; ++o) row(x + o * len, len, y + o * len);
     return;
   }
   const int64_t blocks = (inner + kColumns - 1) / kColumns;
 #pragma omp parallel for num_threads(team) if (team > 1) schedule(static)
   for (int64_t item = 0; item < outer * blocks; ++item) {
     const int64_t o = item / blocks, begin = (item % blocks) * kColumns;
-    const int64_t offset = o * axis_len * inner + begin;
-    softmax_columns(x + offset, axis_len, inner, std::min(kColumns, inner - begin), y + offset);
+    const int64_t offset = o * len * inner + begin;
+    columns(x + offset, len, inner, std::min(kColumns, inner - begin), y + offset);
   }
+}
+
+}  // namespace
+
+void softmax(int64_t outer, int64_t axis_len, int64_t inner, const float* x, float* y) {
+  over_axis(outer, axis_len, inner, x, y, softmax_row, softmax_columns);
+}
+
+void log_softmax(int64_t outer, int64_t axis_len, int64_t inner, const float* x, float* y) {
+  over_axis(outer, axis_len, inner, x, y, log_softmax_row, log_softmax_columns);
 }
 
 }  // namespace fusert::cpu

@@ -1,5 +1,5 @@
 // CPU lowering of the ops ONNX exports bring (kernels/cpu/import_kernels.h): comparisons and
-// logic, Max/Min, PRelu, Resize (its sampling tables built here, once; the last two dims on
+// logic, Max/Min, Sum/Mean, PRelu, Resize (its sampling tables built here, once; the last two dims on
 // the threaded row kernel) and ConvTranspose (GEMM + col2im). Each is one opaque step; the CUDA
 // backend runs the same steps through its host fallback.
 #include <cmath>
@@ -44,7 +44,11 @@ Status lower_compare(const Graph& g, const Node& n, cpu::CompareOp op, Step& s) 
   return Status();
 }
 
-Status lower_extremum(const Graph& g, const Node& n, bool max, Step& s) {
+// Element-wise ops of any number of broadcast inputs: Max, Min (f32, i32, i64, bool) and Sum,
+// Mean (f32; shape inference refused the rest).
+enum class Variadic { kMax, kMin, kSum, kMean };
+
+Status lower_variadic(const Graph& g, const Node& n, Variadic op, Step& s) {
   const Shape ys = shape_of(g, n.outputs[0]);
   std::vector<Shape> shapes;
   for (ValueId id : n.inputs) shapes.push_back(padded(shape_of(g, id), ys.size()));
@@ -55,7 +59,11 @@ Status lower_extremum(const Graph& g, const Node& n, bool max, Step& s) {
   s.run = [=](const BufferTable& b) {
     std::vector<const void*> xs;
     for (ValueId id : ins) xs.push_back(b.raw(id));
-    cpu::extremum(max, t, ys, shapes, xs, b.raw(yi));
+    if (op == Variadic::kMax || op == Variadic::kMin) {
+      cpu::extremum(op == Variadic::kMax, t, ys, shapes, xs, b.raw(yi));
+    } else {
+      cpu::sum_inputs(op == Variadic::kMean, ys, shapes, xs, b.f32(yi));
+    }
   };
   return Status();
 }
@@ -120,8 +128,10 @@ LOWER(GreaterOrEqual) { return lower_compare(g, NODE, cpu::CompareOp::kGreaterOr
 LOWER(And) { return lower_compare(g, NODE, cpu::CompareOp::kAnd, s); }
 LOWER(Or) { return lower_compare(g, NODE, cpu::CompareOp::kOr, s); }
 LOWER(Xor) { return lower_compare(g, NODE, cpu::CompareOp::kXor, s); }
-LOWER(Max) { return lower_extremum(g, NODE, true, s); }
-LOWER(Min) { return lower_extremum(g, NODE, false, s); }
+LOWER(Max) { return lower_variadic(g, NODE, Variadic::kMax, s); }
+LOWER(Min) { return lower_variadic(g, NODE, Variadic::kMin, s); }
+LOWER(Sum) { return lower_variadic(g, NODE, Variadic::kSum, s); }
+LOWER(Mean) { return lower_variadic(g, NODE, Variadic::kMean, s); }
 
 LOWER(Not) {
   const Node& n = NODE;

@@ -288,16 +288,22 @@ LOWER(MatMul) {
   return Status();
 }
 
-LOWER(Softmax) {
+// Softmax and LogSoftmax: the [outer, len, inner] view around the node's (normalised) axis.
+static Status lower_softmax(const Graph& g, int ni, Step& s, bool log) {
   const Shape& x = shape_of(g, NODE.inputs[0]);
   int64_t axis = NODE.attr_i("axis"), outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= x[static_cast<size_t>(d)];
   for (size_t d = static_cast<size_t>(axis) + 1; d < x.size(); ++d) inner *= x[d];
   int64_t len = x[static_cast<size_t>(axis)];
   ValueId xi = NODE.inputs[0], yi = NODE.outputs[0];
-  s.run = [=](const BufferTable& b) { cpu::softmax(outer, len, inner, b.f32(xi), b.f32(yi)); };
+  s.run = [=](const BufferTable& b) {
+    (log ? cpu::log_softmax : cpu::softmax)(outer, len, inner, b.f32(xi), b.f32(yi));
+  };
   return Status();
 }
+
+LOWER(Softmax) { return lower_softmax(g, ni, s, false); }
+LOWER(LogSoftmax) { return lower_softmax(g, ni, s, true); }
 
 #undef LOWER
 #undef NODE

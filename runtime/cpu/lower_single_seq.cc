@@ -358,4 +358,14 @@ static Status lower_arg_extreme(const Graph& g, int ni, Step& s, bool min) {
 LOWER(ArgMax) { return lower_arg_extreme(g, ni, s, false); }
 LOWER(ArgMin) { return lower_arg_extreme(g, ni, s, true); }
 
+LOWER(Hardmax) {
+  const Node& n = NODE;
+  int64_t outer, len, inner;
+  axis_view(shape_of(g, n.inputs[0]), n.attr_i("axis"), &outer, &len, &inner);
+  ValueId xi = n.inputs[0], yi = n.outputs[0];
+  s.reference_loop = true;  // one compare per element, as ArgMax
+  s.run = [=](const BufferTable& b) { cpu::hardmax(outer, len, inner, b.f32(xi), b.f32(yi)); };
+  return Status();
+}
+
 }  // namespace fusert

@@ -239,7 +239,8 @@ std::string pool(Emitter& e, Rng& r, const std::string& x) {
   return e.node("AveragePool", {x}, out, attrs + ", count_include_pad: " + std::to_string(r.below(2)));
 }
 
-// Sibling 1x1 convs on one input, each with its own chain; concatenated, summed or kept apart.
+// Sibling 1x1 convs on one input, each with its own chain; concatenated, summed (Adds, or one Sum
+// or Mean node) or kept apart.
 std::string siblings(Emitter& e, Rng& r, const std::string& x) {
   const int64_t n = r.range(2, 5);
   const bool same_m = r.chance(0.6);
@@ -261,6 +262,7 @@ std::string siblings(Emitter& e, Rng& r, const std::string& x) {
     return e.node("Concat", ys, out, "axis: 1");
   }
   if (how == 1 && same_m) {
+    if (r.chance(0.5)) return e.node(r.chance(0.5) ? "Sum" : "Mean", ys, e.shape(ys[0]));  // one opaque join
     std::string y = ys[0];
     for (size_t i = 1; i < ys.size(); ++i) y = e.node("Add", {y, ys[i]}, e.shape(y));
     return y;

@@ -1,6 +1,6 @@
 // Dense motifs on [M, K] activations: Gemms with every bias broadcast (none, [N], [1,N], [M,1],
 // [M,N], scalar), transB, alpha/beta; wide groups of parallel Gemms on one input; LayerNorm and
-// Softmax with residual prologues; MatMul; and Transformer blocks (attention in its ONNX-export
+// Softmax / LogSoftmax with residual prologues; MatMul; and Transformer blocks (attention in its ONNX-export
 // decomposition, pre/post norm, with or without biases and masks).
 #include <cmath>
 
@@ -115,7 +115,9 @@ std::string dense_residual(Emitter& e, Rng& r, std::string x) {
 
 std::string softmax(Emitter& e, Rng& r, std::string x) {
   if (r.chance(0.5)) x = e.node("Mul", {x, e.weight(broadcast_shape(r, e.shape(x)), "uniform")}, e.shape(x));
-  return e.node("Softmax", {x}, e.shape(x), "axis: -1");
+  // LogSoftmax a quarter of the time (a classifier's or CTC head's last op). Hardmax is not drawn:
+  // it is opaque (never in a fusion group), and a near tie would flip between two correct GEMMs.
+  return e.node(r.chance(0.25) ? "LogSoftmax" : "Softmax", {x}, e.shape(x), "axis: -1");
 }
 
 // MatMul by a weight, on x [M, K] or on a rank-3 view of it: [B, M / B, K] (a Linear layer on

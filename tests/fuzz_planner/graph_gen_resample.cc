@@ -7,6 +7,7 @@
 //   ConvTransposes that grow the map 4-8x to a Sigmoid of its own.
 // - Pad (constant, reflect, edge) before a valid conv.
 // - An Expand or Tile of a per-channel weight joining the running value.
+// - A pixel shuffle: DepthToSpace (DCR, CRD) up and SpaceToDepth back, epilogues between.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -144,10 +145,25 @@ std::string broadcast_gate(Emitter& e, Rng& r, const std::string& x) {
   return r.chance(0.5) ? e.node("Mul", {x, g}, xs) : e.node("Add", {g, x}, xs);
 }
 
+// A pixel shuffle and back: conv to 4m channels, DepthToSpace (DCR or CRD, blocksize 2) to
+// [N, m, 2H, 2W], an epilogue there, SpaceToDepth back to [N, 4m, H, W], a 1x1 conv to C and a join.
+std::string pixel_shuffle(Emitter& e, Rng& r, const std::string& x) {
+  const Dims& xs = e.shape(x);
+  const int64_t m = r.range(1, 3);
+  std::string y = conv(e, x, 4 * m, 3, 1, 1);
+  if (r.chance(0.5)) y = epilogue_chain(e, r, y, 2);
+  const std::string mode = r.chance(0.5) ? "DCR" : "CRD";
+  y = e.node("DepthToSpace", {y}, {xs[0], m, 2 * xs[2], 2 * xs[3]}, "blocksize: 2, mode: " + mode);
+  if (r.chance(0.6)) y = epilogue_chain(e, r, y, 2);
+  y = e.node("SpaceToDepth", {y}, {xs[0], 4 * m, xs[2], xs[3]}, "blocksize: 2");
+  y = conv(e, y, xs[1], 1, 1, 0);
+  return r.chance(0.7) ? add(e, r, y, x) : y;
+}
+
 }  // namespace
 
 std::string resample_motif(Emitter& e, Rng& r, const std::string& cur, std::string* name) {
-  switch (r.below(4)) {
+  switch (r.below(5)) {
     case 0:
       *name = "fpn_resize";
       return fpn_resize(e, r, cur);
@@ -157,6 +173,9 @@ std::string resample_motif(Emitter& e, Rng& r, const std::string& cur, std::stri
     case 2:
       *name = "pad_conv";
       return pad_conv(e, r, cur);
+    case 3:
+      *name = "pixel_shuffle";
+      return pixel_shuffle(e, r, cur);
     default:
       *name = "broadcast_gate";
       return broadcast_gate(e, r, cur);

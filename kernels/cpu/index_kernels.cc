@@ -1,0 +1,145 @@
+// Element-indexed ops (kernels/cpu/index_kernels.h): GatherElements, ScatterElements, Trilu, CumSum.
+#include "kernels/cpu/index_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace fusert::cpu {
+namespace {
+
+int64_t index_at(const void* idx, bool i32, int64_t k, int64_t len) {
+  const int64_t v = i32 ? static_cast<const int32_t*>(idx)[k] : static_cast<const int64_t*>(idx)[k];
+  return v < 0 ? v + len : v;
+}
+
+// a (op)= b for a reduction of ScatterElements; NaN propagates through max / min (as numpy's
+// maximum, ONNX's reference).
+void combine(ScatterReduce op, float* a, float b) {
+  switch (op) {
+    case ScatterReduce::kNone:
+      *a = b;
+      break;
+    case ScatterReduce::kAdd:
+      *a += b;
+      break;
+    case ScatterReduce::kMul:
+      *a *= b;
+      break;
+    case ScatterReduce::kMax:
+      *a = (std::isnan(*a) || std::isnan(b)) ? std::nanf("") : std::max(*a, b);
+      break;
+    case ScatterReduce::kMin:
+      *a = (std::isnan(*a) || std::isnan(b)) ? std::nanf("") : std::min(*a, b);
+      break;
+  }
+}
+
+template <typename T, typename Acc>
+void cumsum_t(const AxisView& v, bool exclusive, bool reverse, const T* x, T* y) {
+  for (int64_t o = 0; o < v.outer; ++o) {
+    for (int64_t i = 0; i < v.inner; ++i) {
+      Acc acc = 0;
+      for (int64_t s = 0; s < v.len; ++s) {
+        const int64_t l = reverse ? v.len - 1 - s : s;
+        const int64_t at = (o * v.len + l) * v.inner + i;
+        const T xv = x[at];  // read before y is written: x may alias y
+        if (exclusive) {
+          y[at] = static_cast<T>(acc);
+          acc = static_cast<Acc>(acc + static_cast<Acc>(xv));
+        } else {
+          acc = static_cast<Acc>(acc + static_cast<Acc>(xv));
+          y[at] = static_cast<T>(acc);
+        }
+      }
+    }
+  }
+}
+
+// Calls f(k, at) for every element k of the indices' [outer, len, inner] view `iv`, `at` being
+// the element of the `xv` view it addresses (same outer and inner, the index along the axis).
+template <typename F>
+void for_each_index(const AxisView& xv, const AxisView& iv, const void* idx, bool i32, F f) {
+  for (int64_t o = 0; o < iv.outer; ++o) {
+    for (int64_t l = 0; l < iv.len; ++l) {
+      for (int64_t i = 0; i < iv.inner; ++i) {
+        const int64_t k = (o * iv.len + l) * iv.inner + i;
+        f(k, (o * xv.len + index_at(idx, i32, k, xv.len)) * xv.inner + i);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+AxisView axis_view_of(const Shape& s, int64_t axis) {
+  AxisView v;
+  for (int64_t d = 0; d < axis; ++d) v.outer *= s[static_cast<size_t>(d)];
+  for (size_t d = static_cast<size_t>(axis) + 1; d < s.size(); ++d) v.inner *= s[d];
+  v.len = s[static_cast<size_t>(axis)];
+  return v;
+}
+
+void gather_elements(const AxisView& xv, const AxisView& iv, size_t esize, const void* x, const void* idx, bool idx_i32,
+                     void* y) {
+  const auto* xb = static_cast<const uint8_t*>(x);
+  auto* yb = static_cast<uint8_t*>(y);
+  for_each_index(xv, iv, idx, idx_i32, [&](int64_t k, int64_t src) {
+    std::memcpy(yb + static_cast<size_t>(k) * esize, xb + static_cast<size_t>(src) * esize, esize);
+  });
+}
+
+void scatter_elements(const AxisView& xv, const AxisView& uv, size_t esize, ScatterReduce op, const void* x,
+                      const void* idx, bool idx_i32, const void* upd, void* y) {
+  const size_t total = static_cast<size_t>(xv.outer * xv.len * xv.inner) * esize;
+  if (x != y) std::memcpy(y, x, total);
+  const auto* ub = static_cast<const uint8_t*>(upd);
+  auto* yb = static_cast<uint8_t*>(y);
+  for_each_index(xv, uv, idx, idx_i32, [&](int64_t k, int64_t dst) {
+    if (op == ScatterReduce::kNone) {
+      std::memcpy(yb + static_cast<size_t>(dst) * esize, ub + static_cast<size_t>(k) * esize, esize);
+    } else {
+      combine(op, reinterpret_cast<float*>(yb) + dst, static_cast<const float*>(upd)[k]);
+    }
+  });
+}
+
+void trilu(int64_t batch, int64_t rows, int64_t cols, int64_t k, bool upper, size_t esize, const void* x, void* y) {
+  const auto* xb = static_cast<const uint8_t*>(x);
+  auto* yb = static_cast<uint8_t*>(y);
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const size_t row = static_cast<size_t>((b * rows + r) * cols) * esize;
+      // Kept columns: [max(0, r + k), cols) for upper, [0, min(cols, r + k + 1)) for lower.
+      const int64_t lo = upper ? std::clamp<int64_t>(r + k, 0, cols) : 0;
+      const int64_t hi = upper ? cols : std::clamp<int64_t>(r + k + 1, 0, cols);
+      if (hi <= lo) {
+        std::memset(yb + row, 0, static_cast<size_t>(cols) * esize);
+        continue;
+      }
+      std::memset(yb + row, 0, static_cast<size_t>(lo) * esize);  // x may alias y: the kept run is not touched
+      if (xb != yb) {
+        std::memcpy(yb + row + static_cast<size_t>(lo) * esize, xb + row + static_cast<size_t>(lo) * esize,
+                    static_cast<size_t>(hi - lo) * esize);
+      }
+      std::memset(yb + row + static_cast<size_t>(hi) * esize, 0, static_cast<size_t>(cols - hi) * esize);
+    }
+  }
+}
+
+void cumsum(const AxisView& v, bool exclusive, bool reverse, ElemType t, const void* x, void* y) {
+  switch (t) {
+    case ElemType::kF32:
+      return cumsum_t<float, double>(v, exclusive, reverse, static_cast<const float*>(x), static_cast<float*>(y));
+    case ElemType::kI32:
+      return cumsum_t<int32_t, uint32_t>(v, exclusive, reverse, static_cast<const int32_t*>(x),
+                                         static_cast<int32_t*>(y));
+    case ElemType::kI64:
+      return cumsum_t<int64_t, uint64_t>(v, exclusive, reverse, static_cast<const int64_t*>(x),
+                                         static_cast<int64_t*>(y));
+    case ElemType::kBool:
+      return;  // shape inference refuses bool
+  }
+}
+
+}  // namespace fusert::cpu
