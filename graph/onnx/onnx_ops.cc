@@ -22,6 +22,7 @@
 #include <set>
 #include <sstream>
 
+#include "graph/onnx/onnx_folded.h"
 #include "graph/onnx/onnx_tensor.h"
 
 namespace fusert::onnx_import {
@@ -30,109 +31,23 @@ namespace {
 
 // ONNX op types imported as the fusert op of the same name.
 const std::set<std::string>& direct_ops() {
-  static const std::set<std::string> ops = {"Conv",
-                                            "BatchNormalization",
-                                            "Relu",
-                                            "Sigmoid",
-                                            "HardSigmoid",
-                                            "HardSwish",
-                                            "Erf",
-                                            "Tanh",
-                                            "Sqrt",
-                                            "Softplus",
-                                            "Clip",
-                                            "Add",
-                                            "Sub",
-                                            "Mul",
-                                            "Div",
-                                            "MaxPool",
-                                            "AveragePool",
-                                            "GlobalAveragePool",
-                                            "Flatten",
-                                            "Reshape",
-                                            "Transpose",
-                                            "Concat",
-                                            "Gemm",
-                                            "MatMul",
-                                            "Softmax",
-                                            "LogSoftmax",
-                                            "Hardmax",
-                                            "Identity",
-                                            "LayerNormalization",
-                                            "Gelu",
-                                            "Pow",
-                                            "ReduceMean",
-                                            "ReduceSum",
-                                            "Split",
-                                            "Slice",
-                                            "Gather",
-                                            "Unsqueeze",
-                                            "Where",
-                                            "Cast",
-                                            "Neg",
-                                            "Exp",
-                                            "Abs",
-                                            "Log",
-                                            "Reciprocal",
-                                            "LeakyRelu",
-                                            "Elu",
-                                            "Selu",
-                                            "Celu",
-                                            "ThresholdedRelu",
-                                            "Shrink",
-                                            "Softsign",
-                                            "Sign",
-                                            "Floor",
-                                            "Ceil",
-                                            "Round",
-                                            "Sin",
-                                            "Cos",
-                                            "Tan",
-                                            "Asin",
-                                            "Acos",
-                                            "Atan",
-                                            "Sinh",
-                                            "Cosh",
-                                            "Asinh",
-                                            "Acosh",
-                                            "Atanh",
-                                            "ReduceMax",
-                                            "ReduceMin",
-                                            "ReduceProd",
-                                            "ReduceL1",
-                                            "ReduceL2",
-                                            "ReduceSumSquare",
-                                            "ReduceLogSum",
-                                            "ReduceLogSumExp",
-                                            "Expand",
-                                            "Pad",
-                                            "Tile",
-                                            "ArgMax",
-                                            "ArgMin",
-                                            "Equal",
-                                            "Less",
-                                            "Greater",
-                                            "LessOrEqual",
-                                            "GreaterOrEqual",
-                                            "And",
-                                            "Or",
-                                            "Xor",
-                                            "Not",
-                                            "Max",
-                                            "Min",
-                                            "PRelu",
-                                            "Sum",
-                                            "Mean",
-                                            "GatherElements",
-                                            "ScatterElements",
-                                            "Trilu",
-                                            "CumSum",
-                                            "DepthToSpace",
-                                            "SpaceToDepth",
-                                            "Resize",
-                                            "ConvTranspose"};
+  // clang-format off
+  static const std::set<std::string> ops = {
+      "Conv", "BatchNormalization", "Relu", "Sigmoid", "HardSigmoid", "HardSwish", "Erf", "Tanh", "Sqrt",
+      "Softplus", "Clip", "Add", "Sub", "Mul", "Div", "MaxPool", "AveragePool", "GlobalAveragePool", "Flatten",
+      "Reshape", "Transpose", "Concat", "Gemm", "MatMul", "Softmax", "LogSoftmax", "Hardmax", "Identity",
+      "LayerNormalization", "Gelu", "Pow", "ReduceMean", "ReduceSum", "Split", "Slice", "Gather", "Unsqueeze",
+      "Where", "Cast", "Neg", "Exp", "Abs", "Log", "Reciprocal", "LeakyRelu", "Elu", "Selu", "Celu",
+      "ThresholdedRelu", "Shrink", "Softsign", "Sign", "Floor", "Ceil", "Round", "Sin", "Cos", "Tan", "Asin",
+      "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "ReduceMax", "ReduceMin", "ReduceProd",
+      "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "Expand", "Pad", "Tile",
+      "ArgMax", "ArgMin", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor",
+      "Not", "Max", "Min", "PRelu", "Sum", "Mean", "GatherElements", "ScatterElements", "Trilu", "CumSum",
+      "DepthToSpace", "SpaceToDepth", "Resize", "ConvTranspose"};
+  // clang-format on
   return ops;
 }
+
 const std::set<std::string>& rewritten_ops() {
   static const std::set<std::string> ops = {"Constant", "Shape",           "Size",  "Dropout",  "Squeeze",
                                             "Upsample", "ConstantOfShape", "Range", "CastLike", "Scatter"};
@@ -153,19 +68,6 @@ bool consumed_attr(const std::string& op, const std::string& a, int64_t opset) {
   if (op == "ConstantOfShape") return a == "value";
   if (op == "Cast" || op == "CastLike") return a == "saturate";  // opset 19: only float8 targets saturate
   return false;
-}
-
-const onnx::AttributeProto* find_attr(const onnx::NodeProto& np, const std::string& name) {
-  for (const auto& a : np.attribute()) {
-    if (a.name() == name) return &a;
-  }
-  return nullptr;
-}
-
-Tensor i64_tensor(const std::vector<int64_t>& v) {
-  Tensor t(DType::kI64, {static_cast<int64_t>(v.size())});
-  std::copy(v.begin(), v.end(), t.i64());
-  return t;
 }
 
 // Adds a constant input for a rewrite, named after the node.
@@ -219,106 +121,9 @@ Result<AttrValue> convert_attr(const onnx::AttributeProto& a, const AttrSchema& 
   return v;
 }
 
-Result<Tensor> constant_value(const onnx::NodeProto& np, const std::string& base_dir, const SourceLoc& loc) {
-  for (const auto& a : np.attribute()) {
-    if (a.name() == "value") return decode_tensor(a.t(), base_dir, loc.str());
-    if (a.name() == "value_float") return Tensor::f32({}, {a.f()});
-    if (a.name() == "value_floats") {
-      return Tensor::f32({a.floats_size()}, std::vector<float>(a.floats().begin(), a.floats().end()));
-    }
-    if (a.name() == "value_int") {
-      Tensor t(DType::kI64, {});
-      t.i64()[0] = a.i();
-      return t;
-    }
-    if (a.name() == "value_ints") return i64_tensor(std::vector<int64_t>(a.ints().begin(), a.ints().end()));
-  }
-  return error(StatusCode::kUnsupported) << loc.str() << ": Constant without a tensor, float(s) or int(s) value";
-}
-
 std::vector<int64_t> ints_attr(const onnx::NodeProto& np, const std::string& name) {
   const onnx::AttributeProto* a = find_attr(np, name);
   return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : std::vector<int64_t>{};
-}
-
-// Shape, Size and Squeeze, which need the input's shape.
-Result<std::optional<Tensor>> shape_value(const Graph& g, const onnx::NodeProto& np, const Shape& x) {
-  const int64_t r = static_cast<int64_t>(x.size());
-  if (np.op_type() == "Size") {
-    Tensor t(DType::kI64, {});
-    t.i64()[0] = shape_numel(x);
-    return std::optional<Tensor>(std::move(t));
-  }
-  int64_t start = 0, end = r;
-  if (const auto* a = find_attr(np, "start"))
-    start = a->i() < 0 ? std::max<int64_t>(0, a->i() + r) : std::min(a->i(), r);
-  if (const auto* a = find_attr(np, "end")) end = a->i() < 0 ? std::max<int64_t>(0, a->i() + r) : std::min(a->i(), r);
-  (void)g;
-  return std::optional<Tensor>(i64_tensor(std::vector<int64_t>(x.begin() + start, x.begin() + std::max(start, end))));
-}
-
-// ConstantOfShape (value attr, default f32 0) and Range (ONNX opset 11: ceil((limit - start) /
-// delta) elements) on constant inputs.
-Result<Tensor> generated_value(const Graph& g, const onnx::NodeProto& np, const std::vector<ValueId>& ins,
-                               const std::string& base_dir, const SourceLoc& loc) {
-  const std::string& op = np.op_type();
-  for (size_t i = 0; i < ins.size(); ++i) {
-    if (ins[i] == kNoValue || !g.value(ins[i]).is_constant || g.value(ins[i]).data.empty()) {
-      return error(StatusCode::kUnsupported)
-             << loc.str() << ": " << op << " input " << i << " must be a constant (fusert's shapes are static)";
-    }
-  }
-  if (op == "ConstantOfShape") {
-    if (ins.size() != 1) return error(StatusCode::kParseError) << loc.str() << ": ConstantOfShape takes 1 input";
-    const Tensor& shp = g.value(ins[0]).data;
-    if (shp.dtype() != DType::kI64 || shp.shape().size() != 1)
-      return error(StatusCode::kParseError) << loc.str() << ": ConstantOfShape input must be a 1-D i64 tensor";
-    Shape s(shp.i64(), shp.i64() + shp.numel());
-    int64_t count = 0;
-    for (int64_t d : s)
-      if (d < 0) return error(StatusCode::kShapeMismatch) << loc.str() << ": negative dim " << d;
-    if (!checked_numel(s, &count) || count > (int64_t{16} << 20))
-      return error(StatusCode::kUnsupported) << loc.str() << ": ConstantOfShape of " << shape_str(s) << " is too large";
-    Tensor value = Tensor::f32({1}, {0.0f});
-    if (const auto* a = find_attr(np, "value")) {
-      FUSERT_ASSIGN_OR_RETURN(value, decode_tensor(a->t(), base_dir, loc.str()));
-      if (value.numel() != 1) return error(StatusCode::kParseError) << loc.str() << ": value must have one element";
-    }
-    Tensor t(value.dtype(), s);
-    const size_t es = dtype_size(value.dtype());
-    for (int64_t i = 0; i < count; ++i)
-      std::memcpy(static_cast<uint8_t*>(t.raw()) + static_cast<size_t>(i) * es, value.raw(), es);
-    return t;
-  }
-  // Range(start, limit, delta), scalars of one dtype.
-  if (ins.size() != 3) return error(StatusCode::kParseError) << loc.str() << ": Range takes 3 inputs";
-  const Tensor &a = g.value(ins[0]).data, &b = g.value(ins[1]).data, &c = g.value(ins[2]).data;
-  if (a.numel() != 1 || b.numel() != 1 || c.numel() != 1 || a.dtype() != b.dtype() || a.dtype() != c.dtype())
-    return error(StatusCode::kParseError) << loc.str() << ": Range inputs must be scalars of one dtype";
-  const DType t = a.dtype();
-  if (t != DType::kF32 && t != DType::kI64 && t != DType::kI32)
-    return error(StatusCode::kUnsupported) << loc.str() << ": Range of " << dtype_name(t);
-  auto at = [t](const Tensor& x) {
-    return t == DType::kF32   ? static_cast<double>(x.f32()[0])
-           : t == DType::kI64 ? static_cast<double>(x.i64()[0])
-                              : static_cast<double>(static_cast<const int32_t*>(x.raw())[0]);
-  };
-  const double start = at(a), limit = at(b), delta = at(c);
-  if (delta == 0 || !std::isfinite(start) || !std::isfinite(limit) || !std::isfinite(delta))
-    return error(StatusCode::kShapeMismatch) << loc.str() << ": Range with delta 0 or a non-finite bound";
-  const double n = std::max(0.0, std::ceil((limit - start) / delta));
-  if (n > static_cast<double>(int64_t{16} << 20))
-    return error(StatusCode::kUnsupported) << loc.str() << ": Range of " << n << " elements is too large";
-  Tensor y(t, {static_cast<int64_t>(n)});
-  for (int64_t i = 0; i < static_cast<int64_t>(n); ++i) {
-    if (t == DType::kF32)  // start + i * delta in the input type, as ONNX's reference accumulates
-      y.f32()[i] = static_cast<float>(a.f32()[0] + static_cast<float>(i) * c.f32()[0]);
-    else if (t == DType::kI64)
-      y.i64()[i] = a.i64()[0] + i * c.i64()[0];
-    else
-      static_cast<int32_t*>(y.raw())[i] = static_cast<int32_t>(at(a) + static_cast<double>(i) * at(c));
-  }
-  return y;
 }
 
 // TensorProto type code of a dtype Cast converts to (0: none).
@@ -335,6 +140,72 @@ int64_t like_code(DType t) {
     default:
       return 0;
   }
+}
+
+// Squeeze's output shape: the axes (attribute, or constant input 1) dropped, or every 1.
+Result<std::vector<int64_t>> squeezed_shape(const Graph& g, const onnx::NodeProto& np, const std::vector<ValueId>& ins,
+                                            const SourceLoc& loc) {
+  const Shape& x = g.value(ins.at(0)).shape;
+  std::vector<int64_t> axes = ints_attr(np, "axes");
+  if (ins.size() > 1) {
+    const Value& a = g.value(ins[1]);
+    if (!a.is_constant || a.data.dtype() != DType::kI64) {
+      return error(StatusCode::kUnsupported) << loc.str() << ": Squeeze axes must be a constant";
+    }
+    axes.assign(a.data.i64(), a.data.i64() + a.data.numel());
+  }
+  std::vector<bool> drop(x.size(), axes.empty());
+  for (int64_t a : axes) {
+    const int64_t k = a < 0 ? a + static_cast<int64_t>(x.size()) : a;
+    if (k < 0 || k >= static_cast<int64_t>(x.size()) || x[static_cast<size_t>(k)] != 1) {
+      return error(StatusCode::kShapeMismatch)
+             << loc.str() << ": Squeeze axis " << a << " of " << shape_str(x) << " is not a dimension of size 1";
+    }
+    drop[static_cast<size_t>(k)] = true;
+  }
+  std::vector<int64_t> shape;
+  for (size_t d = 0; d < x.size(); ++d) {
+    if (!drop[d] || (axes.empty() && x[d] != 1)) shape.push_back(x[d]);
+  }
+  return shape;
+}
+
+// Attributes that later opsets take as inputs, as constant inputs: axes (Unsqueeze < 13,
+// ReduceSum < 13), split (Split < 13), starts/ends/axes (Slice < 10).
+void attrs_as_inputs(Graph& g, const onnx::NodeProto& np, int64_t opset, const std::string& name, const SourceLoc& loc,
+                     std::vector<ValueId>* inputs) {
+  const std::string& op = np.op_type();
+  std::vector<ValueId>& ins = *inputs;
+  if ((op == "Unsqueeze" || op == "ReduceSum") && find_attr(np, "axes")) {
+    ins.resize(1);
+    ins.push_back(add_const(g, name + ".axes", i64_tensor(ints_attr(np, "axes")), loc));
+  }
+  if (op == "Split" && find_attr(np, "split")) {
+    ins.resize(1);
+    ins.push_back(add_const(g, name + ".split", i64_tensor(ints_attr(np, "split")), loc));
+  }
+  if (op == "Slice" && opset < 10) {
+    ins.resize(1);
+    ins.push_back(add_const(g, name + ".starts", i64_tensor(ints_attr(np, "starts")), loc));
+    ins.push_back(add_const(g, name + ".ends", i64_tensor(ints_attr(np, "ends")), loc));
+    if (find_attr(np, "axes")) ins.push_back(add_const(g, name + ".axes", i64_tensor(ints_attr(np, "axes")), loc));
+  }
+}
+
+// Softmax, LogSoftmax and Hardmax below opset 13 normalise over every dim from `axis` on:
+// fusert runs them when that is the last dim only.
+Status check_last_axis(const Graph& g, const onnx::NodeProto& np, int64_t opset, const std::vector<ValueId>& ins,
+                       const SourceLoc& loc) {
+  const std::string& op = np.op_type();
+  const int64_t r = static_cast<int64_t>(g.value(ins.at(0)).shape.size());
+  const auto* a = find_attr(np, "axis");
+  const int64_t axis = a ? (a->i() < 0 ? a->i() + r : a->i()) : 1;
+  if (axis != r - 1) {
+    return error(StatusCode::kUnsupported)
+           << loc.str() << ": " << op << " (opset " << opset << ") over dims " << axis << ".." << r - 1 << " of a rank-"
+           << r << " input (fusert's " << op << " runs over one axis, the last here)";
+  }
+  return Status();
 }
 
 // The rewrites of the header comment: `*inputs` adjusted (constant axes added, inputs dropped);
@@ -366,46 +237,12 @@ Result<std::string> rewrite(Graph& g, const onnx::NodeProto& np, int64_t opset, 
     ins.resize(1);
   }
   if (op == "Squeeze") {  // -> Reshape to the squeezed shape
-    const Shape& x = g.value(ins.at(0)).shape;
-    std::vector<int64_t> axes = ints_attr(np, "axes");
-    if (ins.size() > 1) {
-      const Value& a = g.value(ins[1]);
-      if (!a.is_constant || a.data.dtype() != DType::kI64) {
-        return error(StatusCode::kUnsupported) << loc.str() << ": Squeeze axes must be a constant";
-      }
-      axes.assign(a.data.i64(), a.data.i64() + a.data.numel());
-    }
-    std::vector<bool> drop(x.size(), axes.empty());
-    for (int64_t a : axes) {
-      const int64_t k = a < 0 ? a + static_cast<int64_t>(x.size()) : a;
-      if (k < 0 || k >= static_cast<int64_t>(x.size()) || x[static_cast<size_t>(k)] != 1) {
-        return error(StatusCode::kShapeMismatch)
-               << loc.str() << ": Squeeze axis " << a << " of " << shape_str(x) << " is not a dimension of size 1";
-      }
-      drop[static_cast<size_t>(k)] = true;
-    }
-    std::vector<int64_t> shape;
-    for (size_t d = 0; d < x.size(); ++d) {
-      if (!drop[d] || (axes.empty() && x[d] != 1)) shape.push_back(x[d]);
-    }
+    FUSERT_ASSIGN_OR_RETURN(const std::vector<int64_t> shape, squeezed_shape(g, np, ins, loc));
     fop = "Reshape";
     ins.resize(1);
     ins.push_back(add_const(g, name + ".shape", i64_tensor(shape), loc));
   }
-  if ((op == "Unsqueeze" || op == "ReduceSum") && find_attr(np, "axes")) {
-    ins.resize(1);
-    ins.push_back(add_const(g, name + ".axes", i64_tensor(ints_attr(np, "axes")), loc));
-  }
-  if (op == "Split" && find_attr(np, "split")) {
-    ins.resize(1);
-    ins.push_back(add_const(g, name + ".split", i64_tensor(ints_attr(np, "split")), loc));
-  }
-  if (op == "Slice" && opset < 10) {
-    ins.resize(1);
-    ins.push_back(add_const(g, name + ".starts", i64_tensor(ints_attr(np, "starts")), loc));
-    ins.push_back(add_const(g, name + ".ends", i64_tensor(ints_attr(np, "ends")), loc));
-    if (find_attr(np, "axes")) ins.push_back(add_const(g, name + ".axes", i64_tensor(ints_attr(np, "axes")), loc));
-  }
+  attrs_as_inputs(g, np, opset, name, loc, &ins);
   if (op == "Upsample" || (op == "Resize" && opset < 11)) {  // (X, scales) -> (X, roi, scales)
     if (op == "Upsample" && find_attr(np, "scales")) {
       const auto* a = find_attr(np, "scales");
@@ -431,16 +268,54 @@ Result<std::string> rewrite(Graph& g, const onnx::NodeProto& np, int64_t opset, 
     }
   }
   if ((op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") && opset < 13) {
-    const int64_t r = static_cast<int64_t>(g.value(ins.at(0)).shape.size());
-    const auto* a = find_attr(np, "axis");
-    const int64_t axis = a ? (a->i() < 0 ? a->i() + r : a->i()) : 1;
-    if (axis != r - 1) {
-      return error(StatusCode::kUnsupported)
-             << loc.str() << ": " << op << " (opset " << opset << ") over dims " << axis << ".." << r - 1
-             << " of a rank-" << r << " input (fusert's " << op << " runs over one axis, the last here)";
-    }
+    FUSERT_RETURN_IF_ERROR(check_last_axis(g, np, opset, ins, loc));
   }
   return fop;
+}
+
+// The attributes a rewrite sets on the fusert node: CastLike's `to` (input 1's dtype),
+// Upsample's / Resize-10's mode and coordinate transformation.
+Status rewrite_attrs(const Graph& g, const onnx::NodeProto& np, int64_t opset, const SourceLoc& loc, Node* node) {
+  const std::string& op = np.op_type();
+  Node& n = *node;
+  if (op == "CastLike") {
+    const int64_t code = like_code(g.value(g.find_value(np.input(1))).dtype);
+    if (code == 0)
+      return error(StatusCode::kUnsupported)
+             << loc.str() << ": CastLike to " << dtype_name(g.value(g.find_value(np.input(1))).dtype);
+    n.attrs["to"].type = AttrType::kInt;
+    n.attrs["to"].i = code;
+  }
+  if (op == "Upsample" || (op == "Resize" && opset < 11)) {
+    std::string mode = "nearest";
+    if (const auto* a = find_attr(np, "mode")) mode = a->s();
+    if (mode == "bilinear") mode = "linear";  // Upsample-7's spelling
+    n.attrs["mode"] = AttrValue{};
+    n.attrs["mode"].type = AttrType::kString;
+    n.attrs["mode"].s = mode;
+    for (const auto& [k, v] : {std::pair<const char*, const char*>{"coordinate_transformation_mode", "asymmetric"},
+                               {"nearest_mode", "floor"}}) {
+      n.attrs[k].type = AttrType::kString;
+      n.attrs[k].s = v;
+    }
+  }
+  return Status();
+}
+
+// Opset 18's reductions (all but ReduceSum, whose table row takes the input) give axes as a
+// constant input 1: it becomes the `axes` attribute.
+Status axes_input_as_attr(const Graph& g, const std::string& op, const SourceLoc& loc, std::vector<ValueId>* ins,
+                          Node* n) {
+  const Value& a = g.value((*ins)[1]);
+  if (!a.is_constant || a.data.dtype() != DType::kI64) {
+    return error(StatusCode::kUnsupported) << loc.str() << ": " << op << " axes must be a constant";
+  }
+  AttrValue v;
+  v.type = AttrType::kInts;
+  v.ints.assign(a.data.i64(), a.data.i64() + a.data.numel());
+  n->attrs["axes"] = v;
+  ins->resize(1);
+  return Status();
 }
 
 }  // namespace
@@ -524,15 +399,7 @@ Status map_node(Graph& g, const onnx::NodeProto& np, int64_t opset, const std::s
   if (!find_op(fop, &n.op)) return error(StatusCode::kUnsupported) << loc.str() << ": op " << op;
   const OpInfo& info = op_info(n.op);
   if (op.rfind("Reduce", 0) == 0 && op != "ReduceSum" && ins.size() > 1) {  // opset 18: axes input
-    const Value& a = g.value(ins[1]);
-    if (!a.is_constant || a.data.dtype() != DType::kI64) {
-      return error(StatusCode::kUnsupported) << loc.str() << ": " << op << " axes must be a constant";
-    }
-    AttrValue v;
-    v.type = AttrType::kInts;
-    v.ints.assign(a.data.i64(), a.data.i64() + a.data.numel());
-    n.attrs["axes"] = v;
-    ins.resize(1);
+    FUSERT_RETURN_IF_ERROR(axes_input_as_attr(g, op, loc, &ins, &n));
   }
   if (static_cast<int>(ins.size()) < info.min_inputs || static_cast<int>(ins.size()) > info.max_inputs) {
     return error(StatusCode::kUnsupported) << loc.str() << ": " << ins.size() << " inputs (fusert's " << info.name
@@ -550,27 +417,7 @@ Status map_node(Graph& g, const onnx::NodeProto& np, int64_t opset, const std::s
     if (!s) return error(StatusCode::kUnsupported) << loc.str() << ": attribute '" << a.name() << "'";
     FUSERT_ASSIGN_OR_RETURN(n.attrs[a.name()], convert_attr(a, *s, loc));
   }
-  if (op == "CastLike") {
-    const int64_t code = like_code(g.value(g.find_value(np.input(1))).dtype);
-    if (code == 0)
-      return error(StatusCode::kUnsupported)
-             << loc.str() << ": CastLike to " << dtype_name(g.value(g.find_value(np.input(1))).dtype);
-    n.attrs["to"].type = AttrType::kInt;
-    n.attrs["to"].i = code;
-  }
-  if (op == "Upsample" || (op == "Resize" && opset < 11)) {
-    std::string mode = "nearest";
-    if (const auto* a = find_attr(np, "mode")) mode = a->s();
-    if (mode == "bilinear") mode = "linear";  // Upsample-7's spelling
-    n.attrs["mode"] = AttrValue{};
-    n.attrs["mode"].type = AttrType::kString;
-    n.attrs["mode"].s = mode;
-    for (const auto& [k, v] : {std::pair<const char*, const char*>{"coordinate_transformation_mode", "asymmetric"},
-                               {"nearest_mode", "floor"}}) {
-      n.attrs[k].type = AttrType::kString;
-      n.attrs[k].s = v;
-    }
-  }
+  FUSERT_RETURN_IF_ERROR(rewrite_attrs(g, np, opset, loc, &n));
   for (const AttrSchema& s : info.attrs) {
     if (n.attrs.count(s.name)) continue;
     if (s.required) return error(StatusCode::kParseError) << loc.str() << ": attribute '" << s.name << "' is required";

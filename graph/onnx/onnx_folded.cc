@@ -1,0 +1,109 @@
+// ONNX ops folded into constants at import (graph/onnx/onnx_folded.h).
+#include "graph/onnx/onnx_folded.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "graph/onnx/onnx_tensor.h"
+
+namespace fusert::onnx_import {
+
+Result<Tensor> constant_value(const onnx::NodeProto& np, const std::string& base_dir, const SourceLoc& loc) {
+  for (const auto& a : np.attribute()) {
+    if (a.name() == "value") return decode_tensor(a.t(), base_dir, loc.str());
+    if (a.name() == "value_float") return Tensor::f32({}, {a.f()});
+    if (a.name() == "value_floats") {
+      return Tensor::f32({a.floats_size()}, std::vector<float>(a.floats().begin(), a.floats().end()));
+    }
+    if (a.name() == "value_int") {
+      Tensor t(DType::kI64, {});
+      t.i64()[0] = a.i();
+      return t;
+    }
+    if (a.name() == "value_ints") return i64_tensor(std::vector<int64_t>(a.ints().begin(), a.ints().end()));
+  }
+  return error(StatusCode::kUnsupported) << loc.str() << ": Constant without a tensor, float(s) or int(s) value";
+}
+
+// Shape and Size: from the input's shape (static once the inputs are bound).
+Result<std::optional<Tensor>> shape_value(const Graph& g, const onnx::NodeProto& np, const Shape& x) {
+  const int64_t r = static_cast<int64_t>(x.size());
+  if (np.op_type() == "Size") {
+    Tensor t(DType::kI64, {});
+    t.i64()[0] = shape_numel(x);
+    return std::optional<Tensor>(std::move(t));
+  }
+  int64_t start = 0, end = r;
+  if (const auto* a = find_attr(np, "start"))
+    start = a->i() < 0 ? std::max<int64_t>(0, a->i() + r) : std::min(a->i(), r);
+  if (const auto* a = find_attr(np, "end")) end = a->i() < 0 ? std::max<int64_t>(0, a->i() + r) : std::min(a->i(), r);
+  (void)g;
+  return std::optional<Tensor>(i64_tensor(std::vector<int64_t>(x.begin() + start, x.begin() + std::max(start, end))));
+}
+
+// ConstantOfShape (value attr, default f32 0) and Range (ONNX opset 11: ceil((limit - start) /
+// delta) elements) on constant inputs.
+Result<Tensor> generated_value(const Graph& g, const onnx::NodeProto& np, const std::vector<ValueId>& ins,
+                               const std::string& base_dir, const SourceLoc& loc) {
+  const std::string& op = np.op_type();
+  for (size_t i = 0; i < ins.size(); ++i) {
+    if (ins[i] == kNoValue || !g.value(ins[i]).is_constant || g.value(ins[i]).data.empty()) {
+      return error(StatusCode::kUnsupported)
+             << loc.str() << ": " << op << " input " << i << " must be a constant (fusert's shapes are static)";
+    }
+  }
+  if (op == "ConstantOfShape") {
+    if (ins.size() != 1) return error(StatusCode::kParseError) << loc.str() << ": ConstantOfShape takes 1 input";
+    const Tensor& shp = g.value(ins[0]).data;
+    if (shp.dtype() != DType::kI64 || shp.shape().size() != 1)
+      return error(StatusCode::kParseError) << loc.str() << ": ConstantOfShape input must be a 1-D i64 tensor";
+    Shape s(shp.i64(), shp.i64() + shp.numel());
+    int64_t count = 0;
+    for (int64_t d : s)
+      if (d < 0) return error(StatusCode::kShapeMismatch) << loc.str() << ": negative dim " << d;
+    if (!checked_numel(s, &count) || count > (int64_t{16} << 20))
+      return error(StatusCode::kUnsupported) << loc.str() << ": ConstantOfShape of " << shape_str(s) << " is too large";
+    Tensor value = Tensor::f32({1}, {0.0f});
+    if (const auto* a = find_attr(np, "value")) {
+      FUSERT_ASSIGN_OR_RETURN(value, decode_tensor(a->t(), base_dir, loc.str()));
+      if (value.numel() != 1) return error(StatusCode::kParseError) << loc.str() << ": value must have one element";
+    }
+    Tensor t(value.dtype(), s);
+    const size_t es = dtype_size(value.dtype());
+    for (int64_t i = 0; i < count; ++i)
+      std::memcpy(static_cast<uint8_t*>(t.raw()) + static_cast<size_t>(i) * es, value.raw(), es);
+    return t;
+  }
+  // Range(start, limit, delta), scalars of one dtype.
+  if (ins.size() != 3) return error(StatusCode::kParseError) << loc.str() << ": Range takes 3 inputs";
+  const Tensor &a = g.value(ins[0]).data, &b = g.value(ins[1]).data, &c = g.value(ins[2]).data;
+  if (a.numel() != 1 || b.numel() != 1 || c.numel() != 1 || a.dtype() != b.dtype() || a.dtype() != c.dtype())
+    return error(StatusCode::kParseError) << loc.str() << ": Range inputs must be scalars of one dtype";
+  const DType t = a.dtype();
+  if (t != DType::kF32 && t != DType::kI64 && t != DType::kI32)
+    return error(StatusCode::kUnsupported) << loc.str() << ": Range of " << dtype_name(t);
+  auto at = [t](const Tensor& x) {
+    return t == DType::kF32   ? static_cast<double>(x.f32()[0])
+           : t == DType::kI64 ? static_cast<double>(x.i64()[0])
+                              : static_cast<double>(static_cast<const int32_t*>(x.raw())[0]);
+  };
+  const double start = at(a), limit = at(b), delta = at(c);
+  if (delta == 0 || !std::isfinite(start) || !std::isfinite(limit) || !std::isfinite(delta))
+    return error(StatusCode::kShapeMismatch) << loc.str() << ": Range with delta 0 or a non-finite bound";
+  const double n = std::max(0.0, std::ceil((limit - start) / delta));
+  if (n > static_cast<double>(int64_t{16} << 20))
+    return error(StatusCode::kUnsupported) << loc.str() << ": Range of " << n << " elements is too large";
+  Tensor y(t, {static_cast<int64_t>(n)});
+  for (int64_t i = 0; i < static_cast<int64_t>(n); ++i) {
+    if (t == DType::kF32)  // start + i * delta in the input type, as ONNX's reference accumulates
+      y.f32()[i] = static_cast<float>(a.f32()[0] + static_cast<float>(i) * c.f32()[0]);
+    else if (t == DType::kI64)
+      y.i64()[i] = a.i64()[0] + i * c.i64()[0];
+    else
+      static_cast<int32_t*>(y.raw())[i] = static_cast<int32_t>(at(a) + static_cast<double>(i) * at(c));
+  }
+  return y;
+}
+
+}  // namespace fusert::onnx_import
