@@ -8,6 +8,8 @@
 // - Pad (constant, reflect, edge) before a valid conv.
 // - An Expand or Tile of a per-channel weight joining the running value.
 // - A pixel shuffle: DepthToSpace (DCR, CRD) up and SpaceToDepth back, epilogues between.
+// - A 1-D conv in the form the ONNX import gives it (Reshape to [N, C, 1, L], a 1 x k Conv,
+//   Reshape back).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -160,10 +162,34 @@ std::string pixel_shuffle(Emitter& e, Rng& r, const std::string& x) {
   return r.chance(0.7) ? add(e, r, y, x) : y;
 }
 
+// A 1-D conv as ONNX imports one ([N, C, L] -> Reshape [0, 0, 1, -1] -> Conv 1 x k -> Reshape
+// [0, 0, -1]), on the running map flattened to L = H * W: pads, stride 1 or 2, dilation, an
+// epilogue after the conv or after the Reshape back; joined to x when the length is kept.
+std::string conv1d(Emitter& e, Rng& r, const std::string& x) {
+  const Dims& xs = e.shape(x);
+  const int64_t len = xs[2] * xs[3], k = r.pick(std::vector<int64_t>{1, 3, 5}), d = r.chance(0.3) ? 2 : 1;
+  const int64_t s = r.chance(0.3) ? 2 : 1, p = d * (k - 1) / 2, m = r.chance(0.5) ? xs[1] : r.range(1, 6);
+  const int64_t out = (len + 2 * p - d * (k - 1) - 1) / s + 1;
+  const std::string x3 = e.node("Reshape", {x, e.const_i64({0, 0, -1})}, {xs[0], xs[1], len});
+  const std::string x4 = e.node("Reshape", {x3, e.const_i64({0, 0, 1, -1})}, {xs[0], xs[1], 1, len});
+  std::string attrs = "kernel_shape: [1, " + std::to_string(k) + "], pads: [0, " + std::to_string(p) + ", 0, " +
+                      std::to_string(p) + "], strides: [1, " + std::to_string(s) + "], dilations: [1, " +
+                      std::to_string(d) + "]";
+  std::vector<std::string> in = {x4, e.weight({m, xs[1], 1, k})};
+  if (r.chance(0.6)) in.push_back(e.weight({m}, "uniform"));
+  std::string y = e.node("Conv", in, {xs[0], m, 1, out}, attrs);
+  if (r.chance(0.5)) y = epilogue_chain(e, r, y, 2);
+  y = e.node("Reshape", {y, e.const_i64({0, 0, -1})}, {xs[0], m, out});
+  if (r.chance(0.4)) y = epilogue_chain(e, r, y, 2);
+  if (out != len || m != xs[1]) return e.node("Reshape", {y, e.const_i64({0, 0, 1, -1})}, {xs[0], m, 1, out});
+  y = e.node("Reshape", {y, e.const_i64(xs)}, xs);
+  return r.chance(0.7) ? add(e, r, y, x) : y;
+}
+
 }  // namespace
 
 std::string resample_motif(Emitter& e, Rng& r, const std::string& cur, std::string* name) {
-  switch (r.below(5)) {
+  switch (r.below(6)) {
     case 0:
       *name = "fpn_resize";
       return fpn_resize(e, r, cur);
@@ -176,6 +202,9 @@ std::string resample_motif(Emitter& e, Rng& r, const std::string& cur, std::stri
     case 3:
       *name = "pixel_shuffle";
       return pixel_shuffle(e, r, cur);
+    case 4:
+      *name = "conv1d";
+      return conv1d(e, r, cur);
     default:
       *name = "broadcast_gate";
       return broadcast_gate(e, r, cur);

@@ -1,0 +1,78 @@
+// 1-D convolutions and pooling as their 2-D ops (graph/onnx/onnx_lift1d.h).
+#include "graph/onnx/onnx_lift1d.h"
+
+#include "graph/onnx/onnx_folded.h"
+
+namespace fusert::onnx_import {
+
+namespace {
+
+// The 2-D value of a 1-D spatial attribute: `lead` before each of the values (pads: before
+// each half, [b, e] -> [0, b, 0, e]).
+void lift_attr(onnx::AttributeProto* a) {
+  const std::string& n = a->name();
+  std::vector<int64_t> v(a->ints().begin(), a->ints().end()), out;
+  if (n == "pads" && v.size() == 2) {
+    out = {0, v[0], 0, v[1]};
+  } else if ((n == "kernel_shape" || n == "strides" || n == "dilations" || n == "output_shape") && v.size() == 1) {
+    out = {1, v[0]};
+  } else if (n == "output_padding" && v.size() == 1) {
+    out = {0, v[0]};
+  } else {
+    return;  // not spatial, or of the wrong length: the 2-D shape function reports it
+  }
+  a->clear_ints();
+  for (int64_t x : out) a->add_ints(x);
+}
+
+onnx::NodeProto reshape(const std::string& name, const std::string& x, const std::string& shape, const std::string& y) {
+  onnx::NodeProto r;
+  r.set_op_type("Reshape");
+  r.set_name(name);
+  r.add_input(x);
+  r.add_input(shape);
+  r.add_output(y);
+  return r;
+}
+
+// A value name not in `g` yet, from `base`.
+std::string fresh(const Graph& g, const std::string& base) {
+  std::string n = base;
+  for (int k = 1; g.find_value(n) != kNoValue; ++k) n = base + "_" + std::to_string(k);
+  return n;
+}
+
+}  // namespace
+
+bool is_1d_spatial(const Graph& g, const onnx::NodeProto& np) {
+  const std::string& op = np.op_type();
+  if (op != "Conv" && op != "ConvTranspose" && op != "MaxPool" && op != "AveragePool") return false;
+  if (!np.domain().empty() && np.domain() != "ai.onnx") return false;
+  if (np.input_size() < 1 || np.output_size() < 1) return false;
+  const ValueId x = g.find_value(np.input(0));
+  return x != kNoValue && g.value(x).shape_known && g.value(x).shape.size() == 3;
+}
+
+Lifted1d lift_1d(const Graph& g, const onnx::NodeProto& np, const std::string& name) {
+  Lifted1d l;
+  const std::string to4 = fresh(g, name + "/1d.shape4"), to3 = fresh(g, name + "/1d.shape3");
+  l.constants.emplace_back(to4, i64_tensor({0, 0, 1, -1}));
+  l.constants.emplace_back(to3, i64_tensor({0, 0, -1}));
+  const std::string x4 = fresh(g, name + "/1d.x"), y4 = fresh(g, name + "/1d.y");
+  l.nodes.push_back(reshape(name + "/1d.x", np.input(0), to4, x4));
+  onnx::NodeProto op = np;
+  op.set_name(name + "/2d");
+  op.set_input(0, x4);
+  if ((np.op_type() == "Conv" || np.op_type() == "ConvTranspose") && np.input_size() > 1 && !np.input(1).empty()) {
+    const std::string w4 = fresh(g, name + "/1d.w");
+    l.nodes.push_back(reshape(name + "/1d.w", np.input(1), to4, w4));
+    op.set_input(1, w4);
+  }
+  op.set_output(0, y4);
+  for (auto& a : *op.mutable_attribute()) lift_attr(&a);
+  l.nodes.push_back(op);
+  l.nodes.push_back(reshape(name + "/1d.y", y4, to3, np.output(0)));
+  return l;
+}
+
+}  // namespace fusert::onnx_import
