@@ -78,16 +78,30 @@ Status shape_Sub(ShapeContext& c) { return broadcast_binary(c); }
 Status shape_Mul(ShapeContext& c) { return broadcast_binary(c); }
 Status shape_Div(ShapeContext& c) { return broadcast_binary(c); }
 
-Status shape_BatchNormalization(ShapeContext& c) {
-  const Shape& x = c.in(0);
-  if (x.size() < 2) return c.fail() << "input must have rank >= 2, got " << shape_str(x);
-  for (size_t i = 1; i < 5; ++i) {
-    if (c.in(i) != Shape{x[1]}) {
-      return c.fail() << "input " << i << " ('" << c.graph.value(c.node.inputs[i]).name << "') expected shape [" << x[1]
+// Inputs [from, to) are per-channel vectors [C] of input 0 [N, C, ...].
+static Status per_channel(ShapeContext& c, size_t from, size_t to) {
+  const int64_t ch = c.in(0)[1];
+  for (size_t i = from; i < to; ++i) {
+    if (c.in(i) != Shape{ch}) {
+      return c.fail() << "input " << i << " ('" << c.graph.value(c.node.inputs[i]).name << "') expected shape [" << ch
                       << "], got " << shape_str(c.in(i));
     }
   }
+  return Status();
+}
+
+Status shape_BatchNormalization(ShapeContext& c) {
+  const Shape& x = c.in(0);
+  if (x.size() < 2) return c.fail() << "input must have rank >= 2, got " << shape_str(x);
+  FUSERT_RETURN_IF_ERROR(per_channel(c, 1, 5));
   if (c.node.attr_i("training_mode") != 0) return c.unsupported() << "training_mode=1 is not supported";
+  return same_as_input(c);
+}
+
+Status shape_InstanceNormalization(ShapeContext& c) {
+  const Shape& x = c.in(0);
+  if (x.size() < 3) return c.fail() << "input must be [N, C, spatial...], got " << shape_str(x);
+  FUSERT_RETURN_IF_ERROR(per_channel(c, 1, 3));
   return same_as_input(c);
 }
 

@@ -202,7 +202,8 @@ Status shape_ConvTranspose(ShapeContext& c) {
   for (size_t d = 0; d < 2; ++d) {
     const int64_t full = st[d] * (x[2 + d] - 1) + op[d] + (ks[d] - 1) * dl[d] + 1;
     if (!oshape.empty()) {
-      // A larger output_shape than the full scatter pads with zeros (+ bias) at the end.
+      // A larger output_shape than the full scatter pads with zeros (+ bias) at the end, as ONNX's
+      // reference does (test_convtranspose_output_shape; ONNX Runtime refuses it).
       if (oshape[d] < 1 || oshape[d] > kMaxTensorElements)
         return c.fail() << "output_shape " << oshape[d] << " out of range";
       const int64_t total = std::max<int64_t>(0, full - oshape[d]);

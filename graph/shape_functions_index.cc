@@ -1,5 +1,5 @@
 // Shape functions for the element-indexed ops and channel/space permutations (ONNX opset 13..18
-// semantics): GatherElements, ScatterElements, Trilu, CumSum, DepthToSpace, SpaceToDepth. Axes are
+// semantics): GatherElements, ScatterElements, TopK, Trilu, CumSum, DepthToSpace, SpaceToDepth. Axes are
 // normalised in place (>= 0); the constant inputs (Trilu's k, CumSum's axis) are checked here.
 #include "graph/shape_inference.h"
 
@@ -82,6 +82,27 @@ Status shape_ScatterElements(ShapeContext& c) {
   return Status();
 }
 
+Status shape_TopK(ShapeContext& c) {
+  const DType t = c.in_dtype(0);
+  if (t != DType::kF32 && t != DType::kI32 && t != DType::kI64)
+    return c.unsupported() << "input 0 is " << dtype_name(t) << " (f32, i32, i64)";
+  const Shape& x = c.in(0);
+  if (x.empty()) return c.fail() << "input must have rank >= 1";
+  FUSERT_RETURN_IF_ERROR(norm_axis_attr(c, x.size()));
+  int64_t k = 0;
+  FUSERT_RETURN_IF_ERROR(const_scalar(c, 1, "K", &k));
+  const size_t axis = static_cast<size_t>(c.node.attr_i("axis"));
+  if (k < 0 || k > x[axis])
+    return c.fail() << "K = " << k << " is outside [0, " << x[axis] << "] (dim " << axis << " of " << shape_str(x)
+                    << ")";
+  if (k == 0) return c.unsupported() << "K = 0 (zero-size outputs)";
+  Shape out = x;
+  out[axis] = k;
+  c.set_out(0, out, t);
+  c.set_out(1, out, DType::kI64);
+  return Status();
+}
+
 Status shape_Trilu(ShapeContext& c) {
   FUSERT_RETURN_IF_ERROR(movable_dtype(c));
   if (c.in(0).size() < 2) return c.fail() << "input must have rank >= 2, got " << shape_str(c.in(0));
@@ -109,7 +130,7 @@ static Status space_depth_shape(ShapeContext& c, bool to_space) {
   if (x.size() != 4) return c.unsupported() << "input must be 4-D NCHW, got " << shape_str(x);
   if (c.in_dtype(0) != DType::kF32) return c.unsupported() << "input is " << dtype_name(c.in_dtype(0)) << " (f32)";
   const int64_t b = c.node.attr_i("blocksize");
-  if (b < 1 || b > 4096) return c.fail() << "blocksize " << b << " (must be >= 1)";
+  if (b < 1 || b > 4096) return c.fail() << "blocksize " << b << " outside [1, 4096]";
   if (to_space) {
     const std::string& mode = c.node.attr_s("mode");
     if (mode != "DCR" && mode != "CRD") return c.fail() << "mode '" << mode << "' (DCR or CRD)";

@@ -39,6 +39,14 @@ Status resolve_spatial(ShapeContext& c, const Shape& x, Spatial* s, bool ceil_mo
       if (e > kMaxWindow)
         return c.fail() << "kernel_shape, strides, dilations and pads must be <= " << kMaxWindow << ", got " << e;
   }
+  // Far beyond any real model, and what keeps a crafted one from running for minutes: the
+  // library kernels materialise the padded input and walk the dilated window.
+  constexpr int64_t kMaxPadDilation = int64_t{1} << 16;
+  for (const auto* v : {&s->dilations, &s->pads}) {
+    for (int64_t e : *v)
+      if (e > kMaxPadDilation)
+        return c.unsupported() << "dilations and pads above " << kMaxPadDilation << " (got " << e << ")";
+  }
   const std::string auto_pad = n.attr_s("auto_pad");
   out_hw->assign(2, 0);
   for (size_t d = 0; d < 2; ++d) {
@@ -115,6 +123,11 @@ static Status shape_pool(ShapeContext& c) {
     if (k < 1) return c.fail() << "kernel_shape must be >= 1";
   Shape hw;
   FUSERT_RETURN_IF_ERROR(resolve_spatial(c, x, &s, c.node.attr_i("ceil_mode") != 0, &hw));
+  for (size_t d = 0; d < 2; ++d) {  // as ONNX Runtime: a window of padding alone has no value
+    if (s.pads[d] >= s.kernel[d] || s.pads[d + 2] >= s.kernel[d]) {
+      return c.fail() << "pads " << shape_str(s.pads) << " must be smaller than kernel_shape " << shape_str(s.kernel);
+    }
+  }
   c.set_out(0, {x[0], x[1], hw[0], hw[1]});
   return Status();
 }

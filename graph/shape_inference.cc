@@ -98,6 +98,7 @@ static bool dtype_free_input(OpKind op, size_t i) {
     case OpKind::kScatterElements:
     case OpKind::kTrilu:
     case OpKind::kCumSum:
+    case OpKind::kTopK:
       return true;
     case OpKind::kResize:
       return i >= 1;  // roi, scales (f32), sizes (i64): checked by shape_Resize

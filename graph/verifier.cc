@@ -8,6 +8,10 @@ namespace fusert {
 static bool is_source(const Value& v) { return v.is_graph_input || v.is_initializer; }
 
 Status verify_graph(const Graph& g) {
+  if (g.outputs.empty()) {
+    return error(StatusCode::kInvalidArgument)
+           << (g.source_file.empty() ? g.name : g.source_file) << ": the graph has no outputs (nothing to compute)";
+  }
   std::vector<int> producer(g.values.size(), -1);
   std::vector<bool> available(g.values.size(), false);
   for (size_t i = 0; i < g.values.size(); ++i) available[i] = is_source(g.values[i]);

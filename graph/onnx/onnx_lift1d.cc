@@ -1,28 +1,31 @@
 // 1-D convolutions and pooling as their 2-D ops (graph/onnx/onnx_lift1d.h).
 #include "graph/onnx/onnx_lift1d.h"
 
+#include <algorithm>
+
 #include "graph/onnx/onnx_folded.h"
 
 namespace fusert::onnx_import {
 
 namespace {
 
-// The 2-D value of a 1-D spatial attribute: `lead` before each of the values (pads: before
-// each half, [b, e] -> [0, b, 0, e]).
-void lift_attr(onnx::AttributeProto* a) {
+// The 2-D value of a 1-D spatial attribute: an H entry before the value (pads: before each
+// half, [b, e] -> [0, b, 0, e]). A spatial attribute of another length is an error.
+Status lift_attr(onnx::AttributeProto* a, const std::string& where) {
   const std::string& n = a->name();
+  const bool pads = n == "pads", zero = n == "output_padding";
+  if (!pads && !zero && n != "kernel_shape" && n != "strides" && n != "dilations" && n != "output_shape")
+    return Status();
   std::vector<int64_t> v(a->ints().begin(), a->ints().end()), out;
-  if (n == "pads" && v.size() == 2) {
-    out = {0, v[0], 0, v[1]};
-  } else if ((n == "kernel_shape" || n == "strides" || n == "dilations" || n == "output_shape") && v.size() == 1) {
-    out = {1, v[0]};
-  } else if (n == "output_padding" && v.size() == 1) {
-    out = {0, v[0]};
-  } else {
-    return;  // not spatial, or of the wrong length: the 2-D shape function reports it
+  if (v.size() != (pads ? 2u : 1u)) {
+    return error(StatusCode::kShapeMismatch)
+           << where << ": " << n << " has " << v.size() << " values; a 1-D op (input ["
+           << "N, C, L]) takes " << (pads ? 2 : 1);
   }
+  out = pads ? std::vector<int64_t>{0, v[0], 0, v[1]} : std::vector<int64_t>{zero ? 0 : 1, v[0]};
   a->clear_ints();
   for (int64_t x : out) a->add_ints(x);
+  return Status();
 }
 
 onnx::NodeProto reshape(const std::string& name, const std::string& x, const std::string& shape, const std::string& y) {
@@ -53,7 +56,19 @@ bool is_1d_spatial(const Graph& g, const onnx::NodeProto& np) {
   return x != kNoValue && g.value(x).shape_known && g.value(x).shape.size() == 3;
 }
 
-Lifted1d lift_1d(const Graph& g, const onnx::NodeProto& np, const std::string& name) {
+Result<Lifted1d> lift_1d(const Graph& g, const onnx::NodeProto& np, const std::string& name, const SourceLoc& loc) {
+  const bool conv = np.op_type() == "Conv" || np.op_type() == "ConvTranspose";
+  if (conv && np.input_size() > 1) {  // the weight of a 1-D op: [M, C/group, k] (ConvTranspose [C, M/group, k])
+    const ValueId w = g.find_value(np.input(1));
+    if (w != kNoValue && g.value(w).shape_known) {
+      const Shape& ws = g.value(w).shape;
+      if (ws.size() != 3 || std::find(ws.begin(), ws.end(), 0) != ws.end()) {
+        return error(StatusCode::kShapeMismatch)
+               << loc.str() << ": weight '" << np.input(1) << "' is " << shape_str(ws) << "; a 1-D " << np.op_type()
+               << " (input [N, C, L]) takes a rank-3 weight with no empty dim";
+      }
+    }
+  }
   Lifted1d l;
   const std::string to4 = fresh(g, name + "/1d.shape4"), to3 = fresh(g, name + "/1d.shape3");
   l.constants.emplace_back(to4, i64_tensor({0, 0, 1, -1}));
@@ -63,13 +78,13 @@ Lifted1d lift_1d(const Graph& g, const onnx::NodeProto& np, const std::string& n
   onnx::NodeProto op = np;
   op.set_name(name + "/2d");
   op.set_input(0, x4);
-  if ((np.op_type() == "Conv" || np.op_type() == "ConvTranspose") && np.input_size() > 1 && !np.input(1).empty()) {
+  if (conv && np.input_size() > 1 && !np.input(1).empty()) {
     const std::string w4 = fresh(g, name + "/1d.w");
     l.nodes.push_back(reshape(name + "/1d.w", np.input(1), to4, w4));
     op.set_input(1, w4);
   }
   op.set_output(0, y4);
-  for (auto& a : *op.mutable_attribute()) lift_attr(&a);
+  for (auto& a : *op.mutable_attribute()) FUSERT_RETURN_IF_ERROR(lift_attr(&a, loc.str()));
   l.nodes.push_back(op);
   l.nodes.push_back(reshape(name + "/1d.y", y4, to3, np.output(0)));
   return l;

@@ -21,10 +21,12 @@ bool is_1d_spatial(const Graph& g, const onnx::NodeProto& np);
 ///   reshaped the same way (folded at import when it is a constant); the 2-D op with kernel_shape,
 ///   strides, dilations, pads, output_padding and output_shape given a leading H entry (1, 1, 1,
 ///   0, 0 and 1); Reshape(y, [0, 0, -1]) into the node's output. `name` prefixes the new names.
+/// Errors (at `loc`): a weight that is not rank 3 or has an empty dim, a spatial attribute with
+/// another number of values than a 1-D op takes (pads 2, the others 1).
 struct Lifted1d {
   std::vector<std::pair<std::string, Tensor>> constants;
   std::vector<onnx::NodeProto> nodes;
 };
-Lifted1d lift_1d(const Graph& g, const onnx::NodeProto& np, const std::string& name);
+Result<Lifted1d> lift_1d(const Graph& g, const onnx::NodeProto& np, const std::string& name, const SourceLoc& loc);
 
 }  // namespace fusert::onnx_import

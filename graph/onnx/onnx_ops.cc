@@ -6,9 +6,9 @@
 //                                     asymmetric and nearest_mode floor, as ONNX Runtime does
 //   Dropout                        -> Identity (inference; its mask output unsupported)
 //   Squeeze                        -> Reshape to the squeezed shape
-//   attribute axes/split/starts    -> constant inputs (Unsqueeze < 13, ReduceSum < 13, Split < 13,
-//                                     Slice < 10), and input axes -> attribute (the other
-//                                     reductions, opset >= 18)
+//   attribute axes/split/starts/k  -> constant inputs (Unsqueeze < 13, ReduceSum < 13, Split < 13,
+//                                     Slice < 10, TopK < 10), and input axes -> attribute (the
+//                                     other reductions, opset >= 18)
 //   Sum, Mean of one input         -> Identity; Sum of two -> Add (an epilogue step)
 //   CastLike                       -> Cast to input 1's dtype; Scatter (opset 9-10) -> ScatterElements
 //   Softmax, LogSoftmax, Hardmax   -> the same op when its axis is the last (else unsupported: the
@@ -42,8 +42,8 @@ const std::set<std::string>& direct_ops() {
       "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "ReduceMax", "ReduceMin", "ReduceProd",
       "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "Expand", "Pad", "Tile",
       "ArgMax", "ArgMin", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor",
-      "Not", "Max", "Min", "PRelu", "Sum", "Mean", "GatherElements", "ScatterElements", "Trilu", "CumSum",
-      "DepthToSpace", "SpaceToDepth", "Resize", "ConvTranspose"};
+      "Not", "Max", "Min", "PRelu", "InstanceNormalization", "Sum", "Mean", "GatherElements", "ScatterElements",
+      "TopK", "Trilu", "CumSum", "DepthToSpace", "SpaceToDepth", "Resize", "ConvTranspose"};
   // clang-format on
   return ops;
 }
@@ -61,6 +61,7 @@ bool consumed_attr(const std::string& op, const std::string& a, int64_t opset) {
   if (op == "Dropout") return a == "ratio" || a == "seed" || a == "is_test";
   if (op == "Squeeze" || op == "Unsqueeze" || op == "ReduceSum") return a == "axes";
   if (op == "Split") return a == "split" || a == "num_outputs";
+  if (op == "TopK") return opset < 10 && a == "k";
   if (op == "Slice") return opset < 10 && (a == "starts" || a == "ends" || a == "axes");
   if (op == "BatchNormalization") return a == "spatial" || a == "is_test" || a == "consumed_inputs";
   if (op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") return opset < 13 && a == "axis";
@@ -171,7 +172,7 @@ Result<std::vector<int64_t>> squeezed_shape(const Graph& g, const onnx::NodeProt
 }
 
 // Attributes that later opsets take as inputs, as constant inputs: axes (Unsqueeze < 13,
-// ReduceSum < 13), split (Split < 13), starts/ends/axes (Slice < 10).
+// ReduceSum < 13), split (Split < 13), starts/ends/axes (Slice < 10), k (TopK < 10).
 void attrs_as_inputs(Graph& g, const onnx::NodeProto& np, int64_t opset, const std::string& name, const SourceLoc& loc,
                      std::vector<ValueId>* inputs) {
   const std::string& op = np.op_type();
@@ -179,6 +180,10 @@ void attrs_as_inputs(Graph& g, const onnx::NodeProto& np, int64_t opset, const s
   if ((op == "Unsqueeze" || op == "ReduceSum") && find_attr(np, "axes")) {
     ins.resize(1);
     ins.push_back(add_const(g, name + ".axes", i64_tensor(ints_attr(np, "axes")), loc));
+  }
+  if (op == "TopK" && opset < 10 && find_attr(np, "k")) {
+    ins.resize(1);
+    ins.push_back(add_const(g, name + ".k", i64_tensor({find_attr(np, "k")->i()}), loc));
   }
   if (op == "Split" && find_attr(np, "split")) {
     ins.resize(1);
@@ -200,6 +205,10 @@ Status check_last_axis(const Graph& g, const onnx::NodeProto& np, int64_t opset,
   const int64_t r = static_cast<int64_t>(g.value(ins.at(0)).shape.size());
   const auto* a = find_attr(np, "axis");
   const int64_t axis = a ? (a->i() < 0 ? a->i() + r : a->i()) : 1;
+  if (axis < 0 || axis >= r) {
+    return error(StatusCode::kShapeMismatch)
+           << loc.str() << ": axis " << (a ? a->i() : 1) << " out of range for a rank-" << r << " input";
+  }
   if (axis != r - 1) {
     return error(StatusCode::kUnsupported)
            << loc.str() << ": " << op << " (opset " << opset << ") over dims " << axis << ".." << r - 1 << " of a rank-"
@@ -322,11 +331,24 @@ Status axes_input_as_attr(const Graph& g, const std::string& op, const SourceLoc
 
 Status check_supported(const onnx::GraphProto& g, int64_t opset, const std::string& path) {
   std::map<std::string, std::pair<int, std::vector<std::string>>> ops, attrs;
+  // CastLike takes its target from input 1's dtype; an initializer of float16 or double decodes
+  // to f32, so that dtype is read here, before decoding.
+  std::map<std::string, int> init_types;
+  for (const auto& t : g.initializer()) init_types[t.name()] = t.data_type();
   for (int i = 0; i < g.node_size(); ++i) {
     const onnx::NodeProto& np = g.node(i);
     const std::string name = np.name().empty() ? "#" + std::to_string(i) : np.name();
     const bool onnx_domain = np.domain().empty() || np.domain() == "ai.onnx";
     const std::string op = onnx_domain ? np.op_type() : np.domain() + "." + np.op_type();
+    if (op == "CastLike" && np.input_size() > 1 && init_types.count(np.input(1))) {
+      const int t = init_types[np.input(1)];
+      if (t != onnx::TensorProto::FLOAT && t != onnx::TensorProto::INT32 && t != onnx::TensorProto::INT64 &&
+          t != onnx::TensorProto::BOOL) {
+        auto& e = ops[std::string("CastLike to ") + elem_type_name(t)];
+        if (e.first++ < 3) e.second.push_back(name);
+        continue;
+      }
+    }
     OpKind kind;
     if (!onnx_domain || (!direct_ops().count(op) && !rewritten_ops().count(op)) ||
         (direct_ops().count(op) && !find_op(op, &kind))) {

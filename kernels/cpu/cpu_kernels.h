@@ -87,6 +87,11 @@ void conv2d(const ConvParams& p, const float* x, const float* w, const float* bi
 /// channel of an [N,C,spatial...] tensor (spatial = product of trailing dims, may be 1).
 void batch_norm(int64_t n, int64_t c, int64_t spatial, const float* x, const float* scale, const float* bias,
                 const float* mean, const float* var, float epsilon, float* y);
+/// InstanceNormalization: y = scale * (x - mean) / sqrt(var + epsilon) + bias per channel, the
+/// mean and (population) variance of each [spatial] plane of an [N,C,spatial...] tensor; x may
+/// alias y.
+void instance_norm(int64_t n, int64_t c, int64_t spatial, const float* x, const float* scale, const float* bias,
+                   float epsilon, float* y);
 
 // ---------------------------------------------------------------- Pooling
 /// MaxPool / AveragePool over NCHW (ONNX semantics; pads explicit, ceil_mode resolved into oh/ow).

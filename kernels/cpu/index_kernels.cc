@@ -1,9 +1,13 @@
-// Element-indexed ops (kernels/cpu/index_kernels.h): GatherElements, ScatterElements, Trilu, CumSum.
+// Element-indexed ops (kernels/cpu/index_kernels.h): GatherElements, ScatterElements, TopK, Trilu,
+// CumSum.
 #include "kernels/cpu/index_kernels.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 namespace fusert::cpu {
 namespace {
@@ -56,6 +60,33 @@ void cumsum_t(const AxisView& v, bool exclusive, bool reverse, const T* x, T* y)
   }
 }
 
+template <typename T>
+void top_k_t(const AxisView& v, int64_t k, bool largest, const T* x, T* vals, int64_t* idx) {
+  // a before b in the output: the larger (smaller) first, NaN the largest, then the lower index
+  auto before = [largest](const std::pair<T, int64_t>& a, const std::pair<T, int64_t>& b) {
+    bool an = false, bn = false;
+    if constexpr (std::is_floating_point_v<T>) an = std::isnan(a.first), bn = std::isnan(b.first);
+    if (an || bn) {
+      if (an && bn) return a.second < b.second;
+      return largest ? an : bn;
+    }
+    if (a.first != b.first) return largest ? a.first > b.first : a.first < b.first;
+    return a.second < b.second;
+  };
+  const int64_t lines = v.outer * v.inner;
+#pragma omp parallel for schedule(static) if (lines * v.len > 65536)
+  for (int64_t line = 0; line < lines; ++line) {
+    const int64_t o = line / v.inner, i = line % v.inner;
+    std::vector<std::pair<T, int64_t>> row(static_cast<size_t>(v.len));
+    for (int64_t l = 0; l < v.len; ++l) row[static_cast<size_t>(l)] = {x[(o * v.len + l) * v.inner + i], l};
+    std::partial_sort(row.begin(), row.begin() + k, row.end(), before);
+    for (int64_t j = 0; j < k; ++j) {
+      vals[(o * k + j) * v.inner + i] = row[static_cast<size_t>(j)].first;
+      idx[(o * k + j) * v.inner + i] = row[static_cast<size_t>(j)].second;
+    }
+  }
+}
+
 // Calls f(k, at) for every element k of the indices' [outer, len, inner] view `iv`, `at` being
 // the element of the `xv` view it addresses (same outer and inner, the index along the axis).
 template <typename F>
@@ -102,6 +133,19 @@ void scatter_elements(const AxisView& xv, const AxisView& uv, size_t esize, Scat
       combine(op, reinterpret_cast<float*>(yb) + dst, static_cast<const float*>(upd)[k]);
     }
   });
+}
+
+void top_k(const AxisView& v, int64_t k, bool largest, ElemType t, const void* x, void* vals, int64_t* idx) {
+  switch (t) {
+    case ElemType::kF32:
+      return top_k_t(v, k, largest, static_cast<const float*>(x), static_cast<float*>(vals), idx);
+    case ElemType::kI32:
+      return top_k_t(v, k, largest, static_cast<const int32_t*>(x), static_cast<int32_t*>(vals), idx);
+    case ElemType::kI64:
+      return top_k_t(v, k, largest, static_cast<const int64_t*>(x), static_cast<int64_t*>(vals), idx);
+    case ElemType::kBool:
+      return;  // shape inference refuses bool
+  }
 }
 
 void trilu(int64_t batch, int64_t rows, int64_t cols, int64_t k, bool upper, size_t esize, const void* x, void* y) {

@@ -1,4 +1,5 @@
-// CPU kernels for ONNX's element-indexed ops: GatherElements, ScatterElements, Trilu and CumSum.
+// CPU kernels for ONNX's element-indexed ops: GatherElements, ScatterElements, TopK, Trilu and
+// CumSum.
 // Each is an opaque op of the op table (one kernel, never inside a fusion group). Tensors are
 // row-major; an axis is seen as the middle dim of an [outer, len, inner] view. Element types are
 // given by size in bytes where the op only moves elements (any dtype), by ElemType where it
@@ -36,6 +37,11 @@ enum class ScatterReduce { kNone, kAdd, kMul, kMax, kMin };
 /// bytes); the reductions are f32 (`esize` 4).
 void scatter_elements(const AxisView& xv, const AxisView& uv, size_t esize, ScatterReduce op, const void* x,
                       const void* idx, bool idx_i32, const void* upd, void* y);
+
+/// ONNX TopK along the middle axis of `v`: the k largest (or smallest) elements of each line,
+/// in order, into values (`vals`, x's element type) and their indices (`idx`); both views are
+/// [outer, k, inner]. Equal elements keep the lower index first; a NaN counts as the largest.
+void top_k(const AxisView& v, int64_t k, bool largest, ElemType t, const void* x, void* vals, int64_t* idx);
 
 /// ONNX Trilu on `batch` matrices of [rows, cols]: y = x where (col - row) >= k (upper) or
 /// (col - row) <= k (lower), 0 elsewhere; `esize` bytes per element.

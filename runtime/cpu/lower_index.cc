@@ -1,5 +1,5 @@
 // CPU lowering of the element-indexed ops (kernels/cpu/index_kernels.h: GatherElements,
-// ScatterElements, Trilu, CumSum) and of DepthToSpace / SpaceToDepth (a 6-D cpu::transpose).
+// ScatterElements, TopK, Trilu, CumSum) and of DepthToSpace / SpaceToDepth (a 6-D cpu::transpose).
 // Each is one opaque step; the CUDA backend runs the same steps through its host fallback.
 // Indices are range-checked before the kernel runs (an error names node, tensor and position).
 #include <algorithm>
@@ -90,6 +90,21 @@ LOWER(ScatterElements) {
   const ValueId xi = n.inputs[0], ii = n.inputs[1], ui = n.inputs[2], yi = n.outputs[0];
   s.run = [=](const BufferTable& b) {
     cpu::scatter_elements(a.xv, a.iv, a.esize, op, b.raw(xi), b.raw(ii), a.i32, b.raw(ui), b.raw(yi));
+  };
+  return Status();
+}
+
+LOWER(TopK) {
+  const Node& n = NODE;
+  const cpu::AxisView v = cpu::axis_view_of(shape_of(g, n.inputs[0]), n.attr_i("axis"));
+  const int64_t k = shape_of(g, n.outputs[0])[static_cast<size_t>(n.attr_i("axis"))];
+  const bool largest = n.attr_i("largest") != 0;
+  const cpu::ElemType t = elem_type_of(g.value(n.inputs[0]).dtype);
+  const ValueId xi = n.inputs[0], vi = n.outputs[0], ii = n.outputs[1];
+  s.inputs.resize(1);
+  s.reference_loop = true;
+  s.run = [=](const BufferTable& b) {
+    cpu::top_k(v, k, largest, t, b.raw(xi), b.raw(vi), static_cast<int64_t*>(b.raw(ii)));
   };
   return Status();
 }

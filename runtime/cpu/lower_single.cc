@@ -91,6 +91,20 @@ static Status lower_copy(const Graph& g, int ni, Step& s) {
   return Status();
 }
 LOWER(Identity) { return lower_copy(g, ni, s); }
+LOWER(InstanceNormalization) {
+  const Node& n = NODE;
+  const Shape& x = shape_of(g, n.inputs[0]);
+  int64_t spatial = 1;
+  for (size_t i = 2; i < x.size(); ++i) spatial *= x[i];
+  const int64_t nb = x[0], c = x[1];
+  const float eps = static_cast<float>(n.attr_f("epsilon"));
+  const ValueId xi = n.inputs[0], si = n.inputs[1], bi = n.inputs[2], yi = n.outputs[0];
+  s.run = [=](const BufferTable& b) {
+    cpu::instance_norm(nb, c, spatial, b.f32(xi), b.f32(si), b.f32(bi), eps, b.f32(yi));
+  };
+  return Status();
+}
+
 LOWER(Flatten) { return lower_copy(g, ni, s); }
 LOWER(Reshape) {
   s.inputs.resize(1);  // the shape input is a constant consumed at planning time

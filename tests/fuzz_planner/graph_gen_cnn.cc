@@ -115,10 +115,19 @@ std::string join(Emitter& e, Rng& r, const std::string& a, const std::string& b,
   return r.chance(0.5) ? e.node(op, {a, b}, out) : e.node(op, {b, a}, out);
 }
 
-// conv (+ BN) + epilogue chain, the vertical bread and butter.
+// InstanceNormalization (an opaque step between the conv and its epilogue); epsilon 0.05 bounds
+// how much it amplifies the rounding differences of the conv paths (1 / sqrt(var + eps)).
+std::string emit_instance_norm(Emitter& e, const std::string& x) {
+  const int64_t c = e.shape(x)[1];
+  return e.node("InstanceNormalization", {x, e.weight({c}, "bn_scale"), e.weight({c}, "uniform")}, e.shape(x),
+                "epsilon: 0.05");
+}
+
+// conv (+ BN or InstanceNorm) + epilogue chain, the vertical bread and butter.
 std::string conv_chain(Emitter& e, Rng& r, const std::string& x) {
   std::string y = emit_conv(e, x, random_conv(r, e.shape(x)));
-  if (r.chance(0.3)) y = emit_bn(e, y);
+  const Dims& ys = e.shape(y);
+  if (r.chance(0.3)) y = ys[2] * ys[3] >= 4 && r.chance(0.6) ? emit_instance_norm(e, y) : emit_bn(e, y);
   if (r.chance(0.8)) y = epilogue_chain(e, r, y, 4);
   if (r.chance(0.15)) y = e.node("GlobalAveragePool", {y}, {e.shape(y)[0], e.shape(y)[1], 1, 1});
   return y;

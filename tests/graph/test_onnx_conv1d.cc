@@ -107,3 +107,30 @@ TEST_CASE("onnx import: a 1-D Conv over an open length runs at two lengths on on
   check_f32(run(*s, {1, 1, 5}, {5, 4, 3, 2, 1}), {1, 1, 5}, {0, 2, 2, 2, 2});
   check_f32(run(*s, {1, 1, 7}, {1, 2, 3, 4, 5, 6, 7}), {1, 1, 7}, {0, 0, 0, 0, 0, 0, 6});
 }
+
+TEST_CASE("onnx import: 1-D ops with 2-D attributes, a weight of another rank, pool pads >= kernel are errors") {
+  auto err = [](const std::string& op, const Shape& ws, const Attrs& attrs) {
+    auto m = model(13);
+    auto* g = m.mutable_graph();
+    add_input(g, "x", {1, 2, 6});
+    std::vector<std::string> ins = {"x"};
+    if (!ws.empty()) {
+      add_f32(g, "w", ws, std::vector<float>(static_cast<size_t>(shape_numel(ws)), 1.f));
+      ins.push_back("w");
+    }
+    auto* n = add_node(g, op, ins, {"y"}, "n0");
+    attrs(n);
+    add_output(g, "y");
+    auto s = Session::load(save(m, "bad1d.onnx"), SessionOptions{});
+    REQUIRE_FALSE(s.ok());
+    return s.status().message();
+  };
+  CHECK(has(err("Conv", {3, 2, 3}, ints({{"pads", {1, 1, 1, 1}}})),
+            "'n0' (Conv)): pads has 4 values; a 1-D op (input [N, C, L]) takes 2"));
+  CHECK(has(err("Conv", {3, 2, 3}, ints({{"strides", {1, 3}}})), "strides has 2 values"));
+  CHECK(has(err("Conv", {3, 2}, ints({})), "weight 'w' is [3, 2]; a 1-D Conv (input [N, C, L]) takes a rank-3"));
+  CHECK(has(err("ConvTranspose", {2, 3, 1, 3}, ints({})), "weight 'w' is [2, 3, 1, 3]"));
+  CHECK(has(err("MaxPool", {}, ints({{"kernel_shape", {2}}, {"pads", {2, 0}}})),
+            "pads [0, 2, 0, 0] must be smaller than kernel_shape [1, 2]"));
+  CHECK(has(err("Conv", {3, 2, 3}, ints({{"dilations", {1 << 20}}})), "dilations and pads above 65536"));
+}

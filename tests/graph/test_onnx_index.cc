@@ -204,3 +204,76 @@ TEST_CASE("onnx import: Sum and Mean by hand (one, two and three inputs, broadca
   check_i64(run("CastLike", {{"x", Tensor::f32({3}, {1.7f, -2.2f, 3.0f})}, {"like", i64({1}, {0})}}, {}, {}, 15), {3},
             {1, -2, 3});
 }
+
+TEST_CASE("onnx import: TopK by hand (largest, smallest, ties, NaN, a middle axis, opset 9's k attribute)") {
+  // One TopK on x, k as a constant input (opset 11) or attribute (opset 9); returns (values, indices).
+  auto topk = [](Tensor x, int64_t k, int64_t axis, int64_t largest, int64_t opset) {
+    auto m = model(opset);
+    auto* g = m.mutable_graph();
+    add_input(g, "x", x.shape(), "", -1, elem_of(x));
+    std::vector<std::string> ins = {"x"};
+    if (opset >= 10) {
+      add_i64(g, "k", {k});
+      ins.push_back("k");
+    }
+    auto* n = add_node(g, "TopK", ins, {"v", "i"}, "t0");
+    int_attr(n, "axis", axis);
+    if (opset >= 11) int_attr(n, "largest", largest);
+    if (opset < 10) int_attr(n, "k", k);
+    add_output(g, "v");
+    add_output(g, "i");
+    SessionOptions opt;
+    opt.threads = 1;
+    auto s = Session::load(save(m, "topk.onnx"), opt);
+    REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+    auto y = (*s)->run({{"x", std::move(x)}});
+    REQUIRE_MESSAGE(y.ok(), y.status().to_string());
+    return std::make_pair(y->at("v").clone(), y->at("i").clone());
+  };
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // Row [3, 1, 3, 2, 5]: the two largest are 5 (index 4) then the first 3 (index 0).
+  auto [v, i] = topk(Tensor::f32({1, 5}, {3, 1, 3, 2, 5}), 2, -1, 1, 11);
+  check_f32(v, {1, 2}, {5, 3});
+  check_i64(i, {1, 2}, {4, 0});
+  // Smallest three: 1 (1), 2 (3), the first 3 (0).
+  auto [v2, i2] = topk(Tensor::f32({1, 5}, {3, 1, 3, 2, 5}), 3, 1, 0, 11);
+  check_f32(v2, {1, 3}, {1, 2, 3});
+  check_i64(i2, {1, 3}, {1, 3, 0});
+  // A NaN counts as the largest.
+  auto [v3, i3] = topk(Tensor::f32({4}, {1, nan, 7, 2}), 2, 0, 1, 11);
+  CHECK(std::isnan(v3.f32()[0]));
+  CHECK(v3.f32()[1] == 7.f);
+  check_i64(i3, {2}, {1, 2});
+  // Axis 0 of [3, 2] (columns [4, 9, 1] and [0, 5, 5]), k 2, opset 9 (k as an attribute).
+  auto [v4, i4] = topk(Tensor::f32({3, 2}, {4, 0, 9, 5, 1, 5}), 2, 0, 1, 9);
+  check_f32(v4, {2, 2}, {9, 5, 4, 5});
+  check_i64(i4, {2, 2}, {1, 1, 0, 2});
+  // i64 data.
+  auto [v5, i5] = topk(i64({3}, {-5, 10, 7}), 1, 0, 1, 11);
+  check_i64(v5, {1}, {10});
+  check_i64(i5, {1}, {1});
+}
+
+TEST_CASE("onnx import: a graph with no outputs and CastLike to float16 are load errors") {
+  auto m = model(17);
+  auto* g = m.mutable_graph();
+  add_input(g, "x", {2});
+  add_node(g, "Relu", {"x"}, {"y"}, "r");
+  auto s = Session::load(save(m, "no_outputs.onnx"), SessionOptions{});
+  REQUIRE_FALSE(s.ok());
+  CHECK_MESSAGE(has(s.status().message(), "no_outputs.onnx: the graph has no outputs"), s.status().message());
+
+  auto c = model(17);
+  auto* cg = c.mutable_graph();
+  add_input(cg, "x", {2});
+  auto* like = cg->add_initializer();
+  like->set_name("like");
+  like->set_data_type(onnx::TensorProto::FLOAT16);
+  like->add_dims(1);
+  like->set_raw_data(std::string(2, '\0'));
+  add_node(cg, "CastLike", {"x", "like"}, {"y"}, "cl");
+  add_output(cg, "y");
+  auto cs = Session::load(save(c, "castlike_f16.onnx"), SessionOptions{});
+  REQUIRE_FALSE(cs.ok());
+  CHECK_MESSAGE(has(cs.status().message(), "CastLike to float16 x1 (cl)"), cs.status().message());
+}
