@@ -1,6 +1,7 @@
 // NumPy .npy reading and writing.
 #include "runtime/npy.h"
 
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -37,6 +38,7 @@ Result<Tensor> read_npy(const std::string& path) {
   std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   if (data.size() < 10 || data.compare(0, 6, "\x93NUMPY") != 0) return npy_error(path, "bad magic");
   int major = static_cast<uint8_t>(data[6]);
+  if (major < 1 || major > 3) return npy_error(path, "format version " + std::to_string(major) + " (1, 2 or 3 read)");
   size_t hlen = 0, hstart = 0;
   if (major == 1) {
     hlen = static_cast<uint8_t>(data[8]) | (static_cast<uint8_t>(data[9]) << 8);
@@ -54,10 +56,17 @@ Result<Tensor> read_npy(const std::string& path) {
   Shape shape;
   std::stringstream ss(npy_header_field(h, "shape"));
   std::string tok;
+  if (h.find("'shape'") == std::string::npos || h.find(')', h.find("'shape'")) == std::string::npos)
+    return npy_error(path, "no 'shape': (...) in the header");
   while (std::getline(ss, tok, ',')) {
     if (tok.find_first_not_of(' ') == std::string::npos) continue;
     char* end = nullptr;
-    long long v = std::strtoll(tok.c_str(), &end, 10);
+    errno = 0;
+    const long long v = std::strtoll(tok.c_str(), &end, 10);
+    // a whole decimal integer (a trailing 'L' from Python 2's numpy allowed), nothing else
+    const bool whole =
+        end != tok.c_str() && tok.find_first_not_of(" L", static_cast<size_t>(end - tok.c_str())) == std::string::npos;
+    if (!whole || errno == ERANGE) return npy_error(path, "shape entry '" + tok + "' is not an integer");
     if (v < 0) return npy_error(path, "negative dimension");
     shape.push_back(v);
   }

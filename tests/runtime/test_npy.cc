@@ -159,3 +159,28 @@ TEST_CASE("read_npy rejects fortran order, unsupported dtypes, truncation and ga
   CHECK(missing.status().code() == StatusCode::kNotFound);
   check_message(missing.status().message(), {"/nonexistent/x.npy: cannot open file"});
 }
+
+TEST_CASE("read_npy rejects a shape that is not a tuple of integers and an unknown format version") {
+  // A v1 header: magic, version, little-endian length, then the dict padded to 64 bytes.
+  auto header_file = [](const std::string& name, const std::string& dict, char major) {
+    std::string h = dict;
+    while ((10 + h.size() + 1) % 64 != 0) h += ' ';
+    h += '\n';
+    std::string file = std::string("\x93NUMPY", 6) + major + '\0';
+    file += static_cast<char>(h.size() & 0xff);
+    file += static_cast<char>(h.size() >> 8);
+    file += h + std::string(32, '\0');
+    const std::string path = scratch(name);
+    write_file(path, file);
+    return path;
+  };
+  expect_npy_error(header_file("pow.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (2**62, 4), }", 1),
+                   {"not a valid .npy file: shape entry '2**62' is not an integer"});
+  expect_npy_error(header_file("open.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 4, 10, }", 1),
+                   {"not a valid .npy file: no 'shape': (...) in the header"});
+  expect_npy_error(header_file("v9.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 4), }", 9),
+                   {"not a valid .npy file: format version 9 (1, 2 or 3 read)"});
+  auto py2 = read_npy(header_file("py2.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (2L, 4L), }", 1));
+  REQUIRE_MESSAGE(py2.ok(), py2.status().to_string());
+  CHECK(py2->shape() == Shape{2, 4});
+}
