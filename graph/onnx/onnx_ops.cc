@@ -224,6 +224,7 @@ Result<std::string> rewrite(Graph& g, const onnx::NodeProto& np, int64_t opset, 
   const std::string& op = np.op_type();
   std::vector<ValueId>& ins = *inputs;
   std::string fop = op;
+  if (ins.empty()) return error(StatusCode::kParseError) << loc.str() << ": " << op << " has no inputs";
   if (op == "Dropout") {
     if (n_outs > 1) return error(StatusCode::kUnsupported) << loc.str() << ": Dropout's mask output";
     // Inference: the identity, unless training_mode (input 2, opset 12) is on or not constant.
