@@ -1,6 +1,8 @@
 // Shape functions for the element-indexed ops and channel/space permutations (ONNX opset 13..18
-// semantics): GatherElements, ScatterElements, TopK, Trilu, CumSum, DepthToSpace, SpaceToDepth. Axes are
-// normalised in place (>= 0); the constant inputs (Trilu's k, CumSum's axis) are checked here.
+// semantics): GatherElements, ScatterElements, GatherND, ScatterND, TopK, Trilu, CumSum, DepthToSpace, SpaceToDepth.
+// Axes are normalised in place (>= 0); the constant inputs (Trilu's k, CumSum's axis) are checked here.
+#include <algorithm>
+
 #include "graph/shape_inference.h"
 
 namespace fusert {
@@ -100,6 +102,53 @@ Status shape_TopK(ShapeContext& c) {
   out[axis] = k;
   c.set_out(0, out, t);
   c.set_out(1, out, DType::kI64);
+  return Status();
+}
+
+// GatherND / ScatterND indices (input 1): i64, rank >= 1, last dim m in [1, rank(X) - batch_dims].
+static Status nd_indices(ShapeContext& c, int64_t batch_dims, int64_t* m) {
+  const Shape &x = c.in(0), &idx = c.in(1);
+  if (c.in_dtype(1) != DType::kI64) return c.fail() << "indices must be i64, got " << dtype_name(c.in_dtype(1));
+  const int64_t r = static_cast<int64_t>(x.size()), q = static_cast<int64_t>(idx.size());
+  if (r < 1 || q < 1) return c.fail() << "data and indices must have rank >= 1";
+  if (batch_dims < 0 || batch_dims >= std::min(r, q))
+    return c.fail() << "batch_dims " << batch_dims << " must be below the ranks of data and indices";
+  for (int64_t d = 0; d < batch_dims; ++d) {
+    if (idx[static_cast<size_t>(d)] != x[static_cast<size_t>(d)])
+      return c.fail() << "indices " << shape_str(idx) << " and data " << shape_str(x) << " differ in batch dim " << d;
+  }
+  *m = idx.back();
+  if (*m < 1 || *m > r - batch_dims)
+    return c.fail() << "the last dim of indices " << shape_str(idx) << " must be in [1, " << r - batch_dims << "]";
+  return Status();
+}
+
+Status shape_GatherND(ShapeContext& c) {
+  FUSERT_RETURN_IF_ERROR(movable_dtype(c));
+  const int64_t b = c.node.attr_i("batch_dims");
+  int64_t m = 0;
+  FUSERT_RETURN_IF_ERROR(nd_indices(c, b, &m));
+  Shape out(c.in(1).begin(), c.in(1).end() - 1);
+  out.insert(out.end(), c.in(0).begin() + b + m, c.in(0).end());
+  c.set_out(0, out, c.in_dtype(0));
+  return Status();
+}
+
+Status shape_ScatterND(ShapeContext& c) {
+  FUSERT_RETURN_IF_ERROR(movable_dtype(c));
+  int64_t m = 0;
+  FUSERT_RETURN_IF_ERROR(nd_indices(c, 0, &m));
+  Shape want(c.in(1).begin(), c.in(1).end() - 1);
+  want.insert(want.end(), c.in(0).begin() + m, c.in(0).end());
+  if (c.in(2) != want) return c.fail() << "updates " << shape_str(c.in(2)) << " must be " << shape_str(want);
+  if (c.in_dtype(2) != c.in_dtype(0))
+    return c.fail() << "updates are " << dtype_name(c.in_dtype(2)) << ", data " << dtype_name(c.in_dtype(0));
+  const std::string& red = c.node.attr_s("reduction");
+  if (red != "none" && red != "add" && red != "mul" && red != "max" && red != "min")
+    return c.fail() << "reduction '" << red << "' (none, add, mul, max, min)";
+  if (red != "none" && c.in_dtype(0) != DType::kF32)
+    return c.unsupported() << "reduction '" << red << "' of " << dtype_name(c.in_dtype(0)) << " (f32 only)";
+  c.set_out(0, c.in(0), c.in_dtype(0));
   return Status();
 }
 

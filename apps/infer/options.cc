@@ -27,7 +27,8 @@ timing.
                           runs N, e.g. --dim unk__653=1:64
   --weights W.safetensors weights file (default: the model's own file if it declares one,
                           else seeded weights)
-  --seeded                use seeded weights even if the model has a weights file
+  --seeded                use seeded weights even if the model has a weights file (an ONNX
+                          file's weights are its own: nothing to replace)
   --seed N                seed for seeded weights and seeded inputs (default 0)
   --input FILE            image (.png, .jpg, ...: decoded and preprocessed as the model says) or
                           a .npy tensor (default: the bundled photo for the default model

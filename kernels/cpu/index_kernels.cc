@@ -1,5 +1,5 @@
-// Element-indexed ops (kernels/cpu/index_kernels.h): GatherElements, ScatterElements, TopK, Trilu,
-// CumSum.
+// Element-indexed ops (kernels/cpu/index_kernels.h): GatherElements, ScatterElements, GatherND,
+// ScatterND, TopK, Trilu, CumSum.
 #include "kernels/cpu/index_kernels.h"
 
 #include <algorithm>
@@ -145,6 +145,58 @@ void top_k(const AxisView& v, int64_t k, bool largest, ElemType t, const void* x
       return top_k_t(v, k, largest, static_cast<const int64_t*>(x), static_cast<int64_t*>(vals), idx);
     case ElemType::kBool:
       return;  // shape inference refuses bool
+  }
+}
+
+namespace {
+
+// Offset (in slices) of index tuple `t` of batch `b` inside the batch's data block.
+int64_t nd_offset(const NdView& v, const int64_t* idx, int64_t b, int64_t t) {
+  const int64_t* tuple = idx + (b * v.count + t) * v.m;
+  int64_t off = 0;
+  for (int64_t j = 0; j < v.m; ++j) {
+    const int64_t d = v.dims[static_cast<size_t>(j)], i = tuple[j];
+    off = off * d + (i < 0 ? i + d : i);
+  }
+  return off;
+}
+
+int64_t block_slices(const NdView& v) {
+  int64_t n = 1;
+  for (int64_t d : v.dims) n *= d;
+  return n;
+}
+
+}  // namespace
+
+void gather_nd(const NdView& v, size_t esize, const void* x, const int64_t* idx, void* y) {
+  const auto* xb = static_cast<const uint8_t*>(x);
+  auto* yb = static_cast<uint8_t*>(y);
+  const size_t slice = static_cast<size_t>(v.slice) * esize;
+  const int64_t block = block_slices(v);
+  for (int64_t b = 0; b < v.batches; ++b) {
+    for (int64_t t = 0; t < v.count; ++t) {
+      const int64_t src = b * block + nd_offset(v, idx, b, t);
+      std::memcpy(yb + static_cast<size_t>(b * v.count + t) * slice, xb + static_cast<size_t>(src) * slice, slice);
+    }
+  }
+}
+
+void scatter_nd(const NdView& v, size_t esize, ScatterReduce op, const void* x, int64_t x_elems, const int64_t* idx,
+                const void* upd, void* y) {
+  if (x != y) std::memcpy(y, x, static_cast<size_t>(x_elems) * esize);
+  auto* yb = static_cast<uint8_t*>(y);
+  const auto* ub = static_cast<const uint8_t*>(upd);
+  const size_t slice = static_cast<size_t>(v.slice) * esize;
+  for (int64_t t = 0; t < v.count; ++t) {
+    const int64_t dst = nd_offset(v, idx, 0, t);
+    if (op == ScatterReduce::kNone) {
+      std::memcpy(yb + static_cast<size_t>(dst) * slice, ub + static_cast<size_t>(t) * slice, slice);
+      continue;
+    }
+    float* out = reinterpret_cast<float*>(yb) + dst * v.slice;
+    const float* in = static_cast<const float*>(upd) + t * v.slice;
+    for (int64_t e = 0; e < v.slice; ++e) combine(op, out + e, in[e]);
   }
 }
 

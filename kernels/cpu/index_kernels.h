@@ -1,5 +1,5 @@
-// CPU kernels for ONNX's element-indexed ops: GatherElements, ScatterElements, TopK, Trilu and
-// CumSum.
+// CPU kernels for ONNX's element-indexed ops: GatherElements, ScatterElements, GatherND,
+// ScatterND, TopK, Trilu and CumSum.
 // Each is an opaque op of the op table (one kernel, never inside a fusion group). Tensors are
 // row-major; an axis is seen as the middle dim of an [outer, len, inner] view. Element types are
 // given by size in bytes where the op only moves elements (any dtype), by ElemType where it
@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "graph/base/tensor.h"
 #include "kernels/cpu/import_kernels.h"
@@ -42,6 +43,23 @@ void scatter_elements(const AxisView& xv, const AxisView& uv, size_t esize, Scat
 /// in order, into values (`vals`, x's element type) and their indices (`idx`); both views are
 /// [outer, k, inner]. Equal elements keep the lower index first; a NaN counts as the largest.
 void top_k(const AxisView& v, int64_t k, bool largest, ElemType t, const void* x, void* vals, int64_t* idx);
+
+/// The shared view of ONNX GatherND / ScatterND: `count` index tuples of `m` i64 values each
+/// (per batch of `batches`), addressing slices of `slice` elements in a data block of `dims`
+/// (the m indexed dims of the data after its batch dims; `dims` has m entries).
+struct NdView {
+  int64_t batches = 1, count = 0, m = 0, slice = 1;
+  std::vector<int64_t> dims;
+};
+
+/// ONNX GatherND: y[b, t, :] = x[b, idx[b, t, :], :] (negative indices from the end); `esize`
+/// bytes per element.
+void gather_nd(const NdView& v, size_t esize, const void* x, const int64_t* idx, void* y);
+
+/// ONNX ScatterND (batch_dims 0): y = x, then y[idx[t, :], :] (op)= upd[t, :] in index order.
+/// kNone copies any element type; the reductions are f32 (`esize` 4). x may alias y.
+void scatter_nd(const NdView& v, size_t esize, ScatterReduce op, const void* x, int64_t x_elems, const int64_t* idx,
+                const void* upd, void* y);
 
 /// ONNX Trilu on `batch` matrices of [rows, cols]: y = x where (col - row) >= k (upper) or
 /// (col - row) <= k (lower), 0 elsewhere; `esize` bytes per element.

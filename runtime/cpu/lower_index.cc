@@ -1,5 +1,5 @@
 // CPU lowering of the element-indexed ops (kernels/cpu/index_kernels.h: GatherElements,
-// ScatterElements, TopK, Trilu, CumSum) and of DepthToSpace / SpaceToDepth (a 6-D cpu::transpose).
+// ScatterElements, GatherND, ScatterND, TopK, Trilu, CumSum) and of DepthToSpace / SpaceToDepth (a 6-D cpu::transpose).
 // Each is one opaque step; the CUDA backend runs the same steps through its host fallback.
 // Indices are range-checked before the kernel runs (an error names node, tensor and position).
 #include <algorithm>
@@ -90,6 +90,58 @@ LOWER(ScatterElements) {
   const ValueId xi = n.inputs[0], ii = n.inputs[1], ui = n.inputs[2], yi = n.outputs[0];
   s.run = [=](const BufferTable& b) {
     cpu::scatter_elements(a.xv, a.iv, a.esize, op, b.raw(xi), b.raw(ii), a.i32, b.raw(ui), b.raw(yi));
+  };
+  return Status();
+}
+
+// GatherND (batch_dims b) and ScatterND (b 0): the NdView of data X and indices Idx, and the step's
+// check that every index is within its dim.
+static cpu::NdView nd_view(const Graph& g, const Node& n, int64_t b, Step& s) {
+  const Shape &x = shape_of(g, n.inputs[0]), &idx = shape_of(g, n.inputs[1]);
+  cpu::NdView v;
+  v.m = idx.back();
+  for (int64_t d = 0; d < b; ++d) v.batches *= x[static_cast<size_t>(d)];
+  v.count = shape_numel(idx) / v.m / v.batches;
+  v.dims.assign(x.begin() + b, x.begin() + b + v.m);
+  for (size_t d = static_cast<size_t>(b + v.m); d < x.size(); ++d) v.slice *= x[d];
+  const ValueId ii = n.inputs[1];
+  const std::string node = n.name, op = op_name(n.op), tensor = g.value(ii).name;
+  s.check = [=](const BufferTable& t) -> Status {
+    const int64_t* p = static_cast<const int64_t*>(t.raw(ii));
+    for (int64_t k = 0; k < v.batches * v.count * v.m; ++k) {
+      const int64_t dim = v.dims[static_cast<size_t>(k % v.m)];
+      if (p[k] < -dim || p[k] >= dim) {
+        return error(StatusCode::kInvalidArgument)
+               << "node '" << node << "' (" << op << "): index " << p[k] << " at position " << k << " of '" << tensor
+               << "' is out of range [-" << dim << ", " << dim << ")";
+      }
+    }
+    return Status();
+  };
+  s.reference_loop = true;
+  return v;
+}
+
+LOWER(GatherND) {
+  const Node& n = NODE;
+  const cpu::NdView v = nd_view(g, n, n.attr_i("batch_dims"), s);
+  const size_t es = esize_of(g, n.inputs[0]);
+  const ValueId xi = n.inputs[0], ii = n.inputs[1], yi = n.outputs[0];
+  s.run = [=](const BufferTable& b) {
+    cpu::gather_nd(v, es, b.raw(xi), static_cast<const int64_t*>(b.raw(ii)), b.raw(yi));
+  };
+  return Status();
+}
+
+LOWER(ScatterND) {
+  const Node& n = NODE;
+  const cpu::NdView v = nd_view(g, n, 0, s);
+  const size_t es = esize_of(g, n.inputs[0]);
+  const int64_t elems = shape_numel(shape_of(g, n.inputs[0]));
+  const cpu::ScatterReduce op = scatter_reduce(n.attr_s("reduction"));
+  const ValueId xi = n.inputs[0], ii = n.inputs[1], ui = n.inputs[2], yi = n.outputs[0];
+  s.run = [=](const BufferTable& b) {
+    cpu::scatter_nd(v, es, op, b.raw(xi), elems, static_cast<const int64_t*>(b.raw(ii)), b.raw(ui), b.raw(yi));
   };
   return Status();
 }

@@ -277,3 +277,43 @@ TEST_CASE("onnx import: a graph with no outputs and CastLike to float16 are load
   REQUIRE_FALSE(cs.ok());
   CHECK_MESSAGE(has(cs.status().message(), "CastLike to float16 x1 (cl)"), cs.status().message());
 }
+
+TEST_CASE("onnx import: GatherND and ScatterND by hand (ONNX's examples, batch_dims, negative indices, range error)") {
+  // GatherND: data [[0, 1], [2, 3]], indices [[0, 0], [1, 1]] -> [0, 3]; [[1], [0]] -> rows 1, 0.
+  const Tensor x = Tensor::f32({2, 2}, {0, 1, 2, 3});
+  check_f32(run("GatherND", {{"x", x.clone()}, {"i", i64({2, 2}, {0, 0, 1, 1})}}), {2}, {0, 3});
+  check_f32(run("GatherND", {{"x", x.clone()}, {"i", i64({2, 1}, {1, 0})}}), {2, 2}, {2, 3, 0, 1});
+  check_f32(run("GatherND", {{"x", x.clone()}, {"i", i64({1, 2}, {-1, -2})}}), {1}, {2});
+  // batch_dims 1: data [2, 2, 2], indices [[1], [0]] -> batch 0 row 1, batch 1 row 0.
+  check_f32(run("GatherND", {{"x", Tensor::f32({2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7})}, {"i", i64({2, 1}, {1, 0})}},
+                [](onnx::NodeProto* n) { int_attr(n, "batch_dims", 1); }),
+            {2, 2}, {2, 3, 4, 5});
+  auto bad = try_run("GatherND", {{"x", x.clone()}, {"i", i64({1, 2}, {0, 2})}});
+  REQUIRE_FALSE(bad.ok());
+  CHECK_MESSAGE(
+      has(bad.status().message(), "node 'n0' (GatherND): index 2 at position 1 of 'i' is out of range [-2, 2)"),
+      bad.status().message());
+  // ScatterND: ONNX's 1-D example, data [1..8], indices [[4], [3], [1], [7]], updates [9, 10, 11, 12].
+  static const std::vector<float> kUpdates = {9, 10, 11, 12};
+  auto nd = [](const char* reduction, const std::vector<int64_t>& idx) {
+    return run(
+        "ScatterND",
+        {{"x", Tensor::f32({8}, {1, 2, 3, 4, 5, 6, 7, 8})},
+         {"i", i64({static_cast<int64_t>(idx.size()), 1}, idx)},
+         {"u", Tensor::f32({static_cast<int64_t>(idx.size())},
+                           std::vector<float>(kUpdates.begin(), kUpdates.begin() + static_cast<long>(idx.size())))}},
+        [reduction](onnx::NodeProto* n) {
+          if (reduction) str_attr(n, "reduction", reduction);
+        },
+        {}, 18);
+  };
+  check_f32(nd(nullptr, {4, 3, 1, 7}), {8}, {1, 11, 3, 10, 9, 6, 7, 12});
+  check_f32(nd("add", {1, 1}), {8}, {1, 2 + 9 + 10, 3, 4, 5, 6, 7, 8});  // duplicates combine in order
+  check_f32(nd("mul", {-1, -1}), {8}, {1, 2, 3, 4, 5, 6, 7, 8 * 9 * 10});
+  check_f32(nd("max", {0, 0}), {8}, {10, 2, 3, 4, 5, 6, 7, 8});
+  // Slices: data [2, 3], indices [[1]], updates [[7, 8, 9]] replace row 1.
+  check_f32(run("ScatterND", {{"x", Tensor::f32({2, 3}, {1, 2, 3, 4, 5, 6})},
+                              {"i", i64({1, 1}, {1})},
+                              {"u", Tensor::f32({1, 3}, {7, 8, 9})}}),
+            {2, 3}, {1, 2, 3, 7, 8, 9});
+}
