@@ -55,6 +55,20 @@ Status const_scalar(ShapeContext& c, size_t i, const char* what, int64_t* out) {
   return Status();
 }
 
+// ScatterElements / ScatterND: updates (input 2) of the data's dtype, the reduction named right
+// (the reductions on f32 only); Y has the data's shape.
+Status scatter_out(ShapeContext& c) {
+  if (c.in_dtype(2) != c.in_dtype(0))
+    return c.fail() << "updates are " << dtype_name(c.in_dtype(2)) << ", data " << dtype_name(c.in_dtype(0));
+  const std::string& red = c.node.attr_s("reduction");
+  if (red != "none" && red != "add" && red != "mul" && red != "max" && red != "min")
+    return c.fail() << "reduction '" << red << "' (none, add, mul, max, min)";
+  if (red != "none" && c.in_dtype(0) != DType::kF32)
+    return c.unsupported() << "reduction '" << red << "' of " << dtype_name(c.in_dtype(0)) << " (f32 only)";
+  c.set_out(0, c.in(0), c.in_dtype(0));
+  return Status();
+}
+
 }  // namespace
 
 Status shape_GatherElements(ShapeContext& c) {
@@ -73,15 +87,7 @@ Status shape_ScatterElements(ShapeContext& c) {
   FUSERT_RETURN_IF_ERROR(indices_match(c, "indices"));
   if (c.in(2) != c.in(1))
     return c.fail() << "updates " << shape_str(c.in(2)) << " and indices " << shape_str(c.in(1)) << " differ";
-  if (c.in_dtype(2) != c.in_dtype(0))
-    return c.fail() << "updates are " << dtype_name(c.in_dtype(2)) << ", data " << dtype_name(c.in_dtype(0));
-  const std::string& red = c.node.attr_s("reduction");
-  if (red != "none" && red != "add" && red != "mul" && red != "max" && red != "min")
-    return c.fail() << "reduction '" << red << "' (none, add, mul, max, min)";
-  if (red != "none" && c.in_dtype(0) != DType::kF32)
-    return c.unsupported() << "reduction '" << red << "' of " << dtype_name(c.in_dtype(0)) << " (f32 only)";
-  c.set_out(0, c.in(0), c.in_dtype(0));
-  return Status();
+  return scatter_out(c);
 }
 
 Status shape_TopK(ShapeContext& c) {
@@ -141,15 +147,7 @@ Status shape_ScatterND(ShapeContext& c) {
   Shape want(c.in(1).begin(), c.in(1).end() - 1);
   want.insert(want.end(), c.in(0).begin() + m, c.in(0).end());
   if (c.in(2) != want) return c.fail() << "updates " << shape_str(c.in(2)) << " must be " << shape_str(want);
-  if (c.in_dtype(2) != c.in_dtype(0))
-    return c.fail() << "updates are " << dtype_name(c.in_dtype(2)) << ", data " << dtype_name(c.in_dtype(0));
-  const std::string& red = c.node.attr_s("reduction");
-  if (red != "none" && red != "add" && red != "mul" && red != "max" && red != "min")
-    return c.fail() << "reduction '" << red << "' (none, add, mul, max, min)";
-  if (red != "none" && c.in_dtype(0) != DType::kF32)
-    return c.unsupported() << "reduction '" << red << "' of " << dtype_name(c.in_dtype(0)) << " (f32 only)";
-  c.set_out(0, c.in(0), c.in_dtype(0));
-  return Status();
+  return scatter_out(c);
 }
 
 Status shape_Trilu(ShapeContext& c) {
