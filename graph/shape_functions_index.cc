@@ -1,6 +1,6 @@
 // Shape functions for the element-indexed ops and channel/space permutations (ONNX opset 13..18
-// semantics): GatherElements, ScatterElements, GatherND, ScatterND, TopK, Trilu, CumSum, DepthToSpace, SpaceToDepth.
-// Axes are normalised in place (>= 0); the constant inputs (Trilu's k, CumSum's axis) are checked here.
+// semantics): GatherElements, ScatterElements, GatherND, ScatterND, OneHot, TopK, Trilu, CumSum, DepthToSpace,
+// SpaceToDepth. Axes are normalised in place (>= 0); the constant inputs (Trilu's k, CumSum's axis) are checked here.
 #include <algorithm>
 
 #include "graph/shape_inference.h"
@@ -148,6 +148,34 @@ Status shape_ScatterND(ShapeContext& c) {
   want.insert(want.end(), c.in(0).begin() + m, c.in(0).end());
   if (c.in(2) != want) return c.fail() << "updates " << shape_str(c.in(2)) << " must be " << shape_str(want);
   return scatter_out(c);
+}
+
+Status shape_OneHot(ShapeContext& c) {
+  const DType it = c.in_dtype(0), vt = c.in_dtype(2);
+  if (it != DType::kF32 && it != DType::kI32 && it != DType::kI64)
+    return c.unsupported() << "indices are " << dtype_name(it) << " (f32, i32, i64)";
+  if (vt != DType::kF32 && vt != DType::kI32 && vt != DType::kI64)
+    return c.unsupported() << "values are " << dtype_name(vt) << " (f32, i32, i64)";
+  if (shape_numel(c.in(2)) != 2 || c.in(2).size() != 1)
+    return c.fail() << "values must be [off, on], got " << shape_str(c.in(2));
+  const Tensor* t = c.constant(1);
+  if (!t) return c.unsupported() << "input 1 (depth) must be a constant";
+  if (t->numel() != 1) return c.fail() << "depth must be one value, got " << shape_str(t->shape());
+  const double depth = t->dtype() == DType::kF32   ? t->f32()[0]
+                       : t->dtype() == DType::kI64 ? static_cast<double>(t->i64()[0])
+                       : t->dtype() == DType::kI32 ? static_cast<const int32_t*>(t->raw())[0]
+                                                   : -1.0;
+  if (!(depth >= 1 && depth <= 1e7)) return c.fail() << "depth " << depth << " outside [1, 1e7] (or not a number)";
+  const Shape& x = c.in(0);
+  const int64_t r = static_cast<int64_t>(x.size());
+  int64_t axis = c.node.attr_i("axis");
+  if (axis < -r - 1 || axis > r) return c.fail() << "axis " << axis << " out of range for rank " << r + 1;
+  if (axis < 0) axis += r + 1;
+  c.node.attrs["axis"].i = axis;
+  Shape out = x;
+  out.insert(out.begin() + axis, static_cast<int64_t>(depth));
+  c.set_out(0, out, vt);
+  return Status();
 }
 
 Status shape_Trilu(ShapeContext& c) {

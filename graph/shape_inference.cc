@@ -101,6 +101,7 @@ static bool dtype_free_input(OpKind op, size_t i) {
     case OpKind::kTopK:
     case OpKind::kGatherND:
     case OpKind::kScatterND:
+    case OpKind::kOneHot:
       return true;
     case OpKind::kResize:
       return i >= 1;  // roi, scales (f32), sizes (i64): checked by shape_Resize

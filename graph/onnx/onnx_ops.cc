@@ -43,7 +43,7 @@ const std::set<std::string>& direct_ops() {
       "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "Expand", "Pad", "Tile",
       "ArgMax", "ArgMin", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor",
       "Not", "Max", "Min", "PRelu", "InstanceNormalization", "Sum", "Mean", "GatherElements", "ScatterElements",
-      "GatherND", "ScatterND", "TopK", "Trilu", "CumSum", "DepthToSpace", "SpaceToDepth", "Resize",
+      "GatherND", "ScatterND", "OneHot", "TopK", "Trilu", "CumSum", "DepthToSpace", "SpaceToDepth", "Resize",
       "ConvTranspose"};
   // clang-format on
   return ops;

@@ -1,5 +1,5 @@
 // Element-indexed ops (kernels/cpu/index_kernels.h): GatherElements, ScatterElements, GatherND,
-// ScatterND, TopK, Trilu, CumSum.
+// ScatterND, OneHot, TopK, Trilu, CumSum.
 #include "kernels/cpu/index_kernels.h"
 
 #include <algorithm>
@@ -197,6 +197,26 @@ void scatter_nd(const NdView& v, size_t esize, ScatterReduce op, const void* x, 
     float* out = reinterpret_cast<float*>(yb) + dst * v.slice;
     const float* in = static_cast<const float*>(upd) + t * v.slice;
     for (int64_t e = 0; e < v.slice; ++e) combine(op, out + e, in[e]);
+  }
+}
+
+void one_hot(int64_t outer, int64_t depth, int64_t inner, ElemType it, const void* idx, size_t esize, const void* off,
+             const void* on, void* y) {
+  auto* yb = static_cast<uint8_t*>(y);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      const int64_t k = o * inner + i;
+      double v = it == ElemType::kF32   ? static_cast<const float*>(idx)[k]
+                 : it == ElemType::kI32 ? static_cast<const int32_t*>(idx)[k]
+                                        : static_cast<double>(static_cast<const int64_t*>(idx)[k]);
+      v = std::trunc(v);
+      if (v < 0) v += static_cast<double>(depth);
+      const bool inside = v >= 0 && v < static_cast<double>(depth);  // NaN: outside
+      for (int64_t d = 0; d < depth; ++d) {
+        const bool hot = inside && static_cast<int64_t>(v) == d;
+        std::memcpy(yb + static_cast<size_t>((o * depth + d) * inner + i) * esize, hot ? on : off, esize);
+      }
+    }
   }
 }
 

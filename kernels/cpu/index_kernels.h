@@ -1,5 +1,5 @@
 // CPU kernels for ONNX's element-indexed ops: GatherElements, ScatterElements, GatherND,
-// ScatterND, TopK, Trilu and CumSum.
+// ScatterND, OneHot, TopK, Trilu and CumSum.
 // Each is an opaque op of the op table (one kernel, never inside a fusion group). Tensors are
 // row-major; an axis is seen as the middle dim of an [outer, len, inner] view. Element types are
 // given by size in bytes where the op only moves elements (any dtype), by ElemType where it
@@ -60,6 +60,11 @@ void gather_nd(const NdView& v, size_t esize, const void* x, const int64_t* idx,
 /// kNone copies any element type; the reductions are f32 (`esize` 4). x may alias y.
 void scatter_nd(const NdView& v, size_t esize, ScatterReduce op, const void* x, int64_t x_elems, const int64_t* idx,
                 const void* upd, void* y);
+
+/// ONNX OneHot: y[o, d, i] = on where idx[o, i] (read as `it`, truncated toward zero, negative
+/// from the end) equals d, else off; d < depth. `on` / `off` point at one element of `esize` bytes.
+void one_hot(int64_t outer, int64_t depth, int64_t inner, ElemType it, const void* idx, size_t esize, const void* off,
+             const void* on, void* y);
 
 /// ONNX Trilu on `batch` matrices of [rows, cols]: y = x where (col - row) >= k (upper) or
 /// (col - row) <= k (lower), 0 elsewhere; `esize` bytes per element.

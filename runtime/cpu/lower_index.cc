@@ -1,7 +1,7 @@
 // CPU lowering of the element-indexed ops (kernels/cpu/index_kernels.h: GatherElements,
-// ScatterElements, GatherND, ScatterND, TopK, Trilu, CumSum) and of DepthToSpace / SpaceToDepth (a 6-D cpu::transpose).
-// Each is one opaque step; the CUDA backend runs the same steps through its host fallback.
-// Indices are range-checked before the kernel runs (an error names node, tensor and position).
+// ScatterElements, GatherND, ScatterND, OneHot, TopK, Trilu, CumSum) and of DepthToSpace / SpaceToDepth (a 6-D
+// cpu::transpose). Each is one opaque step; the CUDA backend runs the same steps through its host fallback. Indices are
+// range-checked before the kernel runs (an error names node, tensor and position).
 #include <algorithm>
 
 #include "kernels/cpu/cpu_kernels.h"
@@ -142,6 +142,25 @@ LOWER(ScatterND) {
   const ValueId xi = n.inputs[0], ii = n.inputs[1], ui = n.inputs[2], yi = n.outputs[0];
   s.run = [=](const BufferTable& b) {
     cpu::scatter_nd(v, es, op, b.raw(xi), elems, static_cast<const int64_t*>(b.raw(ii)), b.raw(ui), b.raw(yi));
+  };
+  return Status();
+}
+
+LOWER(OneHot) {
+  const Node& n = NODE;
+  const Shape& y = shape_of(g, n.outputs[0]);
+  const size_t axis = static_cast<size_t>(n.attr_i("axis"));
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < axis; ++d) outer *= y[d];
+  for (size_t d = axis + 1; d < y.size(); ++d) inner *= y[d];
+  const int64_t depth = y[axis];
+  const cpu::ElemType it = elem_type_of(g.value(n.inputs[0]).dtype);
+  const size_t es = esize_of(g, n.outputs[0]);
+  const ValueId xi = n.inputs[0], vi = n.inputs[2], yi = n.outputs[0];
+  s.reference_loop = true;
+  s.run = [=](const BufferTable& b) {
+    const auto* values = static_cast<const uint8_t*>(b.raw(vi));
+    cpu::one_hot(outer, depth, inner, it, b.raw(xi), es, values, values + es, b.raw(yi));
   };
   return Status();
 }

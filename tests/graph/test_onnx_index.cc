@@ -317,3 +317,33 @@ TEST_CASE("onnx import: GatherND and ScatterND by hand (ONNX's examples, batch_d
                               {"u", Tensor::f32({1, 3}, {7, 8, 9})}}),
             {2, 3}, {1, 2, 3, 7, 8, 9});
 }
+
+TEST_CASE("onnx import: OneHot by hand (negative and outside indices, axis, float indices, i64 values)") {
+  auto onehot = [](Tensor idx, int64_t depth, Tensor values, int64_t axis) {
+    auto m = model(11);
+    auto* g = m.mutable_graph();
+    add_input(g, "i", idx.shape(), "", -1, elem_of(idx));
+    add_i64(g, "depth", {depth});
+    add_input(g, "v", values.shape(), "", -1, elem_of(values));
+    auto* n = add_node(g, "OneHot", {"i", "depth", "v"}, {"y"}, "oh");
+    int_attr(n, "axis", axis);
+    add_output(g, "y");
+    SessionOptions opt;
+    opt.threads = 1;
+    auto s = Session::load(save(m, "onehot.onnx"), opt);
+    REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+    TensorMap in;
+    in.emplace("i", std::move(idx));
+    in.emplace("v", std::move(values));
+    auto y = (*s)->run(in);
+    REQUIRE_MESSAGE(y.ok(), y.status().to_string());
+    return y->at("y").clone();
+  };
+  // Indices [0, 2, -1, 5], depth 3: -1 is 2; 5 is outside, all off.
+  check_f32(onehot(i64({4}, {0, 2, -1, 5}), 3, Tensor::f32({2}, {0, 1}), -1), {4, 3},
+            {1, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0});
+  check_f32(onehot(i64({4}, {0, 2, -1, 5}), 3, Tensor::f32({2}, {0, 1}), 0), {3, 4},
+            {1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0});
+  // Float indices truncate toward zero (1.7 -> 1, -0.5 -> 0); values [-1, 7] as i64.
+  check_i64(onehot(Tensor::f32({2}, {1.7f, -0.5f}), 3, i64({2}, {-1, 7}), -1), {2, 3}, {-1, 7, -1, 7, -1, -1});
+}

@@ -56,7 +56,7 @@ const std::map<std::string, std::set<int>>& param_inputs() {
       {"Resize", {1, 2, 3}}, {"Upsample", {1}},       {"ReduceSum", {1}}, {"ReduceMean", {1}},
       {"ReduceMax", {1}},    {"ReduceMin", {1}},      {"Clip", {1, 2}},   {"ConstantOfShape", {0}},
       {"Range", {0, 1, 2}},  {"Dropout", {1, 2}},     {"Trilu", {1}},     {"CumSum", {1}},
-      {"TopK", {1}}};
+      {"TopK", {1}},         {"OneHot", {1}}};
   return m;
 }
 
