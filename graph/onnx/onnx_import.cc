@@ -232,14 +232,13 @@ class Importer {
   Status add_node(Graph& g, const onnx::NodeProto& np, int i) {
     onnx_import::Mapped mapped;
     const std::string name = np.name().empty() ? np.op_type() + "_" + std::to_string(i) : np.name();
+    const SourceLoc loc{path_, 0, 0, "node #" + std::to_string(i) + " '" + name + "' (" + np.op_type() + ")"};
     if (onnx_import::is_1d_spatial(g, np)) {  // [N, C, L]: the 2-D op on [N, C, 1, L]
-      const SourceLoc at{path_, 0, 0, "node #" + std::to_string(i) + " '" + name + "' (" + np.op_type() + ")"};
-      FUSERT_ASSIGN_OR_RETURN(onnx_import::Lifted1d lifted, onnx_import::lift_1d(g, np, name, at));
+      FUSERT_ASSIGN_OR_RETURN(onnx_import::Lifted1d lifted, onnx_import::lift_1d(g, np, name, loc));
       for (auto& [value, t] : lifted.constants) add_constant(g, value, std::move(t));
       for (const onnx::NodeProto& part : lifted.nodes) FUSERT_RETURN_IF_ERROR(add_node(g, part, i));
       return Status();
     }
-    const SourceLoc loc{path_, 0, 0, "node #" + std::to_string(i) + " '" + name + "' (" + np.op_type() + ")"};
     FUSERT_RETURN_IF_ERROR(onnx_import::map_node(g, np, opset_, name, loc, base_dir_, &mapped));
     if (mapped.constant) {  // Constant, Shape, Size, ConstantOfShape, Range: a value, no node
       if (outputs_.count(np.output(0))) {

@@ -128,20 +128,15 @@ std::vector<int64_t> ints_attr(const onnx::NodeProto& np, const std::string& nam
   return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : std::vector<int64_t>{};
 }
 
-// TensorProto type code of a dtype Cast converts to (0: none).
+// TensorProto type code of a dtype Cast converts to (0: none): the inverse of dtype_of over
+// Cast's targets.
 int64_t like_code(DType t) {
-  switch (t) {
-    case DType::kF32:
-      return 1;
-    case DType::kI32:
-      return 6;
-    case DType::kI64:
-      return 7;
-    case DType::kBool:
-      return 9;
-    default:
-      return 0;
+  for (int code :
+       {onnx::TensorProto::FLOAT, onnx::TensorProto::INT32, onnx::TensorProto::INT64, onnx::TensorProto::BOOL}) {
+    DType d;
+    if (dtype_of(code, &d) && d == t) return code;
   }
+  return 0;
 }
 
 // Squeeze's output shape: the axes (attribute, or constant input 1) dropped, or every 1.

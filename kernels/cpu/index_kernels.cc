@@ -101,6 +101,23 @@ void for_each_index(const AxisView& xv, const AxisView& iv, const void* idx, boo
   }
 }
 
+// Offset (in slices) of index tuple `t` of batch `b` inside the batch's data block.
+int64_t nd_offset(const NdView& v, const int64_t* idx, int64_t b, int64_t t) {
+  const int64_t* tuple = idx + (b * v.count + t) * v.m;
+  int64_t off = 0;
+  for (int64_t j = 0; j < v.m; ++j) {
+    const int64_t d = v.dims[static_cast<size_t>(j)], i = tuple[j];
+    off = off * d + (i < 0 ? i + d : i);
+  }
+  return off;
+}
+
+int64_t block_slices(const NdView& v) {
+  int64_t n = 1;
+  for (int64_t d : v.dims) n *= d;
+  return n;
+}
+
 }  // namespace
 
 AxisView axis_view_of(const Shape& s, int64_t axis) {
@@ -147,27 +164,6 @@ void top_k(const AxisView& v, int64_t k, bool largest, ElemType t, const void* x
       return;  // shape inference refuses bool
   }
 }
-
-namespace {
-
-// Offset (in slices) of index tuple `t` of batch `b` inside the batch's data block.
-int64_t nd_offset(const NdView& v, const int64_t* idx, int64_t b, int64_t t) {
-  const int64_t* tuple = idx + (b * v.count + t) * v.m;
-  int64_t off = 0;
-  for (int64_t j = 0; j < v.m; ++j) {
-    const int64_t d = v.dims[static_cast<size_t>(j)], i = tuple[j];
-    off = off * d + (i < 0 ? i + d : i);
-  }
-  return off;
-}
-
-int64_t block_slices(const NdView& v) {
-  int64_t n = 1;
-  for (int64_t d : v.dims) n *= d;
-  return n;
-}
-
-}  // namespace
 
 void gather_nd(const NdView& v, size_t esize, const void* x, const int64_t* idx, void* y) {
   const auto* xb = static_cast<const uint8_t*>(x);

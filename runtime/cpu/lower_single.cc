@@ -5,6 +5,7 @@
 #include "graph/unary.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/fused_kernels.h"
+#include "kernels/cpu/index_kernels.h"
 #include "runtime/cpu/layout_follow.h"
 #include "runtime/cpu/lower_cpu.h"
 #include "runtime/cpu/lower_single_util.h"
@@ -304,14 +305,10 @@ LOWER(MatMul) {
 
 // Softmax and LogSoftmax: the [outer, len, inner] view around the node's (normalised) axis.
 static Status lower_softmax(const Graph& g, int ni, Step& s, bool log) {
-  const Shape& x = shape_of(g, NODE.inputs[0]);
-  int64_t axis = NODE.attr_i("axis"), outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= x[static_cast<size_t>(d)];
-  for (size_t d = static_cast<size_t>(axis) + 1; d < x.size(); ++d) inner *= x[d];
-  int64_t len = x[static_cast<size_t>(axis)];
+  const cpu::AxisView v = cpu::axis_view_of(shape_of(g, NODE.inputs[0]), NODE.attr_i("axis"));
   ValueId xi = NODE.inputs[0], yi = NODE.outputs[0];
   s.run = [=](const BufferTable& b) {
-    (log ? cpu::log_softmax : cpu::softmax)(outer, len, inner, b.f32(xi), b.f32(yi));
+    (log ? cpu::log_softmax : cpu::softmax)(v.outer, v.len, v.inner, b.f32(xi), b.f32(yi));
   };
   return Status();
 }

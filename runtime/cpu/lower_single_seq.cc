@@ -9,6 +9,7 @@
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/data_movement.h"
 #include "kernels/cpu/fused_kernels.h"
+#include "kernels/cpu/index_kernels.h"
 #include "kernels/cpu/sequence_kernels.h"
 #include "runtime/cpu/lower_single_util.h"
 #include "runtime/execution_plan.h"
@@ -28,10 +29,8 @@ std::vector<int64_t> const_ints(const Graph& g, ValueId id) {
 
 // [outer, len, inner] view of `x` around `axis`.
 void axis_view(const Shape& x, int64_t axis, int64_t* outer, int64_t* len, int64_t* inner) {
-  *outer = *inner = 1;
-  for (int64_t d = 0; d < axis; ++d) *outer *= x[static_cast<size_t>(d)];
-  for (size_t d = static_cast<size_t>(axis) + 1; d < x.size(); ++d) *inner *= x[d];
-  *len = x[static_cast<size_t>(axis)];
+  const cpu::AxisView v = cpu::axis_view_of(x, axis);
+  *outer = v.outer, *len = v.len, *inner = v.inner;
 }
 
 // True when `axes` (negative counting from the end) are the last axes of `x`, each once: the
