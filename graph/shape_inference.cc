@@ -102,6 +102,9 @@ static bool dtype_free_input(OpKind op, size_t i) {
     case OpKind::kGatherND:
     case OpKind::kScatterND:
     case OpKind::kOneHot:
+    case OpKind::kNegativeLogLikelihoodLoss:  // targets i64/i32: checked by its shape function
+    case OpKind::kIntegerArithmetic:
+    case OpKind::kMod:
       return true;
     case OpKind::kResize:
       return i >= 1;  // roi, scales (f32), sizes (i64): checked by shape_Resize

@@ -13,7 +13,7 @@
 
 #include "graph/base/file.h"
 #include "graph/onnx/onnx_dims.h"
-#include "graph/onnx/onnx_lift1d.h"
+#include "graph/onnx/onnx_expand.h"
 #include "graph/onnx/onnx_ops.h"
 #include "graph/onnx/onnx_tensor.h"
 #include "graph/passes/pass.h"
@@ -200,7 +200,7 @@ class Importer {
       v.loc = SourceLoc{path_, 0, 0, "input '" + in.name() + "'"};
       g.inputs.push_back(g.find_value(in.name()));
     }
-    for (int i = 0; i < gp.node_size(); ++i) FUSERT_RETURN_IF_ERROR(add_node(g, gp.node(i), i));
+    for (int i = 0; i < gp.node_size(); ++i) FUSERT_RETURN_IF_ERROR(add_node(g, gp.node(i), i, opset_));
     for (const auto& o : gp.output()) {
       const ValueId id = g.find_value(o.name());
       if (id == kNoValue || (g.value(id).producer < 0 && !g.value(id).is_graph_input)) {
@@ -228,18 +228,20 @@ class Importer {
     v.loc = SourceLoc{path_, 0, 0, "initializer '" + name + "'"};
   }
 
-  // Adds node `i`, infers its shapes and folds it when its inputs are all constants.
-  Status add_node(Graph& g, const onnx::NodeProto& np, int i) {
+  // Adds node `i` (written in `opset`), infers its shapes and folds it when its inputs are all
+  // constants; a node imported as several (onnx_expand.h) adds those.
+  Status add_node(Graph& g, const onnx::NodeProto& np, int i, int64_t opset) {
     onnx_import::Mapped mapped;
     const std::string name = np.name().empty() ? np.op_type() + "_" + std::to_string(i) : np.name();
     const SourceLoc loc{path_, 0, 0, "node #" + std::to_string(i) + " '" + name + "' (" + np.op_type() + ")"};
-    if (onnx_import::is_1d_spatial(g, np)) {  // [N, C, L]: the 2-D op on [N, C, 1, L]
-      FUSERT_ASSIGN_OR_RETURN(onnx_import::Lifted1d lifted, onnx_import::lift_1d(g, np, name, loc));
-      for (auto& [value, t] : lifted.constants) add_constant(g, value, std::move(t));
-      for (const onnx::NodeProto& part : lifted.nodes) FUSERT_RETURN_IF_ERROR(add_node(g, part, i));
+    FUSERT_ASSIGN_OR_RETURN(std::optional<onnx_import::Expansion> expanded,
+                            onnx_import::expand_node(g, np, opset, name, loc));
+    if (expanded) {
+      for (auto& [value, t] : expanded->constants) add_constant(g, value, std::move(t));
+      for (const onnx::NodeProto& part : expanded->nodes) FUSERT_RETURN_IF_ERROR(add_node(g, part, i, expanded->opset));
       return Status();
     }
-    FUSERT_RETURN_IF_ERROR(onnx_import::map_node(g, np, opset_, name, loc, base_dir_, &mapped));
+    FUSERT_RETURN_IF_ERROR(onnx_import::map_node(g, np, opset, name, loc, base_dir_, &mapped));
     if (mapped.constant) {  // Constant, Shape, Size, ConstantOfShape, Range: a value, no node
       if (outputs_.count(np.output(0))) {
         // A graph output must be computed by a step: an Identity copies the constant into it.

@@ -29,20 +29,7 @@ Status lift_attr(onnx::AttributeProto* a, const std::string& where) {
 }
 
 onnx::NodeProto reshape(const std::string& name, const std::string& x, const std::string& shape, const std::string& y) {
-  onnx::NodeProto r;
-  r.set_op_type("Reshape");
-  r.set_name(name);
-  r.add_input(x);
-  r.add_input(shape);
-  r.add_output(y);
-  return r;
-}
-
-// A value name not in `g` yet, from `base`.
-std::string fresh(const Graph& g, const std::string& base) {
-  std::string n = base;
-  for (int k = 1; g.find_value(n) != kNoValue; ++k) n = base + "_" + std::to_string(k);
-  return n;
+  return make_node("Reshape", name, {x, shape}, {y});
 }
 
 }  // namespace
@@ -56,7 +43,8 @@ bool is_1d_spatial(const Graph& g, const onnx::NodeProto& np) {
   return x != kNoValue && g.value(x).shape_known && g.value(x).shape.size() == 3;
 }
 
-Result<Lifted1d> lift_1d(const Graph& g, const onnx::NodeProto& np, const std::string& name, const SourceLoc& loc) {
+Result<Expansion> lift_1d(const Graph& g, const onnx::NodeProto& np, int64_t opset, const std::string& name,
+                          const SourceLoc& loc) {
   const bool conv = np.op_type() == "Conv" || np.op_type() == "ConvTranspose";
   if (conv && np.input_size() > 1) {  // the weight of a 1-D op: [M, C/group, k] (ConvTranspose [C, M/group, k])
     const ValueId w = g.find_value(np.input(1));
@@ -69,17 +57,18 @@ Result<Lifted1d> lift_1d(const Graph& g, const onnx::NodeProto& np, const std::s
       }
     }
   }
-  Lifted1d l;
-  const std::string to4 = fresh(g, name + "/1d.shape4"), to3 = fresh(g, name + "/1d.shape3");
+  Expansion l;
+  l.opset = opset;
+  const std::string to4 = fresh_name(g, l, name + "/1d.shape4"), to3 = fresh_name(g, l, name + "/1d.shape3");
   l.constants.emplace_back(to4, i64_tensor({0, 0, 1, -1}));
   l.constants.emplace_back(to3, i64_tensor({0, 0, -1}));
-  const std::string x4 = fresh(g, name + "/1d.x"), y4 = fresh(g, name + "/1d.y");
+  const std::string x4 = fresh_name(g, l, name + "/1d.x"), y4 = fresh_name(g, l, name + "/1d.y");
   l.nodes.push_back(reshape(name + "/1d.x", np.input(0), to4, x4));
   onnx::NodeProto op = np;
   op.set_name(name + "/2d");
   op.set_input(0, x4);
   if (conv && np.input_size() > 1 && !np.input(1).empty()) {
-    const std::string w4 = fresh(g, name + "/1d.w");
+    const std::string w4 = fresh_name(g, l, name + "/1d.w");
     l.nodes.push_back(reshape(name + "/1d.w", np.input(1), to4, w4));
     op.set_input(1, w4);
   }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "graph/ir.h"
+#include "graph/onnx/onnx_expand.h"
 
 namespace fusert::onnx_import {
 
@@ -23,10 +24,7 @@ bool is_1d_spatial(const Graph& g, const onnx::NodeProto& np);
 ///   0, 0 and 1); Reshape(y, [0, 0, -1]) into the node's output. `name` prefixes the new names.
 /// Errors (at `loc`): a weight that is not rank 3 or has an empty dim, a spatial attribute with
 /// another number of values than a 1-D op takes (pads 2, the others 1).
-struct Lifted1d {
-  std::vector<std::pair<std::string, Tensor>> constants;
-  std::vector<onnx::NodeProto> nodes;
-};
-Result<Lifted1d> lift_1d(const Graph& g, const onnx::NodeProto& np, const std::string& name, const SourceLoc& loc);
+Result<Expansion> lift_1d(const Graph& g, const onnx::NodeProto& np, int64_t opset, const std::string& name,
+                          const SourceLoc& loc);
 
 }  // namespace fusert::onnx_import

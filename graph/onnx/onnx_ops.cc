@@ -16,12 +16,14 @@
 #include "graph/onnx/onnx_ops.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <map>
 #include <set>
 #include <sstream>
 
+#include "graph/onnx/onnx_expand.h"
 #include "graph/onnx/onnx_folded.h"
 #include "graph/onnx/onnx_tensor.h"
 
@@ -44,7 +46,7 @@ const std::set<std::string>& direct_ops() {
       "ArgMax", "ArgMin", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor",
       "Not", "Max", "Min", "PRelu", "InstanceNormalization", "Sum", "Mean", "GatherElements", "ScatterElements",
       "GatherND", "ScatterND", "OneHot", "TopK", "Trilu", "CumSum", "DepthToSpace", "SpaceToDepth", "Resize",
-      "ConvTranspose"};
+      "ConvTranspose", "NegativeLogLikelihoodLoss", "Mod"};
   // clang-format on
   return ops;
 }
@@ -213,6 +215,22 @@ Status check_last_axis(const Graph& g, const onnx::NodeProto& np, int64_t opset,
   return Status();
 }
 
+// ONNX Add, Sub, Mul, Div, Pow and Neg on integer tensors (i32 or i64) computed at run time:
+// IntegerArithmetic (the fused kernels compute in f32). On i64 constants the first four stay
+// themselves and fold at import (shape arithmetic); Neg of one becomes 0 - x, which folds too.
+bool integer_arithmetic(const Graph& g, const std::string& op, const std::vector<ValueId>& ins) {
+  static const std::set<std::string> ops = {"Add", "Sub", "Mul", "Div", "Pow", "Neg"};
+  if (!ops.count(op)) return false;
+  bool all_const = true;
+  for (ValueId v : ins) {
+    if (v == kNoValue) return false;
+    const DType t = g.value(v).dtype;
+    if (t != DType::kI32 && t != DType::kI64) return false;
+    all_const &= g.value(v).is_constant;
+  }
+  return !(all_const && g.value(ins[0]).dtype == DType::kI64 && op != "Pow");
+}
+
 // The rewrites of the header comment: `*inputs` adjusted (constant axes added, inputs dropped);
 // returns the fusert op to build.
 Result<std::string> rewrite(Graph& g, const onnx::NodeProto& np, int64_t opset, const std::string& name,
@@ -233,6 +251,11 @@ Result<std::string> rewrite(Graph& g, const onnx::NodeProto& np, int64_t opset, 
     }
     fop = "Identity";
     ins.resize(1);
+  }
+  if (integer_arithmetic(g, op, ins)) return std::string("IntegerArithmetic");  // rewrite_attrs sets `op`
+  if (op == "Neg" && g.value(ins[0]).dtype == DType::kI64) {                    // an i64 constant: 0 - x, folded
+    ins.insert(ins.begin(), add_const(g, name + ".zero", Tensor(DType::kI64, {}), loc));
+    fop = "Sub";
   }
   if ((op == "Sum" || op == "Mean") && ins.size() == 1) fop = "Identity";
   if (op == "Sum" && ins.size() == 2) fop = "Add";  // an epilogue step, where Sum's kernel is opaque
@@ -284,6 +307,10 @@ Result<std::string> rewrite(Graph& g, const onnx::NodeProto& np, int64_t opset, 
 Status rewrite_attrs(const Graph& g, const onnx::NodeProto& np, int64_t opset, const SourceLoc& loc, Node* node) {
   const std::string& op = np.op_type();
   Node& n = *node;
+  if (n.op == OpKind::kIntegerArithmetic) {  // ONNX's op name, lower case
+    n.attrs["op"].type = AttrType::kString;
+    for (char ch : op) n.attrs["op"].s += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  }
   if (op == "CastLike") {
     const int64_t code = like_code(g.value(g.find_value(np.input(1))).dtype);
     if (code == 0)
@@ -347,7 +374,7 @@ Status check_supported(const onnx::GraphProto& g, int64_t opset, const std::stri
       }
     }
     OpKind kind;
-    if (!onnx_domain || (!direct_ops().count(op) && !rewritten_ops().count(op)) ||
+    if (!onnx_domain || (!direct_ops().count(op) && !rewritten_ops().count(op) && !is_expanded_op(op)) ||
         (direct_ops().count(op) && !find_op(op, &kind))) {
       auto& e = ops[op];
       if (e.first++ < 3) e.second.push_back(name);
@@ -357,7 +384,8 @@ Status check_supported(const onnx::GraphProto& g, int64_t opset, const std::stri
     const bool alias = op == "Scatter" && find_op("ScatterElements", &kind);
     const OpInfo* info = direct_ops().count(op) || alias ? &op_info(kind) : nullptr;
     for (const auto& a : np.attribute()) {
-      if (consumed_attr(op, a.name(), opset) || (info && info->find_attr(a.name()))) continue;
+      if (consumed_attr(op, a.name(), opset) || expanded_attr(op, a.name()) || (info && info->find_attr(a.name())))
+        continue;
       auto& e = attrs[op + "." + a.name()];
       if (e.first++ < 3) e.second.push_back(name);
     }
