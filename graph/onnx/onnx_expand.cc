@@ -1,6 +1,10 @@
 // ONNX nodes imported as several ONNX nodes (graph/onnx/onnx_expand.h).
 #include "graph/onnx/onnx_expand.h"
 
+#include <limits>
+#include <map>
+#include <set>
+
 #include "graph/onnx/onnx_folded.h"
 #include "graph/onnx/onnx_lift1d.h"
 
@@ -141,12 +145,246 @@ std::optional<Expansion> pow_mixed(const Graph& g, const onnx::NodeProto& np, co
   return e;
 }
 
+// Add, Sub, Mul, Div, Pow and the comparisons below opset 7 with broadcast = 1: B is aligned
+// with A from `axis` on (default: A's last dims, as numpy), so B gets trailing 1s; without
+// broadcast the shapes must be equal. The node without those attributes (opset 13).
+Result<std::optional<Expansion>> legacy_broadcast(const Graph& g, const onnx::NodeProto& np, const std::string& name,
+                                                  const SourceLoc& loc) {
+  const auto* b = find_attr(np, "broadcast");
+  const auto* ax = find_attr(np, "axis");
+  if ((!b && !ax) || np.input_size() != 2) return std::optional<Expansion>();
+  const ValueId ai = g.find_value(np.input(0)), bi = g.find_value(np.input(1));
+  if (ai == kNoValue || bi == kNoValue) return std::optional<Expansion>();
+  const Shape &as = g.value(ai).shape, &bs = g.value(bi).shape;
+  const int64_t ra = static_cast<int64_t>(as.size()), rb = static_cast<int64_t>(bs.size());
+  Expansion e;
+  e.opset = 13;
+  onnx::NodeProto n = np;
+  n.clear_attribute();
+  if (!b || b->i() == 0) {
+    if (as != bs) {
+      return error(StatusCode::kShapeMismatch) << loc.str() << ": " << shape_str(as) << " and " << shape_str(bs)
+                                               << " without broadcast = 1 (opset < 7: the shapes must be equal)";
+    }
+    e.nodes.push_back(n);
+    return std::optional<Expansion>(std::move(e));
+  }
+  const int64_t axis = ax ? (ax->i() < 0 ? ax->i() + ra : ax->i()) : ra - rb;
+  if (axis < 0 || axis + rb > ra) {
+    return error(StatusCode::kShapeMismatch) << loc.str() << ": B " << shape_str(bs) << " at axis "
+                                             << (ax ? ax->i() : axis) << " does not fit in A " << shape_str(as);
+  }
+  if (axis + rb < ra) {
+    std::vector<int64_t> trailing;
+    for (int64_t d = rb; d < ra - axis; ++d) trailing.push_back(d);
+    const std::string axes = fresh_name(g, e, name + "/b.axes"), b2 = fresh_name(g, e, name + "/b");
+    e.constants.emplace_back(axes, i64_tensor(trailing));
+    e.nodes.push_back(make_node("Unsqueeze", name + "/b", {np.input(1), axes}, {b2}));
+    n.set_input(1, b2);
+  }
+  e.nodes.push_back(n);
+  return std::optional<Expansion>(std::move(e));
+}
+
+// GlobalMaxPool: ReduceMax over the spatial dims, kept as 1s.
+Expansion global_max_pool(const Graph& g, const onnx::NodeProto& np, const std::string& name) {
+  Expansion e;
+  e.opset = 13;
+  const int64_t r = static_cast<int64_t>(g.value(g.find_value(np.input(0))).shape.size());
+  onnx::NodeProto n = make_node("ReduceMax", name + "/reduce_max", {np.input(0)}, {np.output(0)});
+  auto* a = n.add_attribute();
+  a->set_name("axes");
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t d = 2; d < r; ++d) a->add_ints(d);
+  set_int(&n, "keepdims", 1);
+  e.nodes.push_back(n);
+  return e;
+}
+
+// IsNaN: Not(Equal(x, x)). IsInf: Equal(x, +inf) and / or Equal(x, -inf) (detect_positive,
+// detect_negative), on f32.
+Expansion is_nan_inf(const Graph& g, const onnx::NodeProto& np, const std::string& name) {
+  Expansion e;
+  e.opset = 13;
+  const std::string& x = np.input(0);
+  if (np.op_type() == "IsNaN") {
+    const std::string eq = fresh_name(g, e, name + "/equal");
+    e.nodes.push_back(make_node("Equal", name + "/equal", {x, x}, {eq}));
+    e.nodes.push_back(make_node("Not", name + "/not", {eq}, {np.output(0)}));
+    return e;
+  }
+  const auto* p = find_attr(np, "detect_positive");
+  const auto* m = find_attr(np, "detect_negative");
+  std::vector<std::string> parts;
+  for (const bool positive : {true, false}) {
+    if (!(positive ? (!p || p->i() != 0) : (!m || m->i() != 0))) continue;
+    const std::string inf = fresh_name(g, e, name + (positive ? "/pos_inf" : "/neg_inf"));
+    Tensor t(DType::kF32, {});
+    t.f32()[0] = positive ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
+    e.constants.emplace_back(inf, std::move(t));
+    parts.push_back(fresh_name(g, e, inf + ".equal"));
+    e.nodes.push_back(make_node("Equal", inf + ".equal", {x, inf}, {parts.back()}));
+  }
+  if (parts.empty()) {  // neither: all false
+    const std::string f = fresh_name(g, e, name + "/false");
+    Tensor t(DType::kBool, {});
+    e.constants.emplace_back(f, std::move(t));
+    const std::string eq = fresh_name(g, e, name + "/equal");
+    e.nodes.push_back(make_node("Equal", name + "/equal", {x, x}, {eq}));
+    e.nodes.push_back(make_node("And", name + "/and", {eq, f}, {np.output(0)}));
+  } else if (parts.size() == 1) {
+    e.nodes.back().set_output(0, np.output(0));
+  } else {
+    e.nodes.push_back(make_node("Or", name + "/or", parts, {np.output(0)}));
+  }
+  return e;
+}
+
+// MeanVarianceNormalization (ONNX's function body): (X - mean) / (sqrt(mean(X^2) - mean^2) + 1e-9)
+// over `axes` (default 0, 2, 3).
+Expansion mean_variance_norm(const Graph& g, const onnx::NodeProto& np, const std::string& name) {
+  Expansion e;
+  e.opset = 18;
+  std::vector<int64_t> axes = {0, 2, 3};
+  if (const auto* a = find_attr(np, "axes")) axes.assign(a->ints().begin(), a->ints().end());
+  const std::string ax = fresh_name(g, e, name + "/axes");
+  e.constants.emplace_back(ax, i64_tensor(axes));
+  const std::string tiny = fresh_name(g, e, name + "/epsilon");
+  Tensor t(DType::kF32, {});
+  t.f32()[0] = 1e-9f;
+  e.constants.emplace_back(tiny, std::move(t));
+  const std::string& x = np.input(0);
+  std::map<std::string, std::string> v;
+  for (const char* k : {"mean", "sq", "mean_sq", "sq_mean", "var", "std", "std_eps", "dev"})
+    v[k] = fresh_name(g, e, name + "/" + k);
+  e.nodes.push_back(make_node("ReduceMean", name + "/mean", {x, ax}, {v["mean"]}));
+  e.nodes.push_back(make_node("Mul", name + "/sq", {x, x}, {v["sq"]}));
+  e.nodes.push_back(make_node("ReduceMean", name + "/mean_sq", {v["sq"], ax}, {v["mean_sq"]}));
+  e.nodes.push_back(make_node("Mul", name + "/sq_mean", {v["mean"], v["mean"]}, {v["sq_mean"]}));
+  e.nodes.push_back(make_node("Sub", name + "/var", {v["mean_sq"], v["sq_mean"]}, {v["var"]}));
+  e.nodes.push_back(make_node("Sqrt", name + "/std", {v["var"]}, {v["std"]}));
+  e.nodes.push_back(make_node("Add", name + "/std_eps", {v["std"], tiny}, {v["std_eps"]}));
+  e.nodes.push_back(make_node("Sub", name + "/dev", {x, v["mean"]}, {v["dev"]}));
+  e.nodes.push_back(make_node("Div", name + "/y", {v["dev"], v["std_eps"]}, {np.output(0)}));
+  return e;
+}
+
+// Renames the references of `gp`'s nodes (and of graphs nested in them) to values of `names`.
+void rename_refs(onnx::GraphProto* gp, const std::map<std::string, std::string>& names) {
+  for (auto& n : *gp->mutable_node()) {
+    for (auto& in : *n.mutable_input()) {
+      auto it = names.find(in);
+      if (it != names.end()) in = it->second;
+    }
+    for (auto& a : *n.mutable_attribute()) {
+      if (a.has_g()) rename_refs(a.mutable_g(), names);
+      for (auto& sub : *a.mutable_graphs()) rename_refs(&sub, names);
+    }
+  }
+}
+
+// The nodes of branch `gp` inlined into `e`: its initializers as Constant nodes, every value it
+// computes renamed under `prefix` (references to the outer graph kept); returns its outputs'
+// names as inlined.
+std::vector<std::string> inline_branch(const Graph& g, const onnx::GraphProto& gp, const std::string& prefix,
+                                       Expansion* e) {
+  std::map<std::string, std::string> names;
+  const auto rename = [&](const std::string& v) {
+    if (!v.empty() && !names.count(v)) names[v] = fresh_name(g, *e, prefix + v);
+    return v.empty() ? v : names[v];
+  };
+  for (const auto& t : gp.initializer()) {
+    onnx::NodeProto c = make_node("Constant", prefix + t.name(), {}, {rename(t.name())});
+    auto* a = c.add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    *a->mutable_t() = t;
+    e->nodes.push_back(c);
+  }
+  for (const auto& np : gp.node()) {
+    onnx::NodeProto n = np;
+    for (auto& in : *n.mutable_input()) {
+      auto it = names.find(in);
+      if (it != names.end()) in = it->second;
+    }
+    for (auto& a : *n.mutable_attribute()) {
+      if (a.has_g()) rename_refs(a.mutable_g(), names);
+      for (auto& sub : *a.mutable_graphs()) rename_refs(&sub, names);
+    }
+    for (auto& out : *n.mutable_output()) out = rename(out);
+    n.set_name(prefix + (np.name().empty() ? np.op_type() : np.name()));
+    e->nodes.push_back(n);
+  }
+  std::vector<std::string> outs;
+  for (const auto& o : gp.output()) {
+    auto it = names.find(o.name());
+    outs.push_back(it != names.end() ? it->second : o.name());  // an outer value passed through
+  }
+  return outs;
+}
+
+// If: the branches are subgraphs that read the outer graph's values by name. A constant condition
+// inlines the branch it chooses; a condition known only at run time inlines both and selects
+// each output with Where (both branches run: they have no side effects; their outputs must agree
+// in shape and dtype, which add_node checks through `same_shape`).
+Result<Expansion> if_node(const Graph& g, const onnx::NodeProto& np, const std::string& name, const SourceLoc& loc) {
+  const auto* then_g = find_attr(np, "then_branch");
+  const auto* else_g = find_attr(np, "else_branch");
+  if (!then_g || !else_g || !then_g->has_g() || !else_g->has_g())
+    return error(StatusCode::kParseError) << loc.str() << ": If needs the graphs then_branch and else_branch";
+  const onnx::GraphProto &tg = then_g->g(), &eg = else_g->g();
+  if (tg.output_size() != np.output_size() || eg.output_size() != np.output_size()) {
+    return error(StatusCode::kParseError) << loc.str() << ": If has " << np.output_size() << " outputs, its branches "
+                                          << tg.output_size() << " and " << eg.output_size();
+  }
+  const Value& cond = g.value(g.find_value(np.input(0)));
+  if (cond.dtype != DType::kBool || shape_numel(cond.shape) != 1) {
+    return error(StatusCode::kShapeMismatch) << loc.str() << ": condition '" << np.input(0) << "' is "
+                                             << dtype_name(cond.dtype) << " " << shape_str(cond.shape) << " (one bool)";
+  }
+  Expansion e;
+  e.opset = 0;  // the branches' nodes are in the model's opset
+  if (cond.is_constant && !cond.data.empty()) {
+    const bool c = static_cast<const uint8_t*>(cond.data.raw())[0] != 0;
+    const std::vector<std::string> outs = inline_branch(g, c ? tg : eg, name + (c ? "/then/" : "/else/"), &e);
+    for (int k = 0; k < np.output_size(); ++k) {
+      if (!np.output(k).empty())
+        e.nodes.push_back(make_node("Identity", name + "/out" + std::to_string(k), {outs[k]}, {np.output(k)}));
+    }
+    return e;
+  }
+  const std::vector<std::string> t = inline_branch(g, tg, name + "/then/", &e);
+  const std::vector<std::string> f = inline_branch(g, eg, name + "/else/", &e);
+  const std::string scalar = fresh_name(g, e, name + "/cond.shape"), c = fresh_name(g, e, name + "/cond");
+  e.constants.emplace_back(scalar, Tensor(DType::kI64, {0}));
+  e.nodes.push_back(make_node("Reshape", name + "/cond", {np.input(0), scalar}, {c}));
+  for (int k = 0; k < np.output_size(); ++k) {
+    if (np.output(k).empty()) continue;
+    e.nodes.push_back(make_node("Where", name + "/select" + std::to_string(k), {c, t[k], f[k]}, {np.output(k)}));
+    e.same_shape.push_back({t[k], f[k]});
+  }
+  return e;
+}
+
 }  // namespace
 
-bool is_expanded_op(const std::string& op) { return op == "SoftmaxCrossEntropyLoss"; }
+bool is_expanded_op(const std::string& op) {
+  return op == "SoftmaxCrossEntropyLoss" || op == "GlobalMaxPool" || op == "If" || op == "IsNaN" || op == "IsInf" ||
+         op == "MeanVarianceNormalization";
+}
 
-bool expanded_attr(const std::string& op, const std::string& attr) {
-  return op == "SoftmaxCrossEntropyLoss" && (attr == "reduction" || attr == "ignore_index");
+bool expanded_attr(const std::string& op, const std::string& attr, int64_t opset) {
+  if (opset < 7 && (attr == "broadcast" || attr == "axis") && legacy_broadcast_op(op)) return true;
+  if (op == "SoftmaxCrossEntropyLoss") return attr == "reduction" || attr == "ignore_index";
+  if (op == "IsInf") return attr == "detect_positive" || attr == "detect_negative";
+  if (op == "If") return attr == "then_branch" || attr == "else_branch";
+  return op == "MeanVarianceNormalization" && attr == "axes";
+}
+
+bool legacy_broadcast_op(const std::string& op) {
+  static const std::set<std::string> ops = {"Add", "Sub", "Mul",   "Div",     "Pow", "And",
+                                            "Or",  "Xor", "Equal", "Greater", "Less"};
+  return ops.count(op) > 0;
 }
 
 std::string fresh_name(const Graph& g, const Expansion& e, const std::string& base) {
@@ -184,7 +422,15 @@ Result<std::optional<Expansion>> expand_node(const Graph& g, const onnx::NodePro
     FUSERT_ASSIGN_OR_RETURN(Expansion e, lift_1d(g, np, opset, name, loc));
     return std::optional<Expansion>(std::move(e));
   }
+  if (opset < 7 && legacy_broadcast_op(op)) return legacy_broadcast(g, np, name, loc);
   if (op == "SoftmaxCrossEntropyLoss") return std::optional<Expansion>(softmax_cross_entropy(g, np, name));
+  if (op == "If") {
+    FUSERT_ASSIGN_OR_RETURN(Expansion e, if_node(g, np, name, loc));
+    return std::optional<Expansion>(std::move(e));
+  }
+  if (op == "GlobalMaxPool") return std::optional<Expansion>(global_max_pool(g, np, name));
+  if (op == "IsNaN" || op == "IsInf") return std::optional<Expansion>(is_nan_inf(g, np, name));
+  if (op == "MeanVarianceNormalization") return std::optional<Expansion>(mean_variance_norm(g, np, name));
   const bool stats = !output_at(np, 1).empty() || !output_at(np, 2).empty();
   if (op == "LayerNormalization" && stats) {
     FUSERT_ASSIGN_OR_RETURN(Expansion e, layer_norm_stats(g, np, name, loc));

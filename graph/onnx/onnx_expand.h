@@ -7,6 +7,13 @@
 //   LayerNormalization with Mean / InvStdDev outputs -> LayerNormalization for Y, and
 //                                     ReduceMean, Sub, Mul, ReduceMean, Add, Sqrt, Reciprocal
 //                                     over the normalised axes for the statistics
+//   If                             -> the branch a constant condition chooses, inlined; with a
+//                                     run-time condition both branches and a Where per output
+//   GlobalMaxPool                  -> ReduceMax over the spatial dims
+//   IsNaN, IsInf                   -> Equal (x with itself, with +-inf), Not / Or
+//   MeanVarianceNormalization      -> its function body (reductions and arithmetic)
+//   Add, Sub, Mul, Div, Pow, the comparisons and logic below opset 7 with `broadcast` -> the op,
+//                                     B unsqueezed to align at `axis`
 //   Pow of a base and exponent of different dtypes -> Casts around a Pow of one dtype
 //   Dropout's mask output (inference) -> Identity for Y, a constant all-true mask of X's shape
 #pragma once
@@ -23,16 +30,21 @@
 namespace fusert::onnx_import {
 
 /// The nodes that replace one, in order, the constants they read (by value name), and the
-/// opset their nodes are written in.
+/// opset their nodes are written in (0: the model's), and pairs of values whose shapes and dtypes
+/// must agree once imported (the branches of a run-time If).
 struct Expansion {
   std::vector<std::pair<std::string, Tensor>> constants;
   std::vector<onnx::NodeProto> nodes;
   int64_t opset = 0;
+  std::vector<std::pair<std::string, std::string>> same_shape;
 };
 
 /// Op types imported only through an expansion, and the attributes each consumes.
 bool is_expanded_op(const std::string& op);
-bool expanded_attr(const std::string& op, const std::string& attr);
+bool expanded_attr(const std::string& op, const std::string& attr, int64_t opset);
+/// Ops whose opset < 7 form takes `broadcast` and `axis` (Add, Sub, Mul, Div, Pow, And, Or, Xor,
+/// Equal, Greater, Less).
+bool legacy_broadcast_op(const std::string& op);
 
 /// The expansion of `np` (inputs already in `g`), or nullopt when it imports as one node.
 /// `name` prefixes the new nodes' and values' names; errors at `loc`.

@@ -106,4 +106,34 @@ Result<Tensor> generated_value(const Graph& g, const onnx::NodeProto& np, const 
   return y;
 }
 
+Result<Tensor> eye_like_value(const Graph& g, const onnx::NodeProto& np, const std::vector<ValueId>& ins,
+                              const SourceLoc& loc) {
+  if (ins.size() != 1) return error(StatusCode::kParseError) << loc.str() << ": EyeLike takes 1 input";
+  const Shape& s = g.value(ins[0]).shape;
+  if (s.size() != 2)
+    return error(StatusCode::kShapeMismatch) << loc.str() << ": EyeLike input " << shape_str(s) << " is not 2-D";
+  DType t = g.value(ins[0]).dtype;
+  if (const auto* a = find_attr(np, "dtype")) {
+    if (!dtype_of(static_cast<int>(a->i()), &t) || t == DType::kF16 || t == DType::kBF16)
+      return error(StatusCode::kUnsupported)
+             << loc.str() << ": EyeLike dtype " << a->i() << " (fusert's tensors are float, int64, int32 or bool)";
+  }
+  if (t != DType::kF32 && t != DType::kI64 && t != DType::kI32 && t != DType::kBool)
+    return error(StatusCode::kUnsupported) << loc.str() << ": EyeLike of " << dtype_name(t);
+  const auto* k_attr = find_attr(np, "k");
+  const int64_t k = k_attr ? k_attr->i() : 0;
+  Tensor y(t, s);  // zeros
+  for (int64_t r = 0; r < s[0]; ++r) {
+    if (k > s[1] || r > s[1] - 1 - k) break;  // column r + k past the end (no overflow)
+    const int64_t c = r + k;
+    if (c < 0) continue;
+    const int64_t i = r * s[1] + c;
+    if (t == DType::kF32) y.f32()[i] = 1.f;
+    if (t == DType::kI64) y.i64()[i] = 1;
+    if (t == DType::kI32) static_cast<int32_t*>(y.raw())[i] = 1;
+    if (t == DType::kBool) static_cast<uint8_t*>(y.raw())[i] = 1;
+  }
+  return y;
+}
+
 }  // namespace fusert::onnx_import

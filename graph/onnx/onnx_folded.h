@@ -1,5 +1,5 @@
 // ONNX ops that the import folds into constants (internal to graph/onnx): Constant, Shape, Size,
-// ConstantOfShape and Range, and the attribute helpers the op mapping shares with them.
+// ConstantOfShape, Range and EyeLike, and the attribute helpers the op mapping shares with them.
 #pragma once
 
 #include <onnx/onnx_pb.h>
@@ -36,5 +36,10 @@ Result<std::optional<Tensor>> shape_value(const Graph& g, const onnx::NodeProto&
 /// ConstantOfShape and Range on constant inputs `ins` (an error names the node when one is not).
 Result<Tensor> generated_value(const Graph& g, const onnx::NodeProto& np, const std::vector<ValueId>& ins,
                                const std::string& base_dir, const SourceLoc& loc);
+
+/// EyeLike of a 2-D input (any values: only its shape and dtype count): ones on diagonal `k`,
+/// in attribute `dtype`'s type or the input's (f32, i64, i32, bool).
+Result<Tensor> eye_like_value(const Graph& g, const onnx::NodeProto& np, const std::vector<ValueId>& ins,
+                              const SourceLoc& loc);
 
 }  // namespace fusert::onnx_import

@@ -70,8 +70,8 @@ Result<int64_t> default_opset(const onnx::ModelProto& m, const std::string& path
     return error(StatusCode::kUnsupported) << path << ": no opset_import for the default ONNX domain (only ops of "
                                            << (m.opset_import_size() ? m.opset_import(0).domain() : "no domain") << ")";
   }
-  if (opset < 6 || opset > 21) {
-    return error(StatusCode::kUnsupported) << path << ": opset " << opset << " (fusert imports opsets 6..21)";
+  if (opset < 1 || opset > 21) {
+    return error(StatusCode::kUnsupported) << path << ": opset " << opset << " (fusert imports opsets 1..21)";
   }
   return opset;
 }
@@ -228,6 +228,24 @@ class Importer {
     v.loc = SourceLoc{path_, 0, 0, "initializer '" + name + "'"};
   }
 
+  // The pairs of an expansion (a run-time If's branch outputs) whose values are both imported
+  // must agree in shape and dtype.
+  static Status check_same_shapes(const Graph& g, const onnx_import::Expansion& e, const SourceLoc& loc) {
+    for (const auto& [a, b] : e.same_shape) {
+      const ValueId ia = g.find_value(a), ib = g.find_value(b);
+      if (ia == kNoValue || ib == kNoValue || !g.value(ia).shape_known || !g.value(ib).shape_known) continue;
+      const Value &va = g.value(ia), &vb = g.value(ib);
+      if (va.shape != vb.shape || va.dtype != vb.dtype) {
+        return error(StatusCode::kUnsupported)
+               << loc.str() << ": the branches give " << dtype_name(va.dtype) << " " << shape_str(va.shape) << " ('"
+               << a << "') and " << dtype_name(vb.dtype) << " " << shape_str(vb.shape) << " ('" << b
+               << "'); fusert runs an If whose condition is known at run time only as both branches and a "
+               << "select, which needs one shape and dtype";
+      }
+    }
+    return Status();
+  }
+
   // Adds node `i` (written in `opset`), infers its shapes and folds it when its inputs are all
   // constants; a node imported as several (onnx_expand.h) adds those.
   Status add_node(Graph& g, const onnx::NodeProto& np, int i, int64_t opset) {
@@ -238,7 +256,11 @@ class Importer {
                             onnx_import::expand_node(g, np, opset, name, loc));
     if (expanded) {
       for (auto& [value, t] : expanded->constants) add_constant(g, value, std::move(t));
-      for (const onnx::NodeProto& part : expanded->nodes) FUSERT_RETURN_IF_ERROR(add_node(g, part, i, expanded->opset));
+      const int64_t at = expanded->opset ? expanded->opset : opset_;
+      for (const onnx::NodeProto& part : expanded->nodes) {
+        FUSERT_RETURN_IF_ERROR(check_same_shapes(g, *expanded, loc));
+        FUSERT_RETURN_IF_ERROR(add_node(g, part, i, at));
+      }
       return Status();
     }
     FUSERT_RETURN_IF_ERROR(onnx_import::map_node(g, np, opset, name, loc, base_dir_, &mapped));

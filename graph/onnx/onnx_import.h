@@ -1,7 +1,7 @@
 // ONNX models into fusert's IR (the graph layer's second front end beside the YAML loader):
 // a ModelProto parsed by the ONNX project's own protobuf library (Debian libonnx-dev), its
 // initializers and Constant nodes as constants, its nodes mapped onto the op table (ONNX
-// opset semantics, the spellings of opsets 6-21), shape subgraphs folded as they are read.
+// opset semantics, the spellings of opsets 1-21), shape subgraphs folded as they are read.
 #pragma once
 
 #include <map>
@@ -23,7 +23,7 @@ bool is_onnx_path(const std::string& path);
 /// Errors: kNotFound / kParseError (not a protobuf ModelProto, a tensor whose data does not
 /// match its shape, an external-data file missing or short), kUnsupported (one error listing
 /// every unsupported op type with its count and first nodes, every unsupported attribute or
-/// dtype; opsets outside 6..21; other domains), kInvalidArgument (a symbolic dim without a
+/// dtype; opsets outside 1..21; other domains), kInvalidArgument (a symbolic dim without a
 /// binding, a binding of the wrong rank), and the shape errors of the model's nodes.
 /// `dims`: dim_params kept symbolic (ModelSpec::dims, models/FORMAT.md "Symbolic dimensions"),
 /// the model imported at each one's opt; the other values are imported again on demand

@@ -2,6 +2,7 @@
 // and attributes (the table follows opset 17); the rest are rewritten here:
 //   Constant, Shape, Size          -> a constant value (shapes are static once inputs are bound)
 //   ConstantOfShape, Range         -> a constant value (their inputs must be constants)
+//   EyeLike                        -> a constant value (of the input's static shape)
 //   Upsample, Resize < 11          -> Resize with (X, roi, scales), coordinate transformation
 //                                     asymmetric and nearest_mode floor, as ONNX Runtime does
 //   Dropout                        -> Identity (inference; its mask output unsupported)
@@ -52,13 +53,14 @@ const std::set<std::string>& direct_ops() {
 }
 
 const std::set<std::string>& rewritten_ops() {
-  static const std::set<std::string> ops = {"Constant", "Shape",           "Size",  "Dropout",  "Squeeze",
-                                            "Upsample", "ConstantOfShape", "Range", "CastLike", "Scatter"};
+  static const std::set<std::string> ops = {"Constant",        "Shape", "Size",     "Dropout", "Squeeze", "Upsample",
+                                            "ConstantOfShape", "Range", "CastLike", "Scatter", "EyeLike"};
   return ops;
 }
 
 // Attributes the rewrites consume (not in the op table's schema), per op type.
 bool consumed_attr(const std::string& op, const std::string& a, int64_t opset) {
+  if (opset < 6 && a == "consumed_inputs") return true;  // opsets 1-5: an optimisation hint
   if (op == "Constant") return a.rfind("value", 0) == 0;
   if (op == "Shape") return a == "start" || a == "end";
   if (op == "Dropout") return a == "ratio" || a == "seed" || a == "is_test";
@@ -70,6 +72,7 @@ bool consumed_attr(const std::string& op, const std::string& a, int64_t opset) {
   if (op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") return opset < 13 && a == "axis";
   if (op == "Upsample") return a == "scales" || a == "mode";
   if (op == "ConstantOfShape") return a == "value";
+  if (op == "EyeLike") return a == "dtype" || a == "k";
   if (op == "Cast" || op == "CastLike") return a == "saturate";  // opset 19: only float8 targets saturate
   return false;
 }
@@ -353,15 +356,22 @@ Status axes_input_as_attr(const Graph& g, const std::string& op, const SourceLoc
 
 }  // namespace
 
-Status check_supported(const onnx::GraphProto& g, int64_t opset, const std::string& path) {
-  std::map<std::string, std::pair<int, std::vector<std::string>>> ops, attrs;
+namespace {
+
+using Findings = std::map<std::string, std::pair<int, std::vector<std::string>>>;
+
+// The unsupported op types and attributes of `g`'s nodes and of the subgraphs of its If nodes
+// (named "<If node>/<node>").
+void find_unsupported(const onnx::GraphProto& g, int64_t opset, const std::string& scope, Findings* ops_out,
+                      Findings* attrs_out) {
+  Findings &ops = *ops_out, &attrs = *attrs_out;
   // CastLike takes its target from input 1's dtype; an initializer of float16 or double decodes
   // to f32, so that dtype is read here, before decoding.
   std::map<std::string, int> init_types;
   for (const auto& t : g.initializer()) init_types[t.name()] = t.data_type();
   for (int i = 0; i < g.node_size(); ++i) {
     const onnx::NodeProto& np = g.node(i);
-    const std::string name = np.name().empty() ? "#" + std::to_string(i) : np.name();
+    const std::string name = scope + (np.name().empty() ? "#" + std::to_string(i) : np.name());
     const bool onnx_domain = np.domain().empty() || np.domain() == "ai.onnx";
     const std::string op = onnx_domain ? np.op_type() : np.domain() + "." + np.op_type();
     if (op == "CastLike" && np.input_size() > 1 && init_types.count(np.input(1))) {
@@ -384,12 +394,23 @@ Status check_supported(const onnx::GraphProto& g, int64_t opset, const std::stri
     const bool alias = op == "Scatter" && find_op("ScatterElements", &kind);
     const OpInfo* info = direct_ops().count(op) || alias ? &op_info(kind) : nullptr;
     for (const auto& a : np.attribute()) {
-      if (consumed_attr(op, a.name(), opset) || expanded_attr(op, a.name()) || (info && info->find_attr(a.name())))
+      if (consumed_attr(op, a.name(), opset) || expanded_attr(op, a.name(), opset) ||
+          (info && info->find_attr(a.name())))
         continue;
       auto& e = attrs[op + "." + a.name()];
       if (e.first++ < 3) e.second.push_back(name);
     }
+    if (op != "If") continue;
+    for (const auto& a : np.attribute())
+      if (a.has_g()) find_unsupported(a.g(), opset, name + "/", ops_out, attrs_out);
   }
+}
+
+}  // namespace
+
+Status check_supported(const onnx::GraphProto& g, int64_t opset, const std::string& path) {
+  Findings ops, attrs;
+  find_unsupported(g, opset, "", &ops, &attrs);
   if (ops.empty() && attrs.empty()) return Status();
   std::ostringstream os;
   os << path << ": unsupported by fusert:";
@@ -434,6 +455,11 @@ Status map_node(Graph& g, const onnx::NodeProto& np, int64_t opset, const std::s
   }
   if ((op == "Shape" || op == "Size") && !ins.empty()) {
     FUSERT_ASSIGN_OR_RETURN(out->constant, shape_value(g, np, g.value(ins[0]).shape));
+    return Status();
+  }
+  if (op == "EyeLike") {
+    FUSERT_ASSIGN_OR_RETURN(Tensor t, eye_like_value(g, np, ins, loc));
+    out->constant = std::move(t);
     return Status();
   }
   if (op == "ConstantOfShape" || op == "Range") {
