@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "graph/onnx/onnx_einsum.h"
 #include "graph/onnx/onnx_folded.h"
 #include "graph/onnx/onnx_lift1d.h"
 
@@ -369,8 +370,8 @@ Result<Expansion> if_node(const Graph& g, const onnx::NodeProto& np, const std::
 }  // namespace
 
 bool is_expanded_op(const std::string& op) {
-  return op == "SoftmaxCrossEntropyLoss" || op == "GlobalMaxPool" || op == "If" || op == "IsNaN" || op == "IsInf" ||
-         op == "MeanVarianceNormalization";
+  return op == "SoftmaxCrossEntropyLoss" || op == "GlobalMaxPool" || op == "If" || op == "Einsum" || op == "IsNaN" ||
+         op == "IsInf" || op == "MeanVarianceNormalization";
 }
 
 bool expanded_attr(const std::string& op, const std::string& attr, int64_t opset) {
@@ -378,6 +379,7 @@ bool expanded_attr(const std::string& op, const std::string& attr, int64_t opset
   if (op == "SoftmaxCrossEntropyLoss") return attr == "reduction" || attr == "ignore_index";
   if (op == "IsInf") return attr == "detect_positive" || attr == "detect_negative";
   if (op == "If") return attr == "then_branch" || attr == "else_branch";
+  if (op == "Einsum") return attr == "equation";
   return op == "MeanVarianceNormalization" && attr == "axes";
 }
 
@@ -426,6 +428,10 @@ Result<std::optional<Expansion>> expand_node(const Graph& g, const onnx::NodePro
   if (op == "SoftmaxCrossEntropyLoss") return std::optional<Expansion>(softmax_cross_entropy(g, np, name));
   if (op == "If") {
     FUSERT_ASSIGN_OR_RETURN(Expansion e, if_node(g, np, name, loc));
+    return std::optional<Expansion>(std::move(e));
+  }
+  if (op == "Einsum") {
+    FUSERT_ASSIGN_OR_RETURN(Expansion e, einsum(g, np, name, loc));
     return std::optional<Expansion>(std::move(e));
   }
   if (op == "GlobalMaxPool") return std::optional<Expansion>(global_max_pool(g, np, name));

@@ -9,6 +9,7 @@
 //                                     over the normalised axes for the statistics
 //   If                             -> the branch a constant condition chooses, inlined; with a
 //                                     run-time condition both branches and a Where per output
+//   Einsum                         -> Transpose, ReduceSum, Reshape, MatMul (onnx_einsum.h)
 //   GlobalMaxPool                  -> ReduceMax over the spatial dims
 //   IsNaN, IsInf                   -> Equal (x with itself, with +-inf), Not / Or
 //   MeanVarianceNormalization      -> its function body (reductions and arithmetic)
