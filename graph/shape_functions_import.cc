@@ -102,7 +102,8 @@ Status shape_Resize(ShapeContext& c) {
   const Shape& x = c.in(0);
   const Node& n = c.node;
   const std::string mode = n.attr_s("mode"), ct = n.attr_s("coordinate_transformation_mode");
-  if (mode != "nearest" && mode != "linear") return c.unsupported() << "mode '" << mode << "' (nearest, linear only)";
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
+    return c.fail() << "mode '" << mode << "' (nearest, linear, cubic)";
   if (ct != "half_pixel" && ct != "pytorch_half_pixel" && ct != "align_corners" && ct != "asymmetric" &&
       ct != "tf_half_pixel_for_nn" && ct != "half_pixel_symmetric") {
     return c.unsupported() << "coordinate_transformation_mode '" << ct << "'";

@@ -43,6 +43,15 @@ void resize_row_blocked(int64_t b, int64_t iw, int64_t ow, const ResizeAxis& row
         }
         continue;
       }
+      if (cols.taps != 2) {  // cubic: 4 taps, in order
+        const size_t t = static_cast<size_t>(cols.taps), ec = t * static_cast<size_t>(o);
+        for (int64_t j = 0; j < b; ++j) {
+          float v = cols.weight[ec] * src[cols.index[ec] * b + j];
+          for (size_t k = 1; k < t; ++k) v += cols.weight[ec + k] * src[cols.index[ec + k] * b + j];
+          d[j] = tr == 0 ? (a == 1.0f ? v : a * v) : d[j] + a * v;
+        }
+        continue;
+      }
       const size_t ec = static_cast<size_t>(2 * o);
       const float w0 = cols.weight[ec], w1 = cols.weight[ec + 1];
       const float* s0 = src + cols.index[ec] * b;

@@ -1,5 +1,5 @@
 // kernels/cpu/resample.h: one output row at a time. A row reads one source row (nearest) or two
-// (linear), and within the row each output column gathers its one or two source columns with
+// (linear; four for cubic), and within the row each output column gathers its source columns with
 // their weights, straight from the lowering's tables.
 #include "kernels/cpu/resample.h"
 
@@ -20,8 +20,12 @@ void sample_row(const ResizeAxis& c, int64_t ow, const float* src, float a, floa
     float v;
     if constexpr (Taps == 1) {
       v = src[ix[o]];
-    } else {
+    } else if constexpr (Taps == 2) {
       v = wt[2 * o] * src[ix[2 * o]] + wt[2 * o + 1] * src[ix[2 * o + 1]];
+    } else {  // any count (cubic: 4), in tap order
+      const int64_t t = c.taps;
+      v = wt[t * o] * src[ix[t * o]];
+      for (int64_t k = 1; k < t; ++k) v += wt[t * o + k] * src[ix[t * o + k]];
     }
     if constexpr (Accumulate) {
       y[o] += a * v;
@@ -38,10 +42,11 @@ void output_row(const ResizeAxis& c, int64_t ow, const ResizeAxis& rows, int64_t
     sample_row<Taps, false>(c, ow, plane + rows.index[static_cast<size_t>(r)] * iw, 1.0f, y);
     return;
   }
-  const size_t e = static_cast<size_t>(2 * r);
+  const size_t e = static_cast<size_t>(rows.taps * r);
   sample_row<Taps, false>(c, ow, plane + rows.index[e] * iw, rows.weight[e], y);
   // Also at weight 0: a NaN there propagates as in the reference (0 * NaN).
-  sample_row<Taps, true>(c, ow, plane + rows.index[e + 1] * iw, rows.weight[e + 1], y);
+  for (size_t t = 1; t < static_cast<size_t>(rows.taps); ++t)
+    sample_row<Taps, true>(c, ow, plane + rows.index[e + t] * iw, rows.weight[e + t], y);
 }
 
 }  // namespace
@@ -71,8 +76,10 @@ void resize_2d(int64_t outer, int64_t ih, int64_t iw, int64_t oh, int64_t ow, co
     float* out = y + k * ow;
     if (c.taps == 1) {
       output_row<1>(c, ow, rows, r, plane, iw, out);
-    } else {
+    } else if (c.taps == 2) {
       output_row<2>(c, ow, rows, r, plane, iw, out);
+    } else {
+      output_row<0>(c, ow, rows, r, plane, iw, out);
     }
   }
 }

@@ -2,6 +2,7 @@
 // logic, Max/Min, Sum/Mean, PRelu, Resize (its sampling tables built here, once; the last two dims on
 // the threaded row kernel) and ConvTranspose (GEMM + col2im). Each is one opaque step; the CUDA
 // backend runs the same steps through its host fallback.
+#include <array>
 #include <cmath>
 
 #include "kernels/cpu/conv_transpose.h"
@@ -94,13 +95,41 @@ int64_t nearest_index(const std::string& mode, double x) {
   return static_cast<int64_t>(std::round(x));
 }
 
+// Cubic convolution weights (Keys, coefficient a) of the taps floor(x) - 1 .. floor(x) + 2 at
+// fraction r = x - floor(x), as ONNX's reference writes them.
+std::array<double, 4> cubic_weights(double r, double a) {
+  const auto near = [a](double t) { return ((a + 2) * t - (a + 3)) * t * t + 1; };       // |t| <= 1
+  const auto far = [a](double t) { return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a; };  // 1 < |t| < 2
+  return {far(r + 1), near(r), near(1 - r), far(2 - r)};
+}
+
 cpu::ResizeAxis resize_axis(const Node& n, int64_t in, int64_t out, double scale) {
-  const bool linear = n.attr_s("mode") == "linear";
+  const std::string mode = n.attr_s("mode");
+  const bool linear = mode == "linear", cubic = mode == "cubic";
   const std::string ct = n.attr_s("coordinate_transformation_mode"), nm = n.attr_s("nearest_mode");
   cpu::ResizeAxis a;
-  a.taps = linear ? 2 : 1;
+  a.taps = cubic ? 4 : linear ? 2 : 1;
   for (int64_t o = 0; o < out; ++o) {
     double x = source_coord(ct, o, in, scale);
+    if (cubic) {  // the input extended by its edge values; exclude_outside drops those taps instead
+      const double f = std::floor(x);
+      const std::array<double, 4> w = cubic_weights(x - f, n.attr_f("cubic_coeff_a"));
+      double kept = 0;
+      for (int t = 0; t < 4; ++t) {
+        const int64_t i = static_cast<int64_t>(f) - 1 + t;
+        const bool outside = i < 0 || i >= in;
+        kept += outside ? 0.0 : w[static_cast<size_t>(t)];
+      }
+      const bool exclude = n.attr_i("exclude_outside") != 0;
+      for (int t = 0; t < 4; ++t) {
+        const int64_t i = static_cast<int64_t>(f) - 1 + t;
+        const bool outside = i < 0 || i >= in;
+        a.index.push_back(std::min(std::max<int64_t>(i, 0), in - 1));
+        const double wt = exclude ? (outside ? 0.0 : w[static_cast<size_t>(t)] / kept) : w[static_cast<size_t>(t)];
+        a.weight.push_back(static_cast<float>(wt));
+      }
+      continue;
+    }
     if (!linear) {
       a.index.push_back(std::min(std::max<int64_t>(nearest_index(nm, x), 0), in - 1));
       a.weight.push_back(1.0f);

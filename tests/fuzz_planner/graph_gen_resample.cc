@@ -1,6 +1,6 @@
 // Resampling and data-movement motifs of the CNN family, the ops that real exports bring around
 // the fused blocks (tests/fuzz_planner/graph_gen.h, resample_motif):
-// - An FPN join: a stride-2 conv, Resize back up (nearest or linear, every coordinate mode, by
+// - An FPN join: a stride-2 conv, Resize back up (nearest, linear or cubic, every coordinate mode, by
 //   scales or by sizes), maybe through a 3x3 conv, added to a lateral 1x1 conv.
 // - A ConvTranspose head: kernel 2 or 3, stride 2, groups, bias, output padding; then a bias Add,
 //   BatchNorm and an epilogue. Beside it at times DBNet's probability head, 2x2 stride-2
@@ -42,12 +42,15 @@ std::string fpn_resize(Emitter& e, Rng& r, const std::string& x) {
   const int64_t m = r.pick(std::vector<int64_t>{1, 3, 4, 8});
   const std::string d = down(e, r, x, m);
   const Dims& ds = e.shape(d);
-  const bool linear = r.chance(0.5);
+  static const std::vector<std::string> modes = {"nearest", "linear", "cubic"};
+  const std::string mode = r.pick(modes);
   static const std::vector<std::string> coords = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"};
   static const std::vector<std::string> nearest = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
-  std::string attrs =
-      std::string("mode: ") + (linear ? "linear" : "nearest") + ", coordinate_transformation_mode: " + r.pick(coords);
-  if (!linear) attrs += ", nearest_mode: " + r.pick(nearest);
+  std::string attrs = "mode: " + mode + ", coordinate_transformation_mode: " + r.pick(coords);
+  if (mode == "nearest") attrs += ", nearest_mode: " + r.pick(nearest);
+  if (mode == "cubic")  // PyTorch's bicubic (-0.75) or TensorFlow's (-0.5), edge taps kept or dropped
+    attrs += std::string(", cubic_coeff_a: ") + (r.chance(0.5) ? "-0.75" : "-0.5") +
+             ", exclude_outside: " + (r.chance(0.5) ? "1" : "0");
   const Dims out = {xs[0], m, xs[2], xs[3]};
   std::string up;
   if (ds[2] * 2 == xs[2] && ds[3] * 2 == xs[3] && r.chance(0.6)) {  // by scales, as exporters write it

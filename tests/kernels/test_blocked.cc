@@ -91,9 +91,9 @@ TEST_CASE("blocked: BatchNormalization and GlobalAveragePool in every block") {
   }
 }
 
-TEST_CASE("blocked: Resize nearest and linear in every block") {
+TEST_CASE("blocked: Resize nearest, linear and cubic in every block") {
   for (const Dims4& d : kCases) {
-    for (int taps = 1; taps <= 2; ++taps) {
+    for (int taps : {1, 2, 4}) {
       CAPTURE(d.c);
       CAPTURE(d.b);
       CAPTURE(taps);
@@ -105,6 +105,14 @@ TEST_CASE("blocked: Resize nearest and linear in every block") {
         a.taps = taps;
         for (int64_t o = 0; o < out; ++o) {
           const int64_t i0 = std::min(o / 2, in - 1), i1 = std::min(i0 + 1, in - 1);
+          if (taps == 4) {  // cubic-like: four neighbours (edge-clamped) weighted -0.1, 0.6, 0.6, -0.1
+            const float w4[4] = {-0.1f, 0.6f, 0.6f, -0.1f};
+            for (int t = 0; t < 4; ++t) {
+              a.index.push_back(std::min(std::max<int64_t>(i0 - 1 + t, 0), in - 1));
+              a.weight.push_back(w4[t]);
+            }
+            continue;
+          }
           a.index.push_back(i0);
           a.weight.push_back(taps == 1 ? 1.f : 0.75f);
           if (taps == 2) a.index.push_back(i1), a.weight.push_back(0.25f);

@@ -28,14 +28,25 @@ cpu::ResizeAxis identity_axis(int64_t len) {
   return a;
 }
 
-// A nearest (taps 1) or linear (taps 2) table from `in` to `out` coordinates: half-pixel source
-// coordinates, clamped as the lowering clamps them.
+// A nearest (taps 1), linear (taps 2) or cubic (taps 4: Keys a = -0.75, edge taps clamped) table
+// from `in` to `out` coordinates: half-pixel source coordinates, clamped as the lowering clamps them.
 cpu::ResizeAxis make_axis(int64_t in, int64_t out, int taps) {
   cpu::ResizeAxis a;
   a.taps = taps;
   const double scale = static_cast<double>(out) / static_cast<double>(in);
   for (int64_t o = 0; o < out; ++o) {
     double x = (static_cast<double>(o) + 0.5) / scale - 0.5;
+    if (taps == 4) {
+      const double f = std::floor(x), r = x - f, k = -0.75;
+      const auto near = [k](double t) { return ((k + 2) * t - (k + 3)) * t * t + 1; };
+      const auto far = [k](double t) { return ((k * t - 5 * k) * t + 8 * k) * t - 4 * k; };
+      const double w[4] = {far(r + 1), near(r), near(1 - r), far(2 - r)};
+      for (int t = 0; t < 4; ++t) {
+        a.index.push_back(std::min<int64_t>(std::max<int64_t>(static_cast<int64_t>(f) - 1 + t, 0), in - 1));
+        a.weight.push_back(static_cast<float>(w[t]));
+      }
+      continue;
+    }
     if (taps == 1) {
       a.index.push_back(std::min<int64_t>(std::max<int64_t>(static_cast<int64_t>(std::floor(x + 0.5)), 0), in - 1));
       a.weight.push_back(1.0f);
@@ -109,7 +120,7 @@ TEST_CASE("resize_2d: bilinear by hand, and NaN at a zero weight propagates as i
   for (size_t i = 0; i < 3; ++i) CHECK(std::isnan(y[i]) == std::isnan(ref[i]));
 }
 
-TEST_CASE("resize_2d against the reference: odd sizes, nearest and linear, up and down") {
+TEST_CASE("resize_2d against the reference: odd sizes, nearest, linear and cubic, up and down") {
   struct Case {
     int64_t n, c, ih, iw, oh, ow;
   };
@@ -117,8 +128,8 @@ TEST_CASE("resize_2d against the reference: odd sizes, nearest and linear, up an
                         {1, 127, 4, 4, 8, 8}, {2, 3, 13, 11, 27, 1}, {1, 1, 33, 65, 17, 129}};
   uint32_t seed = 1;
   for (const Case& k : cases) {
-    for (int rt = 1; rt <= 2; ++rt) {
-      for (int ct = 1; ct <= 2; ++ct) {
+    for (int rt : {1, 2, 4}) {
+      for (int ct : {1, 2, 4}) {
         INFO("n " << k.n << " c " << k.c << " " << k.ih << "x" << k.iw << " -> " << k.oh << "x" << k.ow << " taps "
                   << rt << "/" << ct);
         CHECK(resize_error(k.n, k.c, k.ih, k.iw, k.oh, k.ow, rt, ct, seed++) <= 1e-6);
