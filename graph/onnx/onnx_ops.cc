@@ -47,7 +47,7 @@ const std::set<std::string>& direct_ops() {
       "ArgMax", "ArgMin", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor",
       "Not", "Max", "Min", "PRelu", "InstanceNormalization", "Sum", "Mean", "GatherElements", "ScatterElements",
       "GatherND", "ScatterND", "OneHot", "TopK", "Trilu", "CumSum", "DepthToSpace", "SpaceToDepth", "Resize",
-      "ConvTranspose", "NegativeLogLikelihoodLoss", "Mod", "GridSample"};
+      "ConvTranspose", "NegativeLogLikelihoodLoss", "Mod", "GridSample", "RNN", "GRU", "LSTM"};
   // clang-format on
   return ops;
 }
@@ -73,7 +73,8 @@ bool consumed_attr(const std::string& op, const std::string& a, int64_t opset) {
   if (op == "Upsample") return a == "scales" || a == "mode";
   if (op == "ConstantOfShape") return a == "value";
   if (op == "EyeLike") return a == "dtype" || a == "k";
-  if (op == "Cast" || op == "CastLike") return a == "saturate";  // opset 19: only float8 targets saturate
+  if (op == "RNN" || op == "GRU" || op == "LSTM") return a == "activations";  // a list: rewrite_attrs joins it
+  if (op == "Cast" || op == "CastLike") return a == "saturate";               // opset 19: only float8 targets saturate
   return false;
 }
 
@@ -310,6 +311,12 @@ Result<std::string> rewrite(Graph& g, const onnx::NodeProto& np, int64_t opset, 
 Status rewrite_attrs(const Graph& g, const onnx::NodeProto& np, int64_t opset, const SourceLoc& loc, Node* node) {
   const std::string& op = np.op_type();
   Node& n = *node;
+  if (op == "RNN" || op == "GRU" || op == "LSTM") {  // the activations list, joined by commas
+    n.attrs["activations"].type = AttrType::kString;
+    if (const auto* a = find_attr(np, "activations"))
+      for (const std::string& f : a->strings())
+        n.attrs["activations"].s += (n.attrs["activations"].s.empty() ? "" : ",") + f;
+  }
   if (n.op == OpKind::kIntegerArithmetic) {  // ONNX's op name, lower case
     n.attrs["op"].type = AttrType::kString;
     for (char ch : op) n.attrs["op"].s += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
@@ -483,7 +490,12 @@ Status map_node(Graph& g, const onnx::NodeProto& np, int64_t opset, const std::s
                                            << " computes " << info.max_outputs << ")";
   }
   n.inputs = ins;
-  for (const std::string& o : outs) n.outputs.push_back(g.add_value(o));
+  for (size_t k = 0; k < outs.size(); ++k) {  // an output left unnamed before a named one: a name of its own
+    std::string o = outs[k];
+    for (int j = 0; o.empty() || (outs[k].empty() && g.find_value(o) != kNoValue); ++j)
+      o = name + ".output" + std::to_string(k) + (j ? "_" + std::to_string(j) : "");
+    n.outputs.push_back(g.add_value(o));
+  }
   for (const auto& a : np.attribute()) {
     if (consumed_attr(op, a.name(), opset)) continue;
     const AttrSchema* s = info.find_attr(a.name());

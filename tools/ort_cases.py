@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""ONNX test cases whose expected outputs come from ONNX Runtime, for ops whose attributes ONNX's own
+backend test data leaves out (bidirectional and reverse recurrences, sequence lengths, clip, ...).
+
+  ort_cases.py write [--out .cache/ort-cases]   models and inputs built with onnx.helper, outputs
+                                                 computed by ONNX Runtime, in the layout of ONNX's
+                                                 test data: OUT/<suite>/<case>/model.onnx and
+                                                 test_data_set_0/{input,output}_N.pb
+  ort_cases.py check --conformance BIN [--out DIR]   writes them, runs BIN (tests/onnx/conformance.cc)
+                                                 on them with fusion none and all, and fails unless
+                                                 every case passed (a skip is a failure here)
+
+Run with the venv of tools/setup_onnx_venv.sh (onnx, onnxruntime, numpy).
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def recurrent_case(op, seed, seq=5, batch=3, inp=4, hidden=6, direction="forward", layout=0, lens=None,
+                   bias=True, initial=True, peephole=False, opset=14, **attrs):
+    """One RNN / GRU / LSTM node with every input it takes; returns (model, inputs)."""
+    rng = np.random.default_rng(seed)
+    gates = {"RNN": 1, "GRU": 3, "LSTM": 4}[op]
+    d = 2 if direction == "bidirectional" else 1
+    x_shape = [seq, batch, inp]  # layout 1 transposes these below
+    state = [d, batch, hidden]
+    feeds = {
+        "X": rng.standard_normal(x_shape).astype(np.float32),
+        "W": (0.5 * rng.standard_normal([d, gates * hidden, inp])).astype(np.float32),
+        "R": (0.5 * rng.standard_normal([d, gates * hidden, hidden])).astype(np.float32),
+    }
+    names = ["X", "W", "R"]
+    if bias:
+        feeds["B"] = (0.3 * rng.standard_normal([d, 2 * gates * hidden])).astype(np.float32)
+    names.append("B" if bias else "")
+    if lens is not None:
+        feeds["sequence_lens"] = np.array(lens, dtype=np.int32)
+    names.append("sequence_lens" if lens is not None else "")
+    if initial:
+        feeds["initial_h"] = rng.standard_normal(state).astype(np.float32)
+    names.append("initial_h" if initial else "")
+    if op == "LSTM":
+        if initial:
+            feeds["initial_c"] = rng.standard_normal(state).astype(np.float32)
+        names.append("initial_c" if initial else "")
+        if peephole:
+            feeds["P"] = (0.3 * rng.standard_normal([d, 3 * hidden])).astype(np.float32)
+        names.append("P" if peephole else "")
+    while names and names[-1] == "":
+        names.pop()
+    outs = ["Y", "Y_h"] + (["Y_c"] if op == "LSTM" else [])
+    node = helper.make_node(op, names, outs, hidden_size=hidden, direction=direction, **attrs)
+    model = make_model(op, node, names, outs, feeds, opset)
+    if not layout:
+        return model, {n: feeds[n] for n in names if n}, None
+    # Batch first: ONNX Runtime runs layout 0 only, so the layout-0 model's outputs, transposed,
+    # are the reference ([S, D, B, H] -> [B, S, D, H]; [D, B, H] -> [B, D, H]).
+    reference = (model, {n: feeds[n] for n in names if n},
+                 lambda ys: [np.transpose(ys[0], (2, 0, 1, 3))] + [np.transpose(y, (1, 0, 2)) for y in ys[1:]])
+    batch_first = {"X": (1, 0, 2), "initial_h": (1, 0, 2), "initial_c": (1, 0, 2)}
+    feeds = {n: np.ascontiguousarray(np.transpose(v, batch_first[n])) if n in batch_first else v
+             for n, v in feeds.items()}
+    node = helper.make_node(op, names, outs, hidden_size=hidden, direction=direction, layout=1, **attrs)
+    return make_model(op, node, names, outs, feeds, opset), {n: feeds[n] for n in names if n}, reference
+
+
+def make_model(op, node, names, outs, feeds, opset):
+    dtype = {np.float32: TensorProto.FLOAT, np.int32: TensorProto.INT32}
+    inputs = [helper.make_tensor_value_info(n, dtype[feeds[n].dtype.type], feeds[n].shape) for n in names if n]
+    outputs = [helper.make_tensor_value_info(o, TensorProto.FLOAT, []) for o in outs]
+    for o in outputs:
+        o.type.tensor_type.ClearField("shape")
+    graph = helper.make_graph([node], f"{op.lower()}_case", inputs, outputs)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model
+
+
+def recurrent_cases():
+    """(name, model, inputs, reference): the attributes and inputs of RNN, GRU and LSTM one at a time."""
+    cases = []
+    for op in ("RNN", "GRU", "LSTM"):
+        lo = op.lower()
+        cases += [
+            (f"{lo}_forward", *recurrent_case(op, 1)),
+            (f"{lo}_reverse", *recurrent_case(op, 2, direction="reverse")),
+            (f"{lo}_bidirectional", *recurrent_case(op, 3, direction="bidirectional")),
+            (f"{lo}_bidirectional_lens", *recurrent_case(op, 4, direction="bidirectional", lens=[5, 2, 0])),
+            (f"{lo}_reverse_lens", *recurrent_case(op, 5, direction="reverse", lens=[3, 5, 1])),
+            (f"{lo}_batch_first", *recurrent_case(op, 6, layout=1, direction="bidirectional", lens=[4, 1, 5])),
+            (f"{lo}_clip", *recurrent_case(op, 7, clip=0.7)),
+            (f"{lo}_no_bias_no_state", *recurrent_case(op, 8, bias=False, initial=False)),
+            (f"{lo}_batch1_seq1", *recurrent_case(op, 9, seq=1, batch=1)),
+        ]
+    cases.append(("rnn_relu", *recurrent_case("RNN", 10, activations=["Relu"])))
+    cases.append(("rnn_leaky_bidirectional", *recurrent_case("RNN", 11, direction="bidirectional",
+                                                           activations=["LeakyRelu", "Tanh"],
+                                                           activation_alpha=[0.3, 0.0])))
+    cases.append(("gru_linear_before_reset", *recurrent_case("GRU", 12, linear_before_reset=1)))
+    cases.append(("gru_linear_before_reset_bidirectional_lens",
+                  *recurrent_case("GRU", 13, linear_before_reset=1, direction="bidirectional", lens=[1, 5, 3])))
+    cases.append(("gru_hardsigmoid", *recurrent_case("GRU", 14, activations=["HardSigmoid", "Softsign"],
+                                                    activation_alpha=[0.25], activation_beta=[0.4])))
+    cases.append(("lstm_peepholes_bidirectional",
+                  *recurrent_case("LSTM", 15, peephole=True, direction="bidirectional", lens=[5, 3, 4])))
+    cases.append(("lstm_input_forget", *recurrent_case("LSTM", 16, input_forget=1, peephole=True)))
+    cases.append(("lstm_activations", *recurrent_case("LSTM", 17, activations=["HardSigmoid", "Tanh", "Softsign"])))
+    return cases
+
+
+def save_case(root, suite, name, model, feeds, reference=None):
+    d = os.path.join(root, suite, name)
+    data = os.path.join(d, "test_data_set_0")
+    os.makedirs(data, exist_ok=True)
+    with open(os.path.join(d, "model.onnx"), "wb") as f:
+        f.write(model.SerializeToString())
+    ref_model, ref_feeds, convert = reference or (model, feeds, lambda ys: ys)
+    sess = ort.InferenceSession(ref_model.SerializeToString(), providers=["CPUExecutionProvider"])
+    results = convert(sess.run(None, ref_feeds))
+    for i, n in enumerate(i.name for i in model.graph.input):
+        with open(os.path.join(data, f"input_{i}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(feeds[n], n).SerializeToString())
+    for i, (o, v) in enumerate(zip(model.graph.output, results)):
+        with open(os.path.join(data, f"output_{i}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(v, o.name).SerializeToString())
+
+
+def write(out):
+    shutil.rmtree(out, ignore_errors=True)
+    cases = recurrent_cases()
+    for name, model, feeds, reference in cases:
+        save_case(out, "recurrent", name, model, feeds, reference)
+    print(f"[ort-cases] wrote {len(cases)} cases to {out}/recurrent (expected outputs from ONNX Runtime "
+          f"{ort.__version__})")
+
+
+def check(out, conformance):
+    write(out)
+    js = os.path.join(out, "result.json")
+    rc = subprocess.call([conformance, "--data", out, "--suites", "recurrent", "--json", js])
+    results = json.load(open(js))
+    bad = [r for r in results if r["status"] != "passed"]
+    for r in bad:
+        print(f"NOT PASSED {r['case']} [fusion {r['fusion']}]: {r['status']}: {r['reason']}")
+    print(f"[ort-cases] {len(results) - len(bad)} of {len(results)} passed")
+    return 1 if bad or rc != 0 or not results else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("command", choices=["write", "check"])
+    ap.add_argument("--out", default=os.path.join(ROOT, ".cache", "ort-cases"))
+    ap.add_argument("--conformance", help="the onnx_conformance binary (check)")
+    a = ap.parse_args()
+    if a.command == "write":
+        write(a.out)
+        return 0
+    if not a.conformance:
+        ap.error("check needs --conformance")
+    return check(a.out, a.conformance)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
