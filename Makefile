@@ -64,7 +64,7 @@ run: weights configure
 # Real ONNX models for the import tests (tools/onnx_models.py) and the venv with ONNX Runtime.
 # torchvision's families exported by Debian's PyTorch (tools/torchvision_onnx.py, cached).
 onnx-models: deps
-	@PY=$$(bash tools/setup_onnx_venv.sh) && $$PY tools/onnx_models.py fetch
+	@PY=$$(bash tools/setup_onnx_venv.sh) && $$PY tools/onnx_models.py fetch && $$PY tools/ort_cases.py fetch
 	@/usr/bin/python3 tools/torchvision_onnx.py export
 
 test: weights onnx-models build

@@ -2,6 +2,7 @@
 """ONNX test cases whose expected outputs come from ONNX Runtime, for ops whose attributes ONNX's own
 backend test data leaves out (bidirectional and reverse recurrences, sequence lengths, clip, ...).
 
+  ort_cases.py fetch                             the pinned wheels the real models come from
   ort_cases.py write [--out .cache/ort-cases]   models and inputs built with onnx.helper, outputs
                                                  computed by ONNX Runtime, in the layout of ONNX's
                                                  test data: OUT/<suite>/<case>/model.onnx and
@@ -10,14 +11,21 @@ backend test data leaves out (bidirectional and reverse recurrences, sequence le
                                                  on them with fusion none and all, and fails unless
                                                  every case passed (a skip is a failure here)
 
+Suites: `recurrent` (RNN, GRU, LSTM attribute by attribute, ONNX's tolerances) and `real` (real
+models from pinned PyPI wheels, each with two test_data_sets of different input sizes run in one
+session, every fusion mode, relative L2 <= 1e-4 besides the element-wise tolerance): Silero VAD
+6.2.3's voice-activity detectors (STFT as a 1-D conv, LSTM, If on the sample rate).
+
 Run with the venv of tools/setup_onnx_venv.sh (onnx, onnxruntime, numpy).
 """
 import argparse
+import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+import zipfile
 
 import numpy as np
 import onnx
@@ -118,6 +126,86 @@ def recurrent_cases():
     cases.append(("lstm_activations", *recurrent_case("LSTM", 17, activations=["HardSigmoid", "Tanh", "Softsign"])))
     return cases
 
+# Real models: (wheel, sha256 of the wheel, member, inputs per test_data_set). An input is a
+# shape (noise: audio in [-0.5, 0.5], states 0.1 * normal) or an int64 scalar (the sample rate).
+SILERO = ("silero-vad==6.2.3", "7b7f5436cfcb02fae583a05b512ea96467fd449fe54cb49a5e4f06c51a1e43b8")
+REAL = {
+    "silero_vad_16k_op15": ("silero_vad/data/silero_vad_16k_op15.onnx",
+                            [{"input": [1, 576], "state": [2, 1, 128], "sr": 16000},
+                             {"input": [3, 576], "state": [2, 3, 128], "sr": 16000}]),
+    "silero_vad_op18_ifless": ("silero_vad/data/silero_vad_op18_ifless.onnx",
+                               [{"input": [1, 576], "sr": 16000, "state": [2, 1, 128]},
+                                {"input": [2, 576], "sr": 16000, "state": [2, 2, 128]}]),
+    "silero_vad_half": ("silero_vad/data/silero_vad_half.onnx",
+                        [{"input": [1, 576], "state": [2, 1, 128]}, {"input": [4, 576], "state": [2, 4, 128]}]),
+    "silero_vad_16k_sequence": ("silero_vad/data/silero_vad_16k_sequence.onnx",
+                                [{"input": [1, 576], "h": [1, 1, 128], "c": [1, 1, 128]},
+                                 {"input": [5, 576], "h": [1, 1, 128], "c": [1, 1, 128]}]),
+    "silero_vad_openvino_16k": ("silero_vad/data/silero_vad_openvino_16k.onnx",
+                                [{"input": [1, 576], "state": [2, 1, 128]}]),
+}
+
+
+def fetch_wheel(spec, digest, cache):
+    """The pinned wheel in `cache` (pip download, checked against its sha256)."""
+    pkg, ver = spec.split("==")
+    os.makedirs(cache, exist_ok=True)
+    name = [f for f in os.listdir(cache) if f.startswith(pkg.replace("-", "_") + "-" + ver)]
+    if not name:
+        print(f"[ort-cases] pip download {spec} (no dependencies)")
+        subprocess.check_call([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
+                               "--disable-pip-version-check", "-d", cache, spec])
+        name = [f for f in os.listdir(cache) if f.startswith(pkg.replace("-", "_") + "-" + ver)]
+    path = os.path.join(cache, name[0])
+    if hashlib.sha256(open(path, "rb").read()).hexdigest() != digest:
+        sys.exit(f"[ort-cases] error: {path} has another sha256 than the pinned {digest}")
+    return path
+
+
+def real_cases(cache):
+    """(name, model, [feeds per test_data_set]) of the real models."""
+    wheel = fetch_wheel(*SILERO, cache)
+    rng = np.random.default_rng(2026)
+    cases = []
+    with zipfile.ZipFile(wheel) as z:
+        for name, (member, sets) in REAL.items():
+            model = onnx.load_from_string(z.read(member))
+            feeds = []
+            for spec in sets:
+                f = {}
+                for k, v in spec.items():
+                    if isinstance(v, int):
+                        f[k] = np.array(v, dtype=np.int64)
+                    elif k == "input":
+                        f[k] = rng.uniform(-0.5, 0.5, v).astype(np.float32)
+                    else:
+                        f[k] = (0.1 * rng.standard_normal(v)).astype(np.float32)
+                feeds.append(f)
+            cases.append((name, model, feeds))
+    return cases
+
+
+def save_sets(root, suite, name, model, feed_sets):
+    """model.onnx and test_data_set_K (inputs in graph order, ONNX Runtime's outputs) per feeds."""
+    d = os.path.join(root, suite, name)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "model.onnx"), "wb") as f:
+        f.write(model.SerializeToString())
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    inits = {i.name for i in model.graph.initializer}
+    names = [i.name for i in model.graph.input if i.name not in inits]
+    for k, feeds in enumerate(feed_sets):
+        data = os.path.join(d, f"test_data_set_{k}")
+        os.makedirs(data, exist_ok=True)
+        results = sess.run(None, feeds)
+        for i, n in enumerate(names):
+            with open(os.path.join(data, f"input_{i}.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(feeds[n], n).SerializeToString())
+        for i, (o, v) in enumerate(zip(sess.get_outputs(), results)):
+            with open(os.path.join(data, f"output_{i}.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(np.asarray(v, dtype=np.float32) if v.dtype == np.float64 else v,
+                                                o.name).SerializeToString())
+
 
 def save_case(root, suite, name, model, feeds, reference=None):
     d = os.path.join(root, suite, name)
@@ -141,15 +229,20 @@ def write(out):
     cases = recurrent_cases()
     for name, model, feeds, reference in cases:
         save_case(out, "recurrent", name, model, feeds, reference)
-    print(f"[ort-cases] wrote {len(cases)} cases to {out}/recurrent (expected outputs from ONNX Runtime "
-          f"{ort.__version__})")
+    real = real_cases(os.path.join(ROOT, ".cache", "wheels"))
+    for name, model, feed_sets in real:
+        save_sets(out, "real", name, model, feed_sets)
+    print(f"[ort-cases] wrote {len(cases)} cases to {out}/recurrent and {len(real)} real models to {out}/real "
+          f"(expected outputs from ONNX Runtime {ort.__version__})")
 
 
 def check(out, conformance):
     write(out)
-    js = os.path.join(out, "result.json")
+    js, js_real = os.path.join(out, "result.json"), os.path.join(out, "result_real.json")
     rc = subprocess.call([conformance, "--data", out, "--suites", "recurrent", "--json", js])
-    results = json.load(open(js))
+    rc |= subprocess.call([conformance, "--data", out, "--suites", "real", "--json", js_real, "--fusion",
+                           "none,all,vertical,horizontal,cross,compound", "--rel-l2", "1e-4"])
+    results = json.load(open(js)) + json.load(open(js_real))
     bad = [r for r in results if r["status"] != "passed"]
     for r in bad:
         print(f"NOT PASSED {r['case']} [fusion {r['fusion']}]: {r['status']}: {r['reason']}")
@@ -159,10 +252,13 @@ def check(out, conformance):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=["write", "check"])
+    ap.add_argument("command", choices=["fetch", "write", "check"])
     ap.add_argument("--out", default=os.path.join(ROOT, ".cache", "ort-cases"))
     ap.add_argument("--conformance", help="the onnx_conformance binary (check)")
     a = ap.parse_args()
+    if a.command == "fetch":  # the pinned wheels of the real models (make onnx-models)
+        print(f"[ort-cases] {fetch_wheel(*SILERO, os.path.join(ROOT, '.cache', 'wheels'))} present")
+        return 0
     if a.command == "write":
         write(a.out)
         return 0

@@ -14,7 +14,9 @@
 // at load" (the JSON's `bound` list names them), and only the data sets with the same values run.
 //
 //   onnx_conformance [--data DIR] [--suites node,simple,...] [--fusion none,all] [--filter S]
-//                    [--json OUT] [--verbose]
+//                    [--json OUT] [--rtol R] [--atol A] [--rel-l2 L] [--verbose]
+// (--rtol / --atol: the element-wise tolerances, ONNX's 1e-3 / 1e-7 by default; --rel-l2: also
+// bound each float output's relative L2 error)
 // Prints every failed case, the skipped ones with --verbose, and `N passed, N failed, N
 // skipped` per suite; exit 1 when a case failed, 2 on bad usage or no test data.
 #include <onnx/onnx_pb.h>
@@ -119,6 +121,13 @@ std::string skip_reason(const std::string& msg) {
 }
 
 // Compares `got` with `want` as ONNX's backend runner does; empty when they agree.
+// The tolerances (--rtol, --atol: ONNX's runner's by default) and an optional bound on each
+// float output's relative L2 error (--rel-l2; 0: none).
+struct Tolerance {
+  double rtol = 1e-3, atol = 1e-7, rel_l2 = 0;
+};
+Tolerance g_tol;
+
 std::string compare(const Tensor& got, const Tensor& want, double rtol, double atol) {
   if (got.shape() != want.shape()) {
     // Scalars ([]) and [1] are interchangeable in some old test data.
@@ -137,6 +146,19 @@ std::string compare(const Tensor& got, const Tensor& want, double rtol, double a
                       static_cast<long long>(i), a, b, rtol, atol);
         return buf;
       }
+    }
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n && g_tol.rel_l2 > 0; ++i) {
+      const double a = got.f32()[i], b = want.f32()[i];
+      if (std::isnan(a) && std::isnan(b)) continue;
+      num += (a - b) * (a - b);
+      den += b * b;
+    }
+    if (g_tol.rel_l2 > 0 && std::sqrt(num) > g_tol.rel_l2 * std::sqrt(den)) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "relative L2 error %.3g > %.0e", std::sqrt(num / (den > 0 ? den : 1)),
+                    g_tol.rel_l2);
+      return buf;
     }
     return "";
   }
@@ -295,7 +317,7 @@ Outcome run_case(const fs::path& dir, const std::string& suite, const std::strin
         o.reason = "output " + std::to_string(i) + ": " + first_line(want.status().message());
         return o;
       }
-      const std::string diff = compare(y->at(outs[i].name), *want, 1e-3, 1e-7);
+      const std::string diff = compare(y->at(outs[i].name), *want, g_tol.rtol, g_tol.atol);
       if (!diff.empty()) {
         o.status = "failed";
         o.reason = set.filename().string() + " output '" + outs[i].name + "': " + diff;
@@ -336,12 +358,18 @@ int main(int argc, char** argv) {
       filter = argv[++i];
     else if (a == "--json" && has)
       json = argv[++i];
+    else if (a == "--rtol" && has)
+      g_tol.rtol = std::atof(argv[++i]);
+    else if (a == "--atol" && has)
+      g_tol.atol = std::atof(argv[++i]);
+    else if (a == "--rel-l2" && has)
+      g_tol.rel_l2 = std::atof(argv[++i]);
     else if (a == "--verbose")
       verbose = true;
     else {
       std::fprintf(stderr,
                    "usage: onnx_conformance [--data DIR] [--suites a,b] [--fusion none,all] [--filter S] "
-                   "[--json OUT] [--verbose]\n");
+                   "[--json OUT] [--rtol R] [--atol A] [--rel-l2 L] [--verbose]\n");
       return 2;
     }
   }
