@@ -1,4 +1,4 @@
-// Shape function of GridSample (ONNX opset 16 and 20 semantics, 2-D images).
+// Shape functions of GridSample (ONNX opset 16 and 20 semantics, 2-D images) and LRN.
 #include "graph/shape_inference.h"
 
 namespace fusert {
@@ -15,6 +15,16 @@ Status shape_GridSample(ShapeContext &c) {
   if (pad != "zeros" && pad != "border" && pad != "reflection")
     return c.fail() << "padding_mode '" << pad << "' (zeros, border, reflection)";
   c.set_out(0, {x[0], x[1], grid[1], grid[2]});
+  return Status();
+}
+
+Status shape_LRN(ShapeContext &c) {
+  const Shape &x = c.in(0);
+  if (x.size() < 3) return c.fail() << "input " << shape_str(x) << " must be [N, C, d1, ...]";
+  if (c.in_dtype(0) != DType::kF32) return c.unsupported() << "input is " << dtype_name(c.in_dtype(0)) << " (f32)";
+  const int64_t size = c.node.attr_i("size");
+  if (size < 1 || size > 65536) return c.fail() << "size " << size << " outside [1, 65536]";
+  c.set_out(0, x);
   return Status();
 }
 

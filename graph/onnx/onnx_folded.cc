@@ -136,4 +136,36 @@ Result<Tensor> eye_like_value(const Graph& g, const onnx::NodeProto& np, const s
   return y;
 }
 
+Result<Tensor> window_value(const Graph& g, const onnx::NodeProto& np, const std::vector<ValueId>& ins,
+                            const SourceLoc& loc) {
+  const std::string& op = np.op_type();
+  if (ins.size() != 1 || ins[0] == kNoValue || !g.value(ins[0]).is_constant || g.value(ins[0]).data.numel() != 1) {
+    return error(StatusCode::kUnsupported)
+           << loc.str() << ": " << op << " input 0 (size) must be a constant (fusert's shapes are static)";
+  }
+  const Tensor& st = g.value(ins[0]).data;
+  if (st.dtype() != DType::kI64 && st.dtype() != DType::kI32)
+    return error(StatusCode::kParseError) << loc.str() << ": " << op << " size must be i64 or i32";
+  const int64_t size = st.dtype() == DType::kI64 ? st.i64()[0] : static_cast<const int32_t*>(st.raw())[0];
+  if (size < 1 || size > (int64_t{16} << 20))
+    return error(StatusCode::kShapeMismatch) << loc.str() << ": " << op << " size " << size << " outside [1, 2^24]";
+  const auto* dt = find_attr(np, "output_datatype");
+  if (dt && dt->i() != onnx::TensorProto::FLOAT)
+    return error(StatusCode::kUnsupported) << loc.str() << ": " << op << " output_datatype " << dt->i() << " (float)";
+  const auto* per = find_attr(np, "periodic");
+  const bool periodic = !per || per->i() != 0;
+  // w[n] = a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N), N = size (periodic) or size - 1.
+  const double a0 = op == "HannWindow" ? 0.5 : op == "HammingWindow" ? 25.0 / 46.0 : 0.42;
+  const double a1 = op == "HannWindow" ? 0.5 : op == "HammingWindow" ? 21.0 / 46.0 : 0.5;
+  const double a2 = op == "BlackmanWindow" ? 0.08 : 0.0;
+  const double n_div = static_cast<double>(periodic ? size : size - 1);
+  Tensor y(DType::kF32, {size});
+  const double pi = 3.14159265358979323846;
+  for (int64_t n = 0; n < size; ++n) {
+    const double t = n_div > 0 ? 2.0 * pi * static_cast<double>(n) / n_div : 0.0;
+    y.f32()[n] = static_cast<float>(a0 - a1 * std::cos(t) + a2 * std::cos(2.0 * t));
+  }
+  return y;
+}
+
 }  // namespace fusert::onnx_import

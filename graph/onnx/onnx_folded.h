@@ -1,5 +1,5 @@
 // ONNX ops that the import folds into constants (internal to graph/onnx): Constant, Shape, Size,
-// ConstantOfShape, Range and EyeLike, and the attribute helpers the op mapping shares with them.
+// ConstantOfShape, Range, EyeLike and the window functions, and the attribute helpers the op mapping shares with them.
 #pragma once
 
 #include <onnx/onnx_pb.h>
@@ -41,5 +41,10 @@ Result<Tensor> generated_value(const Graph& g, const onnx::NodeProto& np, const 
 /// in attribute `dtype`'s type or the input's (f32, i64, i32, bool).
 Result<Tensor> eye_like_value(const Graph& g, const onnx::NodeProto& np, const std::vector<ValueId>& ins,
                               const SourceLoc& loc);
+
+/// HannWindow, HammingWindow, BlackmanWindow (opset 17) of a constant size: f32
+/// a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N), N = size (periodic) or size - 1.
+Result<Tensor> window_value(const Graph& g, const onnx::NodeProto& np, const std::vector<ValueId>& ins,
+                            const SourceLoc& loc);
 
 }  // namespace fusert::onnx_import

@@ -3,6 +3,8 @@
 //   Constant, Shape, Size          -> a constant value (shapes are static once inputs are bound)
 //   ConstantOfShape, Range         -> a constant value (their inputs must be constants)
 //   EyeLike                        -> a constant value (of the input's static shape)
+//   HannWindow, HammingWindow,     -> a constant value (the size must be a constant)
+//     BlackmanWindow
 //   Upsample, Resize < 11          -> Resize with (X, roi, scales), coordinate transformation
 //                                     asymmetric and nearest_mode floor, as ONNX Runtime does
 //   Dropout                        -> Identity (inference; its mask output unsupported)
@@ -47,14 +49,15 @@ const std::set<std::string>& direct_ops() {
       "ArgMax", "ArgMin", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor",
       "Not", "Max", "Min", "PRelu", "InstanceNormalization", "Sum", "Mean", "GatherElements", "ScatterElements",
       "GatherND", "ScatterND", "OneHot", "TopK", "Trilu", "CumSum", "DepthToSpace", "SpaceToDepth", "Resize",
-      "ConvTranspose", "NegativeLogLikelihoodLoss", "Mod", "GridSample", "RNN", "GRU", "LSTM"};
+      "ConvTranspose", "NegativeLogLikelihoodLoss", "Mod", "GridSample", "RNN", "GRU", "LSTM", "LRN"};
   // clang-format on
   return ops;
 }
 
 const std::set<std::string>& rewritten_ops() {
-  static const std::set<std::string> ops = {"Constant",        "Shape", "Size",     "Dropout", "Squeeze", "Upsample",
-                                            "ConstantOfShape", "Range", "CastLike", "Scatter", "EyeLike"};
+  static const std::set<std::string> ops = {"Constant", "Shape",           "Size",          "Dropout",       "Squeeze",
+                                            "Upsample", "ConstantOfShape", "Range",         "CastLike",      "Scatter",
+                                            "EyeLike",  "HannWindow",      "HammingWindow", "BlackmanWindow"};
   return ops;
 }
 
@@ -73,6 +76,7 @@ bool consumed_attr(const std::string& op, const std::string& a, int64_t opset) {
   if (op == "Upsample") return a == "scales" || a == "mode";
   if (op == "ConstantOfShape") return a == "value";
   if (op == "EyeLike") return a == "dtype" || a == "k";
+  if (op.size() > 6 && op.compare(op.size() - 6, 6, "Window") == 0) return a == "periodic" || a == "output_datatype";
   if (op == "RNN" || op == "GRU" || op == "LSTM") return a == "activations";  // a list: rewrite_attrs joins it
   if (op == "Cast" || op == "CastLike") return a == "saturate";               // opset 19: only float8 targets saturate
   return false;
@@ -462,6 +466,11 @@ Status map_node(Graph& g, const onnx::NodeProto& np, int64_t opset, const std::s
   }
   if ((op == "Shape" || op == "Size") && !ins.empty()) {
     FUSERT_ASSIGN_OR_RETURN(out->constant, shape_value(g, np, g.value(ins[0]).shape));
+    return Status();
+  }
+  if (op == "HannWindow" || op == "HammingWindow" || op == "BlackmanWindow") {
+    FUSERT_ASSIGN_OR_RETURN(Tensor t, window_value(g, np, ins, loc));
+    out->constant = std::move(t);
     return Status();
   }
   if (op == "EyeLike") {

@@ -1,6 +1,7 @@
-// CPU lowering of GridSample (kernels/cpu/grid_sample.h): one opaque step. The CUDA backend runs
-// the same step through its host fallback.
+// CPU lowering of GridSample (kernels/cpu/grid_sample.h) and LRN (kernels/cpu/lrn.h): one opaque
+// step each. The CUDA backend runs the same steps through its host fallback.
 #include "kernels/cpu/grid_sample.h"
+#include "kernels/cpu/lrn.h"
 #include "runtime/cpu/lower_single_util.h"
 #include "runtime/execution_plan.h"
 
@@ -30,6 +31,23 @@ LOWER(GridSample) {
   const ValueId xi = n.inputs[0], gi = n.inputs[1], yi = n.outputs[0];
   s.kernel = "grid_sample";
   s.run = [=](const BufferTable& b) { cpu::grid_sample(p, b.f32(xi), b.f32(gi), b.f32(yi)); };
+  return Status();
+}
+
+LOWER(LRN) {
+  const Node& n = NODE;
+  const Shape x = cpu_lowering::shape_of(g, n.inputs[0]);
+  cpu::LrnParams p;
+  p.n = x[0];
+  p.c = x[1];
+  p.s = shape_numel(x) / std::max<int64_t>(1, x[0] * x[1]);
+  p.size = n.attr_i("size");
+  p.alpha = static_cast<float>(n.attr_f("alpha"));
+  p.beta = static_cast<float>(n.attr_f("beta"));
+  p.bias = static_cast<float>(n.attr_f("bias"));
+  const ValueId xi = n.inputs[0], yi = n.outputs[0];
+  s.kernel = "lrn";
+  s.run = [=](const BufferTable& b) { cpu::lrn(p, b.f32(xi), b.f32(yi)); };
   return Status();
 }
 

@@ -230,3 +230,35 @@ TEST_CASE("onnx import: a run-time If whose branches differ in shape is refused,
   REQUIRE_FALSE(y.ok());
   CHECK(has(y.status().message(), "NonZero x1 (if0/nz)"));
 }
+
+TEST_CASE("onnx import: window functions (folded) and LRN by hand") {
+  const auto window = [](const char* op, int64_t size, int periodic) {
+    auto m = model(17);
+    auto* g = m.mutable_graph();
+    add_i64(g, "size", {size});
+    g->mutable_initializer(0)->clear_dims();  // a scalar
+    int_attr(add_node(g, op, {"size"}, {"y"}, "w"), "periodic", periodic);
+    add_output(g, "y");
+    return one_output(m, {}, "all");
+  };
+  check_f32(window("HannWindow", 4, 1), {4}, {0, 0.5f, 1, 0.5f});  // 0.5 - 0.5 cos(2 pi n / 4)
+  check_f32(window("HannWindow", 3, 0), {3}, {0, 1, 0});           // N = size - 1 = 2
+  check_f32(window("HammingWindow", 2, 1), {2}, {4.f / 46, 1});    // 25/46 - 21/46 cos(pi n)
+  check_f32(window("BlackmanWindow", 2, 1), {2}, {0.42f - 0.5f + 0.08f, 1});
+  for (const char* fusion : {"none", "all"}) {
+    auto m = model(13);
+    auto* g = m.mutable_graph();
+    add_input(g, "x", {1, 2, 1, 1});
+    auto* n = add_node(g, "LRN", {"x"}, {"y"}, "lrn");
+    int_attr(n, "size", 2);
+    for (const char* a : {"alpha", "beta", "bias"}) {
+      auto* f = n->add_attribute();
+      f->set_name(a);
+      f->set_type(onnx::AttributeProto::FLOAT);
+      f->set_f(1.f);
+    }
+    add_output(g, "y");
+    // Channel 0 sums channels 0..1 (1 + 4), channel 1 sums 1..1 (4): 1 / (1 + 5/2), 2 / (1 + 4/2).
+    check_f32(one_output(m, {{"x", Tensor::f32({1, 2, 1, 1}, {1, 2})}}, fusion), {1, 2, 1, 1}, {1 / 3.5f, 2 / 3.f});
+  }
+}
