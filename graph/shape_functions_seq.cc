@@ -271,7 +271,11 @@ Status shape_Cast(ShapeContext& c) {
       break;
     default:
       return c.unsupported() << "Cast to TensorProto type " << to
-                             << " is not supported (1 float, 6 int32, 7 int64, 9 bool)";
+                             << " is not supported (1 float, 6 int32, 7 int64, 9 bool"
+                             << (to == 11 ? "; SessionOptions::f64_as_f32, infer --f64-as-f32, runs a float64 model "
+                                            "in float32"
+                                          : "")
+                             << ")";
   }
   DType from = c.in_dtype(0);
   if (from == DType::kF16 || from == DType::kBF16)

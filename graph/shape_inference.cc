@@ -104,6 +104,8 @@ static bool dtype_free_input(OpKind op, size_t i) {
     case OpKind::kOneHot:
     case OpKind::kNegativeLogLikelihoodLoss:  // targets i64/i32: checked by its shape function
     case OpKind::kIntegerArithmetic:
+    case OpKind::kReverseSequence:
+    case OpKind::kRoiAlign:
     case OpKind::kRNN:  // sequence_lens i32 / i64: checked by the shape functions
     case OpKind::kGRU:
     case OpKind::kLSTM:

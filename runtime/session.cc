@@ -189,7 +189,8 @@ Result<std::unique_ptr<SessionImpl>> SessionImpl::load_impl(const std::string& m
   if (is_onnx_path(model_path)) {
     std::vector<SymbolicDim> dims;
     for (const auto& [name, r] : options.dim_ranges) dims.push_back({name, r.min, r.max, r.opt});
-    FUSERT_ASSIGN_OR_RETURN(s->model_, load_onnx(model_path, options.input_shapes, dims, /*open_dims=*/true));
+    FUSERT_ASSIGN_OR_RETURN(s->model_,
+                            load_onnx(model_path, options.input_shapes, dims, /*open_dims=*/true, options.f64_as_f32));
   } else {
     if (!options.dim_ranges.empty()) {
       return error(StatusCode::kInvalidArgument) << model_path << ": SessionOptions::dim_ranges (--dim) is for ONNX "

@@ -58,11 +58,15 @@ def main():
     for s, c in suites.items():
         lines.append(f"| {s} | {c['passed']} | {c['failed']} | {c['skipped']} |")
     bound = sum(1 for r in rows if r["status"] == "passed" and r.get("bound"))
+    f64 = sum(1 for r in rows if r["status"] == "passed" and r.get("f64"))
+    total = sum(1 for r in rows if r["status"] == "passed")
     lines += ["", f"Counts are case x fusion mode ({len(fusions)} modes). {bound} of the passes had inputs that set a",
               "shape or parameter (Reshape's shape, Slice's starts, Resize's scales, Clip's min/max, ...) bound at",
               "load to the test's values, as fusert requires them to be constants (its shapes are static); the",
               "JSON's `bound` field names them. A case that feeds a zero-size tensor is skipped: fusert's dims are",
-              ">= 1.", "",
+              f">= 1. {f64} of the passes are float64 models run in float32 (`--f64-as-f32`, SessionOptions::"
+              f"f64_as_f32, as the ctest runs; the JSON's `f64` field marks them): without that option "
+              f"{total - f64} pass.", "",
               f"## Node tests per op (fusion {fusions[0]}; a case counts for the ops its name names, else its only op)", "",
               "| op | passed | failed | skipped | why not passed (cases) |", "|---|---|---|---|---|"]
     supported = sorted(op for op, c in per_op.items() if c["passed"])

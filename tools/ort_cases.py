@@ -11,7 +11,8 @@ backend test data leaves out (bidirectional and reverse recurrences, sequence le
                                                  on them with fusion none and all, and fails unless
                                                  every case passed (a skip is a failure here)
 
-Suites: `recurrent` (RNN, GRU, LSTM attribute by attribute, ONNX's tolerances) and `real` (real
+Suites: `recurrent` (RNN, GRU, LSTM attribute by attribute, ONNX's tolerances), `image` (RoiAlign:
+avg and max, sampling ratios, scales, regions partly outside, opset 10's output_half_pixel) and `real` (real
 models from pinned PyPI wheels, each with two test_data_sets of different input sizes run in one
 session, every fusion mode, relative L2 <= 1e-4 besides the element-wise tolerance): Silero VAD
 6.2.3's voice-activity detectors (STFT as a 1-D conv, LSTM, If on the sample rate).
@@ -124,6 +125,13 @@ def recurrent_cases():
                   *recurrent_case("LSTM", 15, peephole=True, direction="bidirectional", lens=[5, 3, 4])))
     cases.append(("lstm_input_forget", *recurrent_case("LSTM", 16, input_forget=1, peephole=True)))
     cases.append(("lstm_activations", *recurrent_case("LSTM", 17, activations=["HardSigmoid", "Tanh", "Softsign"])))
+    # activation_alpha / beta are consumed in order only by the activations that take a value
+    cases.append(("lstm_alpha_mixed", *recurrent_case("LSTM", 18, activations=["Sigmoid", "Tanh", "LeakyRelu"],
+                                                       activation_alpha=[0.3])))
+    cases.append(("gru_alpha_mixed_bidirectional",
+                  *recurrent_case("GRU", 19, direction="bidirectional",
+                                  activations=["Sigmoid", "LeakyRelu", "HardSigmoid", "ThresholdedRelu"],
+                                  activation_alpha=[0.2, 0.3, 0.4], activation_beta=[0.45])))
     return cases
 
 # Real models: (wheel, sha256 of the wheel, member, inputs per test_data_set). An input is a
@@ -207,6 +215,37 @@ def save_sets(root, suite, name, model, feed_sets):
                                                 o.name).SerializeToString())
 
 
+def roi_align_cases():
+    """(name, model, inputs, None): RoiAlign's modes, sampling, scales and regions partly outside."""
+    cases = []
+    rng = np.random.default_rng(40)
+    x = rng.standard_normal([2, 3, 10, 12]).astype(np.float32)
+    rois = np.array([[0, 0, 9, 9], [1.5, 2.25, 7.75, 8.5], [-3, -2, 4, 5], [8, 6, 20, 14], [2, 2, 2.4, 2.2]],
+                    dtype=np.float32)
+    batch = np.array([0, 1, 1, 0, 1], dtype=np.int64)
+    variants = [("avg", {}), ("max", {"mode": "max"}), ("sampling2", {"sampling_ratio": 2}),
+                ("scale_half", {"spatial_scale": 0.5, "output_height": 3, "output_width": 4}),
+                ("max_sampling3", {"mode": "max", "sampling_ratio": 3, "output_height": 2, "output_width": 5}),
+                ("output_half_pixel", {"coordinate_transformation_mode": "output_half_pixel"}),
+                ("opset10", {"opset": 10, "output_height": 4, "output_width": 3})]
+    for name, attrs in variants:
+        attrs = dict(attrs)
+        opset = attrs.pop("opset", 16)
+        attrs.setdefault("output_height", 5)
+        attrs.setdefault("output_width", 5)
+        node = helper.make_node("RoiAlign", ["X", "rois", "batch_indices"], ["Y"], **attrs)
+        inputs = [helper.make_tensor_value_info("X", TensorProto.FLOAT, x.shape),
+                  helper.make_tensor_value_info("rois", TensorProto.FLOAT, rois.shape),
+                  helper.make_tensor_value_info("batch_indices", TensorProto.INT64, batch.shape)]
+        out = helper.make_tensor_value_info("Y", TensorProto.FLOAT, [])
+        out.type.tensor_type.ClearField("shape")
+        graph = helper.make_graph([node], "roi_align_case", inputs, [out])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        model.ir_version = 8
+        cases.append((f"roialign_{name}", model, {"X": x, "rois": rois, "batch_indices": batch}, None))
+    return cases
+
+
 def save_case(root, suite, name, model, feeds, reference=None):
     d = os.path.join(root, suite, name)
     data = os.path.join(d, "test_data_set_0")
@@ -229,6 +268,8 @@ def write(out):
     cases = recurrent_cases()
     for name, model, feeds, reference in cases:
         save_case(out, "recurrent", name, model, feeds, reference)
+    for name, model, feeds, reference in roi_align_cases():
+        save_case(out, "image", name, model, feeds, reference)
     real = real_cases(os.path.join(ROOT, ".cache", "wheels"))
     for name, model, feed_sets in real:
         save_sets(out, "real", name, model, feed_sets)
@@ -239,7 +280,7 @@ def write(out):
 def check(out, conformance):
     write(out)
     js, js_real = os.path.join(out, "result.json"), os.path.join(out, "result_real.json")
-    rc = subprocess.call([conformance, "--data", out, "--suites", "recurrent", "--json", js])
+    rc = subprocess.call([conformance, "--data", out, "--suites", "recurrent,image", "--json", js])
     rc |= subprocess.call([conformance, "--data", out, "--suites", "real", "--json", js_real, "--fusion",
                            "none,all,vertical,horizontal,cross,compound", "--rel-l2", "1e-4"])
     results = json.load(open(js)) + json.load(open(js_real))

@@ -25,6 +25,9 @@ timing.
   --dim NAME=MIN:MAX[:OPT] ONNX models: give symbolic dim NAME (its dim_param, or INPUT.D for an
                           unnamed one) a range, planned at OPT (default MIN); --batch N then
                           runs N, e.g. --dim unk__653=1:64
+  --f64-as-f32            ONNX models: run a float64 model in float32 (its float64 inputs and
+                          outputs as float32), as OpenVINO's CPU plugin does; without it a
+                          float64 input is an error
   --weights W.safetensors weights file (default: the model's own file if it declares one,
                           else seeded weights)
   --seeded                use seeded weights even if the model has a weights file (an ONNX
@@ -153,6 +156,10 @@ Result<InferOptions> parse_args(int argc, char** argv) {
     }
     if (a == "--seeded") {
       o.session.seeded = true;
+      continue;
+    }
+    if (a == "--f64-as-f32") {
+      o.session.f64_as_f32 = true;
       continue;
     }
     if (a == "--explain") {

@@ -86,8 +86,11 @@ class EinsumWriter {
         const int64_t n = shapes[i][d];
         auto it = size_.find(c);
         if (it != size_.end() && it->second != n) {
-          return error(StatusCode::kShapeMismatch) << loc_.str() << ": letter '" << c << "' is " << it->second
-                                                   << " in one operand and " << n << " in operand " << i;
+          const bool dots = c >= 'A' && c <= 'Z';  // a dim of "..."
+          return error(StatusCode::kShapeMismatch)
+                 << loc_.str() << ": " << (dots ? "a dim of '...'" : std::string("letter '") + c + "'") << " is "
+                 << it->second << " in one operand and " << n << " in operand " << i
+                 << " (fusert's Einsum does not broadcast a size-1 dim)";
         }
         size_[c] = n;
       }
@@ -169,19 +172,20 @@ class EinsumWriter {
   // The dims an operand's "..." stands for (0 without one); checks its letters.
   Result<size_t> ellipsis_dims(const std::string& eq, const std::string& t, size_t rank) {
     const size_t dots = t.find("...");
+    for (size_t k = 0; k < t.size(); ++k) {
+      const char c = t[k];
+      const bool in_dots = dots != std::string::npos && k >= dots && k < dots + 3;
+      if (c >= 'A' && c <= 'Z')
+        return error(StatusCode::kUnsupported)
+               << loc_.str() << ": equation '" << eq << "' uses capital letters (fusert keeps them for '...')";
+      if (!in_dots && !(c >= 'a' && c <= 'z'))
+        return error(StatusCode::kParseError) << loc_.str() << ": equation '" << eq << "' is malformed: operand '" << t
+                                              << "' has '" << c << "' (letters a-z and one '...')";
+    }
     const size_t named = t.size() - (dots == std::string::npos ? 0 : 3);
     if ((dots == std::string::npos && named != rank) || (dots != std::string::npos && named > rank)) {
       return error(StatusCode::kShapeMismatch) << loc_.str() << ": operand '" << t << "' of equation '" << eq
                                                << "' names " << named << " dims of a rank-" << rank << " input";
-    }
-    for (size_t k = 0; k < t.size(); ++k) {
-      const char c = t[k];
-      const bool in_dots = dots != std::string::npos && k >= dots && k < dots + 3;
-      if (!in_dots && !(c >= 'a' && c <= 'z') && !(c >= 'A' && c <= 'Z'))
-        return error(StatusCode::kParseError) << loc_.str() << ": equation '" << eq << "' has '" << c << "'";
-      if (c >= 'A' && c <= 'Z')
-        return error(StatusCode::kUnsupported)
-               << loc_.str() << ": equation '" << eq << "' uses capital letters (fusert keeps them for '...')";
     }
     return dots == std::string::npos ? 0 : rank - named;
   }
@@ -236,6 +240,9 @@ Result<Expansion> einsum(const Graph& g, const onnx::NodeProto& np, const std::s
   for (const std::string& in : np.input()) {
     const ValueId v = g.find_value(in);
     if (v == kNoValue) return error(StatusCode::kParseError) << loc.str() << ": input '" << in << "' is not computed";
+    if (g.value(v).dtype != DType::kF32)
+      return error(StatusCode::kUnsupported) << loc.str() << ": input '" << in << "' is "
+                                             << dtype_name(g.value(v).dtype) << " (fusert's Einsum computes in f32)";
     shapes.push_back(g.value(v).shape);
   }
   if (shapes.empty()) return error(StatusCode::kParseError) << loc.str() << ": Einsum has no inputs";

@@ -434,8 +434,18 @@ Result<std::optional<Expansion>> expand_node(const Graph& g, const onnx::NodePro
     FUSERT_ASSIGN_OR_RETURN(Expansion e, einsum(g, np, name, loc));
     return std::optional<Expansion>(std::move(e));
   }
-  if (op == "GlobalMaxPool") return std::optional<Expansion>(global_max_pool(g, np, name));
-  if (op == "IsNaN" || op == "IsInf") return std::optional<Expansion>(is_nan_inf(g, np, name));
+  const Value& x0 = g.value(g.find_value(np.input(0)));
+  if (op == "GlobalMaxPool") {
+    if (x0.shape.size() < 3)
+      return error(StatusCode::kShapeMismatch)
+             << loc.str() << ": input " << shape_str(x0.shape) << " must be [N, C, d1, ...] (rank >= 3)";
+    return std::optional<Expansion>(global_max_pool(g, np, name));
+  }
+  if (op == "IsNaN" || op == "IsInf") {
+    if (x0.dtype != DType::kF32)
+      return error(StatusCode::kUnsupported) << loc.str() << ": input is " << dtype_name(x0.dtype) << " (f32)";
+    return std::optional<Expansion>(is_nan_inf(g, np, name));
+  }
   if (op == "MeanVarianceNormalization") return std::optional<Expansion>(mean_variance_norm(g, np, name));
   const bool stats = !output_at(np, 1).empty() || !output_at(np, 2).empty();
   if (op == "LayerNormalization" && stats) {

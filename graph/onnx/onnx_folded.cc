@@ -114,7 +114,9 @@ Result<Tensor> eye_like_value(const Graph& g, const onnx::NodeProto& np, const s
     return error(StatusCode::kShapeMismatch) << loc.str() << ": EyeLike input " << shape_str(s) << " is not 2-D";
   DType t = g.value(ins[0]).dtype;
   if (const auto* a = find_attr(np, "dtype")) {
-    if (!dtype_of(static_cast<int>(a->i()), &t) || t == DType::kF16 || t == DType::kBF16)
+    const int64_t code = a->i();  // float16, bfloat16, float64 read as f32 elsewhere: not as a target
+    if (!dtype_of(static_cast<int>(code), &t) || code == onnx::TensorProto::FLOAT16 ||
+        code == onnx::TensorProto::BFLOAT16 || code == onnx::TensorProto::DOUBLE)
       return error(StatusCode::kUnsupported)
              << loc.str() << ": EyeLike dtype " << a->i() << " (fusert's tensors are float, int64, int32 or bool)";
   }
@@ -162,7 +164,7 @@ Result<Tensor> window_value(const Graph& g, const onnx::NodeProto& np, const std
   Tensor y(DType::kF32, {size});
   const double pi = 3.14159265358979323846;
   for (int64_t n = 0; n < size; ++n) {
-    const double t = n_div > 0 ? 2.0 * pi * static_cast<double>(n) / n_div : 0.0;
+    const double t = 2.0 * pi * static_cast<double>(n) / n_div;  // size 1, symmetric: 0 / 0, NaN as ORT gives
     y.f32()[n] = static_cast<float>(a0 - a1 * std::cos(t) + a2 * std::cos(2.0 * t));
   }
   return y;

@@ -14,6 +14,7 @@
 #include "graph/base/file.h"
 #include "graph/onnx/onnx_dims.h"
 #include "graph/onnx/onnx_expand.h"
+#include "graph/onnx/onnx_f64.h"
 #include "graph/onnx/onnx_ops.h"
 #include "graph/onnx/onnx_tensor.h"
 #include "graph/passes/pass.h"
@@ -139,8 +140,8 @@ class Importer {
   }
 
  public:
-  Importer(std::string path, int64_t opset, const std::vector<SymbolicDim>& dims, const DimValues* at)
-      : path_(std::move(path)), opset_(opset), at_(at) {
+  Importer(std::string path, int64_t opset, const std::vector<SymbolicDim>& dims, const DimValues* at, bool f64_as_f32)
+      : path_(std::move(path)), opset_(opset), at_(at), f64_as_f32_(f64_as_f32) {
     for (const SymbolicDim& d : dims) dims_[d.name] = d;
     base_dir_ = std::filesystem::path(path_).parent_path().string();
     if (base_dir_.empty()) base_dir_ = ".";
@@ -148,7 +149,7 @@ class Importer {
 
   Status run(const onnx::ModelProto& m, const std::map<std::string, Shape>& bindings, ModelSpec* spec) {
     const onnx::GraphProto& gp = m.graph();
-    FUSERT_RETURN_IF_ERROR(onnx_import::check_supported(gp, opset_, path_));
+    FUSERT_RETURN_IF_ERROR(onnx_import::check_supported(gp, opset_, path_, f64_as_f32_));
     Graph& g = spec->graph;
     g.name = gp.name().empty() ? std::filesystem::path(path_).stem().string() : gp.name();
     g.source_file = path_;
@@ -164,11 +165,15 @@ class Importer {
       if (init_names.count(in.name())) continue;  // opsets < 9 list initializers as inputs too
       DType dt;
       const int et = in.type().tensor_type().elem_type();
-      if (!onnx_import::dtype_of(et, &dt) || et == onnx::TensorProto::DOUBLE || et == onnx::TensorProto::FLOAT16 ||
-          et == onnx::TensorProto::BFLOAT16) {
+      if (!onnx_import::dtype_of(et, &dt) || (et == onnx::TensorProto::DOUBLE && !f64_as_f32_) ||
+          et == onnx::TensorProto::FLOAT16 || et == onnx::TensorProto::BFLOAT16) {
         return error(StatusCode::kUnsupported)
                << path_ << ": input '" << in.name() << "' is " << onnx_import::elem_type_name(et)
-               << " (fusert's inputs are float, int64, int32 or bool)";
+               << " (fusert's inputs are float, int64, int32 or bool"
+               << (et == onnx::TensorProto::DOUBLE ? "; SessionOptions::f64_as_f32, infer --f64-as-f32, runs a "
+                                                     "float64 model in float32"
+                                                   : "")
+               << ")";
       }
       // Dims kept symbolic take their value at `at` (each one's opt when null) first.
       std::vector<std::string> symbols;
@@ -252,6 +257,7 @@ class Importer {
     onnx_import::Mapped mapped;
     const std::string name = np.name().empty() ? np.op_type() + "_" + std::to_string(i) : np.name();
     const SourceLoc loc{path_, 0, 0, "node #" + std::to_string(i) + " '" + name + "' (" + np.op_type() + ")"};
+    if (f64_as_f32_ && onnx_import::names_f64(np)) return add_node(g, onnx_import::f64_as_f32(np), i, opset);
     FUSERT_ASSIGN_OR_RETURN(std::optional<onnx_import::Expansion> expanded,
                             onnx_import::expand_node(g, np, opset, name, loc));
     if (expanded) {
@@ -307,6 +313,7 @@ class Importer {
   std::string path_, base_dir_;
   int64_t opset_;
   const DimValues* at_;
+  bool f64_as_f32_;
   std::map<std::string, SymbolicDim> dims_;
 
  public:
@@ -322,7 +329,7 @@ namespace {
 // already read, else it is read here.
 Result<ModelSpec> load_onnx_at(const std::string& path, const onnx::ModelProto* parsed,
                                const std::map<std::string, Shape>& input_shapes, const std::vector<SymbolicDim>& dims,
-                               const DimValues* at) {
+                               const DimValues* at, bool f64) {
   onnx::ModelProto read;
   if (!parsed) {
     FUSERT_ASSIGN_OR_RETURN(read, parse_model(path));
@@ -333,7 +340,7 @@ Result<ModelSpec> load_onnx_at(const std::string& path, const onnx::ModelProto* 
   spec.path = path;
   spec.base_dir = std::filesystem::path(path).parent_path().string();
   if (!m.doc_string().empty()) spec.description = m.doc_string();
-  Importer imp(path, opset, dims, at);
+  Importer imp(path, opset, dims, at, f64);
   FUSERT_RETURN_IF_ERROR(imp.run(m, input_shapes, &spec));
   for (const SymbolicDim& d : dims) {
     if (!imp.used_.count(d.name) && !d.open) {
@@ -351,8 +358,8 @@ Result<ModelSpec> load_onnx_at(const std::string& path, const onnx::ModelProto* 
     spec.input_dims.clear();
     return spec;
   }
-  spec.expand_at = [path, input_shapes, dims](const DimValues& v) {
-    return load_onnx_at(path, nullptr, input_shapes, dims, &v);
+  spec.expand_at = [path, input_shapes, dims, f64](const DimValues& v) {
+    return load_onnx_at(path, nullptr, input_shapes, dims, &v, f64);
   };
   return spec;
 }
@@ -374,8 +381,8 @@ std::vector<SymbolicDim> first_dims(std::vector<SymbolicDim> dims, const std::ve
 // op, a bad --dim) is the model's and is returned as it is; a file that does not parse at once.
 Result<ModelSpec> import_open(const std::string& path, const onnx::ModelProto& m,
                               const std::map<std::string, Shape>& input_shapes, const std::vector<SymbolicDim>& dims,
-                              const std::vector<onnx_import::OpenDim>& open) {
-  if (open.empty()) return load_onnx_at(path, &m, input_shapes, dims, nullptr);
+                              const std::vector<onnx_import::OpenDim>& open, bool f64) {
+  if (open.empty()) return load_onnx_at(path, &m, input_shapes, dims, nullptr, f64);
   Status first;
   std::vector<SymbolicDim> all;
   std::string tried;
@@ -388,7 +395,7 @@ Result<ModelSpec> import_open(const std::string& path, const onnx::ModelProto& m
     }
     if (open_str(all) == tried) continue;  // only batch dims: one size
     tried = open_str(all);
-    Result<ModelSpec> spec = load_onnx_at(path, &m, input_shapes, all, nullptr);
+    Result<ModelSpec> spec = load_onnx_at(path, &m, input_shapes, all, nullptr, f64);
     if (spec.ok()) return spec;
     const StatusCode c = spec.status().code();
     if (c == StatusCode::kParseError || c == StatusCode::kNotFound || c == StatusCode::kIoError) return spec.status();
@@ -431,15 +438,15 @@ Status probe_open(ModelSpec& spec) {
 }  // namespace
 
 Result<ModelSpec> load_onnx(const std::string& path, const std::map<std::string, Shape>& input_shapes,
-                            const std::vector<SymbolicDim>& dims, bool open_dims) {
+                            const std::vector<SymbolicDim>& dims, bool open_dims, bool f64_as_f32) {
   if (!open_dims) {
-    FUSERT_ASSIGN_OR_RETURN(ModelSpec spec, load_onnx_at(path, nullptr, input_shapes, dims, nullptr));
+    FUSERT_ASSIGN_OR_RETURN(ModelSpec spec, load_onnx_at(path, nullptr, input_shapes, dims, nullptr, f64_as_f32));
     FUSERT_RETURN_IF_ERROR(mark_symbolic(spec));
     return spec;
   }
   FUSERT_ASSIGN_OR_RETURN(onnx::ModelProto m, parse_model(path));
   const std::vector<onnx_import::OpenDim> open = onnx_import::open_dims(m.graph(), input_shapes, dims);
-  FUSERT_ASSIGN_OR_RETURN(ModelSpec spec, import_open(path, m, input_shapes, dims, open));
+  FUSERT_ASSIGN_OR_RETURN(ModelSpec spec, import_open(path, m, input_shapes, dims, open, f64_as_f32));
   FUSERT_RETURN_IF_ERROR(probe_open(spec));
   return spec;
 }

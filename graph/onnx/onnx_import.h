@@ -36,8 +36,14 @@ bool is_onnx_path(const std::string& path);
 /// 224, 256, 320, ..., 640; another dim at 128, 64, ...) and probed at a second size for the
 /// constants that follow the dims. When no size imports, the error is the first size's with
 /// the sizes named.
+///
+/// `f64_as_f32` (SessionOptions::f64_as_f32, `infer --f64-as-f32`): a float64 model runs in
+/// float32 (its float64 inputs and outputs become float32, Casts to float64 Casts to float32), as
+/// OpenVINO's CPU plugin runs one; results differ from a float64 run by float32 rounding. Off,
+/// a float64 input is kUnsupported. (Float64 initializers and constants are read as float32
+/// either way.)
 Result<ModelSpec> load_onnx(const std::string& path, const std::map<std::string, Shape>& input_shapes = {},
-                            const std::vector<SymbolicDim>& dims = {}, bool open_dims = false);
+                            const std::vector<SymbolicDim>& dims = {}, bool open_dims = false, bool f64_as_f32 = false);
 
 /// `--shape` (infer, fusert-convert): "input=1x3x224x224" into (*bindings)["input"] =
 /// {1, 3, 224, 224}. Errors: kInvalidArgument quoting `v`.

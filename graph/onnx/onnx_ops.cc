@@ -49,7 +49,7 @@ const std::set<std::string>& direct_ops() {
       "ArgMax", "ArgMin", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor",
       "Not", "Max", "Min", "PRelu", "InstanceNormalization", "Sum", "Mean", "GatherElements", "ScatterElements",
       "GatherND", "ScatterND", "OneHot", "TopK", "Trilu", "CumSum", "DepthToSpace", "SpaceToDepth", "Resize",
-      "ConvTranspose", "NegativeLogLikelihoodLoss", "Mod", "GridSample", "RNN", "GRU", "LSTM", "LRN"};
+      "ConvTranspose", "NegativeLogLikelihoodLoss", "Mod", "GridSample", "RNN", "GRU", "LSTM", "LRN", "ReverseSequence", "Det", "RoiAlign"};
   // clang-format on
   return ops;
 }
@@ -321,6 +321,10 @@ Status rewrite_attrs(const Graph& g, const onnx::NodeProto& np, int64_t opset, c
       for (const std::string& f : a->strings())
         n.attrs["activations"].s += (n.attrs["activations"].s.empty() ? "" : ",") + f;
   }
+  if (op == "RoiAlign" && opset < 16) {  // opset 10 has no coordinate_transformation_mode: its regions start at
+    n.attrs["coordinate_transformation_mode"].type = AttrType::kString;  // the pixel corner
+    n.attrs["coordinate_transformation_mode"].s = "output_half_pixel";
+  }
   if (n.op == OpKind::kIntegerArithmetic) {  // ONNX's op name, lower case
     n.attrs["op"].type = AttrType::kString;
     for (char ch : op) n.attrs["op"].s += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
@@ -373,7 +377,7 @@ using Findings = std::map<std::string, std::pair<int, std::vector<std::string>>>
 
 // The unsupported op types and attributes of `g`'s nodes and of the subgraphs of its If nodes
 // (named "<If node>/<node>").
-void find_unsupported(const onnx::GraphProto& g, int64_t opset, const std::string& scope, Findings* ops_out,
+void find_unsupported(const onnx::GraphProto& g, int64_t opset, const std::string& scope, bool f64, Findings* ops_out,
                       Findings* attrs_out) {
   Findings &ops = *ops_out, &attrs = *attrs_out;
   // CastLike takes its target from input 1's dtype; an initializer of float16 or double decodes
@@ -388,7 +392,7 @@ void find_unsupported(const onnx::GraphProto& g, int64_t opset, const std::strin
     if (op == "CastLike" && np.input_size() > 1 && init_types.count(np.input(1))) {
       const int t = init_types[np.input(1)];
       if (t != onnx::TensorProto::FLOAT && t != onnx::TensorProto::INT32 && t != onnx::TensorProto::INT64 &&
-          t != onnx::TensorProto::BOOL) {
+          t != onnx::TensorProto::BOOL && !(f64 && t == onnx::TensorProto::DOUBLE)) {
         auto& e = ops[std::string("CastLike to ") + elem_type_name(t)];
         if (e.first++ < 3) e.second.push_back(name);
         continue;
@@ -413,15 +417,15 @@ void find_unsupported(const onnx::GraphProto& g, int64_t opset, const std::strin
     }
     if (op != "If") continue;
     for (const auto& a : np.attribute())
-      if (a.has_g()) find_unsupported(a.g(), opset, name + "/", ops_out, attrs_out);
+      if (a.has_g()) find_unsupported(a.g(), opset, name + "/", f64, ops_out, attrs_out);
   }
 }
 
 }  // namespace
 
-Status check_supported(const onnx::GraphProto& g, int64_t opset, const std::string& path) {
+Status check_supported(const onnx::GraphProto& g, int64_t opset, const std::string& path, bool f64_as_f32) {
   Findings ops, attrs;
-  find_unsupported(g, opset, "", &ops, &attrs);
+  find_unsupported(g, opset, "", f64_as_f32, &ops, &attrs);
   if (ops.empty() && attrs.empty()) return Status();
   std::ostringstream os;
   os << path << ": unsupported by fusert:";

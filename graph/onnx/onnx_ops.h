@@ -13,8 +13,9 @@
 namespace fusert::onnx_import {
 
 /// One error (kUnsupported) listing every unsupported op type (count, first node names) and
-/// every unsupported attribute of `g`; ok when there is none.
-Status check_supported(const onnx::GraphProto& g, int64_t opset, const std::string& path);
+/// every unsupported attribute of `g`; ok when there is none. `f64_as_f32`: a CastLike to a
+/// float64 initializer is a Cast to float32.
+Status check_supported(const onnx::GraphProto& g, int64_t opset, const std::string& path, bool f64_as_f32 = false);
 
 /// A node as fusert has it, or the constant it computes (Constant, Shape, Size).
 struct Mapped {

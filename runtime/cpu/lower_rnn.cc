@@ -13,33 +13,37 @@ namespace {
 
 using cpu_lowering::shape_of;
 
-// ONNX's activation names with their default alpha and beta.
-bool activation_of(const std::string& name, cpu::RnnActivation* a) {
+// ONNX's activation names with their default alpha and beta, and which of the two each takes.
+bool activation_of(const std::string& name, cpu::RnnActivation* a, bool* takes_alpha, bool* takes_beta) {
   static const struct {
     const char* name;
     cpu::RnnAct f;
     float alpha, beta;
-  } table[] = {{"Sigmoid", cpu::RnnAct::kSigmoid, 0, 0},
-               {"Tanh", cpu::RnnAct::kTanh, 0, 0},
-               {"Relu", cpu::RnnAct::kRelu, 0, 0},
-               {"HardSigmoid", cpu::RnnAct::kHardSigmoid, 0.2f, 0.5f},
-               {"LeakyRelu", cpu::RnnAct::kLeakyRelu, 0.01f, 0},
-               {"ThresholdedRelu", cpu::RnnAct::kThresholdedRelu, 1, 0},
-               {"ScaledTanh", cpu::RnnAct::kScaledTanh, 1, 1},
-               {"Affine", cpu::RnnAct::kAffine, 1, 0},
-               {"Elu", cpu::RnnAct::kElu, 1, 0},
-               {"Softsign", cpu::RnnAct::kSoftsign, 0, 0},
-               {"Softplus", cpu::RnnAct::kSoftplus, 0, 0}};
+    bool alpha_used, beta_used;
+  } table[] = {{"Sigmoid", cpu::RnnAct::kSigmoid, 0, 0, false, false},
+               {"Tanh", cpu::RnnAct::kTanh, 0, 0, false, false},
+               {"Relu", cpu::RnnAct::kRelu, 0, 0, false, false},
+               {"HardSigmoid", cpu::RnnAct::kHardSigmoid, 0.2f, 0.5f, true, true},
+               {"LeakyRelu", cpu::RnnAct::kLeakyRelu, 0.01f, 0, true, false},
+               {"ThresholdedRelu", cpu::RnnAct::kThresholdedRelu, 1, 0, true, false},
+               {"ScaledTanh", cpu::RnnAct::kScaledTanh, 1, 1, true, true},
+               {"Affine", cpu::RnnAct::kAffine, 1, 0, true, true},
+               {"Elu", cpu::RnnAct::kElu, 1, 0, true, false},
+               {"Softsign", cpu::RnnAct::kSoftsign, 0, 0, false, false},
+               {"Softplus", cpu::RnnAct::kSoftplus, 0, 0, false, false}};
   for (const auto& e : table) {
     if (name != e.name) continue;
     *a = cpu::RnnActivation{e.f, e.alpha, e.beta};
+    *takes_alpha = e.alpha_used;
+    *takes_beta = e.beta_used;
     return true;
   }
   return false;
 }
 
 // The node's activations for every direction (defaults filled, one direction's list repeated for
-// the other), each alpha / beta from the lists at its own position when given.
+// the other); activation_alpha / activation_beta are consumed in order by the activations that
+// take a value (ONNX Runtime's reading), the others keep their defaults.
 Result<std::vector<cpu::RnnActivation>> activations(const Node& n, cpu::RnnKind kind, int dirs) {
   std::vector<std::string> names;
   std::stringstream ss(n.attr_s("activations"));
@@ -61,13 +65,15 @@ Result<std::vector<cpu::RnnActivation>> activations(const Node& n, cpu::RnnKind 
   const std::vector<double>& alpha = n.attrs.at("activation_alpha").floats;
   const std::vector<double>& beta = n.attrs.at("activation_beta").floats;
   std::vector<cpu::RnnActivation> out;
+  size_t ia = 0, ib = 0;  // the lists are consumed in order by the activations that take a value
   for (size_t k = 0; k < names.size(); ++k) {
     cpu::RnnActivation a;
-    if (!activation_of(names[k], &a))
+    bool takes_alpha = false, takes_beta = false;
+    if (!activation_of(names[k], &a, &takes_alpha, &takes_beta))
       return error(StatusCode::kUnsupported)
              << "node '" << n.name << "' (" << op_name(n.op) << "): activation '" << names[k] << "'";
-    if (k < alpha.size()) a.alpha = static_cast<float>(alpha[k]);
-    if (k < beta.size()) a.beta = static_cast<float>(beta[k]);
+    if (takes_alpha && ia < alpha.size()) a.alpha = static_cast<float>(alpha[ia++]);
+    if (takes_beta && ib < beta.size()) a.beta = static_cast<float>(beta[ib++]);
     out.push_back(a);
   }
   return out;

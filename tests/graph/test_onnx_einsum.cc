@@ -113,4 +113,10 @@ TEST_CASE("onnx import: Einsum refuses a diagonal and a letter of two sizes") {
   y = run_einsum("ij,jk->ik", {{2, 3}, {4, 2}}, {seq(6, 1), seq(8, 1)}, "all");
   REQUIRE_FALSE(y.ok());
   CHECK(has(y.status().message(), "letter 'j' is 3 in one operand and 4 in operand 1"));
+  y = run_einsum("..ij,jk->ik", {{2, 3}, {3, 2}}, {seq(6, 1), seq(6, 1)}, "all");
+  REQUIRE_FALSE(y.ok());
+  CHECK(has(y.status().message(), "is malformed"));
+  y = run_einsum("...ij,...jk->...ik", {{1, 2, 3}, {5, 3, 2}}, {seq(6, 1), seq(30, 1)}, "all");
+  REQUIRE_FALSE(y.ok());
+  CHECK(has(y.status().message(), "a dim of '...' is 1 in one operand and 5"));
 }

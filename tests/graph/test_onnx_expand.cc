@@ -231,6 +231,25 @@ TEST_CASE("onnx import: a run-time If whose branches differ in shape is refused,
   CHECK(has(y.status().message(), "NonZero x1 (if0/nz)"));
 }
 
+TEST_CASE("onnx import: GlobalMaxPool of rank 2 and IsNaN of integers are errors") {
+  auto m = model(13);
+  auto* g = m.mutable_graph();
+  add_input(g, "x", {2, 3});
+  add_node(g, "GlobalMaxPool", {"x"}, {"y"}, "gmp");
+  add_output(g, "y");
+  auto y = run_graph(m, {{"x", Tensor::f32({2, 3}, {1, 2, 3, 4, 5, 6})}});
+  REQUIRE_FALSE(y.ok());
+  CHECK(has(y.status().message(), "must be [N, C, d1, ...]"));
+  auto n = model(13);
+  auto* h = n.mutable_graph();
+  add_input(h, "x", {2}, "", -1, onnx::TensorProto::INT64);
+  add_node(h, "IsNaN", {"x"}, {"y"}, "isnan");
+  add_output(h, "y");
+  y = run_graph(n, {});
+  REQUIRE_FALSE(y.ok());
+  CHECK(y.status().code() == StatusCode::kUnsupported);
+}
+
 TEST_CASE("onnx import: window functions (folded) and LRN by hand") {
   const auto window = [](const char* op, int64_t size, int periodic) {
     auto m = model(17);
@@ -245,6 +264,7 @@ TEST_CASE("onnx import: window functions (folded) and LRN by hand") {
   check_f32(window("HannWindow", 3, 0), {3}, {0, 1, 0});           // N = size - 1 = 2
   check_f32(window("HammingWindow", 2, 1), {2}, {4.f / 46, 1});    // 25/46 - 21/46 cos(pi n)
   check_f32(window("BlackmanWindow", 2, 1), {2}, {0.42f - 0.5f + 0.08f, 1});
+  check_f32(window("HannWindow", 1, 0), {1}, {std::numeric_limits<float>::quiet_NaN()});  // 0 / 0, as ORT
   for (const char* fusion : {"none", "all"}) {
     auto m = model(13);
     auto* g = m.mutable_graph();
@@ -261,4 +281,29 @@ TEST_CASE("onnx import: window functions (folded) and LRN by hand") {
     // Channel 0 sums channels 0..1 (1 + 4), channel 1 sums 1..1 (4): 1 / (1 + 5/2), 2 / (1 + 4/2).
     check_f32(one_output(m, {{"x", Tensor::f32({1, 2, 1, 1}, {1, 2})}}, fusion), {1, 2, 1, 1}, {1 / 3.5f, 2 / 3.f});
   }
+}
+
+TEST_CASE("onnx import: a float64 model runs in float32 with f64_as_f32, else names the option") {
+  auto m = model(13);
+  auto* g = m.mutable_graph();
+  add_input(g, "x", {2}, "", -1, onnx::TensorProto::DOUBLE);
+  add_f32(g, "c", {2}, {0.5f, -1});
+  auto* cast = add_node(g, "Cast", {"c"}, {"c64"}, "cast");
+  int_attr(cast, "to", onnx::TensorProto::DOUBLE);
+  add_node(g, "Mul", {"x", "c64"}, {"y"}, "mul");
+  add_output(g, "y");
+  const std::string path = save(m, "f64.onnx");
+  SessionOptions opt;
+  opt.threads = 1;
+  auto refused = Session::load(path, opt);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(has(refused.status().message(), "input 'x' is double"));
+  CHECK(has(refused.status().message(), "f64_as_f32"));
+  opt.f64_as_f32 = true;
+  auto s = Session::load(path, opt);
+  REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+  CHECK((*s)->inputs()[0].dtype == DType::kF32);
+  auto y = (*s)->run({{"x", Tensor::f32({2}, {4, 3})}});
+  REQUIRE_MESSAGE(y.ok(), y.status().to_string());
+  check_f32(y->at("y"), {2}, {2, -3});
 }

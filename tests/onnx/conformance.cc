@@ -16,7 +16,8 @@
 //   onnx_conformance [--data DIR] [--suites node,simple,...] [--fusion none,all] [--filter S]
 //                    [--json OUT] [--rtol R] [--atol A] [--rel-l2 L] [--verbose]
 // (--rtol / --atol: the element-wise tolerances, ONNX's 1e-3 / 1e-7 by default; --rel-l2: also
-// bound each float output's relative L2 error)
+// bound each float output's relative L2 error; --f64-as-f32: run float64 models in float32,
+// SessionOptions::f64_as_f32, counted apart as "float64 models run in float32")
 // Prints every failed case, the skipped ones with --verbose, and `N passed, N failed, N
 // skipped` per suite; exit 1 when a case failed, 2 on bad usage or no test data.
 #include <onnx/onnx_pb.h>
@@ -48,6 +49,7 @@ struct Outcome {
   std::string suite, name, fusion, status, reason;  // status: passed, failed, skipped
   std::vector<std::string> ops;
   std::vector<std::string> bound;  // graph inputs bound at load (shape/parameter inputs)
+  bool f64 = false;                // a float64 model, run in float32 (--f64-as-f32)
 };
 
 // Input positions that set a shape or a parameter fusert needs at load, per op type.
@@ -128,6 +130,38 @@ struct Tolerance {
   double rtol = 1e-3, atol = 1e-7, rel_l2 = 0;
 };
 Tolerance g_tol;
+bool g_f64_as_f32 = false;  // --f64-as-f32: SessionOptions::f64_as_f32
+
+// Whether the serialized float64 TensorProto at `pb` holds a finite value beyond float32's range
+// (f64_as_f32 cannot represent it).
+bool beyond_f32(const fs::path& pb) {
+  std::ifstream f(pb, std::ios::binary);
+  onnx::TensorProto t;
+  if (!f || !t.ParseFromIstream(&f) || t.data_type() != onnx::TensorProto::DOUBLE) return false;
+  std::vector<double> v(t.double_data().begin(), t.double_data().end());
+  for (size_t k = 0; k + 8 <= t.raw_data().size(); k += 8) {
+    double d;
+    std::memcpy(&d, t.raw_data().data() + k, 8);
+    v.push_back(d);
+  }
+  for (double d : v)
+    if (std::isfinite(d) && std::fabs(d) > 3.4028234663852886e38) return true;
+  return false;
+}
+
+// Whether the model at `path` has a float64 input or output, or casts to float64.
+bool uses_f64(const fs::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  onnx::ModelProto m;
+  if (!f || !m.ParseFromIstream(&f)) return false;
+  for (const auto* list : {&m.graph().input(), &m.graph().output()})
+    for (const auto& v : *list)
+      if (v.type().tensor_type().elem_type() == onnx::TensorProto::DOUBLE) return true;
+  for (const auto& n : m.graph().node())
+    for (const auto& a : n.attribute())
+      if ((n.op_type() == "Cast" && a.name() == "to") && a.i() == onnx::TensorProto::DOUBLE) return true;
+  return false;
+}
 
 std::string compare(const Tensor& got, const Tensor& want, double rtol, double atol) {
   if (got.shape() != want.shape()) {
@@ -259,6 +293,8 @@ Outcome run_case(const fs::path& dir, const std::string& suite, const std::strin
   SessionOptions opt;
   opt.threads = 1;
   opt.fusion = fusion;
+  opt.f64_as_f32 = g_f64_as_f32;
+  o.f64 = g_f64_as_f32 && uses_f64(dir / "model.onnx");
   auto s = Session::load((dir / "model.onnx").string(), opt);
   std::map<std::string, size_t> index;  // graph input -> its input_N.pb number
   const std::vector<std::string> graph_inputs = graph_input_names(dir / "model.onnx");
@@ -293,6 +329,14 @@ Outcome run_case(const fs::path& dir, const std::string& suite, const std::strin
   if (sets.empty()) return {suite, o.name, fusion, "skipped", "no test_data_set", o.ops, {}};
   for (const fs::path& set : sets) {
     if (!o.bound.empty() && !same_bound_values(dir, set, o.bound, graph_inputs)) continue;
+    for (const auto& e : fs::directory_iterator(set)) {
+      if (o.f64 && e.path().extension() == ".pb" && beyond_f32(e.path())) {
+        o.status = "skipped";
+        o.reason = "float64 values beyond float32's range (" + e.path().filename().string() +
+                   "; f64_as_f32 runs the model in float32)";
+        return o;
+      }
+    }
     TensorMap inputs;
     for (size_t i = 0; i < ins.size(); ++i) {
       const auto it = index.find(ins[i].name);
@@ -365,12 +409,14 @@ int main(int argc, char** argv) {
       g_tol.atol = std::atof(argv[++i]);
     else if (a == "--rel-l2" && has)
       g_tol.rel_l2 = std::atof(argv[++i]);
+    else if (a == "--f64-as-f32")
+      g_f64_as_f32 = true;
     else if (a == "--verbose")
       verbose = true;
     else {
       std::fprintf(stderr,
                    "usage: onnx_conformance [--data DIR] [--suites a,b] [--fusion none,all] [--filter S] "
-                   "[--json OUT] [--rtol R] [--atol A] [--rel-l2 L] [--verbose]\n");
+                   "[--json OUT] [--rtol R] [--atol A] [--rel-l2 L] [--f64-as-f32] [--verbose]\n");
       return 2;
     }
   }
@@ -388,13 +434,14 @@ int main(int argc, char** argv) {
         cases.push_back(e.path());
     }
     std::sort(cases.begin(), cases.end());
-    int counts[3] = {0, 0, 0}, bound = 0;
+    int counts[3] = {0, 0, 0}, bound = 0, f64 = 0;
     for (const fs::path& c : cases) {
       for (const std::string& f : fusions) {
         Outcome o = run_case(c, suite, f, tmp);
         const int k = o.status == "passed" ? 0 : o.status == "failed" ? 1 : 2;
         ++counts[k];
         bound += k == 0 && !o.bound.empty();
+        f64 += k == 0 && o.f64;
         if (k == 1 || (k == 2 && verbose)) {
           std::printf("%s %s/%s [fusion %s]: %s\n", k == 1 ? "FAILED " : "skipped", suite.c_str(), o.name.c_str(),
                       f.c_str(), o.reason.c_str());
@@ -403,9 +450,9 @@ int main(int argc, char** argv) {
       }
     }
     std::printf(
-        "[onnx] %-18s %d passed (%d of them with shape inputs bound at load), %d failed, %d skipped (%zu "
-        "cases x %zu fusion modes)\n",
-        suite.c_str(), counts[0], bound, counts[1], counts[2], cases.size(), fusions.size());
+        "[onnx] %-18s %d passed (%d of them with shape inputs bound at load, %d float64 models run in float32), %d "
+        "failed, %d skipped (%zu cases x %zu fusion modes)\n",
+        suite.c_str(), counts[0], bound, f64, counts[1], counts[2], cases.size(), fusions.size());
   }
   std::error_code ec;
   fs::remove_all(tmp, ec);
@@ -423,7 +470,7 @@ int main(int argc, char** argv) {
       for (size_t k = 0; k < o.ops.size(); ++k) f << (k ? ", " : "") << json_str(o.ops[k]);
       f << "], \"bound\": [";
       for (size_t k = 0; k < o.bound.size(); ++k) f << (k ? ", " : "") << json_str(o.bound[k]);
-      f << "]}" << (i + 1 < all.size() ? "," : "") << "\n";
+      f << "], \"f64\": " << (o.f64 ? "true" : "false") << "}" << (i + 1 < all.size() ? "," : "") << "\n";
     }
     f << "]\n";
   }

@@ -49,6 +49,11 @@ struct SessionOptions {
   /// range, planned at opt, as for a YAML model's `dims:`. Errors of load(): a name no input dim
   /// carries, min < 1, opt outside.
   std::map<std::string, DimRange> dim_ranges;
+  /// ONNX models: run a float64 model in float32 (`infer --f64-as-f32`): its float64 inputs and
+  /// outputs are float32 tensors, its Casts to float64 Casts to float32, as OpenVINO's CPU plugin
+  /// runs one. Results then differ from a float64 run by float32 rounding (about 1e-7 relative
+  /// per op). Off (default): a float64 input or Cast to float64 is a load error that names this.
+  bool f64_as_f32 = false;
   std::string weights;  ///< safetensors path; empty = the model's own weights file if it declares one
   bool seeded = false;  ///< ignore weights files and use seeded weights (models/FORMAT.md)
   uint64_t seed = 0;    ///< seed for seeded weights
