@@ -132,10 +132,20 @@ static Status shape_pool(ShapeContext& c) {
   return Status();
 }
 
-Status shape_MaxPool(ShapeContext& c) {
-  if (c.node.attr_i("storage_order") != 0) return c.unsupported() << "storage_order=1 is not supported";
+Status shape_MaxPool(ShapeContext& c) {  // storage_order orders the indices only (MaxPoolWithIndices)
+  const int64_t order = c.node.attr_i("storage_order");
+  if (order != 0 && order != 1) return c.fail() << "storage_order " << order << " (0 or 1)";
   return shape_pool(c);
 }
 Status shape_AveragePool(ShapeContext& c) { return shape_pool(c); }
+Status shape_MaxPoolWithIndices(ShapeContext& c) {
+  const int64_t order = c.node.attr_i("storage_order");
+  if (order != 0 && order != 1) return c.fail() << "storage_order " << order << " (0 or 1)";
+  if (c.in_dtype(0) != DType::kF32) return c.unsupported() << "input is " << dtype_name(c.in_dtype(0)) << " (f32)";
+  FUSERT_RETURN_IF_ERROR(shape_pool(c));
+  const Shape y = c.graph.value(c.node.outputs[0]).shape;
+  if (c.node.outputs.size() > 1) c.set_out(1, y, DType::kI64);
+  return Status();
+}
 
 }  // namespace fusert

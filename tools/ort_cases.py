@@ -12,7 +12,8 @@ backend test data leaves out (bidirectional and reverse recurrences, sequence le
                                                  every case passed (a skip is a failure here)
 
 Suites: `recurrent` (RNN, GRU, LSTM attribute by attribute, ONNX's tolerances), `image` (RoiAlign:
-avg and max, sampling ratios, scales, regions partly outside, opset 10's output_half_pixel) and `real` (real
+avg and max, sampling ratios, scales, regions partly outside, opset 10's output_half_pixel; MaxPool's
+indices) and `real` (real
 models from pinned PyPI wheels, each with two test_data_sets of different input sizes run in one
 session, every fusion mode, relative L2 <= 1e-4 besides the element-wise tolerance): Silero VAD
 6.2.3's voice-activity detectors (STFT as a 1-D conv, LSTM, If on the sample rate).
@@ -216,7 +217,8 @@ def save_sets(root, suite, name, model, feed_sets):
 
 
 def roi_align_cases():
-    """(name, model, inputs, None): RoiAlign's modes, sampling, scales and regions partly outside."""
+    """(name, model, inputs, None): RoiAlign's modes, sampling, scales and regions partly outside; MaxPool
+    with its indices (pads, storage_order 1, dilations and ceil_mode, 1-D)."""
     cases = []
     rng = np.random.default_rng(40)
     x = rng.standard_normal([2, 3, 10, 12]).astype(np.float32)
@@ -243,6 +245,23 @@ def roi_align_cases():
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
         model.ir_version = 8
         cases.append((f"roialign_{name}", model, {"X": x, "rois": rois, "batch_indices": batch}, None))
+    rng = np.random.default_rng(41)
+    for name, shape, attrs in [
+            ("maxpool_indices_pads", [2, 3, 7, 6], dict(kernel_shape=[3, 2], strides=[2, 1], pads=[1, 0, 1, 1])),
+            ("maxpool_indices_column_major", [1, 2, 5, 5], dict(kernel_shape=[2, 2], storage_order=1)),
+            ("maxpool_indices_dilated_ceil", [1, 2, 9, 8], dict(kernel_shape=[2, 3], dilations=[2, 1], ceil_mode=1,
+                                                              strides=[2, 2])),
+            ("maxpool_indices_1d", [2, 3, 11], dict(kernel_shape=[3], strides=[2], pads=[1, 1]))]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        node = helper.make_node("MaxPool", ["X"], ["Y", "I"], **attrs)
+        outs = [helper.make_tensor_value_info("Y", TensorProto.FLOAT, []),
+                helper.make_tensor_value_info("I", TensorProto.INT64, [])]
+        for o in outs:
+            o.type.tensor_type.ClearField("shape")
+        graph = helper.make_graph([node], name, [helper.make_tensor_value_info("X", TensorProto.FLOAT, shape)], outs)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)])
+        model.ir_version = 8
+        cases.append((name, model, {"X": x}, None))
     return cases
 
 

@@ -265,6 +265,7 @@ Result<std::string> rewrite(Graph& g, const onnx::NodeProto& np, int64_t opset, 
     ins.insert(ins.begin(), add_const(g, name + ".zero", Tensor(DType::kI64, {}), loc));
     fop = "Sub";
   }
+  if (op == "MaxPool" && n_outs > 1) fop = "MaxPoolWithIndices";  // the indices: a kernel of their own
   if ((op == "Sum" || op == "Mean") && ins.size() == 1) fop = "Identity";
   if (op == "Sum" && ins.size() == 2) fop = "Add";  // an epilogue step, where Sum's kernel is opaque
   if (op == "Scatter") fop = "ScatterElements";     // opset 9-10's name

@@ -6,6 +6,7 @@
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/fused_kernels.h"
 #include "kernels/cpu/index_kernels.h"
+#include "kernels/cpu/max_pool_indices.h"
 #include "runtime/cpu/layout_follow.h"
 #include "runtime/cpu/lower_cpu.h"
 #include "runtime/cpu/lower_single_util.h"
@@ -185,6 +186,21 @@ LOWER(MaxPool) {
   cpu::PoolParams p = lowering::pool_params(g, NODE);
   ValueId xi = NODE.inputs[0], yi = NODE.outputs[0];
   s.run = [=](const BufferTable& b) { cpu::max_pool2d(p, b.f32(xi), b.f32(yi)); };
+  return Status();
+}
+
+// MaxPool with its Indices output: the reference loop (kernels/cpu/max_pool_indices.h).
+LOWER(MaxPoolWithIndices) {
+  cpu::PoolParams p = lowering::pool_params(g, NODE);
+  const bool column_major = NODE.attr_i("storage_order") != 0;
+  const ValueId xi = NODE.inputs[0], yi = NODE.outputs[0], ii = NODE.outputs.size() > 1 ? NODE.outputs[1] : kNoValue;
+  s.reference_loop = true;
+  s.detail = "reference loop: MaxPool with its indices";
+  s.run = [=](const BufferTable& b) {
+    std::vector<int64_t> scratch(ii == kNoValue ? static_cast<size_t>(p.n * p.c * p.oh * p.ow) : 0);
+    cpu::max_pool2d_indices(p, column_major, b.f32(xi), b.f32(yi),
+                            ii == kNoValue ? scratch.data() : static_cast<int64_t*>(b.raw(ii)));
+  };
   return Status();
 }
 
