@@ -7,6 +7,7 @@
 
 #include "graph/onnx/onnx_einsum.h"
 #include "graph/onnx/onnx_folded.h"
+#include "graph/onnx/onnx_if.h"
 #include "graph/onnx/onnx_lift1d.h"
 
 namespace fusert::onnx_import {
@@ -270,103 +271,6 @@ Expansion mean_variance_norm(const Graph& g, const onnx::NodeProto& np, const st
   return e;
 }
 
-// Renames the references of `gp`'s nodes (and of graphs nested in them) to values of `names`.
-void rename_refs(onnx::GraphProto* gp, const std::map<std::string, std::string>& names) {
-  for (auto& n : *gp->mutable_node()) {
-    for (auto& in : *n.mutable_input()) {
-      auto it = names.find(in);
-      if (it != names.end()) in = it->second;
-    }
-    for (auto& a : *n.mutable_attribute()) {
-      if (a.has_g()) rename_refs(a.mutable_g(), names);
-      for (auto& sub : *a.mutable_graphs()) rename_refs(&sub, names);
-    }
-  }
-}
-
-// The nodes of branch `gp` inlined into `e`: its initializers as Constant nodes, every value it
-// computes renamed under `prefix` (references to the outer graph kept); returns its outputs'
-// names as inlined.
-std::vector<std::string> inline_branch(const Graph& g, const onnx::GraphProto& gp, const std::string& prefix,
-                                       Expansion* e) {
-  std::map<std::string, std::string> names;
-  const auto rename = [&](const std::string& v) {
-    if (!v.empty() && !names.count(v)) names[v] = fresh_name(g, *e, prefix + v);
-    return v.empty() ? v : names[v];
-  };
-  for (const auto& t : gp.initializer()) {
-    onnx::NodeProto c = make_node("Constant", prefix + t.name(), {}, {rename(t.name())});
-    auto* a = c.add_attribute();
-    a->set_name("value");
-    a->set_type(onnx::AttributeProto::TENSOR);
-    *a->mutable_t() = t;
-    e->nodes.push_back(c);
-  }
-  for (const auto& np : gp.node()) {
-    onnx::NodeProto n = np;
-    for (auto& in : *n.mutable_input()) {
-      auto it = names.find(in);
-      if (it != names.end()) in = it->second;
-    }
-    for (auto& a : *n.mutable_attribute()) {
-      if (a.has_g()) rename_refs(a.mutable_g(), names);
-      for (auto& sub : *a.mutable_graphs()) rename_refs(&sub, names);
-    }
-    for (auto& out : *n.mutable_output()) out = rename(out);
-    n.set_name(prefix + (np.name().empty() ? np.op_type() : np.name()));
-    e->nodes.push_back(n);
-  }
-  std::vector<std::string> outs;
-  for (const auto& o : gp.output()) {
-    auto it = names.find(o.name());
-    outs.push_back(it != names.end() ? it->second : o.name());  // an outer value passed through
-  }
-  return outs;
-}
-
-// If: the branches are subgraphs that read the outer graph's values by name. A constant condition
-// inlines the branch it chooses; a condition known only at run time inlines both and selects
-// each output with Where (both branches run: they have no side effects; their outputs must agree
-// in shape and dtype, which add_node checks through `same_shape`).
-Result<Expansion> if_node(const Graph& g, const onnx::NodeProto& np, const std::string& name, const SourceLoc& loc) {
-  const auto* then_g = find_attr(np, "then_branch");
-  const auto* else_g = find_attr(np, "else_branch");
-  if (!then_g || !else_g || !then_g->has_g() || !else_g->has_g())
-    return error(StatusCode::kParseError) << loc.str() << ": If needs the graphs then_branch and else_branch";
-  const onnx::GraphProto &tg = then_g->g(), &eg = else_g->g();
-  if (tg.output_size() != np.output_size() || eg.output_size() != np.output_size()) {
-    return error(StatusCode::kParseError) << loc.str() << ": If has " << np.output_size() << " outputs, its branches "
-                                          << tg.output_size() << " and " << eg.output_size();
-  }
-  const Value& cond = g.value(g.find_value(np.input(0)));
-  if (cond.dtype != DType::kBool || shape_numel(cond.shape) != 1) {
-    return error(StatusCode::kShapeMismatch) << loc.str() << ": condition '" << np.input(0) << "' is "
-                                             << dtype_name(cond.dtype) << " " << shape_str(cond.shape) << " (one bool)";
-  }
-  Expansion e;
-  e.opset = 0;  // the branches' nodes are in the model's opset
-  if (cond.is_constant && !cond.data.empty()) {
-    const bool c = static_cast<const uint8_t*>(cond.data.raw())[0] != 0;
-    const std::vector<std::string> outs = inline_branch(g, c ? tg : eg, name + (c ? "/then/" : "/else/"), &e);
-    for (int k = 0; k < np.output_size(); ++k) {
-      if (!np.output(k).empty())
-        e.nodes.push_back(make_node("Identity", name + "/out" + std::to_string(k), {outs[k]}, {np.output(k)}));
-    }
-    return e;
-  }
-  const std::vector<std::string> t = inline_branch(g, tg, name + "/then/", &e);
-  const std::vector<std::string> f = inline_branch(g, eg, name + "/else/", &e);
-  const std::string scalar = fresh_name(g, e, name + "/cond.shape"), c = fresh_name(g, e, name + "/cond");
-  e.constants.emplace_back(scalar, Tensor(DType::kI64, {0}));
-  e.nodes.push_back(make_node("Reshape", name + "/cond", {np.input(0), scalar}, {c}));
-  for (int k = 0; k < np.output_size(); ++k) {
-    if (np.output(k).empty()) continue;
-    e.nodes.push_back(make_node("Where", name + "/select" + std::to_string(k), {c, t[k], f[k]}, {np.output(k)}));
-    e.same_shape.push_back({t[k], f[k]});
-  }
-  return e;
-}
-
 }  // namespace
 
 bool is_expanded_op(const std::string& op) {
@@ -427,7 +331,7 @@ Result<std::optional<Expansion>> expand_node(const Graph& g, const onnx::NodePro
   if (opset < 7 && legacy_broadcast_op(op)) return legacy_broadcast(g, np, name, loc);
   if (op == "SoftmaxCrossEntropyLoss") return std::optional<Expansion>(softmax_cross_entropy(g, np, name));
   if (op == "If") {
-    FUSERT_ASSIGN_OR_RETURN(Expansion e, if_node(g, np, name, loc));
+    FUSERT_ASSIGN_OR_RETURN(Expansion e, if_inlined(g, np, name, loc));
     return std::optional<Expansion>(std::move(e));
   }
   if (op == "Einsum") {

@@ -7,7 +7,7 @@
 //   LayerNormalization with Mean / InvStdDev outputs -> LayerNormalization for Y, and
 //                                     ReduceMean, Sub, Mul, ReduceMean, Add, Sqrt, Reciprocal
 //                                     over the normalised axes for the statistics
-//   If                             -> the branch a constant condition chooses, inlined; with a
+//   If (onnx_if.h)                 -> the branch a constant condition chooses, inlined; with a
 //                                     run-time condition both branches and a Where per output
 //   Einsum                         -> Transpose, ReduceSum, Reshape, MatMul (onnx_einsum.h)
 //   GlobalMaxPool                  -> ReduceMax over the spatial dims
