@@ -287,13 +287,14 @@ def write(out):
     cases = recurrent_cases()
     for name, model, feeds, reference in cases:
         save_case(out, "recurrent", name, model, feeds, reference)
-    for name, model, feeds, reference in roi_align_cases():
+    image = roi_align_cases()
+    for name, model, feeds, reference in image:
         save_case(out, "image", name, model, feeds, reference)
     real = real_cases(os.path.join(ROOT, ".cache", "wheels"))
     for name, model, feed_sets in real:
         save_sets(out, "real", name, model, feed_sets)
-    print(f"[ort-cases] wrote {len(cases)} cases to {out}/recurrent and {len(real)} real models to {out}/real "
-          f"(expected outputs from ONNX Runtime {ort.__version__})")
+    print(f"[ort-cases] wrote {len(cases)} cases to {out}/recurrent, {len(image)} to {out}/image and {len(real)} "
+          f"real models to {out}/real (expected outputs from ONNX Runtime {ort.__version__})")
 
 
 def check(out, conformance):
