@@ -4,7 +4,9 @@
 // the finite elements and NaN/Inf in the same places. A failing graph is shrunk (motifs dropped
 // while it still fails) and written as a YAML file with its seed, ready to be a regression test.
 // Each graph runs in a child process, so a crash or a sanitizer abort is a failure of that
-// graph (and shrinks like one) instead of the end of the run.
+// graph (and shrinks like one) instead of the end of the run. Each graph is also given a zero-size
+// batch (unfused, and planned at another batch with its symbolic dim): fusert's dims are >= 1, so
+// the run must fail with an error naming the input, never crash or return.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -115,6 +117,7 @@ struct Counts {
   int64_t outputs = 0, widened = 0, unjudged = 0;
   int64_t blocks = 0;    ///< 1x1+depthwise groups formed (coverage of the block fusion)
   int64_t symbolic = 0;  ///< graphs also run planned at another batch (symbolic dim)
+  int64_t zero = 0;      ///< runs given a zero-size batch (each must fail with an error naming the input)
 };
 Counts g_counts;  // of the current process (a child reports its own through the pipe)
 
@@ -218,6 +221,25 @@ std::string symbolic_batch_variant(const std::string& yaml) {
   return out + inputs + yaml.substr(end_inputs);
 }
 
+// Zero-size dims: `in` with the leading dim of its first input (the batch) made 0. fusert's dims
+// are >= 1, so the run must fail with an error that names the input, never crash or return.
+std::string check_zero_batch(Session& s, const TensorMap& in, const char* mode) {
+  if (in.empty()) return "";
+  TensorMap zero = in;
+  const std::string name = s.graph().value(s.graph().inputs[0]).name;
+  Shape shape = zero.at(name).shape();
+  if (shape.empty()) return "";
+  shape[0] = 0;
+  zero[name] = Tensor(zero.at(name).dtype(), shape);
+  ++g_counts.zero;
+  auto got = s.run(zero);
+  if (got.ok()) return std::string(mode) + ": a zero-size batch ran (" + shape_str(shape) + ") instead of an error";
+  if (got.status().message().find(name) == std::string::npos)
+    return std::string(mode) + ": the zero-size batch's error does not name input '" + name +
+           "': " + got.status().to_string();
+  return "";
+}
+
 // The symbolic-batch variant planned (fusion all, oneDNN) at another batch and run at the
 // generated shape: the per-shape instance of a plan made elsewhere must agree with raw. A
 // variant that does not load (a shape that only holds at the generated batch, e.g. a
@@ -246,7 +268,7 @@ std::string check_symbolic(const std::string& path, int threads, const TensorMap
     if (!why.empty()) return std::string(m.name) + (rep ? " (second run)" : "") + ": " + why;
   }
   if ((*s)->stats().shape_cache_misses != 1) return std::string(m.name) + ": expected one shape-cache miss";
-  return "";
+  return check_zero_batch(**s, in, m.name);
 }
 
 // Runs every mode on the model at `path`; empty when all agree, else what failed first.
@@ -256,6 +278,7 @@ std::string check_model(const std::string& path, int threads) {
   TensorMap in = (*ref)->seeded_inputs(7);
   auto want = (*ref)->run(in);
   if (!want.ok()) return "fusion raw: run failed: " + want.status().to_string();
+  if (std::string zero = check_zero_batch(**ref, in, "fusion raw"); !zero.empty()) return zero;
   // The conditioning probe: another unfused session whose weights (shared buffers the unfused
   // kernels read at run time), inputs and every op's output are jittered by a few ulps
   // (SessionOptions::jitter_steps): an op that rounds to the same float for a slightly moved
@@ -326,7 +349,8 @@ std::string check_isolated(const std::string& yaml, int threads, bool fork_each)
     why = "#counts " + std::to_string(g_counts.outputs - before.outputs) + " " +
           std::to_string(g_counts.widened - before.widened) + " " +
           std::to_string(g_counts.unjudged - before.unjudged) + " " + std::to_string(g_counts.blocks - before.blocks) +
-          " " + std::to_string(g_counts.symbolic - before.symbolic) + "\n" + why;
+          " " + std::to_string(g_counts.symbolic - before.symbolic) + " " +
+          std::to_string(g_counts.zero - before.zero) + "\n" + why;
     ssize_t n = write(fds[1], why.data(), why.size());
     (void)n;
     close(fds[1]);
@@ -342,10 +366,11 @@ std::string check_isolated(const std::string& yaml, int threads, bool fork_each)
   if (why.rfind("#counts ", 0) == 0) {
     std::istringstream head(why.substr(8, why.find('\n') - 8));
     Counts c;
-    head >> c.outputs >> c.widened >> c.unjudged >> c.blocks >> c.symbolic;
+    head >> c.outputs >> c.widened >> c.unjudged >> c.blocks >> c.symbolic >> c.zero;
     g_counts.outputs += c.outputs, g_counts.widened += c.widened, g_counts.unjudged += c.unjudged;
     g_counts.blocks += c.blocks;
     g_counts.symbolic += c.symbolic;
+    g_counts.zero += c.zero;
     why = why.substr(why.find('\n') + 1);
   }
   if (WIFSIGNALED(status))
@@ -509,7 +534,8 @@ int main(int argc, char** argv) {
             << nodes << " nodes, " << kModes.size() << " fused modes each, " << s << " s; outputs " << g_counts.outputs
             << " (" << g_counts.widened << " with a tolerance widened by their conditioning, " << g_counts.unjudged
             << " too ill-conditioned to judge); 1x1+depthwise groups formed: " << g_counts.blocks
-            << "; run planned at another batch: " << g_counts.symbolic << " graphs\n"
+            << "; run planned at another batch: " << g_counts.symbolic
+            << " graphs; zero-size batches refused: " << g_counts.zero << "\n"
             << passed << " passed, " << failed << " failed\n";
   std::remove(scratch_path().c_str());
   return failed ? 1 : 0;
