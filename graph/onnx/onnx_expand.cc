@@ -173,8 +173,11 @@ Result<std::optional<Expansion>> legacy_broadcast(const Graph& g, const onnx::No
   }
   const int64_t axis = ax ? (ax->i() < 0 ? ax->i() + ra : ax->i()) : ra - rb;
   if (axis < 0 || axis + rb > ra) {
-    return error(StatusCode::kShapeMismatch) << loc.str() << ": B " << shape_str(bs) << " at axis "
-                                             << (ax ? ax->i() : axis) << " does not fit in A " << shape_str(as);
+    if (!ax)
+      return error(StatusCode::kShapeMismatch) << loc.str() << ": B " << shape_str(bs) << " has more dims than A "
+                                               << shape_str(as) << " (broadcast = 1 aligns B inside A)";
+    return error(StatusCode::kShapeMismatch)
+           << loc.str() << ": B " << shape_str(bs) << " at axis " << ax->i() << " does not fit in A " << shape_str(as);
   }
   if (axis + rb < ra) {
     std::vector<int64_t> trailing;
