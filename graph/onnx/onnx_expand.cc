@@ -9,6 +9,7 @@
 #include "graph/onnx/onnx_folded.h"
 #include "graph/onnx/onnx_if.h"
 #include "graph/onnx/onnx_lift1d.h"
+#include "graph/onnx/onnx_loop.h"
 
 namespace fusert::onnx_import {
 
@@ -277,8 +278,8 @@ Expansion mean_variance_norm(const Graph& g, const onnx::NodeProto& np, const st
 }  // namespace
 
 bool is_expanded_op(const std::string& op) {
-  return op == "SoftmaxCrossEntropyLoss" || op == "GlobalMaxPool" || op == "If" || op == "Einsum" || op == "IsNaN" ||
-         op == "IsInf" || op == "MeanVarianceNormalization";
+  return op == "SoftmaxCrossEntropyLoss" || op == "GlobalMaxPool" || op == "If" || op == "Loop" || op == "Einsum" ||
+         op == "IsNaN" || op == "IsInf" || op == "MeanVarianceNormalization";
 }
 
 bool expanded_attr(const std::string& op, const std::string& attr, int64_t opset) {
@@ -286,6 +287,7 @@ bool expanded_attr(const std::string& op, const std::string& attr, int64_t opset
   if (op == "SoftmaxCrossEntropyLoss") return attr == "reduction" || attr == "ignore_index";
   if (op == "IsInf") return attr == "detect_positive" || attr == "detect_negative";
   if (op == "If") return attr == "then_branch" || attr == "else_branch";
+  if (op == "Loop") return attr == "body";
   if (op == "Einsum") return attr == "equation";
   return op == "MeanVarianceNormalization" && attr == "axes";
 }
@@ -335,6 +337,10 @@ Result<std::optional<Expansion>> expand_node(const Graph& g, const onnx::NodePro
   if (op == "SoftmaxCrossEntropyLoss") return std::optional<Expansion>(softmax_cross_entropy(g, np, name));
   if (op == "If") {
     FUSERT_ASSIGN_OR_RETURN(Expansion e, if_inlined(g, np, name, loc));
+    return std::optional<Expansion>(std::move(e));
+  }
+  if (op == "Loop") {
+    FUSERT_ASSIGN_OR_RETURN(Expansion e, loop_unrolled(g, np, name, loc));
     return std::optional<Expansion>(std::move(e));
   }
   if (op == "Einsum") {

@@ -9,6 +9,8 @@
 //                                     over the normalised axes for the statistics
 //   If (onnx_if.h)                 -> the branch a constant condition chooses, inlined; with a
 //                                     run-time condition both branches and a Where per output
+//   Loop (onnx_loop.h)             -> unrolled: constant trip count and condition, the body's
+//                                     copies in sequence, scan outputs stacked by Concat
 //   Einsum                         -> Transpose, ReduceSum, Reshape, MatMul (onnx_einsum.h)
 //   GlobalMaxPool                  -> ReduceMax over the spatial dims
 //   IsNaN, IsInf                   -> Equal (x with itself, with +-inf), Not / Or

@@ -24,12 +24,10 @@ void rename_refs(onnx::NodeProto* n, const std::map<std::string, std::string>& n
   }
 }
 
-// The nodes of branch `gp` inlined into `e`: its initializers as Constant nodes, every value it
-// computes renamed under `prefix` (references to the outer graph kept); returns its outputs'
-// names as inlined.
-std::vector<std::string> inline_branch(const Graph& g, const onnx::GraphProto& gp, const std::string& prefix,
-                                       Expansion* e) {
-  std::map<std::string, std::string> names;
+}  // namespace
+
+std::vector<std::string> inline_graph(const Graph& g, const onnx::GraphProto& gp, const std::string& prefix,
+                                      Expansion* e, std::map<std::string, std::string> names) {
   const auto rename = [&](const std::string& v) {
     if (!v.empty() && !names.count(v)) names[v] = fresh_name(g, *e, prefix + v);
     return v.empty() ? v : names[v];
@@ -57,8 +55,6 @@ std::vector<std::string> inline_branch(const Graph& g, const onnx::GraphProto& g
   return outs;
 }
 
-}  // namespace
-
 Result<Expansion> if_inlined(const Graph& g, const onnx::NodeProto& np, const std::string& name, const SourceLoc& loc) {
   const auto* then_g = find_attr(np, "then_branch");
   const auto* else_g = find_attr(np, "else_branch");
@@ -78,15 +74,15 @@ Result<Expansion> if_inlined(const Graph& g, const onnx::NodeProto& np, const st
   e.opset = 0;  // the branches' nodes are in the model's opset
   if (cond.is_constant && !cond.data.empty()) {
     const bool c = static_cast<const uint8_t*>(cond.data.raw())[0] != 0;
-    const std::vector<std::string> outs = inline_branch(g, c ? tg : eg, name + (c ? "/then/" : "/else/"), &e);
+    const std::vector<std::string> outs = inline_graph(g, c ? tg : eg, name + (c ? "/then/" : "/else/"), &e);
     for (int k = 0; k < np.output_size(); ++k) {
       if (!np.output(k).empty())
         e.nodes.push_back(make_node("Identity", name + "/out" + std::to_string(k), {outs[k]}, {np.output(k)}));
     }
     return e;
   }
-  const std::vector<std::string> t = inline_branch(g, tg, name + "/then/", &e);
-  const std::vector<std::string> f = inline_branch(g, eg, name + "/else/", &e);
+  const std::vector<std::string> t = inline_graph(g, tg, name + "/then/", &e);
+  const std::vector<std::string> f = inline_graph(g, eg, name + "/else/", &e);
   const std::string scalar = fresh_name(g, e, name + "/cond.shape"), c = fresh_name(g, e, name + "/cond");
   e.constants.emplace_back(scalar, Tensor(DType::kI64, {0}));
   e.nodes.push_back(make_node("Reshape", name + "/cond", {np.input(0), scalar}, {c}));

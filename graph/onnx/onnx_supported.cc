@@ -53,7 +53,7 @@ void find_unsupported(const onnx::GraphProto& g, int64_t opset, const std::strin
       auto& e = attrs[op + "." + a.name()];
       if (e.first++ < 3) e.second.push_back(name);
     }
-    if (op != "If") continue;
+    if (op != "If" && op != "Loop") continue;
     for (const auto& a : np.attribute())
       if (a.has_g()) find_unsupported(a.g(), opset, name + "/", f64, ops_out, attrs_out);
   }

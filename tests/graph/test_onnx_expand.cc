@@ -307,3 +307,60 @@ TEST_CASE("onnx import: a float64 model runs in float32 with f64_as_f32, else na
   REQUIRE_MESSAGE(y.ok(), y.status().to_string());
   check_f32(y->at("y"), {2}, {2, -3});
 }
+
+namespace {
+
+// Loop(M, cond, y): y_out = y_in + x * (i + 1) each iteration i, scanned. The trip count is an
+// initializer (`constant_m`) or a graph input; the body's condition passes through, or is a Not.
+onnx::ModelProto loop_model(bool constant_m, bool computed_cond) {
+  auto m = model(13);
+  auto* g = m.mutable_graph();
+  add_input(g, "x", {2});
+  add_f32(g, "y0", {2}, {0, 0});
+  if (constant_m) {
+    add_i64(g, "M", {3});
+    g->mutable_initializer(1)->clear_dims();
+  } else {
+    add_input(g, "M", {1}, "", -1, onnx::TensorProto::INT64);
+  }
+  onnx::GraphProto body;
+  add_input(&body, "i", {}, "", -1, onnx::TensorProto::INT64);
+  add_input(&body, "c", {}, "", -1, onnx::TensorProto::BOOL);
+  add_input(&body, "y_in", {2});
+  add_i64(&body, "one", {1});
+  body.mutable_initializer(0)->clear_dims();
+  add_node(&body, "Add", {"i", "one"}, {"i1"}, "inc");
+  int_attr(add_node(&body, "Cast", {"i1"}, {"f"}, "cast"), "to", onnx::TensorProto::FLOAT);
+  add_node(&body, "Mul", {"x", "f"}, {"xf"}, "mul");
+  add_node(&body, "Add", {"y_in", "xf"}, {"y_out"}, "acc");
+  add_node(&body, computed_cond ? "Not" : "Identity", {"c"}, {"c_out"}, "cond");
+  add_node(&body, "Identity", {"y_out"}, {"scan"}, "scan");
+  for (const char* o : {"c_out", "y_out", "scan"}) add_output(&body, o);
+  auto* loop = add_node(g, "Loop", {"M", "", "y0"}, {"y", "ys"}, "loop");
+  auto* a = loop->add_attribute();
+  a->set_name("body");
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = body;
+  add_output(g, "y");
+  add_output(g, "ys");
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("onnx import: Loop with a constant trip count unrolls; a run-time one is refused") {
+  for (const char* fusion : {"none", "all"}) {
+    CAPTURE(fusion);
+    auto y = run_graph(loop_model(true, false), {{"x", Tensor::f32({2}, {1, 10})}}, fusion);
+    REQUIRE_MESSAGE(y.ok(), y.status().to_string());
+    // y after i = 0, 1, 2: x, 3x, 6x.
+    check_f32(y->at("y"), {2}, {6, 60});
+    check_f32(y->at("ys"), {3, 2}, {1, 10, 3, 30, 6, 60});
+  }
+  auto r = run_graph(loop_model(false, false), {});
+  REQUIRE_FALSE(r.ok());
+  CHECK_MESSAGE(has(r.status().message(), "trip count 'M' must be a constant"), r.status().message());
+  r = run_graph(loop_model(true, true), {});
+  REQUIRE_FALSE(r.ok());
+  CHECK(has(r.status().message(), "computes its condition"));
+}

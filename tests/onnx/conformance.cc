@@ -55,13 +55,13 @@ struct Outcome {
 // Input positions that set a shape or a parameter fusert needs at load, per op type.
 const std::map<std::string, std::set<int>>& param_inputs() {
   static const std::map<std::string, std::set<int>> m = {
-      {"Reshape", {1}},       {"Slice", {1, 2, 3, 4}}, {"Unsqueeze", {1}},  {"Squeeze", {1}},
-      {"Split", {1}},         {"Expand", {1}},         {"Tile", {1}},       {"Pad", {1, 2, 3}},
-      {"Resize", {1, 2, 3}},  {"Upsample", {1}},       {"ReduceSum", {1}},  {"ReduceMean", {1}},
-      {"ReduceMax", {1}},     {"ReduceMin", {1}},      {"Clip", {1, 2}},    {"ConstantOfShape", {0}},
-      {"Range", {0, 1, 2}},   {"Dropout", {1, 2}},     {"Trilu", {1}},      {"CumSum", {1}},
-      {"TopK", {1}},          {"OneHot", {1}},         {"HannWindow", {0}}, {"HammingWindow", {0}},
-      {"BlackmanWindow", {0}}};
+      {"Reshape", {1}},        {"Slice", {1, 2, 3, 4}}, {"Unsqueeze", {1}},  {"Squeeze", {1}},
+      {"Split", {1}},          {"Expand", {1}},         {"Tile", {1}},       {"Pad", {1, 2, 3}},
+      {"Resize", {1, 2, 3}},   {"Upsample", {1}},       {"ReduceSum", {1}},  {"ReduceMean", {1}},
+      {"ReduceMax", {1}},      {"ReduceMin", {1}},      {"Clip", {1, 2}},    {"ConstantOfShape", {0}},
+      {"Range", {0, 1, 2}},    {"Dropout", {1, 2}},     {"Trilu", {1}},      {"CumSum", {1}},
+      {"TopK", {1}},           {"OneHot", {1}},         {"HannWindow", {0}}, {"HammingWindow", {0}},
+      {"BlackmanWindow", {0}}, {"Loop", {0, 1}}};
   return m;
 }
 
