@@ -66,6 +66,7 @@ run: weights configure
 onnx-models: deps
 	@PY=$$(bash tools/setup_onnx_venv.sh) && $$PY tools/onnx_models.py fetch && $$PY tools/ort_cases.py fetch
 	@/usr/bin/python3 tools/torchvision_onnx.py export
+	@/usr/bin/python3 tools/transformer_onnx.py export
 
 test: weights onnx-models build
 	@echo "[test] ctest"

