@@ -7,10 +7,8 @@
 
 namespace fusert::onnx_import {
 
-/// Whether `np` names float64 as a target type (Cast to, EyeLike dtype), itself or in a subgraph.
-bool names_f64(const onnx::NodeProto& np);
-
-/// `np` with those targets float32 (in its subgraphs too).
-onnx::NodeProto f64_as_f32(onnx::NodeProto np);
+/// Rewrites the float64 targets of `np` (Cast to, EyeLike dtype; in its subgraphs too, with their
+/// float64 inputs) to float32; whether there was one.
+bool f64_as_f32(onnx::NodeProto* np);
 
 }  // namespace fusert::onnx_import

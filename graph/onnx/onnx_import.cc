@@ -257,7 +257,10 @@ class Importer {
     onnx_import::Mapped mapped;
     const std::string name = np.name().empty() ? np.op_type() + "_" + std::to_string(i) : np.name();
     const SourceLoc loc{path_, 0, 0, "node #" + std::to_string(i) + " '" + name + "' (" + np.op_type() + ")"};
-    if (f64_as_f32_ && onnx_import::names_f64(np)) return add_node(g, onnx_import::f64_as_f32(np), i, opset);
+    if (f64_as_f32_) {  // one copy of the node, imported instead when it names float64
+      onnx::NodeProto demoted = np;
+      if (onnx_import::f64_as_f32(&demoted)) return add_node(g, demoted, i, opset);
+    }
     FUSERT_ASSIGN_OR_RETURN(std::optional<onnx_import::Expansion> expanded,
                             onnx_import::expand_node(g, np, opset, name, loc));
     if (expanded) {

@@ -73,18 +73,13 @@ Result<Expansion> lift_1d(const Graph& g, const onnx::NodeProto& np, int64_t ops
     op.set_input(1, w4);
   }
   op.set_output(0, y4);
-  if (np.output_size() > 1 && !np.output(1).empty()) {  // MaxPool's indices: [N, C, 1, L'] -> [N, C, L']
-    const std::string i4 = fresh_name(g, l, name + "/1d.indices");
-    op.set_output(1, i4);
-    l.nodes.push_back(op);
-    for (auto& a : *l.nodes.back().mutable_attribute()) FUSERT_RETURN_IF_ERROR(lift_attr(&a, loc.str()));
-    l.nodes.push_back(reshape(name + "/1d.y", y4, to3, np.output(0)));
-    l.nodes.push_back(reshape(name + "/1d.indices", i4, to3, np.output(1)));
-    return l;
-  }
+  const bool indices = np.output_size() > 1 && !np.output(1).empty();  // MaxPool's: [N, C, 1, L'] too
+  const std::string i4 = indices ? fresh_name(g, l, name + "/1d.indices") : "";
+  if (indices) op.set_output(1, i4);
   for (auto& a : *op.mutable_attribute()) FUSERT_RETURN_IF_ERROR(lift_attr(&a, loc.str()));
   l.nodes.push_back(op);
   l.nodes.push_back(reshape(name + "/1d.y", y4, to3, np.output(0)));
+  if (indices) l.nodes.push_back(reshape(name + "/1d.indices", i4, to3, np.output(1)));
   return l;
 }
 

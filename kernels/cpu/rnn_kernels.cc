@@ -112,7 +112,8 @@ class Direction {
   // GRU without linear_before_reset: rh[b] = (r_t . H[b]) Rh^T + Rbh, r_t from this step's gates.
   void reset_hidden(const std::vector<float>& xw, const std::vector<float>& hr, int64_t s, std::vector<float>* rh) {
     const int64_t H = p_.hidden, gh = 3 * H, B = p_.batch;
-    std::vector<float> rx(static_cast<size_t>(B * H));
+    std::vector<float>& rx = rx_;  // r_t . H[b], reused across steps
+    rx.resize(static_cast<size_t>(B * H));
     for (int64_t b = 0; b < B; ++b)
       for (int64_t j = 0; j < H; ++j) {
         const float r = rnn_activate(acts_[0], clip(xw[static_cast<size_t>((s * B + b) * gh + H + j)] +
@@ -175,7 +176,7 @@ class Direction {
   int d_;
   const float *w_, *r_;
   const RnnActivation* acts_;
-  std::vector<float> wb_, rb_, h_, c_;
+  std::vector<float> wb_, rb_, h_, c_, rx_;
 };
 
 }  // namespace
