@@ -97,8 +97,10 @@ Status shape_TopK(ShapeContext& c) {
   const Shape& x = c.in(0);
   if (x.empty()) return c.fail() << "input must have rank >= 1";
   FUSERT_RETURN_IF_ERROR(norm_axis_attr(c, x.size()));
-  int64_t k = 0;
-  FUSERT_RETURN_IF_ERROR(const_scalar(c, 1, "K", &k));
+  int64_t k = c.node.attr_i("count");  // K known at run time only: the count the graph is shaped at
+  if (c.constant(1) || k < 0) FUSERT_RETURN_IF_ERROR(const_scalar(c, 1, "K", &k));
+  if (shape_numel(c.in(1)) != 1 || (c.in_dtype(1) != DType::kI64 && c.in_dtype(1) != DType::kI32))
+    return c.fail() << "input 1 (K) must be one i64 value";
   const size_t axis = static_cast<size_t>(c.node.attr_i("axis"));
   if (k < 0 || k > x[axis])
     return c.fail() << "K = " << k << " is outside [0, " << x[axis] << "] (dim " << axis << " of " << shape_str(x)

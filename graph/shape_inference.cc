@@ -110,6 +110,10 @@ static bool dtype_free_input(OpKind op, size_t i) {
     case OpKind::kGRU:
     case OpKind::kLSTM:
     case OpKind::kMod:
+    case OpKind::kNonZero:  // data-dependent ops: their shape functions check dtypes
+    case OpKind::kNonMaxSuppression:
+    case OpKind::kUnique:
+    case OpKind::kCompress:
       return true;
     case OpKind::kResize:
       return i >= 1;  // roi, scales (f32), sizes (i64): checked by shape_Resize
@@ -124,12 +128,15 @@ static bool dtype_free_input(OpKind op, size_t i) {
 
 static Status check_dtypes(ShapeContext& c) {
   const OpKind op = c.node.op;
-  // Concat/Transpose kernels are f32; on integer constants they are folded before running.
+  // Concat kernels are f32, Transpose's f32/i32/i64; on integer constants both are folded before running.
   if ((op == OpKind::kConcat || op == OpKind::kTranspose)) {
     bool all_const = true;
     for (size_t i = 0; i < c.num_inputs(); ++i) all_const &= c.constant_derived(i);
     if (all_const) return Status();
   }
+  if (op == OpKind::kTranspose &&
+      (c.in_dtype(0) == DType::kI32 || (c.in_dtype(0) == DType::kI64 && c.in(0).size() < 6)))
+    return Status();  // moves 4- or 8-byte elements (NonZero's indices); an i64 one as 2 x 4 bytes, rank <= 5
   if (op == OpKind::kAdd || op == OpKind::kSub || op == OpKind::kMul || op == OpKind::kDiv)
     return Status();  // own rule
   for (size_t i = 0; i < c.num_inputs(); ++i) {

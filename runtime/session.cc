@@ -166,43 +166,67 @@ void record_measurements(const Backend& backend, FusionPlan* plan) {
 
 }  // namespace
 
-Result<std::unique_ptr<SessionImpl>> SessionImpl::load_impl(const std::string& model_path,
-                                                            const SessionOptions& options) {
-  std::unique_ptr<SessionImpl> s(new SessionImpl());
-  FUSERT_ASSIGN_OR_RETURN(s->backend_, create_backend(options));
-  FusionOptions fopt;
+namespace {
+
+// The options every session checks before it reads a model; the fusion mode into *fopt.
+Status check_options(const SessionOptions& options, FusionOptions* fopt) {
   std::string why;
-  if (!parse_fusion_mode(options.fusion, &fopt, &why))
-    return error(StatusCode::kInvalidArgument) << "--fusion: " << why;
+  if (!parse_fusion_mode(options.fusion, fopt, &why)) return error(StatusCode::kInvalidArgument) << "--fusion: " << why;
   if (!options.plan_for.empty() && options.plan_for != "cpu" && options.plan_for != "cuda") {
     return error(StatusCode::kInvalidArgument) << "unknown plan backend '" << options.plan_for << "' (cpu, cuda)";
   }
   if (options.threads < 0)
     return error(StatusCode::kInvalidArgument) << "threads must be >= 0, got " << options.threads;
-  FUSERT_RETURN_IF_ERROR(check_limit_options(options));
-  // Without a device, fail before planning unless only the plan is wanted (plan_only: the CUDA
-  // plan with register counts can be shown on a machine without a GPU).
-  if (!options.plan_only) FUSERT_RETURN_IF_ERROR(s->backend_->available());
-  auto t0 = std::chrono::steady_clock::now();
-  cpu::ThreadScope threads(options.threads);  // weight binding and folding use the session's count too
-  s->options_ = options;
+  return check_limit_options(options);
+}
+
+Result<ModelSpec> read_model(const std::string& model_path, const SessionOptions& options) {
   if (is_onnx_path(model_path)) {
     std::vector<SymbolicDim> dims;
-    for (const auto& [name, r] : options.dim_ranges) dims.push_back({name, r.min, r.max, r.opt});
-    FUSERT_ASSIGN_OR_RETURN(s->model_,
-                            load_onnx(model_path, options.input_shapes, dims, /*open_dims=*/true, options.f64_as_f32));
-  } else {
-    if (!options.dim_ranges.empty()) {
-      return error(StatusCode::kInvalidArgument) << model_path << ": SessionOptions::dim_ranges (--dim) is for ONNX "
-                                                 << "models; a YAML model declares its symbolic dims in 'dims:'";
-    }
-    if (!options.input_shapes.empty()) {
-      return error(StatusCode::kInvalidArgument)
-             << model_path << ": SessionOptions::input_shapes (--shape) is for ONNX models; a YAML model declares "
-             << "its input shapes, and a symbolic batch takes --batch or the input's own shape";
-    }
-    FUSERT_ASSIGN_OR_RETURN(s->model_, load_model(model_path));
+    for (const auto& [name, r] : options.dim_ranges) dims.push_back(declared_dim(name, r.min, r.max, r.opt));
+    return load_onnx(model_path, options.input_shapes, dims, /*open_dims=*/true, options.f64_as_f32);
   }
+  if (!options.dim_ranges.empty()) {
+    return error(StatusCode::kInvalidArgument) << model_path << ": SessionOptions::dim_ranges (--dim) is for ONNX "
+                                               << "models; a YAML model declares its symbolic dims in 'dims:'";
+  }
+  if (!options.input_shapes.empty()) {
+    return error(StatusCode::kInvalidArgument)
+           << model_path << ": SessionOptions::input_shapes (--shape) is for ONNX models; a YAML model declares "
+           << "its input shapes, and a symbolic batch takes --batch or the input's own shape";
+  }
+  return load_model(model_path);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SessionImpl>> SessionImpl::load_impl(const std::string& model_path,
+                                                            const SessionOptions& options) {
+  FusionOptions fopt;
+  FUSERT_RETURN_IF_ERROR(check_options(options, &fopt));
+  {  // Without a device, fail before reading the model unless only the plan is wanted (plan_only:
+     // the CUDA plan with register counts can be shown on a machine without a GPU).
+    FUSERT_ASSIGN_OR_RETURN(std::unique_ptr<Backend> probe, create_backend(options));
+    if (!options.plan_only) FUSERT_RETURN_IF_ERROR(probe->available());
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  cpu::ThreadScope threads(options.threads);  // weight binding and folding use the session's count too
+  FUSERT_ASSIGN_OR_RETURN(ModelSpec spec, read_model(model_path, options));
+  if (has_data_dependent_dims(spec)) return load_staged(std::move(spec), options, ms_since(t0));
+  return from_spec(std::move(spec), options, fopt, ms_since(t0), /*stage=*/false);
+}
+
+// The loaded model `spec` planned, lowered and (unless plan_only) ready to run. A stage of a
+// staged model (runtime/staged.h) skips what the whole model reports (its outputs' dims).
+Result<std::unique_ptr<SessionImpl>> SessionImpl::from_spec(ModelSpec spec, const SessionOptions& options,
+                                                            FusionOptions fopt, double import_ms, bool stage) {
+  std::unique_ptr<SessionImpl> s(new SessionImpl());
+  auto t0 = std::chrono::steady_clock::now();
+  cpu::ThreadScope threads(options.threads);
+  s->options_ = options;
+  FUSERT_ASSIGN_OR_RETURN(s->backend_, create_backend(options));
+  s->model_ = std::move(spec);
+  const std::string& model_path = s->model_.path;
   if (!s->model_.dims.empty()) {
     if (options.shape_cache_size < 1) {
       return error(StatusCode::kInvalidArgument)
@@ -210,17 +234,28 @@ Result<std::unique_ptr<SessionImpl>> SessionImpl::load_impl(const std::string& m
     }
     s->loaded_ = s->model_;  // unbound: weights hold no data yet, constants are small
     s->shapes_ = std::make_unique<ShapeCache>(static_cast<size_t>(options.shape_cache_size));
-    FUSERT_RETURN_IF_ERROR(check_dim_limits(s->model_, options));
+    if (!stage) FUSERT_RETURN_IF_ERROR(check_dim_limits(s->model_, options));
   }
-  FUSERT_ASSIGN_OR_RETURN(s->output_info_, SessionImpl::describe_outputs(s->model_));
+  if (!stage) {
+    FUSERT_ASSIGN_OR_RETURN(s->output_info_, SessionImpl::describe_outputs(s->model_));
+  }
   FUSERT_RETURN_IF_ERROR(check_size_limits(s->model_, options, model_path));
   FUSERT_RETURN_IF_ERROR(bind_weights(s->model_, options, &s->stats_.weights_source));
-  s->stats_.load_ms = ms_since(t0);
+  s->stats_.load_ms = import_ms + ms_since(t0);
   static std::once_flag eigen_once;  // Eigen's static cache sizes, before any concurrent GEMM
   std::call_once(eigen_once, [] { Eigen::initParallel(); });
   if (options.profile_guided && !fopt.enabled.empty()) {
     FUSERT_ASSIGN_OR_RETURN(fopt.profile_ms, s->profile_unfused());
   }
+  FUSERT_RETURN_IF_ERROR(s->plan_model(fopt));
+  if (!options.plan_only) FUSERT_RETURN_IF_ERROR(s->init_device());
+  return s;
+}
+
+// Canonicalises the bound graph, plans fusion, lowers it and plans memory.
+Status SessionImpl::plan_model(FusionOptions fopt) {
+  SessionImpl* s = this;
+  const SessionOptions& options = options_;
   auto t1 = std::chrono::steady_clock::now();
   Graph& g = s->model_.graph;
   if (options.fusion != "raw") {
@@ -241,13 +276,13 @@ Result<std::unique_ptr<SessionImpl>> SessionImpl::load_impl(const std::string& m
   plan_memory(g, s->plan_);
   if (static_cast<int64_t>(s->plan_.arena_bytes) > options.max_activation_bytes) {
     return error(StatusCode::kInvalidArgument)
-           << model_path << ": the activations need " << s->plan_.arena_bytes
+           << s->model_.path << ": the activations need " << s->plan_.arena_bytes
            << " bytes, more than SessionOptions::max_activation_bytes (" << options.max_activation_bytes << ")";
   }
   s->stats_.plan_ms = ms_since(t1);
   s->stats_.fusion_plan_ms = s->fusion_.plan_ms;
   log_plan(*s);
-  s->stats_.nodes = static_cast<int64_t>(s->model_.graph.nodes.size());
+  s->stats_.nodes = static_cast<int64_t>(g.nodes.size());
   s->stats_.kernels = 0;
   for (const Step& st : s->plan_.steps) s->stats_.kernels += st.alias_of == kNoValue ? 1 : 0;
   s->stats_.intermediate_bytes = static_cast<int64_t>(s->plan_.intermediate_bytes);
@@ -256,20 +291,67 @@ Result<std::unique_ptr<SessionImpl>> SessionImpl::load_impl(const std::string& m
   for (const Value& v : g.values)
     s->stats_.weight_bytes += v.is_initializer ? static_cast<int64_t>(v.data.nbytes()) : 0;
   s->backend_->fill_stats(&s->stats_);
-  if (!options.plan_only) FUSERT_RETURN_IF_ERROR(s->init_device());
+  return Status();
+}
+
+SessionImpl::~SessionImpl() = default;
+
+// A model with data-dependent shapes: its stages (runtime/staged.h) behind this session; the
+// session keeps the whole model for its inputs and outputs.
+Result<std::unique_ptr<SessionImpl>> SessionImpl::load_staged(ModelSpec spec, const SessionOptions& options,
+                                                              double import_ms) {
+  std::unique_ptr<SessionImpl> s(new SessionImpl());
+  auto t0 = std::chrono::steady_clock::now();
+  s->options_ = options;
+  FUSERT_ASSIGN_OR_RETURN(s->backend_, create_backend(options));
+  FUSERT_RETURN_IF_ERROR(check_dim_limits(spec, options));
+  FUSERT_ASSIGN_OR_RETURN(s->output_info_, SessionImpl::describe_outputs(spec));
+  s->model_ = std::move(spec);
+  FUSERT_ASSIGN_OR_RETURN(s->staged_, StagedModel::build(s->model_, options));
+  s->stats_.load_ms = import_ms + ms_since(t0);
+  s->stats_.weights_source = "the model file's own";
+  s->staged_->add_stats(&s->stats_, true);
+  s->stats_.execution_stages = s->staged_->stage_count();
   return s;
 }
 
+const Graph& SessionImpl::graph() const { return model_.graph; }
+
+const ExecutionPlan& SessionImpl::plan() const {
+  for (int k = 0; staged_ && k < staged_->stage_count(); ++k) {
+    if (staged_->has_session(k)) return staged_->stage(k).plan();
+  }
+  return plan_;
+}
+
+const FusionPlan& SessionImpl::fusion_plan() const {
+  for (int k = 0; staged_ && k < staged_->stage_count(); ++k) {
+    if (staged_->has_session(k)) return staged_->stage(k).fusion_plan();
+  }
+  return fusion_;
+}
+
+std::string SessionImpl::explain() const { return staged_ ? staged_->explain() : explain_plan(model_.graph, fusion_); }
+
+Result<TensorMap> SessionImpl::run_at(const DimValues& dims, const TensorMap& inputs) {
+  RunInfo info;
+  if (shapes_) return run_instance(dims, inputs, &info);
+  return backend_->run(inputs, &info);
+}
+
 Status SessionImpl::init_device() {
+  if (staged_) return staged_->init_device();
   FUSERT_RETURN_IF_ERROR(backend_->available());
   FUSERT_RETURN_IF_ERROR(backend_->prepare(model_.graph, plan_));
   backend_->fill_stats(&stats_);
   return Status();
 }
 
-std::string SessionImpl::backend_report() const { return backend_->report(model_.graph); }
+std::string SessionImpl::backend_report() const { return staged_ ? staged_->report() : backend_->report(model_.graph); }
 
-size_t SessionImpl::execution_contexts() const { return backend_->execution_contexts(); }
+size_t SessionImpl::execution_contexts() const {
+  return staged_ ? staged_->execution_contexts() : backend_->execution_contexts();
+}
 
 // Runs the canonicalised graph unfused once and returns each node's time in ms.
 Result<std::map<std::string, double>> SessionImpl::profile_unfused() const {
@@ -292,6 +374,16 @@ Result<std::map<std::string, double>> SessionImpl::profile_unfused() const {
 }
 
 Result<TensorMap> SessionImpl::run(const TensorMap& inputs) {
+  if (staged_) {
+    FUSERT_ASSIGN_OR_RETURN(DimValues dims, bind_dims(model_, inputs));
+    FUSERT_ASSIGN_OR_RETURN(TensorMap out, staged_->run(dims, inputs));
+    std::lock_guard<std::mutex> lock(*run_mu_);
+    SessionStats& st = stats_;
+    st.shape_cache_hits = st.shape_cache_misses = st.shape_replans = 0;
+    st.shape_build_ms_max = st.shape_build_ms_total = 0;
+    staged_->add_stats(&st, false);
+    return out;
+  }
   if (!backend_->ready()) {
     return error(StatusCode::kDeviceError)
            << "--device " << backend_->name() << ": the session has no device (plan only)";
@@ -299,7 +391,8 @@ Result<TensorMap> SessionImpl::run(const TensorMap& inputs) {
   RunInfo info;
   TensorMap out;
   if (shapes_) {
-    FUSERT_ASSIGN_OR_RETURN(out, run_instance(inputs, &info));
+    FUSERT_ASSIGN_OR_RETURN(DimValues dims, bind_dims(model_, inputs));
+    FUSERT_ASSIGN_OR_RETURN(out, run_instance(dims, inputs, &info));
   } else {
     FUSERT_ASSIGN_OR_RETURN(out, backend_->run(inputs, &info));
   }
@@ -311,12 +404,26 @@ Result<TensorMap> SessionImpl::run(const TensorMap& inputs) {
 
 Result<std::vector<SessionImpl::StepTime>> SessionImpl::profile(const TensorMap& inputs, int runs) const {
   if (runs < 1) return error(StatusCode::kInvalidArgument) << "profile: runs must be >= 1, got " << runs;
+  if (staged_) {
+    FUSERT_ASSIGN_OR_RETURN(DimValues dims, bind_dims(model_, inputs));
+    return staged_->profile(dims, inputs, runs);
+  }
+  return profile_at(nullptr, inputs, runs);
+}
+
+Result<std::vector<SessionImpl::StepTime>> SessionImpl::profile_at(const DimValues* at, const TensorMap& inputs,
+                                                                   int runs) const {
   // A model with symbolic dims: the plan of the inputs' shape (built now if new).
   const Backend* backend = backend_.get();
   const ExecutionPlan* plan = &plan_;
   std::shared_ptr<ShapeInstance> inst;
   if (shapes_) {
-    FUSERT_ASSIGN_OR_RETURN(DimValues dims, bind_dims(model_, inputs));
+    DimValues dims;
+    if (at) {
+      dims = *at;
+    } else {
+      FUSERT_ASSIGN_OR_RETURN(dims, bind_dims(model_, inputs));
+    }
     if (dims != model_.dim_values) {
       bool hit = false;
       FUSERT_ASSIGN_OR_RETURN(inst, shapes_->get(
@@ -353,8 +460,9 @@ Result<std::vector<SessionImpl::StepTime>> SessionImpl::profile(const TensorMap&
 TensorMap SessionImpl::seeded_inputs(uint64_t seed, const DimValues& dims) const {
   cpu::ThreadScope threads(options_.threads);
   TensorMap m;
-  for (size_t k = 0; k < graph().inputs.size(); ++k) {
-    const Value& v = graph().value(graph().inputs[k]);
+  const Graph& g = model_.graph;
+  for (size_t k = 0; k < g.inputs.size(); ++k) {
+    const Value& v = g.value(g.inputs[k]);
     Shape shape = v.shape;
     for (size_t d = 0; k < model_.input_dims.size() && d < shape.size(); ++d) {
       auto it = dims.find(model_.input_dims[k][d]);

@@ -67,8 +67,7 @@ Result<std::vector<SessionImpl::TensorInfo>> SessionImpl::describe_outputs(const
 
 // A model with symbolic dims: the opt point runs on the session's own plan; any other shape on
 // its cached ShapeInstance, built on first use.
-Result<TensorMap> SessionImpl::run_instance(const TensorMap& inputs, RunInfo* info) {
-  FUSERT_ASSIGN_OR_RETURN(DimValues dims, bind_dims(model_, inputs));
+Result<TensorMap> SessionImpl::run_instance(const DimValues& dims, const TensorMap& inputs, RunInfo* info) {
   if (dims == model_.dim_values) {
     {
       std::lock_guard<std::mutex> lock(*run_mu_);
@@ -96,17 +95,10 @@ Result<TensorMap> SessionImpl::run_instance(const TensorMap& inputs, RunInfo* in
 }
 
 // The canonical graph at `dims`: input shapes and symbolic constants from the model expanded at
-// those values, every node's shape inferred again; then this shape's lowering of the session's
-// fusion plan (re-planned at this shape only if the backend cannot lower a group there), memory
-// plan and executor.
-Result<std::shared_ptr<ShapeInstance>> SessionImpl::build_instance(const DimValues& dims) const {
-  auto t0 = std::chrono::steady_clock::now();
-  cpu::ThreadScope threads(options_.threads);
+// those values, every node's shape inferred again, every tensor within max_tensor_elements.
+Result<Graph> SessionImpl::graph_at(const DimValues& dims) const {
   FUSERT_ASSIGN_OR_RETURN(ModelSpec at, instantiate_model(loaded_, dims));
-  auto inst = std::make_shared<ShapeInstance>();
-  inst->dims = dims;
-  inst->graph = model_.graph;  // weights shared, not copied
-  Graph& g = inst->graph;
+  Graph g = model_.graph;                // weights shared, not copied
   std::map<std::string, Tensor> consts;  // symbolic constants at `dims`, then what was folded from them
   for (const Value& v : at.graph.values) {
     if (v.symbolic) consts[v.name] = v.data;
@@ -140,6 +132,30 @@ Result<std::shared_ptr<ShapeInstance>> SessionImpl::build_instance(const DimValu
              << " is larger than SessionOptions::max_tensor_elements (" << options_.max_tensor_elements << ")";
     }
   }
+  return g;
+}
+
+Result<std::vector<Shape>> SessionImpl::output_shapes_at(const DimValues& dims) const {
+  std::vector<Shape> out;
+  if (dims == model_.dim_values || !shapes_) {
+    for (ValueId o : model_.graph.outputs) out.push_back(model_.graph.value(o).shape);
+    return out;
+  }
+  FUSERT_ASSIGN_OR_RETURN(Graph g, graph_at(dims));
+  for (ValueId o : g.outputs) out.push_back(g.value(o).shape);
+  return out;
+}
+
+// The graph at `dims` (graph_at), then this shape's lowering of the session's
+// fusion plan (re-planned at this shape only if the backend cannot lower a group there), memory
+// plan and executor.
+Result<std::shared_ptr<ShapeInstance>> SessionImpl::build_instance(const DimValues& dims) const {
+  auto t0 = std::chrono::steady_clock::now();
+  cpu::ThreadScope threads(options_.threads);
+  auto inst = std::make_shared<ShapeInstance>();
+  inst->dims = dims;
+  FUSERT_ASSIGN_OR_RETURN(inst->graph, graph_at(dims));
+  Graph& g = inst->graph;
   FUSERT_ASSIGN_OR_RETURN(inst->backend, create_backend(options_));
   FusionOptions fopt = fusion_options_;
   inst->backend->configure_planner(&fopt, true);
@@ -167,7 +183,7 @@ Result<std::shared_ptr<ShapeInstance>> SessionImpl::build_instance(const DimValu
 
 std::vector<SessionImpl::TensorInfo> SessionImpl::inputs() const {
   std::vector<TensorInfo> out;
-  const Graph& g = graph();
+  const Graph& g = model_.graph;
   for (size_t k = 0; k < g.inputs.size(); ++k) {
     const Value& v = g.value(g.inputs[k]);
     TensorInfo t{v.name, v.dtype, {}};

@@ -19,7 +19,12 @@ session, every fusion mode, relative L2 <= 1e-4 besides the element-wise toleran
 6.2.3's voice-activity detectors (STFT as a 1-D conv, LSTM, If on the sample rate) and a
 Transformer encoder PyTorch exports with a symbolic batch and sequence (tools/transformer_onnx.py).
 
-Run with the venv of tools/setup_onnx_venv.sh (onnx, onnxruntime, numpy).
+`dd` (tools/ort_cases_dd.py): ops whose output size depends on the data (NonMaxSuppression, NonZero,
+TopK with a computed K, Unique, Compress) between ops fusert plans and fuses, several sizes and counts
+(one of them 0) per session, every fusion mode; and in `real`, NudeNet 3.4.2's YOLOv8n detector with
+NonMaxSuppression appended in the graph, on the bundled photos at two sizes and a blank image.
+
+Run with the venv of tools/setup_onnx_venv.sh (onnx, onnxruntime, numpy, pillow).
 """
 import argparse
 import hashlib
@@ -34,6 +39,8 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
+
+import ort_cases_dd
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -211,6 +218,8 @@ def real_cases(cache):
                 feeds.append(f)
             cases.append((name, model, feeds))
     cases.append(transformer_case(rng))
+    photos = [os.path.join(ROOT, "models", "data", p) for p in ("chelsea.png", "coffee.png")]
+    cases.append(ort_cases_dd.nudenet_case(fetch_wheel(*ort_cases_dd.NUDENET, cache), photos))
     return cases
 
 
@@ -313,15 +322,18 @@ def write(out):
     real = real_cases(os.path.join(ROOT, ".cache", "wheels"))
     for name, model, feed_sets in real:
         save_sets(out, "real", name, model, feed_sets)
-    print(f"[ort-cases] wrote {len(cases)} cases to {out}/recurrent, {len(image)} to {out}/image and {len(real)} "
-          f"real models to {out}/real (expected outputs from ONNX Runtime {ort.__version__})")
+    dd = ort_cases_dd.dd_cases()
+    for name, model, feed_sets in dd:
+        save_sets(out, "dd", name, model, feed_sets)
+    print(f"[ort-cases] wrote {len(cases)} cases to {out}/recurrent, {len(image)} to {out}/image, {len(dd)} to "
+          f"{out}/dd and {len(real)} real models to {out}/real (expected outputs from ONNX Runtime {ort.__version__})")
 
 
 def check(out, conformance):
     write(out)
     js, js_real = os.path.join(out, "result.json"), os.path.join(out, "result_real.json")
     rc = subprocess.call([conformance, "--data", out, "--suites", "recurrent,image", "--json", js])
-    rc |= subprocess.call([conformance, "--data", out, "--suites", "real", "--json", js_real, "--fusion",
+    rc |= subprocess.call([conformance, "--data", out, "--suites", "real,dd", "--json", js_real, "--fusion",
                            "none,all,vertical,horizontal,cross,compound", "--rel-l2", "1e-4"])
     results = json.load(open(js)) + json.load(open(js_real))
     bad = [r for r in results if r["status"] != "passed"]
@@ -338,7 +350,8 @@ def main():
     ap.add_argument("--conformance", help="the onnx_conformance binary (check)")
     a = ap.parse_args()
     if a.command == "fetch":  # the pinned wheels of the real models (make onnx-models)
-        print(f"[ort-cases] {fetch_wheel(*SILERO, os.path.join(ROOT, '.cache', 'wheels'))} present")
+        for wheel in (SILERO, ort_cases_dd.NUDENET):
+            print(f"[ort-cases] {fetch_wheel(*wheel, os.path.join(ROOT, '.cache', 'wheels'))} present")
         return 0
     if a.command == "write":
         write(a.out)

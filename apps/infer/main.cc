@@ -152,7 +152,7 @@ Status run(InferOptions o) {
                                                  << "model declares its input shapes and symbolic dims";
     }
     std::vector<SymbolicDim> dims;
-    for (const auto& [name, r] : o.session.dim_ranges) dims.push_back({name, r.min, r.max, r.opt});
+    for (const auto& [name, r] : o.session.dim_ranges) dims.push_back(declared_dim(name, r.min, r.max, r.opt));
     FUSERT_ASSIGN_OR_RETURN(ModelSpec m, is_onnx_path(o.model) ? load_onnx(o.model, o.session.input_shapes, dims, true)
                                                                : load_model(o.model));
     std::fputs(dump_graph(m.graph).c_str(), stdout);
@@ -177,7 +177,7 @@ Status run(InferOptions o) {
     std::printf("fusion: %s (family %s), planner %.2f ms\n", o.session.fusion.c_str(),
                 session->fusion_plan().family.c_str(), st.fusion_plan_ms);
   }
-  if (o.explain) std::fputs(explain_plan(session->graph(), session->fusion_plan()).c_str(), stdout);
+  if (o.explain) std::fputs(session->explain().c_str(), stdout);
   if (o.explain) std::fputs(session->backend_report().c_str(), stdout);
   if (cuda) {
     std::printf("cuda: %lld generated kernels (NVRTC %.0f ms), %lld cuDNN/cuBLASLt calls, %lld host-fallback steps\n",
@@ -188,6 +188,11 @@ Status run(InferOptions o) {
     std::printf("device: %s\n", session->stats().device_name.c_str());
   }
   if (!o.dot.empty()) {
+    if (session->stats().execution_stages > 1) {
+      return error(StatusCode::kUnsupported)
+             << "--dot: the model runs in " << session->stats().execution_stages << " execution stages (outputs "
+             << "whose size depends on the data); --dot draws a plan of one stage (--explain prints every stage's)";
+    }
     const bool unfused = o.session.fusion == "none" || o.session.fusion == "raw";
     const std::string dot =
         unfused ? graph_to_dot(session->graph()) : plan_to_dot(session->graph(), session->fusion_plan());

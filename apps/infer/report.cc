@@ -80,6 +80,7 @@ Status write_stats_json(const std::string& path, const Session& s, const Latency
       {"plan_ms", st.plan_ms},
       {"shape_cache_hits", st.shape_cache_hits},
       {"shape_cache_misses", st.shape_cache_misses},
+      {"execution_stages", st.execution_stages},
       {"shape_build_ms_max", st.shape_build_ms_max},
       {"runs", runs},
       {"latency_ms", {{"median", lat.median}, {"min", lat.min}, {"max", lat.max}}},

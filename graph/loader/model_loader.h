@@ -32,7 +32,21 @@ struct SymbolicDim {
   /// max, for the constants that follow it.
   bool open = false;
   int64_t probe = 0;
+  /// A data-dependent count (graph/data_dependent.h): the output size of node `producer`, bound
+  /// from what that node returns at run time, not from an input (min 0; open).
+  bool data_dependent = false;
+  std::string producer;
 };
+
+/// A dim declared with its range (`dims:`, --dim).
+inline SymbolicDim declared_dim(const std::string& name, int64_t min, int64_t max, int64_t opt) {
+  SymbolicDim d;
+  d.name = name;
+  d.min = min;
+  d.max = max;
+  d.opt = opt;
+  return d;
+}
 
 /// Values of symbolic dims by name, e.g. {{"batch", 4}, {"seq", 37}}.
 using DimValues = std::map<std::string, int64_t>;

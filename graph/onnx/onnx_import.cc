@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "graph/base/file.h"
+#include "graph/data_dependent.h"
 #include "graph/onnx/onnx_dims.h"
 #include "graph/onnx/onnx_expand.h"
 #include "graph/onnx/onnx_f64.h"
@@ -301,6 +302,7 @@ class Importer {
     g.nodes.push_back(std::move(n));
     Node& added = g.nodes.back();
     for (ValueId out : added.outputs) g.value(out).producer = static_cast<int>(g.nodes.size() - 1);
+    if (is_data_dependent(g, added)) set_count(g, added);
     FUSERT_RETURN_IF_ERROR(infer_node_shapes(g, added));
     const bool is_output = outputs_.count(g.value(added.outputs[0]).name) > 0;
     if (added.outputs.size() == 1 && !is_output) {
@@ -313,6 +315,25 @@ class Importer {
     return Status();
   }
 
+  // A data-dependent node (graph/data_dependent.h) is shaped at its count's value in `at_`, else
+  // at a small default; either at most the largest count the node can return, and at least 1
+  // (a count of 0 is served from the shapes at 1: runtime/staged.h).
+  void set_count(Graph& g, Node& n) {
+    SymbolicDim d;
+    d.name = dd_dim_name(n);
+    d.producer = n.name;
+    d.data_dependent = d.open = true;
+    d.min = 0;
+    d.max = kMaxTensorElements;
+    const int64_t bound = dd_count_bound(g, n);
+    auto clamp = [bound](int64_t v) { return std::max<int64_t>(1, bound >= 0 ? std::min(v, bound) : v); };
+    d.opt = clamp(kCountOpt);
+    d.probe = clamp(kCountOpt - 1);
+    n.attrs["count"].i = at_ && at_->count(d.name) ? clamp(at_->at(d.name)) : d.opt;
+    counts_.push_back(d);
+  }
+  static constexpr int64_t kCountOpt = 16;
+
   std::string path_, base_dir_;
   int64_t opset_;
   const DimValues* at_;
@@ -320,7 +341,8 @@ class Importer {
   std::map<std::string, SymbolicDim> dims_;
 
  public:
-  std::set<std::string> used_;  ///< dim_params of the inputs kept symbolic
+  std::set<std::string> used_;       ///< dim_params of the inputs kept symbolic
+  std::vector<SymbolicDim> counts_;  ///< the data-dependent nodes' counts, in graph order
   std::set<std::string> outputs_, node_names_;
 };
 
@@ -357,7 +379,15 @@ Result<ModelSpec> load_onnx_at(const std::string& path, const onnx::ModelProto* 
     spec.dims.push_back(d);
     spec.dim_values[d.name] = at ? at->at(d.name) : d.opt;
   }
-  if (dims.empty()) {
+  for (const Node& n : spec.graph.nodes) {  // the data-dependent counts, at the values shaped at
+    if (!is_data_dependent(spec.graph, n)) continue;
+    for (const SymbolicDim& d : imp.counts_) {
+      if (d.producer != n.name) continue;
+      spec.dims.push_back(d);
+      spec.dim_values[d.name] = n.attr_i("count");
+    }
+  }
+  if (spec.dims.empty()) {
     spec.input_dims.clear();
     return spec;
   }
@@ -425,7 +455,7 @@ Status probe_open(ModelSpec& spec) {
   Status st;
   for (int k = 0; k < 3; ++k) {
     for (SymbolicDim& d : spec.dims) {
-      if (!d.open) continue;
+      if (!d.open || d.data_dependent) continue;  // a count keeps the probe its import chose
       onnx_import::OpenDim o;
       o.dim = d;
       d.probe = onnx_import::open_probe(o, k);

@@ -47,7 +47,8 @@ const std::set<std::string>& direct_ops() {
       "ArgMax", "ArgMin", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor",
       "Not", "Max", "Min", "PRelu", "InstanceNormalization", "Sum", "Mean", "GatherElements", "ScatterElements",
       "GatherND", "ScatterND", "OneHot", "TopK", "Trilu", "CumSum", "DepthToSpace", "SpaceToDepth", "Resize",
-      "ConvTranspose", "NegativeLogLikelihoodLoss", "Mod", "GridSample", "RNN", "GRU", "LSTM", "LRN", "ReverseSequence", "Det", "RoiAlign"};
+      "ConvTranspose", "NegativeLogLikelihoodLoss", "Mod", "GridSample", "RNN", "GRU", "LSTM", "LRN", "ReverseSequence", "Det", "RoiAlign",
+      "NonZero", "NonMaxSuppression", "Unique", "Compress"};
   // clang-format on
   return ops;
 }

@@ -28,6 +28,7 @@ Result<std::vector<StepTime>> Session::profile(const TensorMap& inputs, int runs
 }
 Status Session::init_device() { return impl_->init_device(); }
 std::string Session::backend_report() const { return impl_->backend_report(); }
+std::string Session::explain() const { return impl_->explain(); }
 const SessionStats& Session::stats() const { return impl_->stats(); }
 const SessionOptions& Session::options() const { return impl_->options(); }
 size_t Session::execution_contexts() const { return impl_->execution_contexts(); }

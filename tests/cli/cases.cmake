@@ -242,8 +242,8 @@ fusert_cli_test(dump_yaml_shape 1 "tiny\\.yaml: --shape and --dim are for ONNX m
 fusert_cli_test(onnx_shape_malformed 2 "--shape: expected NAME=DxDx\\.\\.\\. \\(e\\.g\\. input=1x3x224x224\\), got 'x=1xax3'"
                 -- --model ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_loaders/corpus/onnx/test_Conv2d_depthwise_padded.onnx
                    --shape x=1xax3)
-fusert_cli_test(onnx_unsupported 1 "test_nonzero_example/model\\.onnx: unsupported by fusert:" "NonZero x1"
-                -- --model /usr/share/libonnx-testdata/data/node/test_nonzero_example/model.onnx --seeded)
+fusert_cli_test(onnx_unsupported 1 "test_bitshift_left_uint8/model\\.onnx: unsupported by fusert:" "BitShift x1"
+                -- --model /usr/share/libonnx-testdata/data/node/test_bitshift_left_uint8/model.onnx --seeded)
 fusert_cli_test(onnx_not_a_model 1 "truncated_gemm\\.onnx: not an ONNX model"
                 -- --model ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_loaders/regressions/onnx/truncated_gemm.onnx)
 # fusert-convert (apps/convert): usage and an unsupported model (the real models' round trip is
@@ -251,8 +251,8 @@ fusert_cli_test(onnx_not_a_model 1 "truncated_gemm\\.onnx: not an ONNX model"
 add_test(NAME cli_convert_usage COMMAND sh ${FUSERT_CLI_DIR}/expect.sh 2 "^usage: fusert-convert MODEL\\.onnx -o MODEL\\.yaml"
                                         -- $<TARGET_FILE:fusert-convert> model.onnx)
 add_test(NAME cli_convert_unsupported
-         COMMAND sh ${FUSERT_CLI_DIR}/expect.sh 1 "^fusert-convert: error: unsupported: .*test_nonzero_example/model\\.onnx: unsupported by fusert:"
-                 "NonZero x1" -- $<TARGET_FILE:fusert-convert> /usr/share/libonnx-testdata/data/node/test_nonzero_example/model.onnx
+         COMMAND sh ${FUSERT_CLI_DIR}/expect.sh 1 "^fusert-convert: error: unsupported: .*test_bitshift_left_uint8/model\\.onnx: unsupported by fusert:"
+                 "BitShift x1" -- $<TARGET_FILE:fusert-convert> /usr/share/libonnx-testdata/data/node/test_bitshift_left_uint8/model.onnx
                  -o ${CMAKE_CURRENT_BINARY_DIR}/cli_convert_acos.yaml)
 set_tests_properties(cli_convert_usage cli_convert_unsupported PROPERTIES LABELS cli TIMEOUT 60)
 fusert_cli_test(onnx_dim_malformed 2 "--dim: expected NAME=MIN:MAX\\[:OPT\\] \\(e\\.g\\. batch=1:64\\), got 'N=1'"

@@ -95,7 +95,7 @@ def broken(zoo, fixture, out):
     expect(cases[("missing_model", "cpu/none")][0] == "error" and "no_such_model" in
            cases[("missing_model", "cpu/none")][1], "a model that fails to load is an error naming the file")
     unsupported = [row for row in json.load(open(js))["rows"] if row["model"] == "unsupported_ops"]
-    expect(unsupported and all("unsupported by fusert: op types: NonZero x1 (#0)" in row["reason"] and
+    expect(unsupported and all("unsupported by fusert: op types: BitShift x1 (#0)" in row["reason"] and
                                "\n" not in row["reason"] for row in unsupported),
            "an unsupported op is named in the JSON's one-line reason, not only 'unsupported by fusert:'")
     expect(cases[("fine", "cpu/all")][0] == "ok" and cases[("timed", "cpu/all")][0] == "ok",

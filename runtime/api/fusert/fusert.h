@@ -152,6 +152,10 @@ class FUSERT_API Session {
   /// CUDA: the backend's view of the plan, one line per step (library calls, generated kernels
   /// with register and spill counts, host fallbacks with the reason). Empty for the CPU.
   std::string backend_report() const;
+  /// The fusion plan as `infer --explain` prints it: every group with its nodes and the
+  /// rejected candidates with their reasons; for a model with data-dependent output shapes,
+  /// per execution stage, with the ops that run between stages (SessionStats::execution_stages).
+  std::string explain() const;
 
   /// What loading, planning and running measured (kernels, bytes, ms, shape-cache counts).
   const SessionStats& stats() const;
@@ -167,7 +171,9 @@ class FUSERT_API Session {
 
   /// The loaded model (graph and metadata).
   const ModelSpec& model() const;
-  /// The canonical graph the plan was made from.
+  /// The canonical graph the plan was made from. A model with data-dependent output sizes
+  /// (stats().execution_stages > 1): the whole graph as imported; plan() and fusion_plan() are
+  /// then its first stage's (on that stage's own graph), and explain() shows every stage.
   const Graph& graph() const;
   /// The lowered plan: steps, memory plan.
   const ExecutionPlan& plan() const;

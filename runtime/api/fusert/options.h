@@ -131,6 +131,10 @@ struct SessionStats {
   double shape_build_ms_last = 0;   ///< time of the last miss's build (graph, lowering, memory, executor)
   double shape_build_ms_max = 0;    ///< the slowest miss so far
   double shape_build_ms_total = 0;  ///< all misses
+  /// Execution stages: 1, or more where an op's output size depends on the data (NonZero,
+  /// NonMaxSuppression, a TopK with a computed K): the plan is split there and what follows is
+  /// shaped per run at the size returned (the shape cache counters above sum the stages').
+  int64_t execution_stages = 1;
 };
 
 }  // namespace fusert

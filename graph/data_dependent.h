@@ -1,0 +1,46 @@
+// Data-dependent output shapes: ops whose output size is known only once they have run
+// (NonZero, NonMaxSuppression, Unique, Compress, TopK with a K computed at run time). Their
+// count is a symbolic dim named '<node>.n'; the graph is shaped at a value of it (the node's
+// `count` attribute). A session splits such a graph into execution stages: stage 0 is every
+// node that does not depend on a count; a data-dependent node runs on the host after the stage
+// its inputs come from; the nodes that read its outputs (directly or through others) form the
+// next stage, planned and fused on their own and shaped, per run, at the count it returned.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/ir.h"
+
+namespace fusert {
+
+/// True when `n`'s output size depends on its input data (see above).
+bool is_data_dependent(const Graph& g, const Node& n);
+
+/// The symbolic dim of a data-dependent node's count: "<node name>.n".
+std::string dd_dim_name(const Node& n);
+
+/// The largest count `n` can return given its input shapes, or -1 for no bound below the tensor
+/// limit (TopK: the length of its axis).
+int64_t dd_count_bound(const Graph& g, const Node& n);
+
+/// Which stage each node runs in.
+struct Stages {
+  /// Per node: its stage; for a data-dependent node, the stage after which it runs (its
+  /// outputs belong to the next one).
+  std::vector<int> node_stage;
+  std::vector<int> dd_nodes;  ///< the data-dependent nodes, in graph order
+  int count = 1;              ///< number of stages (1 + the longest chain of data-dependent nodes)
+};
+
+/// The stages of `g` (topologically sorted).
+Stages split_stages(const Graph& g);
+
+/// Stage `s` as a graph of its own: its nodes, the constants they read, as inputs every value
+/// they read from outside (a graph input, an earlier stage's output, a data-dependent node's
+/// output), as outputs every value they compute that the graph outputs or another stage or a
+/// data-dependent node reads. Values keep their names; the order is deterministic (a model
+/// expanded at other dims cuts into the same structure).
+Graph cut_stage(const Graph& g, const Stages& st, int s);
+
+}  // namespace fusert

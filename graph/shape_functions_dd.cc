@@ -1,0 +1,112 @@
+// Shape functions of the data-dependent ops (graph/data_dependent.h): NonZero, NonMaxSuppression,
+// Unique, Compress (and TopK with a K known at run time only, in shape_functions_index.cc). The
+// size that depends on the data is the node's `count` attribute, the value of its symbolic dim
+// '<node>.n' at which the graph is shaped; the session replaces it by the count the op returns.
+#include "graph/shape_inference.h"
+
+namespace fusert {
+
+namespace {
+
+constexpr int64_t kNoAxis = 2147483647;  // Unique / Compress without `axis`: X flattened
+
+Status dd_count(ShapeContext& c, int64_t* n) {
+  *n = c.node.attr_i("count");
+  if (*n < 0) {
+    return c.unsupported() << op_name(c.node.op) << "'s output size depends on its input data; fusert runs it from "
+                           << "an ONNX model, whose import shapes what follows at a symbolic count";
+  }
+  return Status();
+}
+
+Status value_dtype(ShapeContext& c, size_t i, bool allow_bool) {
+  const DType t = c.in_dtype(i);
+  if (t == DType::kF32 || t == DType::kI32 || t == DType::kI64 || (allow_bool && t == DType::kBool)) return Status();
+  return c.unsupported() << "input " << i << " is " << dtype_name(t) << " (f32, i32, i64"
+                         << (allow_bool ? ", bool" : "") << ")";
+}
+
+// `axis` against `rank`, normalised in place; kNoAxis stays.
+Status optional_axis(ShapeContext& c, size_t rank, int64_t* axis) {
+  *axis = c.node.attr_i("axis");
+  if (*axis == kNoAxis) return Status();
+  const int64_t r = static_cast<int64_t>(rank);
+  if (*axis < -r || *axis >= r) return c.fail() << "axis " << *axis << " out of range for rank " << r;
+  if (*axis < 0) *axis += r;
+  c.node.attrs["axis"].i = *axis;
+  return Status();
+}
+
+// An optional scalar input of NonMaxSuppression: absent, or one element of `t`.
+Status scalar_input(ShapeContext& c, size_t i, DType t, const char* what) {
+  if (!c.has_input(i)) return Status();
+  if (shape_numel(c.in(i)) != 1) return c.fail() << what << " (input " << i << ") must hold one value";
+  if (c.in_dtype(i) != t) return c.fail() << what << " (input " << i << ") must be " << dtype_name(t);
+  return Status();
+}
+
+}  // namespace
+
+Status shape_NonZero(ShapeContext& c) {
+  FUSERT_RETURN_IF_ERROR(value_dtype(c, 0, true));
+  if (c.in(0).empty()) return c.unsupported() << "a scalar input (rank 0)";
+  int64_t n = 0;
+  FUSERT_RETURN_IF_ERROR(dd_count(c, &n));
+  c.set_out(0, {static_cast<int64_t>(c.in(0).size()), n}, DType::kI64);
+  return Status();
+}
+
+Status shape_NonMaxSuppression(ShapeContext& c) {
+  const Shape &b = c.in(0), &s = c.in(1);
+  if (c.in_dtype(0) != DType::kF32 || c.in_dtype(1) != DType::kF32) return c.fail() << "boxes and scores must be f32";
+  if (b.size() != 3 || b[2] != 4) return c.fail() << "boxes must be [batch, boxes, 4], got " << shape_str(b);
+  if (s.size() != 3 || s[0] != b[0] || s[2] != b[1]) {
+    return c.fail() << "scores must be [batch, classes, boxes] = [" << b[0] << ", C, " << b[1] << "], got "
+                    << shape_str(s);
+  }
+  const int64_t cpb = c.node.attr_i("center_point_box");
+  if (cpb != 0 && cpb != 1) return c.fail() << "center_point_box must be 0 or 1, got " << cpb;
+  FUSERT_RETURN_IF_ERROR(scalar_input(c, 2, DType::kI64, "max_output_boxes_per_class"));
+  FUSERT_RETURN_IF_ERROR(scalar_input(c, 3, DType::kF32, "iou_threshold"));
+  FUSERT_RETURN_IF_ERROR(scalar_input(c, 4, DType::kF32, "score_threshold"));
+  int64_t n = 0;
+  FUSERT_RETURN_IF_ERROR(dd_count(c, &n));
+  c.set_out(0, {n, 3}, DType::kI64);
+  return Status();
+}
+
+Status shape_Unique(ShapeContext& c) {
+  FUSERT_RETURN_IF_ERROR(value_dtype(c, 0, false));
+  const Shape& x = c.in(0);
+  int64_t axis = 0, n = 0;
+  FUSERT_RETURN_IF_ERROR(optional_axis(c, x.size(), &axis));
+  FUSERT_RETURN_IF_ERROR(dd_count(c, &n));
+  Shape y = axis == kNoAxis ? Shape{n} : x;
+  if (axis != kNoAxis) y[static_cast<size_t>(axis)] = n;
+  c.set_out(0, y, c.in_dtype(0));
+  for (size_t k = 1; k < c.node.outputs.size(); ++k) {
+    const int64_t len = axis == kNoAxis ? shape_numel(x) : x[static_cast<size_t>(axis)];
+    c.set_out(k, {k == 2 ? len : n}, DType::kI64);
+  }
+  return Status();
+}
+
+Status shape_Compress(ShapeContext& c) {
+  FUSERT_RETURN_IF_ERROR(value_dtype(c, 0, true));
+  if (c.in_dtype(1) != DType::kBool || c.in(1).size() != 1)
+    return c.fail() << "condition (input 1) must be a 1-D bool tensor, got " << dtype_name(c.in_dtype(1)) << " "
+                    << shape_str(c.in(1));
+  const Shape& x = c.in(0);
+  int64_t axis = 0, n = 0;
+  FUSERT_RETURN_IF_ERROR(optional_axis(c, x.size(), &axis));
+  const int64_t len = axis == kNoAxis ? shape_numel(x) : x[static_cast<size_t>(axis)];
+  if (c.in(1)[0] > len)
+    return c.fail() << "condition has " << c.in(1)[0] << " elements, more than the " << len << " it selects from";
+  FUSERT_RETURN_IF_ERROR(dd_count(c, &n));
+  Shape y = axis == kNoAxis ? Shape{n} : x;
+  if (axis != kNoAxis) y[static_cast<size_t>(axis)] = n;
+  c.set_out(0, y, c.in_dtype(0));
+  return Status();
+}
+
+}  // namespace fusert

@@ -1,0 +1,382 @@
+// Execution stages of a model with data-dependent output shapes (runtime/staged.h).
+#include "runtime/staged.h"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "graph/fusion/explain.h"
+#include "graph/fusion/planner.h"
+#include "kernels/cpu/data_dependent.h"
+#include "runtime/session_impl.h"
+
+namespace fusert {
+
+namespace {
+
+constexpr int64_t kNoAxis = 2147483647;  // Unique / Compress without `axis`
+
+std::string stage_str(int s, int n) { return "stage " + std::to_string(s + 1) + " of " + std::to_string(n); }
+
+}  // namespace
+
+struct StagedModel::Stage {
+  std::unique_ptr<SessionImpl> session;
+  std::vector<std::string> inputs, outputs;
+  std::vector<std::string> counts;  ///< the data-dependent dims its shapes follow
+  int index = 0;
+};
+
+struct StagedModel::DDOp {
+  Node node;                    ///< value ids of the full graph: names below
+  std::vector<std::string> in;  ///< input names ("" omitted)
+  std::vector<Tensor> fixed;    ///< per input: its data when a constant
+  std::vector<std::string> out;
+  std::string dim, label;
+  int after = 0;  ///< runs after this stage
+};
+
+bool has_data_dependent_dims(const ModelSpec& spec) {
+  for (const SymbolicDim& d : spec.dims)
+    if (d.data_dependent) return true;
+  return false;
+}
+
+namespace {
+
+// Stage `s` of `full` as a model of its own: its dims are the input dims and the counts of the
+// data-dependent ops before it; expanded at other dims it is the full model expanded, cut again.
+Result<ModelSpec> stage_spec(const ModelSpec& full, int s) {
+  const Stages st = split_stages(full.graph);
+  ModelSpec spec;
+  spec.graph = cut_stage(full.graph, st, s);
+  spec.path = full.path;
+  spec.base_dir = full.base_dir;
+  std::set<std::string> before;  // counts of the data-dependent ops that run before stage s
+  for (int i : st.dd_nodes)
+    if (st.node_stage[static_cast<size_t>(i)] < s) before.insert(dd_dim_name(full.graph.nodes[static_cast<size_t>(i)]));
+  for (const SymbolicDim& d : full.dims) {
+    if (d.data_dependent && !before.count(d.name)) continue;
+    spec.dims.push_back(d);
+    spec.dim_values[d.name] = full.dim_values.at(d.name);
+  }
+  for (ValueId in : spec.graph.inputs) spec.input_dims.emplace_back(spec.graph.value(in).shape.size());
+  if (spec.dims.empty()) return spec;
+  const auto expand_full = full.expand_at;
+  const DimValues defaults = full.dim_values;
+  spec.expand_at = [expand_full, defaults, s](const DimValues& v) -> Result<ModelSpec> {
+    DimValues all = defaults;
+    for (const auto& [k, x] : v) all[k] = x;
+    FUSERT_ASSIGN_OR_RETURN(ModelSpec m, expand_full(all));
+    return stage_spec(m, s);
+  };
+  return spec;
+}
+
+}  // namespace
+
+StagedModel::~StagedModel() = default;
+
+const SessionImpl& StagedModel::stage(int s) const { return *stages_[static_cast<size_t>(s)]->session; }
+
+bool StagedModel::has_session(int s) const { return stages_[static_cast<size_t>(s)]->session != nullptr; }
+
+Result<std::unique_ptr<StagedModel>> StagedModel::build(const ModelSpec& full, const SessionOptions& options) {
+  std::unique_ptr<StagedModel> m(new StagedModel());
+  const Graph& g = full.graph;
+  const Stages st = split_stages(g);
+  FusionOptions fopt;
+  std::string why;
+  parse_fusion_mode(options.fusion, &fopt, &why);  // checked by the caller
+  for (int s = 0; s < st.count; ++s) {
+    auto stage = std::make_unique<Stage>();
+    stage->index = s;
+    FUSERT_ASSIGN_OR_RETURN(ModelSpec spec, stage_spec(full, s));
+    for (ValueId v : spec.graph.inputs) stage->inputs.push_back(spec.graph.value(v).name);
+    for (ValueId v : spec.graph.outputs) stage->outputs.push_back(spec.graph.value(v).name);
+    for (const SymbolicDim& d : spec.dims) stage->counts.push_back(d.name);
+    if (!spec.graph.nodes.empty()) {
+      Result<std::unique_ptr<SessionImpl>> sess = SessionImpl::from_spec(std::move(spec), options, fopt, 0, true);
+      if (!sess.ok()) return error(sess.status().code()) << stage_str(s, st.count) << ": " << sess.status().message();
+      stage->session = std::move(*sess);
+    }
+    m->stages_.push_back(std::move(stage));
+  }
+  for (int i : st.dd_nodes) {
+    auto op = std::make_unique<DDOp>();
+    op->node = g.nodes[static_cast<size_t>(i)];
+    op->after = st.node_stage[static_cast<size_t>(i)];
+    op->dim = dd_dim_name(op->node);
+    op->label = std::string(op_name(op->node.op)) + " '" + op->node.name + "'";
+    for (ValueId in : op->node.inputs) {
+      op->in.push_back(in == kNoValue ? std::string() : g.value(in).name);
+      op->fixed.push_back(in != kNoValue && !g.value(in).data.empty() ? g.value(in).data : Tensor());
+    }
+    for (ValueId o : op->node.outputs) op->out.push_back(g.value(o).name);
+    m->dd_.push_back(std::move(op));
+  }
+  for (ValueId o : g.outputs) m->outputs_.push_back(g.value(o).name);
+  return m;
+}
+
+Result<TensorMap> StagedModel::run(const DimValues& input_dims, const TensorMap& inputs) const {
+  TensorMap env = inputs;
+  DimValues dims = input_dims;
+  for (const auto& stage : stages_) {
+    FUSERT_ASSIGN_OR_RETURN(TensorMap out, run_stage(*stage, dims, env));
+    for (auto& [k, t] : out) env[k] = std::move(t);
+    for (const auto& op : dd_) {
+      if (op->after != stage->index) continue;
+      FUSERT_ASSIGN_OR_RETURN(std::vector<Tensor> res, run_dd(*op, env, &dims));
+      for (size_t k = 0; k < res.size() && k < op->out.size(); ++k) env[op->out[k]] = std::move(res[k]);
+    }
+  }
+  TensorMap out;
+  for (const std::string& name : outputs_) {
+    auto it = env.find(name);
+    if (it == env.end()) return error(StatusCode::kInternal) << "staged run: output '" << name << "' not computed";
+    out[name] = it->second;
+  }
+  return out;
+}
+
+// A stage at `dims`: its session at the counts bound so far; a zero count is served from the
+// shapes at count 1 when every output of the stage follows a zero count (runtime/staged.h).
+Result<TensorMap> StagedModel::run_stage(const Stage& st, const DimValues& dims, const TensorMap& env) const {
+  if (!st.session) return TensorMap{};
+  DimValues at;
+  std::vector<std::string> zero;
+  for (const std::string& d : st.counts) {
+    at[d] = dims.at(d);
+    if (at[d] == 0) zero.push_back(d);
+  }
+  TensorMap in;
+  for (const std::string& name : st.inputs) {
+    auto it = env.find(name);
+    if (it == env.end()) return error(StatusCode::kInternal) << "staged run: stage input '" << name << "' missing";
+    in[name] = it->second;
+  }
+  if (zero.empty()) return st.session->run_at(at, in);
+  DimValues one = at, two = at;
+  for (const std::string& d : zero) one[d] = 1, two[d] = 2;
+  FUSERT_ASSIGN_OR_RETURN(std::vector<Shape> s1, st.session->output_shapes_at(one));
+  FUSERT_ASSIGN_OR_RETURN(std::vector<Shape> s2, st.session->output_shapes_at(two));
+  TensorMap out;
+  for (size_t k = 0; k < st.outputs.size(); ++k) {
+    Shape s = s1[k];
+    bool empty = false;
+    for (size_t d = 0; d < s.size(); ++d) {
+      if (s1[k][d] == 1 && s2[k].size() == s.size() && s2[k][d] == 2) s[d] = 0, empty = true;
+    }
+    const Value& v = st.session->graph().value(st.session->graph().outputs[k]);
+    if (!empty) {
+      return error(StatusCode::kUnsupported)
+             << stage_str(st.index, stage_count()) << " of " << st.session->model().path << ": the count '" << zero[0]
+             << "' is 0 and '" << v.name << "' would not be empty; fusert computes no zero-size tensors (it serves a "
+             << "count of 0 where every value that follows it is empty)";
+    }
+    out[st.outputs[k]] = Tensor(v.dtype, s);
+  }
+  return out;
+}
+
+Result<std::vector<Tensor>> StagedModel::run_dd(const DDOp& op, const TensorMap& env, DimValues* dims) const {
+  std::vector<const Tensor*> x(op.in.size(), nullptr);
+  for (size_t k = 0; k < op.in.size(); ++k) {
+    if (!op.fixed[k].empty()) {
+      x[k] = &op.fixed[k];
+    } else if (!op.in[k].empty()) {
+      auto it = env.find(op.in[k]);
+      if (it == env.end()) return error(StatusCode::kInternal) << op.label << ": input '" << op.in[k] << "' missing";
+      x[k] = &it->second;
+    }
+  }
+  const Node& n = op.node;
+  const std::string where = n.loc.str() + ": " + op.label + ": ";
+  auto scalar = [&](size_t k, double dflt) -> double {
+    if (k >= x.size() || !x[k] || x[k]->numel() < 1) return dflt;
+    const Tensor& t = *x[k];
+    return t.dtype() == DType::kF32 ? t.f32()[0] : t.dtype() == DType::kI64 ? static_cast<double>(t.i64()[0]) : 0.0;
+  };
+  std::vector<Tensor> out;
+  int64_t count = 0;
+  switch (n.op) {
+    case OpKind::kNonZero:
+      out.push_back(cpu::non_zero(*x[0]));
+      count = out[0].shape()[1];
+      break;
+    case OpKind::kNonMaxSuppression: {
+      cpu::NmsParams p;
+      p.max_per_class = std::max<int64_t>(0, static_cast<int64_t>(scalar(2, 0)));
+      p.iou_threshold = static_cast<float>(scalar(3, 0));
+      p.has_score_threshold = x.size() > 4 && x[4];
+      p.score_threshold = static_cast<float>(scalar(4, 0));
+      p.center_point_box = n.attr_i("center_point_box") != 0;
+      if (!(p.iou_threshold >= 0 && p.iou_threshold <= 1))
+        return error(StatusCode::kInvalidArgument)
+               << where << "iou_threshold " << p.iou_threshold << " is outside [0, 1]";
+      out.push_back(cpu::non_max_suppression(*x[0], *x[1], p));
+      count = out[0].shape()[0];
+      break;
+    }
+    case OpKind::kUnique: {
+      const int64_t axis = n.attr_i("axis");
+      cpu::UniqueResult r = cpu::unique(*x[0], axis == kNoAxis ? -1 : axis, n.attr_i("sorted") != 0);
+      count = r.indices.numel();
+      out = {r.y, r.indices, r.inverse, r.counts};
+      break;
+    }
+    case OpKind::kCompress: {
+      const int64_t axis = n.attr_i("axis");
+      out.push_back(cpu::compress(*x[0], *x[1], axis == kNoAxis ? -1 : axis));
+      count = axis == kNoAxis ? out[0].numel() : out[0].shape()[static_cast<size_t>(axis)];
+      break;
+    }
+    case OpKind::kTopK: {
+      const Tensor& kt = *x[1];
+      const int64_t k = kt.dtype() == DType::kI32 ? static_cast<const int32_t*>(kt.raw())[0] : kt.i64()[0];
+      const int64_t axis = n.attr_i("axis");
+      const int64_t len = x[0]->shape()[static_cast<size_t>(axis)];
+      if (k < 0 || k > len)
+        return error(StatusCode::kInvalidArgument) << where << "K = " << k << " is outside [0, " << len << "] (dim "
+                                                   << axis << " of " << shape_str(x[0]->shape()) << ")";
+      Tensor v, i;
+      cpu::top_k_tensor(*x[0], axis, k, n.attr_i("largest") != 0, &v, &i);
+      out = {v, i};
+      count = k;
+      break;
+    }
+    default:
+      return error(StatusCode::kInternal) << op.label << " is not a data-dependent op";
+  }
+  (*dims)[op.dim] = count;
+  return out;
+}
+
+Result<std::vector<StepTime>> StagedModel::profile(const DimValues& input_dims, const TensorMap& inputs,
+                                                   int runs) const {
+  TensorMap env = inputs;
+  DimValues dims = input_dims;
+  std::vector<StepTime> all;
+  for (const auto& stage : stages_) {
+    if (stage->session) {
+      DimValues at;
+      for (const std::string& d : stage->counts) at[d] = dims.at(d);
+      TensorMap in;
+      for (const std::string& name : stage->inputs) in[name] = env.at(name);
+      bool empty = false;
+      for (const auto& [d, v] : at) empty |= v == 0;
+      if (!empty) {
+        FUSERT_ASSIGN_OR_RETURN(std::vector<StepTime> steps, stage->session->profile_at(&at, in, runs));
+        for (StepTime& t : steps) {
+          if (stage->index > 0) t.name = "stage " + std::to_string(stage->index + 1) + ": " + t.name;
+          all.push_back(std::move(t));
+        }
+      }
+    }
+    FUSERT_ASSIGN_OR_RETURN(TensorMap out, run_stage(*stage, dims, env));
+    for (auto& [k, t] : out) env[k] = std::move(t);
+    for (const auto& op : dd_) {
+      if (op->after != stage->index) continue;
+      std::vector<double> ms;
+      std::vector<Tensor> res;
+      for (int r = 0; r < std::max(1, runs); ++r) {
+        auto t0 = std::chrono::steady_clock::now();
+        FUSERT_ASSIGN_OR_RETURN(res, run_dd(*op, env, &dims));
+        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      }
+      std::sort(ms.begin(), ms.end());
+      StepTime t;
+      t.name = op->node.name;
+      t.kernel = "host";
+      t.detail = op->label + " between stages, count " + op->dim + " = " + std::to_string(dims.at(op->dim));
+      t.nodes = 1;
+      t.ms = ms[ms.size() / 2];
+      t.reference_loop = false;
+      all.push_back(t);
+      for (size_t k = 0; k < res.size() && k < op->out.size(); ++k) env[op->out[k]] = std::move(res[k]);
+    }
+  }
+  return all;
+}
+
+std::string StagedModel::explain() const {
+  std::string s = "Execution stages: " + std::to_string(stages_.size()) +
+                  " (the plan splits where an output's size depends on the data; each stage is planned and fused on "
+                  "its own, and shaped per run at the counts returned before it)\n";
+  for (const auto& stage : stages_) {
+    s += "\n== " + stage_str(stage->index, stage_count());
+    if (!stage->session) {
+      s += ": no nodes\n";
+    } else {
+      s += ": inputs";
+      for (const std::string& n : stage->inputs) s += " '" + n + "'";
+      s += "; dims";
+      for (const std::string& d : stage->counts) s += " " + d;
+      if (stage->counts.empty()) s += " none";
+      s += "\n" + explain_plan(stage->session->graph(), stage->session->fusion_plan());
+    }
+    for (const auto& op : dd_) {
+      if (op->after != stage->index) continue;
+      s += "\n-- after " + stage_str(stage->index, stage_count()) + ", on the host: " + op->label + " -> ";
+      for (size_t k = 0; k < op->out.size(); ++k) s += (k ? ", '" : "'") + op->out[k] + "'";
+      s += "; its count is dim '" + op->dim + "'\n";
+    }
+  }
+  return s;
+}
+
+std::string StagedModel::report() const {
+  std::string s;
+  for (const auto& stage : stages_) {
+    if (!stage->session) continue;
+    s += "== " + stage_str(stage->index, stage_count()) + "\n" + stage->session->backend_report();
+  }
+  return s;
+}
+
+void StagedModel::add_stats(SessionStats* into, bool load_figures) const {
+  for (const auto& stage : stages_) {
+    if (!stage->session) continue;
+    const SessionStats& s = stage->session->stats();
+    if (load_figures) {
+      into->nodes += s.nodes;
+      into->kernels += s.kernels;
+      into->intermediate_bytes += s.intermediate_bytes;
+      into->peak_activation_bytes = std::max(into->peak_activation_bytes, s.peak_activation_bytes);
+      into->naive_activation_bytes += s.naive_activation_bytes;
+      into->plan_ms += s.plan_ms;
+      into->fusion_plan_ms += s.fusion_plan_ms;
+      into->canonicalize_ms += s.canonicalize_ms;
+      into->weight_bytes += s.weight_bytes;
+      into->generated_kernels += s.generated_kernels;
+      into->library_calls += s.library_calls;
+      into->host_fallback_steps += s.host_fallback_steps;
+      into->compile_ms += s.compile_ms;
+      into->device_name = s.device_name;
+      for (const std::string& l : s.pass_log)
+        into->pass_log.push_back(stage_str(stage->index, stage_count()) + ": " + l);
+    }
+    into->shape_cache_hits += s.shape_cache_hits;
+    into->shape_cache_misses += s.shape_cache_misses;
+    into->shape_replans += s.shape_replans;
+    into->shape_build_ms_max = std::max(into->shape_build_ms_max, s.shape_build_ms_max);
+    into->shape_build_ms_total += s.shape_build_ms_total;
+    if (s.shape_build_ms_last > 0) into->shape_build_ms_last = s.shape_build_ms_last;
+  }
+}
+
+size_t StagedModel::execution_contexts() const {
+  size_t n = 0;
+  for (const auto& stage : stages_)
+    if (stage->session) n = std::max(n, stage->session->execution_contexts());
+  return n;
+}
+
+Status StagedModel::init_device() {
+  for (const auto& stage : stages_)
+    if (stage->session) FUSERT_RETURN_IF_ERROR(stage->session->init_device());
+  return Status();
+}
+
+}  // namespace fusert

@@ -1,0 +1,65 @@
+// Execution stages of a model with data-dependent output shapes (graph/data_dependent.h): a
+// detector's NonMaxSuppression, a NonZero, a TopK whose K is computed. The model's graph is cut
+// into stages at those ops; each stage is a session of its own (fusion planned once at the
+// count the import shaped it at, an execution plan per shape through its shape cache), and the
+// data-dependent ops run on the host between them. A run binds the input dims, runs stage 1,
+// runs the ops after it and binds their counts, then runs stage 2 at those counts, and so on.
+//
+// A count of 0 (no detections) is served without computing: a stage whose outputs all follow a
+// zero count returns them empty (their shapes taken from the stage at count 1); a stage that
+// would compute a non-empty value from an empty one is an error naming the count.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fusert/fusert.h"
+#include "graph/data_dependent.h"
+#include "graph/loader/model_loader.h"
+
+namespace fusert {
+
+class SessionImpl;
+
+/// True when `spec` has a data-dependent count (SymbolicDim::data_dependent).
+bool has_data_dependent_dims(const ModelSpec& spec);
+
+class StagedModel {
+ public:
+  /// The stages of `full` (imported, weights not bound), each planned and prepared under
+  /// `options`. Errors: those of loading each stage, prefixed with the stage.
+  static Result<std::unique_ptr<StagedModel>> build(const ModelSpec& full, const SessionOptions& options);
+  ~StagedModel();
+
+  /// One run: `inputs` are the model's, `dims` their bound values (bind_dims).
+  Result<TensorMap> run(const DimValues& dims, const TensorMap& inputs) const;
+  /// Per-step times of every stage at these inputs (SessionImpl::profile), step names prefixed
+  /// "stage K: " from the second stage on; the data-dependent ops as steps "host".
+  Result<std::vector<StepTime>> profile(const DimValues& dims, const TensorMap& inputs, int runs) const;
+
+  int stage_count() const { return static_cast<int>(stages_.size()); }
+  const SessionImpl& stage(int s) const;
+  /// False for a stage without nodes (e.g. a NonZero of a graph input: stage 1 is empty).
+  bool has_session(int s) const;
+  /// --explain: each stage's plan, and what runs between stages.
+  std::string explain() const;
+  /// The backend reports of the stages.
+  std::string report() const;
+  /// The stages' load and plan figures summed, and their shape caches' counters.
+  void add_stats(SessionStats* into, bool load_figures) const;
+  size_t execution_contexts() const;
+  Status init_device();
+
+ private:
+  struct Stage;
+  struct DDOp;
+  StagedModel() = default;
+  Result<TensorMap> run_stage(const Stage& st, const DimValues& dims, const TensorMap& env) const;
+  Result<std::vector<Tensor>> run_dd(const DDOp& op, const TensorMap& env, DimValues* dims) const;
+  std::vector<std::unique_ptr<Stage>> stages_;
+  std::vector<std::unique_ptr<DDOp>> dd_;
+  std::vector<std::string> outputs_;
+};
+
+}  // namespace fusert

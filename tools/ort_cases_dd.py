@@ -1,0 +1,191 @@
+"""Cases of ops whose output size depends on the data (NonMaxSuppression, NonZero, TopK with a
+computed K, Unique, Compress) inside small graphs, for tools/ort_cases.py: each a model with ops
+before and after the data-dependent one (so fusert plans, fuses and shapes both sides) and
+several test_data_sets of different sizes and counts, one of them with a count of 0, run in one
+session; expected outputs from ONNX Runtime."""
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+
+def _model(nodes, inputs, outputs, inits, name, opset=17):
+    outs = []
+    for o, t in outputs:
+        v = helper.make_tensor_value_info(o, t, [])
+        v.type.tensor_type.ClearField("shape")
+        outs.append(v)
+    graph = helper.make_graph(nodes, name, inputs, outs, [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model
+
+
+def detector_case(rng):
+    """A detector head: conv features -> boxes [1, HW, 4] and class scores [1, 2, HW] -> NonMaxSuppression
+    -> the kept boxes (scaled) and scores. Images of two sizes, and a blank one that detects nothing."""
+    inits = {
+        "w1": (0.6 * rng.standard_normal([8, 3, 3, 3])).astype(np.float32),
+        "b1": np.zeros(8, np.float32),
+        "w2": (0.5 * rng.standard_normal([6, 8, 1, 1])).astype(np.float32),
+        "b2": np.array([0, 0, 2, 2, -3, -3], np.float32),
+        "perm_scale": np.array([4.0], np.float32),
+        "max_out": np.array([6], np.int64),
+        "iou": np.array([0.3], np.float32),
+        "score": np.array([0.4], np.float32),
+        "flat": np.array([1, 6, -1], np.int64),
+        "split": np.array([4, 2], np.int64),
+        "col": np.array(2, np.int64),
+        "sq": np.array([0], np.int64),
+    }
+    nodes = [
+        helper.make_node("Conv", ["image", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"]),
+        helper.make_node("Reshape", ["c2", "flat"], ["f"]),
+        helper.make_node("Split", ["f", "split"], ["box_raw", "score_raw"], axis=1),
+        helper.make_node("Transpose", ["box_raw"], ["boxes_t"], perm=[0, 2, 1]),
+        helper.make_node("Mul", ["boxes_t", "perm_scale"], ["boxes"]),
+        helper.make_node("Sigmoid", ["score_raw"], ["scores"]),
+        helper.make_node("NonMaxSuppression", ["boxes", "scores", "max_out", "iou", "score"], ["selected"]),
+        helper.make_node("Gather", ["selected", "col"], ["box_idx"], axis=1),
+        helper.make_node("Squeeze", ["boxes", "sq"], ["boxes2d"]),
+        helper.make_node("Gather", ["boxes2d", "box_idx"], ["kept"], axis=0),
+        helper.make_node("Relu", ["kept"], ["kept_relu"]),
+        helper.make_node("Add", ["kept_relu", "perm_scale"], ["kept_boxes"]),
+        helper.make_node("GatherND", ["scores", "selected"], ["kept_scores"]),
+    ]
+    inputs = [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 3, "height", "width"])]
+    model = _model(nodes, inputs, [("kept_boxes", TensorProto.FLOAT), ("kept_scores", TensorProto.FLOAT),
+                                   ("selected", TensorProto.INT64)], inits, "detector_nms")
+    feeds = [{"image": rng.standard_normal([1, 3, h, w]).astype(np.float32)} for h, w in ((6, 7), (9, 5))]
+    feeds.append({"image": np.zeros([1, 3, 4, 4], np.float32)})  # nothing above the score threshold
+    return ("dd_detector_nms", model, feeds)
+
+
+def nonzero_case(rng):
+    """NonZero of a mask computed from the input, the hits gathered, scaled and exponentiated."""
+    inits = {"half": np.array(0.5, np.float32), "two": np.array(2.0, np.float32)}
+    nodes = [
+        helper.make_node("Greater", ["x", "half"], ["mask"]),
+        helper.make_node("NonZero", ["mask"], ["nz"]),
+        helper.make_node("Transpose", ["nz"], ["idx"], perm=[1, 0]),
+        helper.make_node("GatherND", ["x", "idx"], ["hits"]),
+        helper.make_node("Mul", ["hits", "two"], ["m"]),
+        helper.make_node("Exp", ["m"], ["y"]),
+    ]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 5])]
+    model = _model(nodes, inputs, [("y", TensorProto.FLOAT), ("nz", TensorProto.INT64)], {**inits}, "nonzero")
+    feeds = [{"x": rng.uniform(-1, 1, [n, 5]).astype(np.float32)} for n in (4, 9)]
+    feeds.append({"x": np.full([3, 5], -1, np.float32)})
+    return ("dd_nonzero_gathernd", model, feeds)
+
+
+def topk_case(rng):
+    """TopK whose K is the smallest number of positive elements in a row, computed from the data."""
+    inits = {"zero": np.array(0.0, np.float32), "axis1": np.array([1], np.int64)}
+    nodes = [
+        helper.make_node("Greater", ["x", "zero"], ["pos"]),
+        helper.make_node("Cast", ["pos"], ["posf"], to=TensorProto.FLOAT),
+        helper.make_node("ReduceSum", ["posf", "axis1"], ["per_row"], keepdims=0),
+        helper.make_node("ReduceMin", ["per_row"], ["kminf"], keepdims=1),
+        helper.make_node("Cast", ["kminf"], ["kmin"], to=TensorProto.INT64),
+        helper.make_node("TopK", ["x", "kmin"], ["values", "indices"], axis=1),
+        helper.make_node("Sigmoid", ["values"], ["y"]),
+    ]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", 8])]
+    model = _model(nodes, inputs, [("y", TensorProto.FLOAT), ("indices", TensorProto.INT64)], inits, "topk")
+    feeds = [{"x": rng.standard_normal([b, 8]).astype(np.float32) + 0.8} for b in (2, 3)]
+    x = rng.standard_normal([2, 8]).astype(np.float32)
+    x[1] = -1  # a row with no positive element: K = 0
+    feeds.append({"x": x})
+    return ("dd_topk_computed_k", model, feeds)
+
+
+def unique_case(rng):
+    """Unique of integer codes (sorted and by first occurrence), the distinct values scaled after it."""
+    inits = {"half": np.array(0.5, np.float32)}
+    nodes = [
+        helper.make_node("Unique", ["codes"], ["u", "first", "inverse", "counts"], sorted=1),
+        helper.make_node("Unique", ["codes"], ["u2"], sorted=0),
+        helper.make_node("Cast", ["u"], ["uf"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["uf", "half"], ["y"]),
+    ]
+    inputs = [helper.make_tensor_value_info("codes", TensorProto.INT64, ["n"])]
+    model = _model(nodes, inputs, [("y", TensorProto.FLOAT), ("first", TensorProto.INT64),
+                                   ("inverse", TensorProto.INT64), ("counts", TensorProto.INT64),
+                                   ("u2", TensorProto.INT64)], inits, "unique")
+    feeds = [{"codes": rng.integers(-3, 4, [n]).astype(np.int64)} for n in (7, 12)]
+    return ("dd_unique", model, feeds)
+
+
+def compress_case(rng):
+    """Compress of the rows whose sum is positive, then a Softmax over each kept row."""
+    inits = {"zero": np.array(0.0, np.float32), "axis1": np.array([1], np.int64)}
+    nodes = [
+        helper.make_node("ReduceSum", ["x", "axis1"], ["s"], keepdims=0),
+        helper.make_node("Greater", ["s", "zero"], ["keep"]),
+        helper.make_node("Compress", ["x", "keep"], ["rows"], axis=0),
+        helper.make_node("Softmax", ["rows"], ["y"], axis=1),
+    ]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 6])]
+    model = _model(nodes, inputs, [("y", TensorProto.FLOAT)], inits, "compress")
+    feeds = [{"x": rng.standard_normal([n, 6]).astype(np.float32)} for n in (5, 11)]
+    feeds.append({"x": np.full([2, 6], -1, np.float32)})
+    return ("dd_compress_rows", model, feeds)
+
+
+def dd_cases():
+    """(name, model, [feeds per test_data_set]) of the data-dependent cases."""
+    rng = np.random.default_rng(77)
+    return [f(rng) for f in (detector_case, nonzero_case, topk_case, unique_case, compress_case)]
+
+
+# NudeNet 3.4.2's detector (PyPI `nudenet`, MIT licence): a YOLOv8n exported to ONNX with a symbolic
+# batch, height and width, 18 classes, its boxes and scores raw ([batch, 4 + 18, anchors]); the package
+# runs NonMaxSuppression in Python (OpenCV). Here the same post-processing is appended to the graph in
+# ONNX ops, as YOLO exports with NMS write it: boxes (centre, size) and class scores -> NonMaxSuppression
+# (IoU 0.45; score 0.05, below the package's 0.25, so that the photos keep several boxes) -> the kept
+# boxes, scores and classes.
+NUDENET = ("nudenet==3.4.2", "5937dbd84e5d8e5de038f08ffea5a1bb50a08475776bf2b4795914ce0eaf0331")
+
+
+def with_nms(detector):
+    """`detector` (output0: [batch, 4 + classes, anchors]) with NonMaxSuppression and gathers appended."""
+    g = detector.graph
+    classes = 18
+    g.initializer.extend([numpy_helper.from_array(v, k) for k, v in {
+        "nms_split": np.array([4, classes], np.int64), "nms_max": np.array([100], np.int64),
+        "nms_iou": np.array([0.45], np.float32), "nms_score": np.array([0.05], np.float32),
+        "nms_cols": np.array([0, 2], np.int64), "nms_class_col": np.array(1, np.int64)}.items()])
+    g.node.extend([
+        helper.make_node("Split", ["output0", "nms_split"], ["nms_xywh", "nms_scores"], axis=1),
+        helper.make_node("Transpose", ["nms_xywh"], ["nms_boxes"], perm=[0, 2, 1]),
+        helper.make_node("NonMaxSuppression", ["nms_boxes", "nms_scores", "nms_max", "nms_iou", "nms_score"],
+                         ["selected"], center_point_box=1),
+        helper.make_node("Gather", ["selected", "nms_cols"], ["nms_batch_box"], axis=1),
+        helper.make_node("GatherND", ["nms_boxes", "nms_batch_box"], ["boxes"]),
+        helper.make_node("GatherND", ["nms_scores", "selected"], ["scores"]),
+        helper.make_node("Gather", ["selected", "nms_class_col"], ["classes"], axis=1),
+    ])
+    del g.output[:]
+    for name, t in (("boxes", TensorProto.FLOAT), ("scores", TensorProto.FLOAT), ("classes", TensorProto.INT64),
+                    ("selected", TensorProto.INT64)):
+        v = helper.make_tensor_value_info(name, t, [])
+        v.type.tensor_type.ClearField("shape")
+        g.output.append(v)
+    return detector
+
+
+def nudenet_case(wheel, images):
+    """The detector with NMS on the bundled photos at two sizes, and a blank image (no detection)."""
+    import zipfile
+    import onnx
+    from PIL import Image
+    with zipfile.ZipFile(wheel) as z:
+        model = with_nms(onnx.load_from_string(z.read("nudenet/320n.onnx")))
+    feeds = []
+    for path, (w, h) in zip(images, ((320, 320), (384, 256))):
+        img = Image.open(path).convert("RGB").resize((w, h))
+        x = np.asarray(img, dtype=np.float32).transpose(2, 0, 1)[None] / 255.0
+        feeds.append({"images": np.ascontiguousarray(x)})
+    feeds.append({"images": np.zeros([1, 3, 160, 224], np.float32)})
+    return ("nudenet_320n_nms", model, feeds)
