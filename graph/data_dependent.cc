@@ -23,28 +23,90 @@ bool is_data_dependent(const Graph& g, const Node& n) {
 std::string dd_dim_name(const Node& n) { return n.name + ".n"; }
 
 int64_t dd_count_bound(const Graph& g, const Node& n) {
-  if (n.op != OpKind::kTopK) return -1;
+  constexpr int64_t kNoAxis = 2147483647;  // Unique / Compress without `axis`
   const Shape& x = g.value(n.inputs[0]).shape;
-  int64_t axis = n.attr_i("axis");
-  if (axis < 0) axis += static_cast<int64_t>(x.size());
-  return axis >= 0 && axis < static_cast<int64_t>(x.size()) ? x[static_cast<size_t>(axis)] : -1;
+  int64_t axis = n.op == OpKind::kNonZero || n.op == OpKind::kNonMaxSuppression ? 0 : n.attr_i("axis");
+  if (axis != kNoAxis && axis < 0) axis += static_cast<int64_t>(x.size());
+  const bool whole = axis == kNoAxis || axis < 0 || axis >= static_cast<int64_t>(x.size());
+  const int64_t len = whole ? shape_numel(x) : x[static_cast<size_t>(axis)];
+  switch (n.op) {
+    case OpKind::kNonZero:
+      return shape_numel(x);
+    case OpKind::kNonMaxSuppression: {  // batches x classes x boxes, or x the per-class limit
+      const Shape& sc = g.value(n.inputs[1]).shape;
+      if (x.size() != 3 || sc.size() != 3) return -1;
+      int64_t per = x[1];
+      const Value* lim = n.inputs.size() > 2 && n.inputs[2] != kNoValue ? &g.value(n.inputs[2]) : nullptr;
+      if (lim && lim->data.numel() == 1 && lim->data.dtype() == DType::kI64)
+        per = std::max<int64_t>(0, std::min(per, lim->data.i64()[0]));
+      return x[0] * sc[1] * per;
+    }
+    case OpKind::kCompress: {
+      const Shape& c = g.value(n.inputs[1]).shape;
+      return c.size() == 1 ? std::min(c[0], len) : len;
+    }
+    case OpKind::kUnique:
+    case OpKind::kTopK:
+      return len;
+    default:
+      return -1;
+  }
 }
 
-Stages split_stages(const Graph& g) {
+SymbolicDim shape_count(const Graph& g, Node& n, const DimValues* at) {
+  constexpr int64_t kDefault = 16;
+  SymbolicDim d;
+  d.name = dd_dim_name(n);
+  d.producer = n.name;
+  d.data_dependent = d.open = true;
+  d.min = 0;
+  d.max = kMaxTensorElements;
+  const int64_t bound = dd_count_bound(g, n);
+  auto clamp = [bound](int64_t v) { return std::max<int64_t>(1, bound >= 0 ? std::min(v, bound) : v); };
+  d.opt = clamp(kDefault);
+  d.probe = d.opt > 1 ? d.opt - 1 : d.opt;  // a second value, for the constants folded from the count
+  // A count of 0 asked for explicitly is kept: the empty shapes that follow it (runtime/staged.h).
+  const bool asked = at && at->count(d.name);
+  n.attrs["count"].i = asked && at->at(d.name) == 0 ? 0 : asked ? clamp(at->at(d.name)) : d.opt;
+  return d;
+}
+
+Stages split_stages(const Graph& g, const CountConstants& consts) {
   Stages st;
-  std::vector<int> level(g.values.size(), 0);
   st.node_stage.assign(g.nodes.size(), 0);
+  std::map<std::string, int> dd_of;  // count dim -> its node
   for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const Node& n = g.nodes[i];
-    int l = 0;
-    for (ValueId in : n.inputs)
-      if (in != kNoValue) l = std::max(l, level[static_cast<size_t>(in)]);
-    st.node_stage[i] = l;
-    const bool dd = is_data_dependent(g, n);
-    if (dd) st.dd_nodes.push_back(static_cast<int>(i));
-    for (ValueId out : n.outputs) level[static_cast<size_t>(out)] = dd ? l + 1 : l;
-    st.count = std::max(st.count, dd ? l + 2 : l + 1);
+    if (!is_data_dependent(g, g.nodes[i])) continue;
+    st.dd_nodes.push_back(static_cast<int>(i));
+    dd_of[dd_dim_name(g.nodes[i])] = static_cast<int>(i);
   }
+  // A node reading a constant folded from a count may precede that count's node in graph order
+  // (nothing else links them): repeat until no stage moves (each pass can only push stages up).
+  bool moved = true;
+  for (size_t pass = 0; moved && pass < st.dd_nodes.size() + 2; ++pass) {
+    moved = false;
+    std::vector<int> level(g.values.size(), 0);
+    for (const auto& [v, dims] : consts) {
+      for (const std::string& d : dims) {
+        auto it = dd_of.find(d);
+        if (it != dd_of.end())
+          level[static_cast<size_t>(v)] =
+              std::max(level[static_cast<size_t>(v)], st.node_stage[static_cast<size_t>(it->second)] + 1);
+      }
+    }
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      const Node& n = g.nodes[i];
+      int l = 0;
+      for (ValueId in : n.inputs)
+        if (in != kNoValue) l = std::max(l, level[static_cast<size_t>(in)]);
+      moved |= l != st.node_stage[i];
+      st.node_stage[i] = l;
+      for (ValueId out : n.outputs) level[static_cast<size_t>(out)] = is_data_dependent(g, n) ? l + 1 : l;
+    }
+  }
+  st.settled = !moved;  // a count read before its own op: no order of stages (a cycle)
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    st.count = std::max(st.count, st.node_stage[i] + (is_data_dependent(g, g.nodes[i]) ? 2 : 1));
   return st;
 }
 

@@ -7,10 +7,12 @@
 // next stage, planned and fused on their own and shaped, per run, at the count it returned.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include "graph/ir.h"
+#include "graph/loader/model_loader.h"
 
 namespace fusert {
 
@@ -20,9 +22,16 @@ bool is_data_dependent(const Graph& g, const Node& n);
 /// The symbolic dim of a data-dependent node's count: "<node name>.n".
 std::string dd_dim_name(const Node& n);
 
-/// The largest count `n` can return given its input shapes, or -1 for no bound below the tensor
-/// limit (TopK: the length of its axis).
+/// The largest count `n` can return given its input shapes, or -1 for none (NonZero: X's size;
+/// NonMaxSuppression: batches x classes x boxes, or x a constant per-class limit; Unique, TopK:
+/// the length along the axis; Compress: that or the condition's length, the smaller).
 int64_t dd_count_bound(const Graph& g, const Node& n);
+
+/// Shapes data-dependent node `n` (its inputs' shapes known): sets its `count` attribute to its
+/// dim's value in `at` when given there, else to a small default (16); either at most
+/// dd_count_bound and at least 1, except a 0 given in `at` (the shapes of an empty count).
+/// Returns the dim (SymbolicDim::data_dependent: min 0, open, probed at the default - 1).
+SymbolicDim shape_count(const Graph& g, Node& n, const DimValues* at);
 
 /// Which stage each node runs in.
 struct Stages {
@@ -31,10 +40,15 @@ struct Stages {
   std::vector<int> node_stage;
   std::vector<int> dd_nodes;  ///< the data-dependent nodes, in graph order
   int count = 1;              ///< number of stages (1 + the longest chain of data-dependent nodes)
+  bool settled = true;        ///< false: a count is needed before its own op runs (no valid order)
 };
 
-/// The stages of `g` (topologically sorted).
-Stages split_stages(const Graph& g);
+/// Constants folded from a data-dependent output (a Shape of it, arithmetic on that), by value:
+/// the counts (dim names) they depend on. A node reading one runs after the op of that count.
+using CountConstants = std::map<ValueId, std::vector<std::string>>;
+
+/// The stages of `g` (topologically sorted; `consts`: what its constants depend on).
+Stages split_stages(const Graph& g, const CountConstants& consts = {});
 
 /// Stage `s` as a graph of its own: its nodes, the constants they read, as inputs every value
 /// they read from outside (a graph input, an earlier stage's output, a data-dependent node's

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <set>
 
 #include "graph/fusion/explain.h"
@@ -45,9 +46,11 @@ bool has_data_dependent_dims(const ModelSpec& spec) {
 namespace {
 
 // Stage `s` of `full` as a model of its own: its dims are the input dims and the counts of the
-// data-dependent ops before it; expanded at other dims it is the full model expanded, cut again.
-Result<ModelSpec> stage_spec(const ModelSpec& full, int s) {
-  const Stages st = split_stages(full.graph);
+// data-dependent ops before it; expanded at other dims (`base`: the model as loaded; null for a
+// stage cut from an expansion, which is not expanded again) it is the model expanded, cut again.
+Result<ModelSpec> stage_spec(const ModelSpec& full, const std::shared_ptr<const ModelSpec>& base,
+                             const std::shared_ptr<const CountConstants>& consts, int s) {
+  const Stages st = split_stages(full.graph, *consts);
   ModelSpec spec;
   spec.graph = cut_stage(full.graph, st, s);
   spec.path = full.path;
@@ -61,16 +64,44 @@ Result<ModelSpec> stage_spec(const ModelSpec& full, int s) {
     spec.dim_values[d.name] = full.dim_values.at(d.name);
   }
   for (ValueId in : spec.graph.inputs) spec.input_dims.emplace_back(spec.graph.value(in).shape.size());
-  if (spec.dims.empty()) return spec;
-  const auto expand_full = full.expand_at;
-  const DimValues defaults = full.dim_values;
-  spec.expand_at = [expand_full, defaults, s](const DimValues& v) -> Result<ModelSpec> {
-    DimValues all = defaults;
+  if (spec.dims.empty() || !base) return spec;
+  spec.expand_at = [base, consts, s](const DimValues& v) -> Result<ModelSpec> {
+    DimValues all = base->dim_values;
     for (const auto& [k, x] : v) all[k] = x;
-    FUSERT_ASSIGN_OR_RETURN(ModelSpec m, expand_full(all));
-    return stage_spec(m, s);
+    FUSERT_ASSIGN_OR_RETURN(ModelSpec m, instantiate_model(*base, all));
+    return stage_spec(m, nullptr, consts, s);
   };
   return spec;
+}
+
+// The constants of `full` folded from a count (a Shape of a data-dependent output, arithmetic on
+// it): those the import traced (ModelSpec::count_constants), and those that differ when the model
+// is expanded with only that count moved.
+Result<CountConstants> count_constants(const ModelSpec& full) {
+  CountConstants out;
+  for (const auto& [name, dims] : full.count_constants) {  // what the import traced
+    const ValueId v = full.graph.find_value(name);
+    if (v != kNoValue) out[v] = dims;
+  }
+  for (const SymbolicDim& d : full.dims) {
+    if (!d.data_dependent) continue;
+    DimValues at = full.dim_values;
+    at[d.name] = at[d.name] == d.probe || d.probe < 1 ? at[d.name] + 1 : d.probe;
+    Result<ModelSpec> moved = instantiate_model(full, at);
+    if (!moved.ok()) {
+      return error(moved.status().code()) << "data-dependent count '" << d.name << "': the model has no valid shapes "
+                                          << "at " << d.name << " = " << at[d.name] << ": " << moved.status().message();
+    }
+    for (size_t i = 0; i < full.graph.values.size(); ++i) {
+      const Value& v = full.graph.values[i];
+      const Tensor& w = moved->graph.values[i].data;
+      if (!v.is_constant || v.data.empty()) continue;
+      if (w.dtype() != v.data.dtype() || w.shape() != v.data.shape() ||
+          std::memcmp(w.raw(), v.data.raw(), v.data.nbytes()) != 0)
+        out[static_cast<ValueId>(i)].push_back(d.name);
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -84,19 +115,28 @@ bool StagedModel::has_session(int s) const { return stages_[static_cast<size_t>(
 Result<std::unique_ptr<StagedModel>> StagedModel::build(const ModelSpec& full, const SessionOptions& options) {
   std::unique_ptr<StagedModel> m(new StagedModel());
   const Graph& g = full.graph;
-  const Stages st = split_stages(g);
+  FUSERT_ASSIGN_OR_RETURN(CountConstants counted, count_constants(full));
+  auto consts = std::make_shared<const CountConstants>(std::move(counted));
+  const Stages st = split_stages(g, *consts);
+  if (!st.settled) {
+    return error(StatusCode::kUnsupported) << full.path << ": a data-dependent count is read before the op that "
+                                           << "returns it; fusert finds no order of execution stages";
+  }
   FusionOptions fopt;
   std::string why;
   parse_fusion_mode(options.fusion, &fopt, &why);  // checked by the caller
+  auto base = std::make_shared<const ModelSpec>(full);
   for (int s = 0; s < st.count; ++s) {
     auto stage = std::make_unique<Stage>();
     stage->index = s;
-    FUSERT_ASSIGN_OR_RETURN(ModelSpec spec, stage_spec(full, s));
+    FUSERT_ASSIGN_OR_RETURN(ModelSpec spec, stage_spec(full, base, consts, s));
     for (ValueId v : spec.graph.inputs) stage->inputs.push_back(spec.graph.value(v).name);
     for (ValueId v : spec.graph.outputs) stage->outputs.push_back(spec.graph.value(v).name);
     for (const SymbolicDim& d : spec.dims) stage->counts.push_back(d.name);
     if (!spec.graph.nodes.empty()) {
-      Result<std::unique_ptr<SessionImpl>> sess = SessionImpl::from_spec(std::move(spec), options, fopt, 0, true);
+      SessionOptions o = options;
+      o.profile_guided &= s == 0;  // a later stage's inputs come from the ops before it: no seeded run
+      Result<std::unique_ptr<SessionImpl>> sess = SessionImpl::from_spec(std::move(spec), o, fopt, 0, true);
       if (!sess.ok()) return error(sess.status().code()) << stage_str(s, st.count) << ": " << sess.status().message();
       stage->session = std::move(*sess);
     }
@@ -157,15 +197,23 @@ Result<TensorMap> StagedModel::run_stage(const Stage& st, const DimValues& dims,
     in[name] = it->second;
   }
   if (zero.empty()) return st.session->run_at(at, in);
-  DimValues one = at, two = at;
-  for (const std::string& d : zero) one[d] = 1, two[d] = 2;
-  FUSERT_ASSIGN_OR_RETURN(std::vector<Shape> s1, st.session->output_shapes_at(one));
-  FUSERT_ASSIGN_OR_RETURN(std::vector<Shape> s2, st.session->output_shapes_at(two));
+  // The outputs' shapes at the zero counts, as the model's shapes give them; where they do not
+  // (an op refuses an empty input), the dims that follow the count between counts 1 and 2.
+  std::vector<Shape> s0, s1, s2;
+  Result<std::vector<Shape>> exact = st.session->output_shapes_at(at);
+  if (exact.ok()) {
+    s0 = *exact;
+  } else {
+    DimValues one = at, two = at;
+    for (const std::string& d : zero) one[d] = 1, two[d] = 2;
+    FUSERT_ASSIGN_OR_RETURN(s1, st.session->output_shapes_at(one));
+    FUSERT_ASSIGN_OR_RETURN(s2, st.session->output_shapes_at(two));
+  }
   TensorMap out;
   for (size_t k = 0; k < st.outputs.size(); ++k) {
-    Shape s = s1[k];
-    bool empty = false;
-    for (size_t d = 0; d < s.size(); ++d) {
+    Shape s = exact.ok() ? s0[k] : s1[k];
+    bool empty = exact.ok() && shape_numel(s) == 0;
+    for (size_t d = 0; !exact.ok() && d < s.size(); ++d) {
       if (s1[k][d] == 1 && s2[k].size() == s.size() && s2[k][d] == 2) s[d] = 0, empty = true;
     }
     const Value& v = st.session->graph().value(st.session->graph().outputs[k]);

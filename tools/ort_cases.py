@@ -20,7 +20,7 @@ session, every fusion mode, relative L2 <= 1e-4 besides the element-wise toleran
 Transformer encoder PyTorch exports with a symbolic batch and sequence (tools/transformer_onnx.py).
 
 `dd` (tools/ort_cases_dd.py): ops whose output size depends on the data (NonMaxSuppression, NonZero,
-TopK with a computed K, Unique, Compress) between ops fusert plans and fuses, several sizes and counts
+TopK with a computed K, Unique, Compress; a count read through Shape) between ops fusert plans and fuses, several sizes and counts
 (one of them 0) per session, every fusion mode; and in `real`, NudeNet 3.4.2's YOLOv8n detector with
 NonMaxSuppression appended in the graph, on the bundled photos at two sizes and a blank image.
 

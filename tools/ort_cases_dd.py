@@ -133,10 +133,33 @@ def compress_case(rng):
     return ("dd_compress_rows", model, feeds)
 
 
+def count_shape_case(rng):
+    """A count read through shapes: NonZero's indices squeezed and gathered, and K = Shape(NonZero)[1]
+    for a TopK of the input (a constant the import folds from the count, recomputed per run)."""
+    inits = {"zero": np.array(0.0, np.float32), "ax0": np.array([0], np.int64), "one": np.array([1], np.int64),
+             "two": np.array([2], np.int64), "three": np.array(3.0, np.float32)}
+    nodes = [
+        helper.make_node("Greater", ["x", "zero"], ["pos"]),
+        helper.make_node("NonZero", ["pos"], ["nz"]),
+        helper.make_node("Squeeze", ["nz", "ax0"], ["idx"]),
+        helper.make_node("Gather", ["x", "idx"], ["hits"], axis=0),
+        helper.make_node("Mul", ["hits", "three"], ["y"]),
+        helper.make_node("Shape", ["nz"], ["s"]),
+        helper.make_node("Slice", ["s", "one", "two", "ax0"], ["k"]),
+        helper.make_node("TopK", ["x", "k"], ["top", "top_i"], axis=0),
+        helper.make_node("Tanh", ["top"], ["t"]),
+    ]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n"])]
+    model = _model(nodes, inputs, [("y", TensorProto.FLOAT), ("t", TensorProto.FLOAT)], inits, "count_shapes", 13)
+    feeds = [{"x": rng.standard_normal([n]).astype(np.float32)} for n in (10, 37)]
+    feeds.append({"x": -np.ones([5], np.float32)})
+    return ("dd_count_through_shapes", model, feeds)
+
+
 def dd_cases():
     """(name, model, [feeds per test_data_set]) of the data-dependent cases."""
     rng = np.random.default_rng(77)
-    return [f(rng) for f in (detector_case, nonzero_case, topk_case, unique_case, compress_case)]
+    return [f(rng) for f in (detector_case, nonzero_case, topk_case, unique_case, compress_case, count_shape_case)]
 
 
 # NudeNet 3.4.2's detector (PyPI `nudenet`, MIT licence): a YOLOv8n exported to ONNX with a symbolic

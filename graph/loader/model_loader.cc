@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "graph/base/file.h"
+#include "graph/data_dependent.h"
 #include "graph/loader/loader_impl.h"
 #include "graph/shape_inference.h"
 #include "graph/verifier.h"
@@ -106,7 +107,14 @@ Status Loader::load(const YAML::Node& root, ModelSpec* spec) {
     g.outputs.push_back(id);
   }
   FUSERT_RETURN_IF_ERROR(topo_sort(g));
-  FUSERT_RETURN_IF_ERROR(infer_shapes(g));
+  for (Node& n : g.nodes) {  // in order; a data-dependent node is shaped at its count (graph/data_dependent.h)
+    if (is_data_dependent(g, n)) {
+      const SymbolicDim d = shape_count(g, n, values_);
+      spec->dim_values[d.name] = n.attr_i("count");
+      spec->dims.push_back(d);
+    }
+    FUSERT_RETURN_IF_ERROR(infer_node_shapes(g, n));
+  }
   return verify_graph(g);
 }
 

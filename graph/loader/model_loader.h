@@ -70,6 +70,9 @@ struct ModelSpec {
   std::vector<std::vector<std::string>> input_dims;
   /// The values the graph was instantiated at (each dim's opt for load_model).
   DimValues dim_values;
+  /// Constants the import folded from a data-dependent output's shape (graph/data_dependent.h),
+  /// by name: the counts (dim names) they follow. They are symbolic.
+  std::map<std::string, std::vector<std::string>> count_constants;
   /// The model text and the directory its relative paths resolve against (instantiate_model).
   std::string source_text, base_dir;
   /// Reads the model again with its symbolic dims at other values, for a front end other than

@@ -16,6 +16,7 @@
 #include "graph/onnx/onnx_dims.h"
 #include "graph/onnx/onnx_expand.h"
 #include "graph/onnx/onnx_f64.h"
+#include "graph/onnx/onnx_model_file.h"
 #include "graph/onnx/onnx_ops.h"
 #include "graph/onnx/onnx_tensor.h"
 #include "graph/passes/pass.h"
@@ -24,102 +25,12 @@
 
 namespace fusert {
 
-bool is_onnx_path(const std::string& path) { return path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0; }
-
-// "input=1x3x224x224" into bindings["input"] = {1, 3, 224, 224}.
-Status parse_shape_binding(const std::string& v, std::map<std::string, std::vector<int64_t>>* bindings) {
-  const size_t eq = v.find('=');
-  const auto bad = [&v]() -> Status {
-    return error(StatusCode::kInvalidArgument)
-           << "--shape: expected NAME=DxDx... (e.g. input=1x3x224x224), got '" << v << "'";
-  };
-  if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) return bad();
-  std::vector<int64_t> dims;
-  std::stringstream ss(v.substr(eq + 1));
-  std::string d;
-  while (std::getline(ss, d, 'x')) {
-    if (d.empty() || d.size() > 9 || d.find_first_not_of("0123456789") != std::string::npos) return bad();
-    dims.push_back(std::stoll(d));
-  }
-  (*bindings)[v.substr(0, eq)] = dims;
-  return Status();
-}
-
 namespace {
 
 using onnx_import::decode_tensor;
-
-Result<onnx::ModelProto> parse_model(const std::string& path) {
-  FUSERT_RETURN_IF_ERROR(check_regular_file(path, "ONNX model"));
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return error(StatusCode::kNotFound) << path << ": cannot open the ONNX model";
-  onnx::ModelProto m;
-  if (!m.ParseFromIstream(&f)) {
-    return error(StatusCode::kParseError) << path << ": not an ONNX model (the protobuf ModelProto does not parse; "
-                                          << "truncated or another format)";
-  }
-  if (!m.has_graph()) return error(StatusCode::kParseError) << path << ": the ONNX model has no graph";
-  return m;
-}
-
-// The default domain's opset; other domains are refused (their ops are not ONNX's).
-Result<int64_t> default_opset(const onnx::ModelProto& m, const std::string& path) {
-  int64_t opset = -1;
-  for (const auto& o : m.opset_import()) {
-    if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
-  }
-  if (opset < 0) {
-    return error(StatusCode::kUnsupported) << path << ": no opset_import for the default ONNX domain (only ops of "
-                                           << (m.opset_import_size() ? m.opset_import(0).domain() : "no domain") << ")";
-  }
-  if (opset < 1 || opset > 21) {
-    return error(StatusCode::kUnsupported) << path << ": opset " << opset << " (fusert imports opsets 1..21)";
-  }
-  return opset;
-}
-
-// A graph input's shape: its dims, symbolic ones bound from `bindings` or (leading) 1.
-Result<Shape> input_shape(const onnx::ValueInfoProto& in, const std::map<std::string, Shape>& bindings,
-                          const std::string& path) {
-  const auto& tt = in.type().tensor_type();
-  auto it = bindings.find(in.name());
-  const int rank = tt.shape().dim_size();
-  if (it != bindings.end()) {
-    if (tt.has_shape() && static_cast<int>(it->second.size()) != rank) {
-      return error(StatusCode::kInvalidArgument) << path << ": --shape " << in.name() << " has rank "
-                                                 << it->second.size() << ", the model's input has rank " << rank;
-    }
-    for (int d = 0; d < rank && tt.has_shape(); ++d) {
-      const auto& dim = tt.shape().dim(d);
-      if (dim.has_dim_value() && dim.dim_value() > 0 && dim.dim_value() != it->second[static_cast<size_t>(d)]) {
-        return error(StatusCode::kInvalidArgument)
-               << path << ": --shape " << in.name() << " " << shape_str(it->second) << ": dimension " << d
-               << " is fixed at " << dim.dim_value() << " in the model";
-      }
-    }
-    return it->second;
-  }
-  if (!tt.has_shape()) {
-    return error(StatusCode::kInvalidArgument)
-           << path << ": input '" << in.name() << "' has no shape; give it with --shape " << in.name()
-           << "=1x3x224x224";
-  }
-  Shape s;
-  for (int d = 0; d < rank; ++d) {
-    const auto& dim = tt.shape().dim(d);
-    if (dim.has_dim_value() && dim.dim_value() > 0) {  // exporters write -1 or 0 for "any" too
-      s.push_back(dim.dim_value());
-    } else if (d == 0) {
-      s.push_back(1);  // a batch dim
-    } else {
-      return error(StatusCode::kInvalidArgument)
-             << path << ": input '" << in.name() << "' dimension " << d << " is symbolic ('"
-             << (dim.dim_param().empty() ? "unnamed" : dim.dim_param()) << "'); bind it with --shape " << in.name()
-             << "=DxDx... (SessionOptions::input_shapes)";
-    }
-  }
-  return s;
-}
+using onnx_import::default_opset;
+using onnx_import::input_shape;
+using onnx_import::parse_model;
 
 class Importer {
  private:
@@ -273,13 +184,24 @@ class Importer {
       }
       return Status();
     }
+    const size_t values_before = g.values.size();
     FUSERT_RETURN_IF_ERROR(onnx_import::map_node(g, np, opset, name, loc, base_dir_, &mapped));
+    std::set<std::string> deps;  // the counts this node's inputs (values or shapes) follow
+    for (const std::string& in : np.input()) {
+      auto it = counted_.find(in);
+      if (it != counted_.end()) deps.insert(it->second.begin(), it->second.end());
+    }
+    for (size_t v = values_before; !deps.empty() && v < g.values.size(); ++v) {  // e.g. Squeeze's shape
+      if (!g.values[v].data.empty()) counted_[g.values[v].name] = deps;
+    }
     if (mapped.constant) {  // Constant, Shape, Size, ConstantOfShape, Range: a value, no node
+      if (!deps.empty()) counted_[np.output(0)] = deps;
       if (outputs_.count(np.output(0))) {
         // A graph output must be computed by a step: an Identity copies the constant into it.
         std::string value = np.output(0) + ".value";
         while (g.find_value(value) != kNoValue) value += "_";
         add_constant(g, value, std::move(*mapped.constant));
+        if (!deps.empty()) counted_[value] = deps;
         Node id;
         find_op("Identity", &id.op);
         id.name = name;
@@ -302,7 +224,12 @@ class Importer {
     g.nodes.push_back(std::move(n));
     Node& added = g.nodes.back();
     for (ValueId out : added.outputs) g.value(out).producer = static_cast<int>(g.nodes.size() - 1);
-    if (is_data_dependent(g, added)) set_count(g, added);
+    if (is_data_dependent(g, added)) {  // graph/data_dependent.h
+      counts_.push_back(shape_count(g, added, at_));
+      deps.insert(counts_.back().name);
+    }
+    for (ValueId out : added.outputs)
+      if (!deps.empty()) counted_[g.value(out).name] = deps;
     FUSERT_RETURN_IF_ERROR(infer_node_shapes(g, added));
     const bool is_output = outputs_.count(g.value(added.outputs[0]).name) > 0;
     if (added.outputs.size() == 1 && !is_output) {
@@ -315,25 +242,6 @@ class Importer {
     return Status();
   }
 
-  // A data-dependent node (graph/data_dependent.h) is shaped at its count's value in `at_`, else
-  // at a small default; either at most the largest count the node can return, and at least 1
-  // (a count of 0 is served from the shapes at 1: runtime/staged.h).
-  void set_count(Graph& g, Node& n) {
-    SymbolicDim d;
-    d.name = dd_dim_name(n);
-    d.producer = n.name;
-    d.data_dependent = d.open = true;
-    d.min = 0;
-    d.max = kMaxTensorElements;
-    const int64_t bound = dd_count_bound(g, n);
-    auto clamp = [bound](int64_t v) { return std::max<int64_t>(1, bound >= 0 ? std::min(v, bound) : v); };
-    d.opt = clamp(kCountOpt);
-    d.probe = clamp(kCountOpt - 1);
-    n.attrs["count"].i = at_ && at_->count(d.name) ? clamp(at_->at(d.name)) : d.opt;
-    counts_.push_back(d);
-  }
-  static constexpr int64_t kCountOpt = 16;
-
   std::string path_, base_dir_;
   int64_t opset_;
   const DimValues* at_;
@@ -343,6 +251,8 @@ class Importer {
  public:
   std::set<std::string> used_;       ///< dim_params of the inputs kept symbolic
   std::vector<SymbolicDim> counts_;  ///< the data-dependent nodes' counts, in graph order
+  /// Per value: the counts it follows (downstream of their ops, or folded from a shape that is).
+  std::map<std::string, std::set<std::string>> counted_;
   std::set<std::string> outputs_, node_names_;
 };
 
@@ -378,6 +288,12 @@ Result<ModelSpec> load_onnx_at(const std::string& path, const onnx::ModelProto* 
     }
     spec.dims.push_back(d);
     spec.dim_values[d.name] = at ? at->at(d.name) : d.opt;
+  }
+  for (Value& v : spec.graph.values) {  // constants folded from a count: recomputed per count
+    auto it = imp.counted_.find(v.name);
+    if (it == imp.counted_.end() || v.data.empty()) continue;
+    spec.count_constants[v.name] = std::vector<std::string>(it->second.begin(), it->second.end());
+    v.symbolic = true;
   }
   for (const Node& n : spec.graph.nodes) {  // the data-dependent counts, at the values shaped at
     if (!is_data_dependent(spec.graph, n)) continue;
@@ -482,16 +398,6 @@ Result<ModelSpec> load_onnx(const std::string& path, const std::map<std::string,
   FUSERT_ASSIGN_OR_RETURN(ModelSpec spec, import_open(path, m, input_shapes, dims, open, f64_as_f32));
   FUSERT_RETURN_IF_ERROR(probe_open(spec));
   return spec;
-}
-
-Result<Tensor> read_onnx_tensor(const std::string& path) {
-  FUSERT_RETURN_IF_ERROR(check_regular_file(path, "ONNX tensor"));
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return error(StatusCode::kNotFound) << path << ": cannot open";
-  onnx::TensorProto t;
-  if (!t.ParseFromIstream(&f)) return error(StatusCode::kParseError) << path << ": not a serialized ONNX TensorProto";
-  const std::string dir = std::filesystem::path(path).parent_path().string();
-  return decode_tensor(t, dir.empty() ? "." : dir, path);
 }
 
 }  // namespace fusert

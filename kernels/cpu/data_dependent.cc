@@ -2,6 +2,7 @@
 #include "kernels/cpu/data_dependent.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 
@@ -92,7 +93,9 @@ Tensor non_max_suppression(const Tensor& boxes, const Tensor& scores, const NmsP
       order.clear();
       for (int64_t i = 0; i < nbox; ++i)
         if (!p.has_score_threshold || sc[i] > p.score_threshold) order.push_back(i);
-      std::stable_sort(order.begin(), order.end(), [sc](int64_t a, int64_t z) { return sc[a] > sc[z]; });
+      std::stable_sort(order.begin(), order.end(), [sc](int64_t a, int64_t z) {  // a NaN score last
+        return !std::isnan(sc[a]) && (std::isnan(sc[z]) || sc[a] > sc[z]);
+      });
       kept.clear();
       int64_t taken = 0;
       for (int64_t i : order) {
@@ -118,9 +121,14 @@ UniqueResult unique(const Tensor& x, int64_t axis, bool sorted) {
   // slice l: the elements (o, l, i) for every o, i, in that order
   auto elem = [&](int64_t l, int64_t k) { return at(x, (k / v.inner) * v.len * v.inner + l * v.inner + k % v.inner); };
   const int64_t width = v.outer * v.inner;
-  auto less = [&](int64_t a, int64_t b) {
+  auto less = [&](int64_t a, int64_t b) {  // NaN after every number, all NaNs one value (numpy's order)
     for (int64_t k = 0; k < width; ++k) {
       const double ea = elem(a, k), eb = elem(b, k);
+      const bool na = std::isnan(ea), nb = std::isnan(eb);
+      if (na || nb) {
+        if (na != nb) return nb;
+        continue;
+      }
       if (ea != eb) return ea < eb;
     }
     return false;

@@ -25,14 +25,16 @@ struct NmsParams {
 };
 
 /// ONNX NonMaxSuppression: boxes f32 [B, N, 4], scores f32 [B, C, N] -> i64 [n, 3] of (batch,
-/// class, box), per batch and class in order of decreasing score (equal scores: lower box first).
+/// class, box), per batch and class in order of decreasing score (equal scores: lower box first;
+/// a NaN score, possible only without a score threshold, last).
 /// A box of zero area or without overlap is never suppressed.
 Tensor non_max_suppression(const Tensor& boxes, const Tensor& scores, const NmsParams& p);
 
 /// ONNX Unique: the distinct elements of `x` (f32, i32, i64), or its distinct slices along
 /// `axis` (`axis` < 0: x flattened), ascending (`sorted`; slices compared element by element)
-/// or in order of first occurrence. y: x's dtype, [n] or x's shape with n along axis; indices,
-/// inverse_indices, counts: i64 [n], [len], [n].
+/// or in order of first occurrence. NaNs are one value, after every number (numpy's unique;
+/// ONNX leaves NaN open, ONNX Runtime merges it with its neighbours); -0 equals 0. y: x's
+/// dtype, [n] or x's shape with n along axis; indices, inverse_indices, counts: i64 [n], [len], [n].
 struct UniqueResult {
   Tensor y, indices, inverse, counts;
 };

@@ -267,7 +267,9 @@ std::string check_symbolic(const std::string& path, int threads, const TensorMap
     std::string why = compare(want, *got, tol);
     if (!why.empty()) return std::string(m.name) + (rep ? " (second run)" : "") + ": " + why;
   }
-  if ((*s)->stats().shape_cache_misses != 1) return std::string(m.name) + ": expected one shape-cache miss";
+  // One miss: the batch. A staged graph (NonZero, NMS) may miss once more per later stage (its count).
+  const int64_t misses = (*s)->stats().shape_cache_misses, stages = (*s)->stats().execution_stages;
+  if (misses < 1 || misses > stages) return std::string(m.name) + ": expected one shape-cache miss per stage at most";
   return check_zero_batch(**s, in, m.name);
 }
 
@@ -289,6 +291,10 @@ std::string check_model(const std::string& path, int threads) {
   for (uint64_t seed = 1; seed <= 2; ++seed) {
     auto probe = open(path, nullptr, threads, seed);
     if (!probe.ok()) return "fusion raw: load failed: " + probe.status().to_string();
+    if ((*probe)->stats().execution_stages > 1) {  // a count (NonZero, NMS) moves with any jitter: the
+      noisy.push_back(*want);                      // outputs' shapes would differ; the base tolerance holds
+      continue;
+    }
     uint64_t state = 0x9E3779B97F4A7C15ull * seed;
     for (const Value& v : (*probe)->graph().values) {
       if (v.is_initializer && !v.data.empty()) jitter(const_cast<Tensor&>(v.data), &state);

@@ -10,6 +10,7 @@
 // - A pixel shuffle: DepthToSpace (DCR, CRD) up and SpaceToDepth back, epilogues between.
 // - A 1-D conv in the form the ONNX import gives it (Reshape to [N, C, 1, L], a 1 x k Conv,
 //   Reshape back).
+// - A detector's tail: NonZero or NonMaxSuppression (data-dependent output sizes: execution stages).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -189,10 +190,45 @@ std::string conv1d(Emitter& e, Rng& r, const std::string& x) {
   return r.chance(0.7) ? add(e, r, y, x) : y;
 }
 
+// A detector's tail, off the main chain: an output whose size depends on the data, so the plan
+// splits into execution stages (runtime/staged.h) and what follows is planned at each run's
+// count. NonZero of a threshold mask gathered back from the map, or NonMaxSuppression over boxes
+// and class scores from two 1x1 convs; then scalar epilogues on the kept values. The count may be
+// 0 (an empty output). The shapes after the op are recorded at the import's count, 16; nothing
+// but scalar constants joins them.
+void detect_tail(Emitter& e, Rng& r, const std::string& x) {
+  const Dims& xs = e.shape(x);
+  const int64_t n = 16;
+  std::string kept;
+  if (r.chance(0.5)) {
+    const std::string mask = e.node("Greater", {x, e.const_f32(static_cast<float>(r.range(0, 8)) / 8.f)}, xs);
+    const std::string nz = e.node("NonZero", {mask}, {static_cast<int64_t>(xs.size()), n});
+    const std::string idx = e.node("Transpose", {nz}, {n, static_cast<int64_t>(xs.size())}, "perm: [1, 0]");
+    kept = e.node("GatherND", {x, idx}, {n});
+  } else {
+    const int64_t hw = xs[2] * xs[3], classes = r.range(1, 3);
+    const std::string b = conv(e, x, 4, 1, 1, 0);
+    const std::string bf = e.node("Reshape", {b, e.const_i64({0, 4, -1})}, {xs[0], 4, hw});
+    const std::string boxes = e.node("Transpose", {bf}, {xs[0], hw, 4}, "perm: [0, 2, 1]");
+    const std::string s = e.node("Sigmoid", {conv(e, x, classes, 1, 1, 0)}, {xs[0], classes, xs[2], xs[3]});
+    const std::string scores = e.node("Reshape", {s, e.const_i64({0, classes, -1})}, {xs[0], classes, hw});
+    const std::string sel =
+        e.node("NonMaxSuppression",
+               {boxes, scores, e.const_i64({r.range(0, 6)}), e.const_f32s({static_cast<float>(r.range(1, 9)) / 10.f}),
+                e.const_f32s({static_cast<float>(r.range(0, 9)) / 10.f})},
+               {n, 3}, r.chance(0.5) ? "center_point_box: 1" : "");
+    kept = e.node("GatherND", {scores, sel}, {n});
+  }
+  std::string y = e.node("Mul", {kept, e.const_f32(static_cast<float>(r.range(1, 4)))}, {n});
+  y = e.node(r.pick(std::vector<std::string>{"Sigmoid", "Tanh", "Relu", "Abs"}), {y}, {n});
+  if (r.chance(0.5)) y = e.node("Add", {y, e.const_f32(1.f)}, {n});
+  e.mark_output(y);
+}
+
 }  // namespace
 
 std::string resample_motif(Emitter& e, Rng& r, const std::string& cur, std::string* name) {
-  switch (r.below(6)) {
+  switch (r.below(7)) {
     case 0:
       *name = "fpn_resize";
       return fpn_resize(e, r, cur);
@@ -208,6 +244,10 @@ std::string resample_motif(Emitter& e, Rng& r, const std::string& cur, std::stri
     case 4:
       *name = "conv1d";
       return conv1d(e, r, cur);
+    case 5:
+      *name = "detect_tail";
+      detect_tail(e, r, cur);
+      return cur;
     default:
       *name = "broadcast_gate";
       return broadcast_gate(e, r, cur);

@@ -3,6 +3,8 @@
 // session (0 among them), NonMaxSuppression (IoU, score threshold, per-class limit), TopK with K
 // given at run time (and K out of range), Unique (ONNX's own example), the stages in --explain and
 // the stats, and a count of 0 that would need a non-empty value computed from an empty one.
+#include <limits>
+
 #include "tests/graph/onnx_test_util.h"
 
 using namespace fusert;
@@ -150,4 +152,48 @@ TEST_CASE("data-dependent: Unique, ONNX's example by hand") {
   CHECK(ints(y->at("first")) == std::vector<int64_t>{1, 0, 3, 4});
   CHECK(ints(y->at("inverse")) == std::vector<int64_t>{1, 0, 0, 2, 3, 2});
   CHECK(ints(y->at("counts")) == std::vector<int64_t>{2, 1, 2, 1});
+}
+
+TEST_CASE("data-dependent: a Shape of a count's output is recomputed per run (the node reading it is staged)") {
+  // K = Shape(NonZero(x > 0))[1], the number of positive elements: TopK reads it through a constant
+  // the import folds from the count, with no edge from NonZero, so only the count orders them.
+  auto m = model(17);
+  auto* g = m.mutable_graph();
+  add_input(g, "x", {8});
+  add_f32(g, "zero", {}, {0});
+  add_i64(g, "one", {1});
+  add_i64(g, "two", {2});
+  add_i64(g, "first", {0});
+  add_node(g, "Greater", {"x", "zero"}, {"pos"}, "gt");
+  add_node(g, "NonZero", {"pos"}, {"nz"}, "nz");
+  add_node(g, "Shape", {"nz"}, {"s"}, "shape");
+  add_node(g, "Slice", {"s", "one", "two", "first"}, {"k"}, "slice");
+  add_node(g, "TopK", {"x", "k"}, {"v", "i"}, "topk");
+  add_output(g, "v");
+  auto s = load(m, "dd_shape_of_count.onnx");
+  auto y = s->run({{"x", Tensor::f32({8}, {3, -1, 4, -1, 5, -9, 2, 6})}});
+  REQUIRE_MESSAGE(y.ok(), y.status().to_string());
+  check_f32(y->at("v"), {5}, {6, 5, 4, 3, 2});
+  y = s->run({{"x", Tensor::f32({8}, {-3, -1, 4, -1, -5, -9, -2, -6})}});
+  REQUIRE_MESSAGE(y.ok(), y.status().to_string());
+  check_f32(y->at("v"), {1}, {4});
+  y = s->run({{"x", Tensor::f32({8}, {-3, -1, -4, -1, -5, -9, -2, -6})}});  // K = 0: empty
+  REQUIRE_MESSAGE(y.ok(), y.status().to_string());
+  CHECK(y->at("v").shape() == Shape{0});
+}
+
+TEST_CASE("data-dependent: Unique treats NaN as one value after every number (numpy), -0 as 0") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto m = model(11);
+  auto* g = m.mutable_graph();
+  add_input(g, "x", {7});
+  add_node(g, "Unique", {"x"}, {"y", "first", "inverse", "counts"}, "uniq");
+  for (const char* o : {"y", "first", "inverse", "counts"}) add_output(g, o);
+  auto s = load(m, "dd_unique_nan.onnx");
+  auto y = s->run({{"x", Tensor::f32({7}, {2, nan, 1, -0.f, nan, 0, 2})}});
+  REQUIRE_MESSAGE(y.ok(), y.status().to_string());
+  check_f32(y->at("y"), {4}, {0, 1, 2, nan});
+  CHECK(ints(y->at("first")) == std::vector<int64_t>{3, 2, 0, 1});
+  CHECK(ints(y->at("inverse")) == std::vector<int64_t>{2, 3, 1, 0, 3, 0, 2});
+  CHECK(ints(y->at("counts")) == std::vector<int64_t>{2, 1, 2, 2});
 }
