@@ -20,6 +20,8 @@ bool is_data_dependent(const Graph& g, const Node& n) {
   }
 }
 
+bool is_stage_boundary(const Graph& g, const Node& n) { return n.op == OpKind::kIf || is_data_dependent(g, n); }
+
 std::string dd_dim_name(const Node& n) { return n.name + ".n"; }
 
 int64_t dd_count_bound(const Graph& g, const Node& n) {
@@ -76,7 +78,7 @@ Stages split_stages(const Graph& g, const CountConstants& consts) {
   st.node_stage.assign(g.nodes.size(), 0);
   std::map<std::string, int> dd_of;  // count dim -> its node
   for (size_t i = 0; i < g.nodes.size(); ++i) {
-    if (!is_data_dependent(g, g.nodes[i])) continue;
+    if (!is_stage_boundary(g, g.nodes[i])) continue;
     st.dd_nodes.push_back(static_cast<int>(i));
     dd_of[dd_dim_name(g.nodes[i])] = static_cast<int>(i);
   }
@@ -101,12 +103,12 @@ Stages split_stages(const Graph& g, const CountConstants& consts) {
         if (in != kNoValue) l = std::max(l, level[static_cast<size_t>(in)]);
       moved |= l != st.node_stage[i];
       st.node_stage[i] = l;
-      for (ValueId out : n.outputs) level[static_cast<size_t>(out)] = is_data_dependent(g, n) ? l + 1 : l;
+      for (ValueId out : n.outputs) level[static_cast<size_t>(out)] = is_stage_boundary(g, n) ? l + 1 : l;
     }
   }
   st.settled = !moved;  // a count read before its own op: no order of stages (a cycle)
   for (size_t i = 0; i < g.nodes.size(); ++i)
-    st.count = std::max(st.count, st.node_stage[i] + (is_data_dependent(g, g.nodes[i]) ? 2 : 1));
+    st.count = std::max(st.count, st.node_stage[i] + (is_stage_boundary(g, g.nodes[i]) ? 2 : 1));
   return st;
 }
 
@@ -116,7 +118,7 @@ Graph cut_stage(const Graph& g, const Stages& st, int s) {
   out.source_file = g.source_file;
   std::map<ValueId, ValueId> ids;
   std::vector<char> inside(g.values.size(), 0);  // produced by a node of this stage
-  auto in_stage = [&](size_t i) { return st.node_stage[i] == s && !is_data_dependent(g, g.nodes[i]); };
+  auto in_stage = [&](size_t i) { return st.node_stage[i] == s && !is_stage_boundary(g, g.nodes[i]); };
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (!in_stage(i)) continue;
     for (ValueId o : g.nodes[i].outputs) inside[static_cast<size_t>(o)] = 1;

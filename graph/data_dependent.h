@@ -19,6 +19,10 @@ namespace fusert {
 /// True when `n`'s output size depends on its input data (see above).
 bool is_data_dependent(const Graph& g, const Node& n);
 
+/// True for a node a session runs on the host between execution stages: a data-dependent node,
+/// or an If whose condition is known at run time only (the op If; graph/onnx/onnx_if.h).
+bool is_stage_boundary(const Graph& g, const Node& n);
+
 /// The symbolic dim of a data-dependent node's count: "<node name>.n".
 std::string dd_dim_name(const Node& n);
 
@@ -35,10 +39,10 @@ SymbolicDim shape_count(const Graph& g, Node& n, const DimValues* at);
 
 /// Which stage each node runs in.
 struct Stages {
-  /// Per node: its stage; for a data-dependent node, the stage after which it runs (its
-  /// outputs belong to the next one).
+  /// Per node: its stage; for a stage boundary (is_stage_boundary), the stage after which it
+  /// runs (its outputs belong to the next one).
   std::vector<int> node_stage;
-  std::vector<int> dd_nodes;  ///< the data-dependent nodes, in graph order
+  std::vector<int> dd_nodes;  ///< the stage boundaries, in graph order
   int count = 1;              ///< number of stages (1 + the longest chain of data-dependent nodes)
   bool settled = true;        ///< false: a count is needed before its own op runs (no valid order)
 };

@@ -110,3 +110,25 @@ Status shape_Compress(ShapeContext& c) {
 }
 
 }  // namespace fusert
+
+namespace fusert {
+
+// If run between stages: its outputs as the import found them (out_ranks, out_dims, out_dtypes).
+Status shape_If(ShapeContext& c) {
+  if (c.in_dtype(0) != DType::kBool || shape_numel(c.in(0)) != 1) return c.fail() << "the condition must be one bool";
+  const std::vector<int64_t>& ranks = c.node.attr_ints("out_ranks");
+  const std::vector<int64_t>& dims = c.node.attr_ints("out_dims");
+  const std::vector<int64_t>& dtypes = c.node.attr_ints("out_dtypes");
+  if (ranks.size() != c.node.outputs.size() || dtypes.size() != ranks.size())
+    return c.unsupported() << "an If fusert runs between stages needs its outputs' shapes from the ONNX import";
+  size_t at = 0;
+  for (size_t k = 0; k < ranks.size(); ++k) {
+    if (ranks[k] < 0 || at + static_cast<size_t>(ranks[k]) > dims.size()) return c.fail() << "out_dims too short";
+    Shape s(dims.begin() + static_cast<std::ptrdiff_t>(at), dims.begin() + static_cast<std::ptrdiff_t>(at + ranks[k]));
+    at += static_cast<size_t>(ranks[k]);
+    c.set_out(k, s, static_cast<DType>(dtypes[k]));
+  }
+  return Status();
+}
+
+}  // namespace fusert

@@ -212,8 +212,15 @@ Result<std::unique_ptr<SessionImpl>> SessionImpl::load_impl(const std::string& m
   auto t0 = std::chrono::steady_clock::now();
   cpu::ThreadScope threads(options.threads);  // weight binding and folding use the session's count too
   FUSERT_ASSIGN_OR_RETURN(ModelSpec spec, read_model(model_path, options));
-  if (has_data_dependent_dims(spec)) return load_staged(std::move(spec), options, ms_since(t0));
+  if (has_stages(spec)) return load_staged(std::move(spec), options, ms_since(t0));
   return from_spec(std::move(spec), options, fopt, ms_since(t0), /*stage=*/false);
+}
+
+Result<std::unique_ptr<SessionImpl>> SessionImpl::open_spec(ModelSpec spec, const SessionOptions& options) {
+  FusionOptions fopt;
+  FUSERT_RETURN_IF_ERROR(check_options(options, &fopt));
+  if (has_stages(spec)) return load_staged(std::move(spec), options, 0);
+  return from_spec(std::move(spec), options, fopt, 0, /*stage=*/false);
 }
 
 // The loaded model `spec` planned, lowered and (unless plan_only) ready to run. A stage of a
@@ -304,7 +311,7 @@ Result<std::unique_ptr<SessionImpl>> SessionImpl::load_staged(ModelSpec spec, co
   auto t0 = std::chrono::steady_clock::now();
   s->options_ = options;
   FUSERT_ASSIGN_OR_RETURN(s->backend_, create_backend(options));
-  FUSERT_RETURN_IF_ERROR(check_dim_limits(spec, options));
+  if (!spec.dims.empty()) FUSERT_RETURN_IF_ERROR(check_dim_limits(spec, options));
   FUSERT_ASSIGN_OR_RETURN(s->output_info_, SessionImpl::describe_outputs(spec));
   s->model_ = std::move(spec);
   FUSERT_ASSIGN_OR_RETURN(s->staged_, StagedModel::build(s->model_, options));
@@ -391,8 +398,12 @@ Result<TensorMap> SessionImpl::run(const TensorMap& inputs) {
   RunInfo info;
   TensorMap out;
   if (shapes_) {
-    FUSERT_ASSIGN_OR_RETURN(DimValues dims, bind_dims(model_, inputs));
-    FUSERT_ASSIGN_OR_RETURN(out, run_instance(dims, inputs, &info));
+    Result<DimValues> dims = bind_dims(model_, inputs);
+    if (!dims.ok()) {  // an empty input whose outputs are all empty: their shapes, nothing computed
+      Result<TensorMap> empty = empty_outputs(inputs);
+      return empty.ok() ? empty : dims.status();
+    }
+    FUSERT_ASSIGN_OR_RETURN(out, run_instance(*dims, inputs, &info));
   } else {
     FUSERT_ASSIGN_OR_RETURN(out, backend_->run(inputs, &info));
   }

@@ -32,6 +32,8 @@ class SessionImpl {
   /// a stage of a staged model (runtime/staged.h): runs at dims it is given (run_at).
   static Result<std::unique_ptr<SessionImpl>> from_spec(ModelSpec spec, const SessionOptions& options,
                                                         FusionOptions fopt, double import_ms, bool stage);
+  /// A loaded model as load() continues with it (staged where it has stage boundaries).
+  static Result<std::unique_ptr<SessionImpl>> open_spec(ModelSpec spec, const SessionOptions& options);
   ~SessionImpl();
   /// A run at `dims` given rather than bound from the inputs (a stage of a staged model).
   Result<TensorMap> run_at(const DimValues& dims, const TensorMap& inputs);
@@ -70,6 +72,7 @@ class SessionImpl {
   Status plan_model(FusionOptions fopt);
   Result<std::shared_ptr<ShapeInstance>> build_instance(const DimValues& dims) const;
   Result<Graph> graph_at(const DimValues& dims) const;
+  Result<TensorMap> empty_outputs(const TensorMap& inputs) const;
   static Result<std::vector<TensorInfo>> describe_outputs(const ModelSpec& m);
   Result<TensorMap> run_instance(const DimValues& dims, const TensorMap& inputs, RunInfo* info);
   ModelSpec model_;

@@ -135,6 +135,24 @@ Result<Graph> SessionImpl::graph_at(const DimValues& dims) const {
   return g;
 }
 
+// A run whose inputs bind an open dim to 0: when every output is empty at those dims (their
+// shapes from the model at them), the empty outputs; nothing runs. Otherwise an error (the caller
+// reports bind_dims's, which names the input).
+Result<TensorMap> SessionImpl::empty_outputs(const TensorMap& inputs) const {
+  FUSERT_ASSIGN_OR_RETURN(DimValues dims, bind_dims(model_, inputs, true));
+  bool zero = false;
+  for (const auto& [name, v] : dims) zero |= v == 0;
+  if (!zero) return error(StatusCode::kShapeMismatch) << "no dim is 0";
+  FUSERT_ASSIGN_OR_RETURN(std::vector<Shape> shapes, output_shapes_at(dims));
+  TensorMap out;
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    const Value& v = model_.graph.value(model_.graph.outputs[k]);
+    if (shape_numel(shapes[k]) != 0) return error(StatusCode::kShapeMismatch) << "'" << v.name << "' is not empty";
+    out[v.name] = Tensor(v.dtype, shapes[k]);
+  }
+  return out;
+}
+
 Result<std::vector<Shape>> SessionImpl::output_shapes_at(const DimValues& dims) const {
   std::vector<Shape> out;
   if (dims == model_.dim_values || !shapes_) {

@@ -9,7 +9,7 @@ std::string dims_str(const DimValues& v) {
   return s;
 }
 
-Result<DimValues> bind_dims(const ModelSpec& spec, const TensorMap& inputs) {
+Result<DimValues> bind_dims(const ModelSpec& spec, const TensorMap& inputs, bool allow_zero) {
   const Graph& g = spec.graph;
   DimValues out;
   std::map<std::string, std::string> first_seen;  // dim -> "input 'x' dim 1"
@@ -18,7 +18,8 @@ Result<DimValues> bind_dims(const ModelSpec& spec, const TensorMap& inputs) {
     auto it = inputs.find(v.name);
     if (it == inputs.end()) return error(StatusCode::kInvalidArgument) << "missing input '" << v.name << "'";
     const Shape& s = it->second.shape();
-    const std::vector<std::string>& syms = spec.input_dims[k];
+    const std::vector<std::string> fixed(v.shape.size());  // a model of static shapes keeps no symbols
+    const std::vector<std::string>& syms = k < spec.input_dims.size() ? spec.input_dims[k] : fixed;
     auto expected = [&] {
       std::string e = "[";
       for (size_t d = 0; d < syms.size(); ++d)
@@ -41,11 +42,16 @@ Result<DimValues> bind_dims(const ModelSpec& spec, const TensorMap& inputs) {
       const std::string& name = syms[d];
       const SymbolicDim* sd = nullptr;
       for (const SymbolicDim& x : spec.dims) sd = x.name == name ? &x : sd;
-      if (sd->open && s[d] < sd->min) {
+      if (!sd) return error(StatusCode::kInternal) << where << ": dim '" << name << "' is not declared";
+      if (sd->open && s[d] == 0 && allow_zero) {
+        // an empty input: bound at 0 (only the shapes that follow are computed)
+      } else if (sd->open && s[d] < sd->min) {
         return error(StatusCode::kShapeMismatch)
-               << where << " ('" << name << "') is " << s[d] << "; a dim the model leaves open takes 1 or more";
+               << where << " ('" << name << "') is " << s[d]
+               << "; a dim the model leaves open takes 1 or more (an empty input is served only where every output "
+                  "is empty)";
       }
-      if (s[d] < sd->min || s[d] > sd->max) {
+      if ((s[d] < sd->min && !(sd->open && s[d] == 0 && allow_zero)) || s[d] > sd->max) {
         return error(StatusCode::kShapeMismatch) << where << " ('" << name << "') is " << s[d] << ", outside the range "
                                                  << sd->min << ".." << sd->max << " that " << spec.path << " declares";
       }

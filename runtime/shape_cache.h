@@ -19,8 +19,9 @@ namespace fusert {
 
 /// The values of `spec`'s symbolic dims in `inputs`. Errors (kShapeMismatch, naming the input,
 /// the dimension and the dim): a missing input or wrong rank, a fixed dimension that differs,
-/// one dim given two values, a value outside the declared range.
-Result<DimValues> bind_dims(const ModelSpec& spec, const TensorMap& inputs);
+/// one dim given two values, a value outside the declared range, 0 for an open dim (unless
+/// `allow_zero`: the empty-input path of SessionImpl::run).
+Result<DimValues> bind_dims(const ModelSpec& spec, const TensorMap& inputs, bool allow_zero = false);
 
 /// "batch = 4, seq = 37"
 std::string dims_str(const DimValues& v);

@@ -8,6 +8,7 @@
 
 #include "graph/fusion/explain.h"
 #include "graph/fusion/planner.h"
+#include "graph/onnx/onnx_import.h"
 #include "kernels/cpu/data_dependent.h"
 #include "runtime/session_impl.h"
 
@@ -37,9 +38,11 @@ struct StagedModel::DDOp {
   int after = 0;  ///< runs after this stage
 };
 
-bool has_data_dependent_dims(const ModelSpec& spec) {
+bool has_stages(const ModelSpec& spec) {
   for (const SymbolicDim& d : spec.dims)
     if (d.data_dependent) return true;
+  for (const Node& n : spec.graph.nodes)
+    if (n.op == OpKind::kIf) return true;
   return false;
 }
 
@@ -146,7 +149,7 @@ Result<std::unique_ptr<StagedModel>> StagedModel::build(const ModelSpec& full, c
     auto op = std::make_unique<DDOp>();
     op->node = g.nodes[static_cast<size_t>(i)];
     op->after = st.node_stage[static_cast<size_t>(i)];
-    op->dim = dd_dim_name(op->node);
+    op->dim = op->node.op == OpKind::kIf ? std::string() : dd_dim_name(op->node);
     op->label = std::string(op_name(op->node.op)) + " '" + op->node.name + "'";
     for (ValueId in : op->node.inputs) {
       op->in.push_back(in == kNoValue ? std::string() : g.value(in).name);
@@ -156,7 +159,30 @@ Result<std::unique_ptr<StagedModel>> StagedModel::build(const ModelSpec& full, c
     m->dd_.push_back(std::move(op));
   }
   for (ValueId o : g.outputs) m->outputs_.push_back(g.value(o).name);
+  m->options_ = options;
+  m->path_ = full.path;
   return m;
+}
+
+// The branch of If `op` that `taken` names, as a session at these inputs' shapes (built on first
+// use, then kept: one per branch and shape).
+Result<std::shared_ptr<SessionImpl>> StagedModel::branch(const DDOp& op, bool taken, const TensorMap& in) const {
+  std::map<std::string, Shape> shapes;
+  std::string key = op.node.name + (taken ? "/then" : "/else");
+  for (const auto& [name, t] : in) {
+    shapes[name] = t.shape();
+    key += " " + name + shape_str(t.shape());
+  }
+  std::lock_guard<std::mutex> lock(branch_mu_);
+  auto it = branches_.find(key);
+  if (it != branches_.end()) return it->second;
+  const std::string where = path_ + ": If '" + op.node.name + "' " + (taken ? "then_branch" : "else_branch");
+  FUSERT_ASSIGN_OR_RETURN(ModelSpec spec,
+                          load_onnx_bytes(op.node.attr_s(taken ? "then_model" : "else_model"), where, shapes));
+  FUSERT_ASSIGN_OR_RETURN(std::unique_ptr<SessionImpl> s, SessionImpl::open_spec(std::move(spec), options_));
+  std::shared_ptr<SessionImpl> shared(std::move(s));
+  branches_[key] = shared;
+  return shared;
 }
 
 Result<TensorMap> StagedModel::run(const DimValues& input_dims, const TensorMap& inputs) const {
@@ -280,6 +306,17 @@ Result<std::vector<Tensor>> StagedModel::run_dd(const DDOp& op, const TensorMap&
       count = axis == kNoAxis ? out[0].numel() : out[0].shape()[static_cast<size_t>(axis)];
       break;
     }
+    case OpKind::kIf: {
+      const Tensor& c = *x[0];
+      if (c.numel() != 1) return error(StatusCode::kInvalidArgument) << where << "the condition is not one bool";
+      const bool taken = static_cast<const uint8_t*>(c.raw())[0] != 0;
+      TensorMap in;
+      for (size_t k = 1; k < x.size(); ++k) in[op.in[k]] = *x[k];
+      FUSERT_ASSIGN_OR_RETURN(std::shared_ptr<SessionImpl> b, branch(op, taken, in));
+      FUSERT_ASSIGN_OR_RETURN(TensorMap res, b->run(in));
+      for (ValueId o : b->model().graph.outputs) out.push_back(res.at(b->model().graph.value(o).name));
+      return out;
+    }
     case OpKind::kTopK: {
       const Tensor& kt = *x[1];
       const int64_t k = kt.dtype() == DType::kI32 ? static_cast<const int32_t*>(kt.raw())[0] : kt.i64()[0];
@@ -368,7 +405,8 @@ std::string StagedModel::explain() const {
       if (op->after != stage->index) continue;
       s += "\n-- after " + stage_str(stage->index, stage_count()) + ", on the host: " + op->label + " -> ";
       for (size_t k = 0; k < op->out.size(); ++k) s += (k ? ", '" : "'") + op->out[k] + "'";
-      s += "; its count is dim '" + op->dim + "'\n";
+      s += op->dim.empty() ? "; the branch the condition takes runs as a session of its own (per branch and shape)\n"
+                           : "; its count is dim '" + op->dim + "'\n";
     }
   }
   return s;

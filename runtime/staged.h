@@ -1,5 +1,7 @@
 // Execution stages of a model with data-dependent output shapes (graph/data_dependent.h): a
-// detector's NonMaxSuppression, a NonZero, a TopK whose K is computed. The model's graph is cut
+// detector's NonMaxSuppression, a NonZero, a TopK whose K is computed; and of an If decided at
+// run time, whose branch taken runs between stages as a session of its own (one per branch and
+// input shape, built on first use). The model's graph is cut
 // into stages at those ops; each stage is a session of its own (fusion planned once at the
 // count the import shaped it at, an execution plan per shape through its shape cache), and the
 // data-dependent ops run on the host between them. A run binds the input dims, runs stage 1,
@@ -10,7 +12,9 @@
 // would compute a non-empty value from an empty one is an error naming the count.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -22,8 +26,9 @@ namespace fusert {
 
 class SessionImpl;
 
-/// True when `spec` has a data-dependent count (SymbolicDim::data_dependent).
-bool has_data_dependent_dims(const ModelSpec& spec);
+/// True when `spec` runs in stages: a data-dependent count (SymbolicDim::data_dependent) or an
+/// If decided at run time (the op If).
+bool has_stages(const ModelSpec& spec);
 
 class StagedModel {
  public:
@@ -57,9 +62,14 @@ class StagedModel {
   StagedModel() = default;
   Result<TensorMap> run_stage(const Stage& st, const DimValues& dims, const TensorMap& env) const;
   Result<std::vector<Tensor>> run_dd(const DDOp& op, const TensorMap& env, DimValues* dims) const;
+  Result<std::shared_ptr<SessionImpl>> branch(const DDOp& op, bool taken, const TensorMap& in) const;
   std::vector<std::unique_ptr<Stage>> stages_;
   std::vector<std::unique_ptr<DDOp>> dd_;
   std::vector<std::string> outputs_;
+  SessionOptions options_;
+  std::string path_;
+  mutable std::mutex branch_mu_;
+  mutable std::map<std::string, std::shared_ptr<SessionImpl>> branches_;  ///< If branches by branch and shapes
 };
 
 }  // namespace fusert

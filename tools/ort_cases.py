@@ -16,7 +16,8 @@ avg and max, sampling ratios, scales, regions partly outside, opset 10's output_
 indices) and `real` (real
 models from pinned PyPI wheels, each with two test_data_sets of different input sizes run in one
 session, every fusion mode, relative L2 <= 1e-4 besides the element-wise tolerance): Silero VAD
-6.2.3's voice-activity detectors (STFT as a 1-D conv, LSTM, If on the sample rate) and a
+6.2.3's voice-activity detectors (STFT as a 1-D conv, LSTM, If on the sample rate; silero_vad.onnx's
+If around two whole detectors with its chunk pinned, both branches taken) and a
 Transformer encoder PyTorch exports with a symbolic batch and sequence (tools/transformer_onnx.py).
 
 `dd` (tools/ort_cases_dd.py): ops whose output size depends on the data (NonMaxSuppression, NonZero,
@@ -197,8 +198,34 @@ def fetch_wheel(spec, digest, cache):
     return path
 
 
+def silero_if_cases(wheel, rng):
+    """silero_vad.onnx: an If on the sample rate around two whole detectors (16 and 8 kHz), decided at
+    run time. Its open dims cannot be planned as they are (the state's batch is a dim of its own, and a
+    nested If folds its condition from the chunk length), so the chunk is pinned in the file, as --shape
+    pins it: 512 samples at 16 kHz; 256 samples at 16 and 8 kHz in one session (each branch taken once).
+    ONNX Runtime computes from the file as shipped (pinned, its shape inference fails in the branch not
+    taken)."""
+    with zipfile.ZipFile(wheel) as z:
+        shipped = onnx.load_from_string(z.read("silero_vad/data/silero_vad.onnx"))
+    cases = []
+    for n, rates in ((512, (16000, 16000)), (256, (16000, 8000))):
+        pinned = onnx.ModelProto()
+        pinned.CopyFrom(shipped)
+        for i in pinned.graph.input:
+            dims = i.type.tensor_type.shape.dim
+            if i.name == "input":
+                dims[0].dim_value, dims[1].dim_value = 1, n
+            elif i.name == "state":
+                dims[1].dim_value = 1
+        feeds = [{"input": rng.uniform(-0.5, 0.5, [1, n]).astype(np.float32),
+                  "state": (0.1 * rng.standard_normal([2, 1, 128])).astype(np.float32),
+                  "sr": np.array(sr, dtype=np.int64)} for sr in rates]
+        cases.append((f"silero_vad_if_{n}", pinned, feeds, shipped))
+    return cases
+
+
 def real_cases(cache):
-    """(name, model, [feeds per test_data_set]) of the real models."""
+    """(name, model, [feeds per test_data_set], reference model or None) of the real models."""
     wheel = fetch_wheel(*SILERO, cache)
     rng = np.random.default_rng(2026)
     cases = []
@@ -216,20 +243,22 @@ def real_cases(cache):
                     else:
                         f[k] = (0.1 * rng.standard_normal(v)).astype(np.float32)
                 feeds.append(f)
-            cases.append((name, model, feeds))
-    cases.append(transformer_case(rng))
+            cases.append((name, model, feeds, None))
+    cases.extend(silero_if_cases(wheel, rng))
+    cases.append((*transformer_case(rng), None))
     photos = [os.path.join(ROOT, "models", "data", p) for p in ("chelsea.png", "coffee.png")]
-    cases.append(ort_cases_dd.nudenet_case(fetch_wheel(*ort_cases_dd.NUDENET, cache), photos))
+    cases.append((*ort_cases_dd.nudenet_case(fetch_wheel(*ort_cases_dd.NUDENET, cache), photos), None))
     return cases
 
 
-def save_sets(root, suite, name, model, feed_sets):
-    """model.onnx and test_data_set_K (inputs in graph order, ONNX Runtime's outputs) per feeds."""
+def save_sets(root, suite, name, model, feed_sets, reference=None):
+    """model.onnx and test_data_set_K (inputs in graph order, ONNX Runtime's outputs of `reference`, by
+    default the model itself) per feeds."""
     d = os.path.join(root, suite, name)
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "model.onnx"), "wb") as f:
         f.write(model.SerializeToString())
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    sess = ort.InferenceSession((reference or model).SerializeToString(), providers=["CPUExecutionProvider"])
     inits = {i.name for i in model.graph.initializer}
     names = [i.name for i in model.graph.input if i.name not in inits]
     for k, feeds in enumerate(feed_sets):
@@ -320,8 +349,8 @@ def write(out):
     for name, model, feeds, reference in image:
         save_case(out, "image", name, model, feeds, reference)
     real = real_cases(os.path.join(ROOT, ".cache", "wheels"))
-    for name, model, feed_sets in real:
-        save_sets(out, "real", name, model, feed_sets)
+    for name, model, feed_sets, reference in real:
+        save_sets(out, "real", name, model, feed_sets, reference)
     dd = ort_cases_dd.dd_cases()
     for name, model, feed_sets in dd:
         save_sets(out, "dd", name, model, feed_sets)

@@ -335,8 +335,9 @@ Result<std::optional<Expansion>> expand_node(const Graph& g, const onnx::NodePro
   }
   if (opset < 7 && legacy_broadcast_op(op)) return legacy_broadcast(g, np, name, loc);
   if (op == "SoftmaxCrossEntropyLoss") return std::optional<Expansion>(softmax_cross_entropy(g, np, name));
+  if (op == "If" && find_attr(np, "then_model")) return std::optional<Expansion>();  // the op If: as it is
   if (op == "If") {
-    FUSERT_ASSIGN_OR_RETURN(Expansion e, if_inlined(g, np, name, loc));
+    FUSERT_ASSIGN_OR_RETURN(Expansion e, if_inlined(g, np, name, loc, opset));
     return std::optional<Expansion>(std::move(e));
   }
   if (op == "Loop") {

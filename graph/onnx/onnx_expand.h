@@ -8,7 +8,7 @@
 //                                     ReduceMean, Sub, Mul, ReduceMean, Add, Sqrt, Reciprocal
 //                                     over the normalised axes for the statistics
 //   If (onnx_if.h)                 -> the branch a constant condition chooses, inlined; with a
-//                                     run-time condition both branches and a Where per output
+//                                     run-time condition the op If (branches as models of their own)
 //   Loop (onnx_loop.h)             -> unrolled: constant trip count and condition, the body's
 //                                     copies in sequence, scan outputs stacked by Concat
 //   Einsum                         -> Transpose, ReduceSum, Reshape, MatMul (onnx_einsum.h)

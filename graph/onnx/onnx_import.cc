@@ -386,6 +386,16 @@ Status probe_open(ModelSpec& spec) {
 
 }  // namespace
 
+Result<ModelSpec> load_onnx_bytes(const std::string& bytes, const std::string& name,
+                                  const std::map<std::string, Shape>& input_shapes) {
+  onnx::ModelProto m;
+  if (!m.ParseFromString(bytes) || !m.has_graph())
+    return error(StatusCode::kParseError) << name << ": not a serialized ONNX model";
+  FUSERT_ASSIGN_OR_RETURN(ModelSpec spec, load_onnx_at(name, &m, input_shapes, {}, nullptr, false));
+  FUSERT_RETURN_IF_ERROR(mark_symbolic(spec));
+  return spec;
+}
+
 Result<ModelSpec> load_onnx(const std::string& path, const std::map<std::string, Shape>& input_shapes,
                             const std::vector<SymbolicDim>& dims, bool open_dims, bool f64_as_f32) {
   if (!open_dims) {

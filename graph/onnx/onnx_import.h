@@ -45,6 +45,12 @@ bool is_onnx_path(const std::string& path);
 Result<ModelSpec> load_onnx(const std::string& path, const std::map<std::string, Shape>& input_shapes = {},
                             const std::vector<SymbolicDim>& dims = {}, bool open_dims = false, bool f64_as_f32 = false);
 
+/// A serialized ONNX ModelProto (the branch of a run-time If, runtime/staged.h) read as load_onnx
+/// reads a file whose inputs `input_shapes` all bind; `name` stands in for the path in errors.
+/// Errors: as load_onnx's; kParseError when `bytes` is no ModelProto.
+Result<ModelSpec> load_onnx_bytes(const std::string& bytes, const std::string& name,
+                                  const std::map<std::string, Shape>& input_shapes);
+
 /// `--shape` (infer, fusert-convert): "input=1x3x224x224" into (*bindings)["input"] =
 /// {1, 3, 224, 224}. Errors: kInvalidArgument quoting `v`.
 Status parse_shape_binding(const std::string& v, std::map<std::string, std::vector<int64_t>>* bindings);

@@ -13,7 +13,7 @@ namespace {
 Status between_stages(const Graph& g, int ni) {
   const Node& n = g.nodes[static_cast<size_t>(ni)];
   return error(StatusCode::kInternal) << n.loc.str() << ": " << op_name(n.op) << " '" << n.name
-                                      << "' has a data-dependent output size and runs between execution stages "
+                                      << "' runs on the host between execution stages "
                                       << "(runtime/staged.h), not as a step of one";
 }
 
@@ -23,5 +23,6 @@ LOWER(NonZero) { return between_stages(g, ni); }
 LOWER(NonMaxSuppression) { return between_stages(g, ni); }
 LOWER(Unique) { return between_stages(g, ni); }
 LOWER(Compress) { return between_stages(g, ni); }
+LOWER(If) { return between_stages(g, ni); }
 
 }  // namespace fusert
