@@ -401,7 +401,8 @@ Result<TensorMap> SessionImpl::run(const TensorMap& inputs) {
     Result<DimValues> dims = bind_dims(model_, inputs);
     if (!dims.ok()) {  // an empty input whose outputs are all empty: their shapes, nothing computed
       Result<TensorMap> empty = empty_outputs(inputs);
-      return empty.ok() ? empty : dims.status();
+      if (empty.ok() || empty.status().message() == "no dim is 0") return empty.ok() ? empty : dims.status();
+      return error(dims.status().code()) << dims.status().message() << "; at 0: " << empty.status().message();
     }
     FUSERT_ASSIGN_OR_RETURN(out, run_instance(*dims, inputs, &info));
   } else {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -264,7 +265,8 @@ namespace {
 // already read, else it is read here.
 Result<ModelSpec> load_onnx_at(const std::string& path, const onnx::ModelProto* parsed,
                                const std::map<std::string, Shape>& input_shapes, const std::vector<SymbolicDim>& dims,
-                               const DimValues* at, bool f64) {
+                               const DimValues* at, bool f64,
+                               const std::shared_ptr<const onnx::ModelProto>& in_memory = nullptr) {
   onnx::ModelProto read;
   if (!parsed) {
     FUSERT_ASSIGN_OR_RETURN(read, parse_model(path));
@@ -307,8 +309,8 @@ Result<ModelSpec> load_onnx_at(const std::string& path, const onnx::ModelProto* 
     spec.input_dims.clear();
     return spec;
   }
-  spec.expand_at = [path, input_shapes, dims, f64](const DimValues& v) {
-    return load_onnx_at(path, nullptr, input_shapes, dims, &v, f64);
+  spec.expand_at = [path, input_shapes, dims, f64, in_memory](const DimValues& v) {      // the file read again
+    return load_onnx_at(path, in_memory.get(), input_shapes, dims, &v, f64, in_memory);  // (a branch: kept)
   };
   return spec;
 }
@@ -388,10 +390,10 @@ Status probe_open(ModelSpec& spec) {
 
 Result<ModelSpec> load_onnx_bytes(const std::string& bytes, const std::string& name,
                                   const std::map<std::string, Shape>& input_shapes) {
-  onnx::ModelProto m;
-  if (!m.ParseFromString(bytes) || !m.has_graph())
+  auto m = std::make_shared<onnx::ModelProto>();
+  if (!m->ParseFromString(bytes) || !m->has_graph())
     return error(StatusCode::kParseError) << name << ": not a serialized ONNX model";
-  FUSERT_ASSIGN_OR_RETURN(ModelSpec spec, load_onnx_at(name, &m, input_shapes, {}, nullptr, false));
+  FUSERT_ASSIGN_OR_RETURN(ModelSpec spec, load_onnx_at(name, m.get(), input_shapes, {}, nullptr, false, m));
   FUSERT_RETURN_IF_ERROR(mark_symbolic(spec));
   return spec;
 }

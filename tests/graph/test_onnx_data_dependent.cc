@@ -197,3 +197,36 @@ TEST_CASE("data-dependent: Unique treats NaN as one value after every number (nu
   CHECK(ints(y->at("inverse")) == std::vector<int64_t>{2, 3, 1, 0, 3, 0, 2});
   CHECK(ints(y->at("counts")) == std::vector<int64_t>{2, 1, 2, 2});
 }
+
+TEST_CASE("data-dependent: a NonZero inside the branch a run-time If takes (the branch staged in turn)") {
+  // then: Shape(NonZero(x > 0)) = [2, hits]; else: Shape(x) = [1, 6]; cond = sum(x) > 0.
+  auto m = model(13);
+  auto* g = m.mutable_graph();
+  add_input(g, "x", {1, 6});
+  add_f32(g, "zero", {}, {0});
+  int_attr(add_node(g, "ReduceSum", {"x"}, {"sum"}, "sum"), "keepdims", 0);
+  add_node(g, "Greater", {"sum", "zero"}, {"cond"}, "cond");
+  onnx::GraphProto then_g, else_g;
+  add_node(&then_g, "Greater", {"x", "zero"}, {"pos"}, "gt");
+  add_node(&then_g, "NonZero", {"pos"}, {"nz"}, "nz");
+  add_node(&then_g, "Shape", {"nz"}, {"s"}, "shape");
+  add_output(&then_g, "s");
+  add_node(&else_g, "Shape", {"x"}, {"s2"}, "shape2");
+  add_output(&else_g, "s2");
+  auto* n = add_node(g, "If", {"cond"}, {"y"}, "if0");
+  for (const auto& [key, gp] :
+       {std::pair<const char*, onnx::GraphProto*>{"then_branch", &then_g}, {"else_branch", &else_g}}) {
+    auto* a = n->add_attribute();
+    a->set_name(key);
+    a->set_type(onnx::AttributeProto::GRAPH);
+    *a->mutable_g() = *gp;
+  }
+  add_output(g, "y");
+  auto s = load(m, "dd_if_nonzero.onnx");
+  auto y = s->run({{"x", Tensor::f32({1, 6}, {1, -1, 2, 0, 3, -1})}});  // sum 4: then, 3 hits
+  REQUIRE_MESSAGE(y.ok(), y.status().to_string());
+  CHECK(ints(y->at("y")) == std::vector<int64_t>{2, 3});
+  y = s->run({{"x", Tensor::f32({1, 6}, {-1, -1, 2, 0, -3, -1})}});  // sum -4: else
+  REQUIRE_MESSAGE(y.ok(), y.status().to_string());
+  CHECK(ints(y->at("y")) == std::vector<int64_t>{1, 6});
+}
