@@ -400,8 +400,13 @@ Result<TensorMap> SessionImpl::run(const TensorMap& inputs) {
   if (shapes_) {
     Result<DimValues> dims = bind_dims(model_, inputs);
     if (!dims.ok()) {  // an empty input whose outputs are all empty: their shapes, nothing computed
+      bool empty_input = false;
+      for (const auto& [name, t] : inputs) empty_input |= t.numel() == 0;
+      if (!empty_input) return dims.status();
       Result<TensorMap> empty = empty_outputs(inputs);
-      if (empty.ok() || empty.status().message() == "no dim is 0") return empty.ok() ? empty : dims.status();
+      if (empty.ok()) return empty;
+      if (empty.status().message() == dims.status().message() || empty.status().message() == "no dim is 0")
+        return dims.status();
       return error(dims.status().code()) << dims.status().message() << "; at 0: " << empty.status().message();
     }
     FUSERT_ASSIGN_OR_RETURN(out, run_instance(*dims, inputs, &info));
