@@ -382,7 +382,14 @@ Result<std::map<std::string, double>> SessionImpl::profile_unfused() const {
 
 Result<TensorMap> SessionImpl::run(const TensorMap& inputs) {
   if (staged_) {
-    FUSERT_ASSIGN_OR_RETURN(DimValues dims, bind_dims(model_, inputs));
+    Result<DimValues> bound = bind_dims(model_, inputs);
+    bool empty_input = false;
+    for (const auto& [name, t] : inputs) empty_input |= t.numel() == 0;
+    if (!bound.ok() && empty_input) {  // (SessionImpl::empty_outputs serves a model of one stage only)
+      return error(bound.status().code()) << bound.status().message() << "; a model run in execution stages takes "
+                                          << "no empty input";
+    }
+    FUSERT_ASSIGN_OR_RETURN(DimValues dims, std::move(bound));
     FUSERT_ASSIGN_OR_RETURN(TensorMap out, staged_->run(dims, inputs));
     std::lock_guard<std::mutex> lock(*run_mu_);
     SessionStats& st = stats_;
@@ -422,7 +429,14 @@ Result<TensorMap> SessionImpl::run(const TensorMap& inputs) {
 Result<std::vector<SessionImpl::StepTime>> SessionImpl::profile(const TensorMap& inputs, int runs) const {
   if (runs < 1) return error(StatusCode::kInvalidArgument) << "profile: runs must be >= 1, got " << runs;
   if (staged_) {
-    FUSERT_ASSIGN_OR_RETURN(DimValues dims, bind_dims(model_, inputs));
+    Result<DimValues> bound = bind_dims(model_, inputs);
+    bool empty_input = false;
+    for (const auto& [name, t] : inputs) empty_input |= t.numel() == 0;
+    if (!bound.ok() && empty_input) {  // (SessionImpl::empty_outputs serves a model of one stage only)
+      return error(bound.status().code()) << bound.status().message() << "; a model run in execution stages takes "
+                                          << "no empty input";
+    }
+    FUSERT_ASSIGN_OR_RETURN(DimValues dims, std::move(bound));
     return staged_->profile(dims, inputs, runs);
   }
   return profile_at(nullptr, inputs, runs);

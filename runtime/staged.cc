@@ -8,35 +8,16 @@
 
 #include "graph/fusion/explain.h"
 #include "graph/fusion/planner.h"
-#include "graph/onnx/onnx_import.h"
-#include "kernels/cpu/data_dependent.h"
 #include "runtime/session_impl.h"
+#include "runtime/staged_internal.h"
 
 namespace fusert {
 
 namespace {
 
-constexpr int64_t kNoAxis = 2147483647;  // Unique / Compress without `axis`
-
 std::string stage_str(int s, int n) { return "stage " + std::to_string(s + 1) + " of " + std::to_string(n); }
 
 }  // namespace
-
-struct StagedModel::Stage {
-  std::unique_ptr<SessionImpl> session;
-  std::vector<std::string> inputs, outputs;
-  std::vector<std::string> counts;  ///< the data-dependent dims its shapes follow
-  int index = 0;
-};
-
-struct StagedModel::DDOp {
-  Node node;                    ///< value ids of the full graph: names below
-  std::vector<std::string> in;  ///< input names ("" omitted)
-  std::vector<Tensor> fixed;    ///< per input: its data when a constant
-  std::vector<std::string> out;
-  std::string dim, label;
-  int after = 0;  ///< runs after this stage
-};
 
 bool has_stages(const ModelSpec& spec) {
   for (const SymbolicDim& d : spec.dims)
@@ -164,27 +145,6 @@ Result<std::unique_ptr<StagedModel>> StagedModel::build(const ModelSpec& full, c
   return m;
 }
 
-// The branch of If `op` that `taken` names, as a session at these inputs' shapes (built on first
-// use, then kept: one per branch and shape).
-Result<std::shared_ptr<SessionImpl>> StagedModel::branch(const DDOp& op, bool taken, const TensorMap& in) const {
-  std::map<std::string, Shape> shapes;
-  std::string key = op.node.name + (taken ? "/then" : "/else");
-  for (const auto& [name, t] : in) {
-    shapes[name] = t.shape();
-    key += " " + name + shape_str(t.shape());
-  }
-  std::lock_guard<std::mutex> lock(branch_mu_);
-  auto it = branches_.find(key);
-  if (it != branches_.end()) return it->second;
-  const std::string where = path_ + ": If '" + op.node.name + "' " + (taken ? "then_branch" : "else_branch");
-  FUSERT_ASSIGN_OR_RETURN(ModelSpec spec,
-                          load_onnx_bytes(op.node.attr_s(taken ? "then_model" : "else_model"), where, shapes));
-  FUSERT_ASSIGN_OR_RETURN(std::unique_ptr<SessionImpl> s, SessionImpl::open_spec(std::move(spec), options_));
-  std::shared_ptr<SessionImpl> shared(std::move(s));
-  branches_[key] = shared;
-  return shared;
-}
-
 Result<TensorMap> StagedModel::run(const DimValues& input_dims, const TensorMap& inputs) const {
   TensorMap env = inputs;
   DimValues dims = input_dims;
@@ -223,6 +183,24 @@ Result<TensorMap> StagedModel::run_stage(const Stage& st, const DimValues& dims,
     in[name] = it->second;
   }
   if (zero.empty()) return st.session->run_at(at, in);
+  FUSERT_ASSIGN_OR_RETURN(std::vector<Shape> shapes, empty_shapes(st, at, zero));
+  TensorMap out;
+  for (size_t k = 0; k < st.outputs.size(); ++k) {
+    const Value& v = st.session->graph().value(st.session->graph().outputs[k]);
+    out[st.outputs[k]] = Tensor(v.dtype, shapes[k]);
+  }
+  return out;
+}
+
+// The outputs' shapes of stage `st` at `at`, where the counts `zero` are 0 (all empty, else the
+// error naming the count), cached per dims.
+Result<std::vector<Shape>> StagedModel::empty_shapes(const Stage& st, const DimValues& at,
+                                                     const std::vector<std::string>& zero) const {
+  {
+    std::lock_guard<std::mutex> lock(st.empty_mu);
+    auto it = st.empty_shapes.find(at);
+    if (it != st.empty_shapes.end()) return it->second;
+  }
   // The outputs' shapes at the zero counts, as the model's shapes give them; where they do not
   // (an op refuses an empty input), the dims that follow the count between counts 1 and 2.
   std::vector<Shape> s0, s1, s2;
@@ -235,7 +213,7 @@ Result<TensorMap> StagedModel::run_stage(const Stage& st, const DimValues& dims,
     FUSERT_ASSIGN_OR_RETURN(s1, st.session->output_shapes_at(one));
     FUSERT_ASSIGN_OR_RETURN(s2, st.session->output_shapes_at(two));
   }
-  TensorMap out;
+  std::vector<Shape> out;
   for (size_t k = 0; k < st.outputs.size(); ++k) {
     Shape s = exact.ok() ? s0[k] : s1[k];
     bool empty = exact.ok() && shape_numel(s) == 0;
@@ -249,92 +227,10 @@ Result<TensorMap> StagedModel::run_stage(const Stage& st, const DimValues& dims,
              << "' is 0 and '" << v.name << "' would not be empty; fusert computes no zero-size tensors (it serves a "
              << "count of 0 where every value that follows it is empty)";
     }
-    out[st.outputs[k]] = Tensor(v.dtype, s);
+    out.push_back(s);
   }
-  return out;
-}
-
-Result<std::vector<Tensor>> StagedModel::run_dd(const DDOp& op, const TensorMap& env, DimValues* dims) const {
-  std::vector<const Tensor*> x(op.in.size(), nullptr);
-  for (size_t k = 0; k < op.in.size(); ++k) {
-    if (!op.fixed[k].empty()) {
-      x[k] = &op.fixed[k];
-    } else if (!op.in[k].empty()) {
-      auto it = env.find(op.in[k]);
-      if (it == env.end()) return error(StatusCode::kInternal) << op.label << ": input '" << op.in[k] << "' missing";
-      x[k] = &it->second;
-    }
-  }
-  const Node& n = op.node;
-  const std::string where = n.loc.str() + ": " + op.label + ": ";
-  auto scalar = [&](size_t k, double dflt) -> double {
-    if (k >= x.size() || !x[k] || x[k]->numel() < 1) return dflt;
-    const Tensor& t = *x[k];
-    return t.dtype() == DType::kF32 ? t.f32()[0] : t.dtype() == DType::kI64 ? static_cast<double>(t.i64()[0]) : 0.0;
-  };
-  std::vector<Tensor> out;
-  int64_t count = 0;
-  switch (n.op) {
-    case OpKind::kNonZero:
-      out.push_back(cpu::non_zero(*x[0]));
-      count = out[0].shape()[1];
-      break;
-    case OpKind::kNonMaxSuppression: {
-      cpu::NmsParams p;
-      p.max_per_class = std::max<int64_t>(0, static_cast<int64_t>(scalar(2, 0)));
-      p.iou_threshold = static_cast<float>(scalar(3, 0));
-      p.has_score_threshold = x.size() > 4 && x[4];
-      p.score_threshold = static_cast<float>(scalar(4, 0));
-      p.center_point_box = n.attr_i("center_point_box") != 0;
-      if (!(p.iou_threshold >= 0 && p.iou_threshold <= 1))
-        return error(StatusCode::kInvalidArgument)
-               << where << "iou_threshold " << p.iou_threshold << " is outside [0, 1]";
-      out.push_back(cpu::non_max_suppression(*x[0], *x[1], p));
-      count = out[0].shape()[0];
-      break;
-    }
-    case OpKind::kUnique: {
-      const int64_t axis = n.attr_i("axis");
-      cpu::UniqueResult r = cpu::unique(*x[0], axis == kNoAxis ? -1 : axis, n.attr_i("sorted") != 0);
-      count = r.indices.numel();
-      out = {r.y, r.indices, r.inverse, r.counts};
-      break;
-    }
-    case OpKind::kCompress: {
-      const int64_t axis = n.attr_i("axis");
-      out.push_back(cpu::compress(*x[0], *x[1], axis == kNoAxis ? -1 : axis));
-      count = axis == kNoAxis ? out[0].numel() : out[0].shape()[static_cast<size_t>(axis)];
-      break;
-    }
-    case OpKind::kIf: {
-      const Tensor& c = *x[0];
-      if (c.numel() != 1) return error(StatusCode::kInvalidArgument) << where << "the condition is not one bool";
-      const bool taken = static_cast<const uint8_t*>(c.raw())[0] != 0;
-      TensorMap in;
-      for (size_t k = 1; k < x.size(); ++k) in[op.in[k]] = *x[k];
-      FUSERT_ASSIGN_OR_RETURN(std::shared_ptr<SessionImpl> b, branch(op, taken, in));
-      FUSERT_ASSIGN_OR_RETURN(TensorMap res, b->run(in));
-      for (ValueId o : b->model().graph.outputs) out.push_back(res.at(b->model().graph.value(o).name));
-      return out;
-    }
-    case OpKind::kTopK: {
-      const Tensor& kt = *x[1];
-      const int64_t k = kt.dtype() == DType::kI32 ? static_cast<const int32_t*>(kt.raw())[0] : kt.i64()[0];
-      const int64_t axis = n.attr_i("axis");
-      const int64_t len = x[0]->shape()[static_cast<size_t>(axis)];
-      if (k < 0 || k > len)
-        return error(StatusCode::kInvalidArgument) << where << "K = " << k << " is outside [0, " << len << "] (dim "
-                                                   << axis << " of " << shape_str(x[0]->shape()) << ")";
-      Tensor v, i;
-      cpu::top_k_tensor(*x[0], axis, k, n.attr_i("largest") != 0, &v, &i);
-      out = {v, i};
-      count = k;
-      break;
-    }
-    default:
-      return error(StatusCode::kInternal) << op.label << " is not a data-dependent op";
-  }
-  (*dims)[op.dim] = count;
+  std::lock_guard<std::mutex> lock(st.empty_mu);
+  st.empty_shapes[at] = out;
   return out;
 }
 
@@ -387,8 +283,8 @@ Result<std::vector<StepTime>> StagedModel::profile(const DimValues& input_dims, 
 
 std::string StagedModel::explain() const {
   std::string s = "Execution stages: " + std::to_string(stages_.size()) +
-                  " (the plan splits where an output's size depends on the data; each stage is planned and fused on "
-                  "its own, and shaped per run at the counts returned before it)\n";
+                  " (the plan splits where an output's size depends on the data or an If is decided at run time; each "
+                  "stage is planned and fused on its own, and shaped per run at the counts returned before it)\n";
   for (const auto& stage : stages_) {
     s += "\n== " + stage_str(stage->index, stage_count());
     if (!stage->session) {

@@ -63,6 +63,8 @@ class StagedModel {
   Result<TensorMap> run_stage(const Stage& st, const DimValues& dims, const TensorMap& env) const;
   Result<std::vector<Tensor>> run_dd(const DDOp& op, const TensorMap& env, DimValues* dims) const;
   Result<std::shared_ptr<SessionImpl>> branch(const DDOp& op, bool taken, const TensorMap& in) const;
+  Result<std::vector<Shape>> empty_shapes(const Stage& st, const DimValues& at,
+                                          const std::vector<std::string>& zero) const;
   std::vector<std::unique_ptr<Stage>> stages_;
   std::vector<std::unique_ptr<DDOp>> dd_;
   std::vector<std::string> outputs_;

@@ -58,9 +58,10 @@ Tensor permute_layout(const Tensor& t, const std::vector<int64_t>& strides, bool
 
 Result<std::vector<GroupCheck>> verify_groups(Session& s, const TensorMap& inputs) {
   if (s.stats().execution_stages > 1) {
-    return error(StatusCode::kUnsupported) << "--verify: " << s.model().path << " runs in "
-                                           << s.stats().execution_stages << " execution stages (data-dependent "
-                                           << "output sizes); --verify checks a plan of one stage";
+    return error(StatusCode::kUnsupported)
+           << "--verify: " << s.model().path << " runs in " << s.stats().execution_stages
+           << " execution stages (an output size that depends on the "
+           << "data, or an If decided at run time); --verify checks a plan of one stage";
   }
   const Graph& g = s.graph();
   FusionOptions none;

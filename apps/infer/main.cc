@@ -190,8 +190,9 @@ Status run(InferOptions o) {
   if (!o.dot.empty()) {
     if (session->stats().execution_stages > 1) {
       return error(StatusCode::kUnsupported)
-             << "--dot: the model runs in " << session->stats().execution_stages << " execution stages (outputs "
-             << "whose size depends on the data); --dot draws a plan of one stage (--explain prints every stage's)";
+             << "--dot: the model runs in " << session->stats().execution_stages << " execution stages (an output "
+             << "size that depends on the data, or an If decided at run time); --dot draws a plan of one stage "
+                "(--explain prints every stage's)";
     }
     const bool unfused = o.session.fusion == "none" || o.session.fusion == "raw";
     const std::string dot =

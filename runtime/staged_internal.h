@@ -1,0 +1,36 @@
+// StagedModel's parts (runtime/staged.h), shared by staged.cc (stages, runs, reports) and
+// staged_ops.cc (the ops run on the host between stages). Not installed.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "runtime/session_impl.h"
+#include "runtime/staged.h"
+
+namespace fusert {
+
+struct StagedModel::Stage {
+  std::unique_ptr<SessionImpl> session;
+  std::vector<std::string> inputs, outputs;
+  std::vector<std::string> counts;  ///< the data-dependent dims its shapes follow
+  int index = 0;
+  /// The empty outputs' shapes per dims with a zero count, once found (finding them imports the
+  /// model again: not once per run).
+  mutable std::mutex empty_mu;
+  mutable std::map<DimValues, std::vector<Shape>> empty_shapes;
+};
+
+struct StagedModel::DDOp {
+  Node node;                    ///< value ids of the full graph: names below
+  std::vector<std::string> in;  ///< input names ("" omitted)
+  std::vector<Tensor> fixed;    ///< per input: its data when a constant
+  std::vector<std::string> out;
+  std::string dim, label;
+  int after = 0;  ///< runs after this stage
+};
+
+}  // namespace fusert
