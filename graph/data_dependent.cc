@@ -15,17 +15,31 @@ bool is_data_dependent(const Graph& g, const Node& n) {
       return true;
     case OpKind::kTopK:
       return n.inputs.size() > 1 && n.inputs[1] != kNoValue && g.value(n.inputs[1]).data.empty();
+    case OpKind::kLoop:  // its scan outputs' first dim is the iteration count
+      return static_cast<int64_t>(n.outputs.size()) > n.attr_i("carried");
     default:
       return false;
   }
 }
 
-bool is_stage_boundary(const Graph& g, const Node& n) { return n.op == OpKind::kIf || is_data_dependent(g, n); }
+bool is_stage_boundary(const Graph& g, const Node& n) {
+  return n.op == OpKind::kIf || n.op == OpKind::kLoop || is_data_dependent(g, n);
+}
+
+std::string loop_body_input(size_t k) {
+  return k == 0 ? "#loop.iteration" : k == 1 ? "#loop.condition" : "#loop.carried" + std::to_string(k - 2);
+}
 
 std::string dd_dim_name(const Node& n) { return n.name + ".n"; }
 
 int64_t dd_count_bound(const Graph& g, const Node& n) {
   constexpr int64_t kNoAxis = 2147483647;  // Unique / Compress without `axis`
+  if (n.op == OpKind::kLoop) {             // a constant trip count M
+    const Value* m = n.inputs.empty() || n.inputs[0] == kNoValue ? nullptr : &g.value(n.inputs[0]);
+    return m && !m->data.empty() && m->data.numel() == 1 && m->data.dtype() == DType::kI64
+               ? std::max<int64_t>(0, m->data.i64()[0])
+               : -1;
+  }
   const Shape& x = g.value(n.inputs[0]).shape;
   int64_t axis = n.op == OpKind::kNonZero || n.op == OpKind::kNonMaxSuppression ? 0 : n.attr_i("axis");
   if (axis != kNoAxis && axis < 0) axis += static_cast<int64_t>(x.size());

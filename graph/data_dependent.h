@@ -1,5 +1,6 @@
 // Data-dependent output shapes: ops whose output size is known only once they have run
-// (NonZero, NonMaxSuppression, Unique, Compress, TopK with a K computed at run time). Their
+// (NonZero, NonMaxSuppression, Unique, Compress, TopK with a K computed at run time, a Loop's scan
+// outputs, whose first dim is its iteration count). Their
 // count is a symbolic dim named '<node>.n'; the graph is shaped at a value of it (the node's
 // `count` attribute). A session splits such a graph into execution stages: stage 0 is every
 // node that does not depend on a count; a data-dependent node runs on the host after the stage
@@ -20,8 +21,14 @@ namespace fusert {
 bool is_data_dependent(const Graph& g, const Node& n);
 
 /// True for a node a session runs on the host between execution stages: a data-dependent node,
-/// or an If whose condition is known at run time only (the op If; graph/onnx/onnx_if.h).
+/// an If whose condition is known at run time only (the op If; graph/onnx/onnx_if.h), a Loop
+/// not unrolled at import (the op Loop; graph/onnx/onnx_loop.h).
 bool is_stage_boundary(const Graph& g, const Node& n);
+
+/// The name of input `k` of the body model of the op Loop (graph/onnx/onnx_loop.h):
+/// "#loop.iteration" (0, one int64), "#loop.condition" (1, one bool), "#loop.carried<j>" (2 + j);
+/// the outer values it reads follow under their own names.
+std::string loop_body_input(size_t k);
 
 /// The symbolic dim of a data-dependent node's count: "<node name>.n".
 std::string dd_dim_name(const Node& n);

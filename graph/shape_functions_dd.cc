@@ -1,5 +1,5 @@
 // Shape functions of the data-dependent ops (graph/data_dependent.h): NonZero, NonMaxSuppression,
-// Unique, Compress (and TopK with a K known at run time only, in shape_functions_index.cc). The
+// Unique, Compress, Loop with scan outputs (and TopK with a K known at run time only, in shape_functions_index.cc). The
 // size that depends on the data is the node's `count` attribute, the value of its symbolic dim
 // '<node>.n' at which the graph is shaped; the session replaces it by the count the op returns.
 #include "graph/shape_inference.h"
@@ -113,20 +113,57 @@ Status shape_Compress(ShapeContext& c) {
 
 namespace fusert {
 
-// If run between stages: its outputs as the import found them (out_ranks, out_dims, out_dtypes).
-Status shape_If(ShapeContext& c) {
-  if (c.in_dtype(0) != DType::kBool || shape_numel(c.in(0)) != 1) return c.fail() << "the condition must be one bool";
+namespace {
+
+// The output shapes the import found for an If or Loop run between stages (out_ranks, out_dims,
+// out_dtypes), into `out`.
+Status imported_outputs(ShapeContext& c, std::vector<std::pair<Shape, DType>>* out) {
   const std::vector<int64_t>& ranks = c.node.attr_ints("out_ranks");
   const std::vector<int64_t>& dims = c.node.attr_ints("out_dims");
   const std::vector<int64_t>& dtypes = c.node.attr_ints("out_dtypes");
   if (ranks.size() != c.node.outputs.size() || dtypes.size() != ranks.size())
-    return c.unsupported() << "an If fusert runs between stages needs its outputs' shapes from the ONNX import";
+    return c.unsupported() << "an " << op_name(c.node.op)
+                           << " fusert runs between stages needs its outputs' shapes from the ONNX import";
   size_t at = 0;
   for (size_t k = 0; k < ranks.size(); ++k) {
     if (ranks[k] < 0 || at + static_cast<size_t>(ranks[k]) > dims.size()) return c.fail() << "out_dims too short";
     Shape s(dims.begin() + static_cast<std::ptrdiff_t>(at), dims.begin() + static_cast<std::ptrdiff_t>(at + ranks[k]));
     at += static_cast<size_t>(ranks[k]);
-    c.set_out(k, s, static_cast<DType>(dtypes[k]));
+    out->push_back({s, static_cast<DType>(dtypes[k])});
+  }
+  return Status();
+}
+
+}  // namespace
+
+// If run between stages: its outputs as the import found them.
+Status shape_If(ShapeContext& c) {
+  if (c.in_dtype(0) != DType::kBool || shape_numel(c.in(0)) != 1) return c.fail() << "the condition must be one bool";
+  std::vector<std::pair<Shape, DType>> outs;
+  FUSERT_RETURN_IF_ERROR(imported_outputs(c, &outs));
+  for (size_t k = 0; k < outs.size(); ++k) c.set_out(k, outs[k].first, outs[k].second);
+  return Status();
+}
+
+// Loop run between stages: the carried values as the import found them; the scan outputs with
+// a first dim, the iteration count (the node's `count`).
+Status shape_Loop(ShapeContext& c) {
+  if (c.has_input(0) && (c.in_dtype(0) != DType::kI64 || shape_numel(c.in(0)) != 1))
+    return c.fail() << "the trip count M (input 0) must be one int64";
+  if (c.has_input(1) && (c.in_dtype(1) != DType::kBool || shape_numel(c.in(1)) != 1))
+    return c.fail() << "the condition (input 1) must be one bool";
+  const int64_t carried = c.node.attr_i("carried");
+  if (carried < 0 || static_cast<int64_t>(c.node.inputs.size()) < 2 + carried)
+    return c.fail() << "carried = " << carried << " with " << c.node.inputs.size() << " inputs";
+  std::vector<std::pair<Shape, DType>> outs;
+  FUSERT_RETURN_IF_ERROR(imported_outputs(c, &outs));
+  for (size_t k = 0; k < outs.size(); ++k) {
+    if (static_cast<int64_t>(k) >= carried) {
+      int64_t n = 0;
+      FUSERT_RETURN_IF_ERROR(dd_count(c, &n));
+      outs[k].first.insert(outs[k].first.begin(), n);
+    }
+    c.set_out(k, outs[k].first, outs[k].second);
   }
   return Status();
 }

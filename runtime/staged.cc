@@ -23,7 +23,7 @@ bool has_stages(const ModelSpec& spec) {
   for (const SymbolicDim& d : spec.dims)
     if (d.data_dependent) return true;
   for (const Node& n : spec.graph.nodes)
-    if (n.op == OpKind::kIf) return true;
+    if (n.op == OpKind::kIf || n.op == OpKind::kLoop) return true;
   return false;
 }
 
@@ -130,7 +130,7 @@ Result<std::unique_ptr<StagedModel>> StagedModel::build(const ModelSpec& full, c
     auto op = std::make_unique<DDOp>();
     op->node = g.nodes[static_cast<size_t>(i)];
     op->after = st.node_stage[static_cast<size_t>(i)];
-    op->dim = op->node.op == OpKind::kIf ? std::string() : dd_dim_name(op->node);
+    op->dim = is_data_dependent(g, op->node) ? dd_dim_name(op->node) : std::string();
     op->label = std::string(op_name(op->node.op)) + " '" + op->node.name + "'";
     for (ValueId in : op->node.inputs) {
       op->in.push_back(in == kNoValue ? std::string() : g.value(in).name);
@@ -270,7 +270,8 @@ Result<std::vector<StepTime>> StagedModel::profile(const DimValues& input_dims, 
       StepTime t;
       t.name = op->node.name;
       t.kernel = "host";
-      t.detail = op->label + " between stages, count " + op->dim + " = " + std::to_string(dims.at(op->dim));
+      t.detail = op->label + " between stages";
+      if (!op->dim.empty()) t.detail += ", count " + op->dim + " = " + std::to_string(dims.at(op->dim));
       t.nodes = 1;
       t.ms = ms[ms.size() / 2];
       t.reference_loop = false;
@@ -282,9 +283,10 @@ Result<std::vector<StepTime>> StagedModel::profile(const DimValues& input_dims, 
 }
 
 std::string StagedModel::explain() const {
-  std::string s = "Execution stages: " + std::to_string(stages_.size()) +
-                  " (the plan splits where an output's size depends on the data or an If is decided at run time; each "
-                  "stage is planned and fused on its own, and shaped per run at the counts returned before it)\n";
+  std::string s =
+      "Execution stages: " + std::to_string(stages_.size()) +
+      " (the plan splits where an output's size depends on the data, or at an If or Loop decided at run time; each "
+      "stage is planned and fused on its own, and shaped per run at the counts returned before it)\n";
   for (const auto& stage : stages_) {
     s += "\n== " + stage_str(stage->index, stage_count());
     if (!stage->session) {
@@ -301,8 +303,12 @@ std::string StagedModel::explain() const {
       if (op->after != stage->index) continue;
       s += "\n-- after " + stage_str(stage->index, stage_count()) + ", on the host: " + op->label + " -> ";
       for (size_t k = 0; k < op->out.size(); ++k) s += (k ? ", '" : "'") + op->out[k] + "'";
-      s += op->dim.empty() ? "; the branch the condition takes runs as a session of its own (per branch and shape)\n"
-                           : "; its count is dim '" + op->dim + "'\n";
+      if (op->node.op == OpKind::kIf)
+        s += "; the branch the condition takes runs as a session of its own (per branch and shape)";
+      if (op->node.op == OpKind::kLoop) s += "; its body runs once per iteration as a session of its own (per shape)";
+      s += op->dim.empty() ? "\n"
+                           : std::string("; its ") + (op->node.op == OpKind::kLoop ? "iteration " : "") +
+                                 "count is dim '" + op->dim + "'\n";
     }
   }
   return s;

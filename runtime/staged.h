@@ -1,11 +1,13 @@
 // Execution stages of a model with data-dependent output shapes (graph/data_dependent.h): a
-// detector's NonMaxSuppression, a NonZero, a TopK whose K is computed; and of an If decided at
-// run time, whose branch taken runs between stages as a session of its own (one per branch and
-// input shape, built on first use). The model's graph is cut
-// into stages at those ops; each stage is a session of its own (fusion planned once at the
-// count the import shaped it at, an execution plan per shape through its shape cache), and the
-// data-dependent ops run on the host between them. A run binds the input dims, runs stage 1,
-// runs the ops after it and binds their counts, then runs stage 2 at those counts, and so on.
+// detector's NonMaxSuppression, a NonZero, a TopK whose K is computed; of an If decided at run
+// time, whose branch taken runs between stages as a session of its own (one per branch and
+// input shape, built on first use); and of a Loop whose trip count or condition is known at run
+// time only, whose body runs between stages, once per iteration, as a session of its own. The
+// model's graph is cut into stages at those ops; each stage is a session of its own (fusion
+// planned once at the count the import shaped it at, an execution plan per shape through its
+// shape cache), and the ops between stages run on the host. A run binds the input dims, runs
+// stage 1, runs the ops after it and binds their counts, then runs stage 2 at those counts, and
+// so on.
 //
 // A count of 0 (no detections) is served without computing: a stage whose outputs all follow a
 // zero count returns them empty (their shapes taken from the stage at count 1); a stage that
@@ -62,7 +64,8 @@ class StagedModel {
   StagedModel() = default;
   Result<TensorMap> run_stage(const Stage& st, const DimValues& dims, const TensorMap& env) const;
   Result<std::vector<Tensor>> run_dd(const DDOp& op, const TensorMap& env, DimValues* dims) const;
-  Result<std::shared_ptr<SessionImpl>> branch(const DDOp& op, bool taken, const TensorMap& in) const;
+  Result<std::shared_ptr<SessionImpl>> subgraph(const DDOp& op, const std::string& model, const TensorMap& in) const;
+  Result<std::vector<Tensor>> run_loop(const DDOp& op, const std::vector<const Tensor*>& x, DimValues* dims) const;
   Result<std::vector<Shape>> empty_shapes(const Stage& st, const DimValues& at,
                                           const std::vector<std::string>& zero) const;
   std::vector<std::unique_ptr<Stage>> stages_;
@@ -71,7 +74,8 @@ class StagedModel {
   SessionOptions options_;
   std::string path_;
   mutable std::mutex branch_mu_;
-  mutable std::map<std::string, std::shared_ptr<SessionImpl>> branches_;  ///< If branches by branch and shapes
+  /// If branches and Loop bodies by subgraph and shapes
+  mutable std::map<std::string, std::shared_ptr<SessionImpl>> branches_;
 };
 
 }  // namespace fusert

@@ -1,6 +1,6 @@
 // The ops a staged model runs on the host between its stages (runtime/staged.h): the
-// data-dependent ops on their host kernels (kernels/cpu/data_dependent.h), and an If's branch
-// taken as a session of its own.
+// data-dependent ops on their host kernels (kernels/cpu/data_dependent.h), an If's branch taken
+// as a session of its own, a Loop (runtime/staged_loop.cc).
 #include "graph/onnx/onnx_import.h"
 #include "kernels/cpu/data_dependent.h"
 #include "runtime/staged_internal.h"
@@ -13,11 +13,12 @@ constexpr int64_t kNoAxis = 2147483647;  // Unique / Compress without `axis`
 
 }  // namespace
 
-// The branch of If `op` that `taken` names, as a session at these inputs' shapes (built on first
-// use, then kept: one per branch and shape).
-Result<std::shared_ptr<SessionImpl>> StagedModel::branch(const DDOp& op, bool taken, const TensorMap& in) const {
+// The subgraph of `op` serialized in its attribute `model` (an If's branch, a Loop's body) as a
+// session at these inputs' shapes (built on first use, then kept: one per subgraph and shape).
+Result<std::shared_ptr<SessionImpl>> StagedModel::subgraph(const DDOp& op, const std::string& model,
+                                                           const TensorMap& in) const {
   std::map<std::string, Shape> shapes;
-  std::string key = op.node.name + (taken ? "/then" : "/else");
+  std::string key = op.node.name + "/" + model;
   for (const auto& [name, t] : in) {
     shapes[name] = t.shape();
     key += " " + name + shape_str(t.shape());
@@ -25,9 +26,9 @@ Result<std::shared_ptr<SessionImpl>> StagedModel::branch(const DDOp& op, bool ta
   std::lock_guard<std::mutex> lock(branch_mu_);
   auto it = branches_.find(key);
   if (it != branches_.end()) return it->second;
-  const std::string where = path_ + ": If '" + op.node.name + "' " + (taken ? "then_branch" : "else_branch");
-  FUSERT_ASSIGN_OR_RETURN(ModelSpec spec,
-                          load_onnx_bytes(op.node.attr_s(taken ? "then_model" : "else_model"), where, shapes));
+  const std::string part = model == "then_model" ? "then_branch" : model == "else_model" ? "else_branch" : "body";
+  const std::string where = path_ + ": " + op.label + " " + part;
+  FUSERT_ASSIGN_OR_RETURN(ModelSpec spec, load_onnx_bytes(op.node.attr_s(model), where, shapes));
   FUSERT_ASSIGN_OR_RETURN(std::unique_ptr<SessionImpl> s, SessionImpl::open_spec(std::move(spec), options_));
   std::shared_ptr<SessionImpl> shared(std::move(s));
   branches_[key] = shared;
@@ -92,11 +93,13 @@ Result<std::vector<Tensor>> StagedModel::run_dd(const DDOp& op, const TensorMap&
       const bool taken = static_cast<const uint8_t*>(c.raw())[0] != 0;
       TensorMap in;
       for (size_t k = 1; k < x.size(); ++k) in[op.in[k]] = *x[k];
-      FUSERT_ASSIGN_OR_RETURN(std::shared_ptr<SessionImpl> b, branch(op, taken, in));
+      FUSERT_ASSIGN_OR_RETURN(std::shared_ptr<SessionImpl> b, subgraph(op, taken ? "then_model" : "else_model", in));
       FUSERT_ASSIGN_OR_RETURN(TensorMap res, b->run(in));
       for (ValueId o : b->model().graph.outputs) out.push_back(res.at(b->model().graph.value(o).name));
       return out;
     }
+    case OpKind::kLoop:
+      return run_loop(op, x, dims);
     case OpKind::kTopK: {
       const Tensor& kt = *x[1];
       const int64_t k = kt.dtype() == DType::kI32 ? static_cast<const int32_t*>(kt.raw())[0] : kt.i64()[0];

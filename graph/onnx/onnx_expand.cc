@@ -327,6 +327,11 @@ Result<std::optional<Expansion>> expand_node(const Graph& g, const onnx::NodePro
                                              const std::string& name, const SourceLoc& loc) {
   if (!np.domain().empty() && np.domain() != "ai.onnx") return std::optional<Expansion>();
   const std::string& op = np.op_type();
+  if (op == "Loop" && find_attr(np, "body_model")) return std::optional<Expansion>();  // the op Loop: as it is
+  if (op == "Loop") {  // its trip count and condition may be absent (input 0 "")
+    FUSERT_ASSIGN_OR_RETURN(Expansion e, loop_expanded(g, np, name, loc, opset));
+    return std::optional<Expansion>(std::move(e));
+  }
   const bool has_input = np.input_size() > 0 && !np.input(0).empty() && g.find_value(np.input(0)) != kNoValue;
   if (!has_input || np.output_size() == 0) return std::optional<Expansion>();  // map_node reports it
   if (is_1d_spatial(g, np)) {
@@ -338,10 +343,6 @@ Result<std::optional<Expansion>> expand_node(const Graph& g, const onnx::NodePro
   if (op == "If" && find_attr(np, "then_model")) return std::optional<Expansion>();  // the op If: as it is
   if (op == "If") {
     FUSERT_ASSIGN_OR_RETURN(Expansion e, if_inlined(g, np, name, loc, opset));
-    return std::optional<Expansion>(std::move(e));
-  }
-  if (op == "Loop") {
-    FUSERT_ASSIGN_OR_RETURN(Expansion e, loop_unrolled(g, np, name, loc));
     return std::optional<Expansion>(std::move(e));
   }
   if (op == "Einsum") {

@@ -10,7 +10,8 @@
 //   If (onnx_if.h)                 -> the branch a constant condition chooses, inlined; with a
 //                                     run-time condition the op If (branches as models of their own)
 //   Loop (onnx_loop.h)             -> unrolled: constant trip count and condition, the body's
-//                                     copies in sequence, scan outputs stacked by Concat
+//                                     copies in sequence, scan outputs stacked by Concat; else
+//                                     the op Loop (its body a model of its own, run per iteration)
 //   Einsum                         -> Transpose, ReduceSum, Reshape, MatMul (onnx_einsum.h)
 //   GlobalMaxPool                  -> ReduceMax over the spatial dims
 //   IsNaN, IsInf                   -> Equal (x with itself, with +-inf), Not / Or

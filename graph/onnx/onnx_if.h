@@ -9,15 +9,9 @@
 #include <vector>
 
 #include "graph/onnx/onnx_expand.h"
+#include "graph/onnx/onnx_subgraph.h"
 
 namespace fusert::onnx_import {
-
-/// The nodes of subgraph `gp` (an If branch, a Loop body) inlined into `e`: its initializers as
-/// Constant nodes, every value it computes renamed under `prefix`, its graph inputs and any
-/// outer value named in `names` read as the value named there (references to other outer values
-/// kept); nested graphs' references renamed too. Returns its outputs' names as inlined.
-std::vector<std::string> inline_graph(const Graph& g, const onnx::GraphProto& gp, const std::string& prefix,
-                                      Expansion* e, std::map<std::string, std::string> names = {});
 
 /// The expansion of If `np` (its condition already in `g`): every value a branch computes renamed
 /// under "<name>/then/" or "<name>/else/", a branch's initializers as Constant nodes, nested

@@ -1,10 +1,12 @@
-// ONNX Loop unrolled at import (graph/onnx/onnx_loop.h).
+// ONNX Loop unrolled at import, or the op Loop run between stages (graph/onnx/onnx_loop.h).
 #include "graph/onnx/onnx_loop.h"
 
 #include <map>
+#include <set>
 
+#include "graph/data_dependent.h"
 #include "graph/onnx/onnx_folded.h"
-#include "graph/onnx/onnx_if.h"
+#include "graph/onnx/onnx_subgraph.h"
 
 namespace fusert::onnx_import {
 
@@ -42,10 +44,100 @@ bool passes_condition(const onnx::GraphProto& body) {
   return false;
 }
 
+// Body input `in` typed as `elem` with `shape`'s rank, every dim symbolic ("<input>.<d>"); a
+// scalar when `rank0`.
+void set_input_type(onnx::ValueInfoProto* in, int elem, const Shape& shape) {
+  auto* tt = in->mutable_type()->mutable_tensor_type();
+  in->mutable_type()->clear_sequence_type();
+  tt->set_elem_type(elem);
+  tt->mutable_shape()->clear_dim();
+  for (size_t d = 0; d < shape.size(); ++d)
+    tt->mutable_shape()->add_dim()->set_dim_param(in->name() + "." + std::to_string(d));
+}
+
+void ints_attr(onnx::NodeProto* n, const char* key, const std::vector<int64_t>& v) {
+  auto* a = n->add_attribute();
+  a->set_name(key);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+
+// The op Loop (a trip count or condition known at run time only): inputs M, cond, the carried
+// values and the outer values the body reads; the body a model of its own (body_model) whose
+// inputs are the iteration number, the condition, the carried values and those outer values.
+Result<onnx::NodeProto> loop_between_stages(const Graph& g, const onnx::NodeProto& np, const onnx::GraphProto& body,
+                                            const std::string& name, const SourceLoc& loc, int64_t opset) {
+  const int carried = np.input_size() - 2;
+  std::vector<std::string> outer;
+  std::set<std::string> seen;
+  subgraph_reads(body, &outer, &seen);
+  for (const std::string& v : outer) {
+    if (g.find_value(v) == kNoValue)
+      return error(StatusCode::kParseError) << loc.str() << ": the body reads '" << v << "', which is not defined";
+  }
+  onnx::GraphProto b = body;  // its inputs named as the session feeds them (loop_body_input)
+  std::map<std::string, std::string> renamed;
+  for (int k = 0; k < b.input_size(); ++k) renamed[b.input(k).name()] = loop_body_input(static_cast<size_t>(k));
+  for (auto& node : *b.mutable_node()) rename_reads(&node, renamed);
+  for (auto& o : *b.mutable_output())
+    if (renamed.count(o.name())) o.set_name(renamed[o.name()]);
+  for (int k = 0; k < b.input_size(); ++k) b.mutable_input(k)->set_name(loop_body_input(static_cast<size_t>(k)));
+  std::map<std::string, Shape> shapes = outer_shapes(g, outer);
+  set_input_type(b.mutable_input(0), onnx::TensorProto::INT64, {});
+  set_input_type(b.mutable_input(1), onnx::TensorProto::BOOL, {});
+  shapes[loop_body_input(0)] = {};
+  shapes[loop_body_input(1)] = {};
+  std::vector<std::pair<Shape, DType>> start;
+  for (int j = 0; j < carried; ++j) {
+    const Value& v = g.value(g.find_value(np.input(j + 2)));
+    set_input_type(b.mutable_input(j + 2), onnx_elem_type(v.dtype), v.shape);
+    shapes[loop_body_input(static_cast<size_t>(j + 2))] = v.shape;
+    start.push_back({v.shape, v.dtype});
+  }
+  const std::string bytes = subgraph_model(g, b, outer, opset, name + "/body");
+  FUSERT_ASSIGN_OR_RETURN(auto outs, subgraph_outputs(bytes, shapes, loc.str() + " body"));
+  if (outs[0].second != DType::kBool || shape_numel(outs[0].first) != 1) {
+    return error(StatusCode::kShapeMismatch)
+           << loc.str() << ": the body's condition output is " << dtype_name(outs[0].second) << " "
+           << shape_str(outs[0].first) << " (one bool)";
+  }
+  for (int j = 0; j < carried; ++j) {
+    if (outs[static_cast<size_t>(1 + j)] == start[static_cast<size_t>(j)]) continue;
+    const auto& [s1, t1] = outs[static_cast<size_t>(1 + j)];
+    return error(StatusCode::kUnsupported)
+           << loc.str() << ": carried value " << j << " ('" << np.input(j + 2) << "') enters the body as "
+           << dtype_name(start[static_cast<size_t>(j)].second) << " " << shape_str(start[static_cast<size_t>(j)].first)
+           << " and leaves it as " << dtype_name(t1) << " " << shape_str(s1)
+           << "; fusert runs a Loop whose carried values keep their shape and dtype";
+  }
+  std::vector<std::string> inputs(np.input().begin(), np.input().end());
+  for (const std::string& v : outer)
+    if (g.value(g.find_value(v)).data.empty()) inputs.push_back(v);
+  onnx::NodeProto n = make_node("Loop", name, inputs, std::vector<std::string>(np.output().begin(), np.output().end()));
+  auto* a = n.add_attribute();
+  a->set_name("body_model");
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(bytes);
+  auto* c = n.add_attribute();
+  c->set_name("carried");
+  c->set_type(onnx::AttributeProto::INT);
+  c->set_i(carried);
+  std::vector<int64_t> ranks, dims, dtypes;  // the carried values', then the scan outputs' per iteration
+  for (size_t k = 0; k + 1 < outs.size() && k < static_cast<size_t>(np.output_size()); ++k) {
+    ranks.push_back(static_cast<int64_t>(outs[k + 1].first.size()));
+    dims.insert(dims.end(), outs[k + 1].first.begin(), outs[k + 1].first.end());
+    dtypes.push_back(static_cast<int64_t>(outs[k + 1].second));
+  }
+  ints_attr(&n, "out_ranks", ranks);
+  ints_attr(&n, "out_dims", dims);
+  ints_attr(&n, "out_dtypes", dtypes);
+  return n;
+}
+
 }  // namespace
 
-Result<Expansion> loop_unrolled(const Graph& g, const onnx::NodeProto& np, const std::string& name,
-                                const SourceLoc& loc) {
+Result<Expansion> loop_expanded(const Graph& g, const onnx::NodeProto& np, const std::string& name,
+                                const SourceLoc& loc, int64_t opset) {
   const auto* b = find_attr(np, "body");
   if (!b || !b->has_g()) return error(StatusCode::kParseError) << loc.str() << ": Loop needs the graph 'body'";
   const onnx::GraphProto& body = b->g();
@@ -58,25 +150,18 @@ Result<Expansion> loop_unrolled(const Graph& g, const onnx::NodeProto& np, const
   }
   int64_t trips = -1, cond = 1;
   const bool has_trips = !np.input(0).empty(), has_cond = !np.input(1).empty();
-  if (has_trips && !constant_scalar(g, np, 0, &trips))
-    return error(StatusCode::kUnsupported) << loc.str() << ": Loop trip count '" << np.input(0)
-                                           << "' must be a constant (fusert unrolls loops at import)";
-  if (has_cond && !constant_scalar(g, np, 1, &cond))
-    return error(StatusCode::kUnsupported) << loc.str() << ": Loop condition '" << np.input(1)
-                                           << "' must be a constant (fusert unrolls loops at import)";
-  if (!has_trips && cond)
-    return error(StatusCode::kUnsupported) << loc.str() << ": a Loop without a trip count runs until a condition "
-                                           << "computed at run time (fusert unrolls loops at import)";
-  if (!passes_condition(body))
-    return error(StatusCode::kUnsupported) << loc.str() << ": the Loop body computes its condition (fusert "
-                                           << "unrolls loops whose condition stays constant)";
+  const bool constant =
+      (!has_trips || constant_scalar(g, np, 0, &trips)) && (!has_cond || constant_scalar(g, np, 1, &cond));
   const int64_t iterations = cond ? std::max<int64_t>(trips, 0) : 0;
-  if (iterations > kMaxUnrolled)
-    return error(StatusCode::kUnsupported) << loc.str() << ": Loop of " << iterations << " iterations (fusert "
-                                           << "unrolls at most " << kMaxUnrolled << ")";
   const int scans = body.output_size() - 1 - carried;
-  if (iterations == 0 && scans > 0)
-    return error(StatusCode::kUnsupported) << loc.str() << ": Loop of 0 iterations with scan outputs (zero-size)";
+  if (!constant || (!has_trips && cond) || !passes_condition(body) || iterations > kMaxUnrolled ||
+      (iterations == 0 && scans > 0)) {
+    Expansion e;
+    e.opset = 0;
+    FUSERT_ASSIGN_OR_RETURN(onnx::NodeProto n, loop_between_stages(g, np, body, name, loc, opset));
+    e.nodes.push_back(std::move(n));
+    return e;
+  }
   Expansion e;
   e.opset = 0;
   std::vector<std::string> v(np.input().begin() + 2, np.input().end());

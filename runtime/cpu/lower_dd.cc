@@ -24,5 +24,6 @@ LOWER(NonMaxSuppression) { return between_stages(g, ni); }
 LOWER(Unique) { return between_stages(g, ni); }
 LOWER(Compress) { return between_stages(g, ni); }
 LOWER(If) { return between_stages(g, ni); }
+LOWER(Loop) { return between_stages(g, ni); }
 
 }  // namespace fusert
