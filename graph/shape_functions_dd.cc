@@ -153,7 +153,7 @@ Status shape_Loop(ShapeContext& c) {
   if (c.has_input(1) && (c.in_dtype(1) != DType::kBool || shape_numel(c.in(1)) != 1))
     return c.fail() << "the condition (input 1) must be one bool";
   const int64_t carried = c.node.attr_i("carried");
-  if (carried < 0 || static_cast<int64_t>(c.node.inputs.size()) < 2 + carried)
+  if (carried < 0 || (carried > 0 && static_cast<int64_t>(c.node.inputs.size()) < 2 + carried))
     return c.fail() << "carried = " << carried << " with " << c.node.inputs.size() << " inputs";
   std::vector<std::pair<Shape, DType>> outs;
   FUSERT_RETURN_IF_ERROR(imported_outputs(c, &outs));

@@ -155,11 +155,17 @@ Status shape_Resize(ShapeContext& c) {
 //   out = stride * (in - 1) + output_padding + (k - 1) * dilation + 1 - pad_begin - pad_end,
 // or, with output_shape (or auto_pad SAME_*: output = input * stride), the pads derived from the
 // total as the operator spec says: SAME_UPPER puts the larger half at the end, else at the start.
-Status shape_ConvTranspose(ShapeContext& c) {
+namespace {
+
+Status conv_transpose_shape(ShapeContext& c, size_t nd) {
   const Shape& x = c.in(0);
   const Shape& w = c.in(1);
-  if (x.size() != 4) return c.unsupported() << "only 2-D NCHW input is supported, got " << shape_str(x);
-  if (w.size() != 4) return c.fail() << "weight must be [C, M/group, KH, KW], got " << shape_str(w);
+  if (x.size() != nd + 2) {
+    if (nd == 2) return c.unsupported() << "only 2-D NCHW input is supported, got " << shape_str(x);
+    return c.fail() << "input must be [N, C, D, H, W], got " << shape_str(x);
+  }
+  if (w.size() != nd + 2)
+    return c.fail() << "weight must be [C, M/group, " << (nd == 3 ? "KD, " : "") << "KH, KW], got " << shape_str(w);
   Node& n = c.node;
   const int64_t group = n.attr_i("group");
   if (group < 1 || x[1] % group != 0 || w[0] != x[1])
@@ -176,16 +182,17 @@ Status shape_ConvTranspose(ShapeContext& c) {
     return Status();
   };
   std::vector<int64_t>& ks = n.attrs["kernel_shape"].ints;
-  if (ks.empty()) ks = {w[2], w[3]};
-  if (ks != std::vector<int64_t>{w[2], w[3]})
-    return c.fail() << "kernel_shape " << shape_str(ks) << " disagrees with weight " << shape_str(w);
-  FUSERT_RETURN_IF_ERROR(sized("strides", 1, 2));
-  FUSERT_RETURN_IF_ERROR(sized("dilations", 1, 2));
-  FUSERT_RETURN_IF_ERROR(sized("pads", 0, 4));
-  FUSERT_RETURN_IF_ERROR(sized("output_padding", 0, 2));
+  const std::vector<int64_t> wk(w.begin() + 2, w.end());
+  if (ks.empty()) ks = wk;
+  if (ks != wk) return c.fail() << "kernel_shape " << shape_str(ks) << " disagrees with weight " << shape_str(w);
+  FUSERT_RETURN_IF_ERROR(sized("strides", 1, nd));
+  FUSERT_RETURN_IF_ERROR(sized("dilations", 1, nd));
+  FUSERT_RETURN_IF_ERROR(sized("pads", 0, 2 * nd));
+  FUSERT_RETURN_IF_ERROR(sized("output_padding", 0, nd));
   const auto st = n.attr_ints("strides"), dl = n.attr_ints("dilations"), op = n.attr_ints("output_padding");
-  if (w[1] < 1 || w[2] < 1 || w[3] < 1) return c.fail() << "weight " << shape_str(w) << " has an empty dim";
-  for (size_t d = 0; d < 2; ++d) {
+  for (int64_t e : w)
+    if (e < 1) return c.fail() << "weight " << shape_str(w) << " has an empty dim";
+  for (size_t d = 0; d < nd; ++d) {
     if (st[d] < 1 || dl[d] < 1) return c.fail() << "strides and dilations must be >= 1";
     // As ONNX Runtime and PyTorch: more would add output rows no input ever reaches.
     if (op[d] >= std::max(st[d], dl[d]))
@@ -196,11 +203,13 @@ Status shape_ConvTranspose(ShapeContext& c) {
   const std::string ap = n.attr_s("auto_pad");
   if (ap != "NOTSET" && ap != "VALID" && ap != "SAME_UPPER" && ap != "SAME_LOWER")
     return c.fail() << "auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, got '" << ap << "'";
-  if (oshape.size() == 4) oshape = {oshape[2], oshape[3]};
-  if (!oshape.empty() && oshape.size() != 2) return c.fail() << "output_shape needs 2 values";
-  if (oshape.empty() && (ap == "SAME_UPPER" || ap == "SAME_LOWER")) oshape = {x[2] * st[0], x[3] * st[1]};
-  Shape hw(2);
-  for (size_t d = 0; d < 2; ++d) {
+  if (oshape.size() == nd + 2) oshape.erase(oshape.begin(), oshape.begin() + 2);
+  if (!oshape.empty() && oshape.size() != nd) return c.fail() << "output_shape needs " << nd << " values";
+  if (oshape.empty() && (ap == "SAME_UPPER" || ap == "SAME_LOWER")) {
+    for (size_t d = 0; d < nd; ++d) oshape.push_back(x[2 + d] * st[d]);
+  }
+  Shape hw(nd);
+  for (size_t d = 0; d < nd; ++d) {
     const int64_t full = st[d] * (x[2 + d] - 1) + op[d] + (ks[d] - 1) * dl[d] + 1;
     if (!oshape.empty()) {
       // A larger output_shape than the full scatter pads with zeros (+ bias) at the end, as ONNX's
@@ -210,17 +219,24 @@ Status shape_ConvTranspose(ShapeContext& c) {
       const int64_t total = std::max<int64_t>(0, full - oshape[d]);
       const int64_t small = total / 2, big = total - small;
       pads[d] = ap == "SAME_UPPER" ? small : big;
-      pads[d + 2] = ap == "SAME_UPPER" ? big : small;
+      pads[d + nd] = ap == "SAME_UPPER" ? big : small;
       hw[d] = oshape[d];
     } else {
-      if (ap == "VALID") pads[d] = pads[d + 2] = 0;
-      hw[d] = full - pads[d] - pads[d + 2];
+      if (ap == "VALID") pads[d] = pads[d + nd] = 0;
+      hw[d] = full - pads[d] - pads[d + nd];
       if (hw[d] < 1) return c.fail() << "pads larger than the output (" << hw[d] << ")";
     }
   }
   n.attrs["pads"].ints = pads;
-  c.set_out(0, {x[0], m, hw[0], hw[1]});
+  Shape y = {x[0], m};
+  y.insert(y.end(), hw.begin(), hw.end());
+  c.set_out(0, y);
   return Status();
 }
+
+}  // namespace
+
+Status shape_ConvTranspose(ShapeContext& c) { return conv_transpose_shape(c, 2); }
+Status shape_ConvTranspose3D(ShapeContext& c) { return conv_transpose_shape(c, 3); }
 
 }  // namespace fusert

@@ -88,6 +88,42 @@ Result<CountConstants> count_constants(const ModelSpec& full) {
   return out;
 }
 
+// The constants of `full` that follow an input dim (the model expanded with that dim moved
+// gives another value; e.g. a Loop's trip count folded from a Shape) or a count (`consts`); and
+// into `nodes` the stage boundaries whose attributes do (a subgraph reading such a constant).
+Result<std::set<ValueId>> constants_following_dims(const ModelSpec& full, const CountConstants& consts,
+                                                   std::set<std::string>* nodes) {
+  std::set<ValueId> out;
+  for (const auto& [v, counts] : consts) out.insert(v);
+  for (const SymbolicDim& d : full.dims) {
+    if (d.data_dependent) continue;
+    DimValues at = full.dim_values;
+    const int64_t now = at[d.name];
+    at[d.name] = d.probe > 0 && d.probe != now ? d.probe : now + 1 <= d.max ? now + 1 : now - 1;
+    if (at[d.name] < std::max<int64_t>(1, d.min) || at[d.name] == now) continue;
+    Result<ModelSpec> moved = instantiate_model(full, at);
+    if (!moved.ok()) continue;  // the stages' own expansion reports a size the model refuses
+    for (size_t i = 0; i < full.graph.values.size() && i < moved->graph.values.size(); ++i) {
+      const Value& v = full.graph.values[i];
+      const Tensor& w = moved->graph.values[i].data;
+      if (!v.is_constant || v.data.empty()) continue;
+      if (w.dtype() != v.data.dtype() || w.shape() != v.data.shape() ||
+          std::memcmp(w.raw(), v.data.raw(), v.data.nbytes()) != 0)
+        out.insert(static_cast<ValueId>(i));
+    }
+    for (size_t i = 0; i < full.graph.nodes.size() && i < moved->graph.nodes.size(); ++i) {
+      const Node& n = full.graph.nodes[i];
+      if (!is_stage_boundary(full.graph, n)) continue;
+      for (const auto& [k, a] : n.attrs) {
+        auto it = moved->graph.nodes[i].attrs.find(k);
+        if (it != moved->graph.nodes[i].attrs.end() && (it->second.s != a.s || it->second.ints != a.ints))
+          nodes->insert(n.name);
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 StagedModel::~StagedModel() = default;
@@ -126,15 +162,19 @@ Result<std::unique_ptr<StagedModel>> StagedModel::build(const ModelSpec& full, c
     }
     m->stages_.push_back(std::move(stage));
   }
+  std::set<std::string> moving_nodes;
+  FUSERT_ASSIGN_OR_RETURN(const std::set<ValueId> moving, constants_following_dims(full, *consts, &moving_nodes));
   for (int i : st.dd_nodes) {
     auto op = std::make_unique<DDOp>();
     op->node = g.nodes[static_cast<size_t>(i)];
     op->after = st.node_stage[static_cast<size_t>(i)];
+    op->node_follows = moving_nodes.count(op->node.name) > 0;
     op->dim = is_data_dependent(g, op->node) ? dd_dim_name(op->node) : std::string();
     op->label = std::string(op_name(op->node.op)) + " '" + op->node.name + "'";
     for (ValueId in : op->node.inputs) {
       op->in.push_back(in == kNoValue ? std::string() : g.value(in).name);
       op->fixed.push_back(in != kNoValue && !g.value(in).data.empty() ? g.value(in).data : Tensor());
+      op->follows.push_back(in != kNoValue && moving.count(in) > 0);
     }
     for (ValueId o : op->node.outputs) op->out.push_back(g.value(o).name);
     m->dd_.push_back(std::move(op));
@@ -142,7 +182,40 @@ Result<std::unique_ptr<StagedModel>> StagedModel::build(const ModelSpec& full, c
   for (ValueId o : g.outputs) m->outputs_.push_back(g.value(o).name);
   m->options_ = options;
   m->path_ = full.path;
+  m->full_ = base;
   return m;
+}
+
+Result<StagedModel::DDOp> StagedModel::op_at(const DDOp& op, const DimValues& dims) const {
+  DimValues key = full_->dim_values;
+  for (const auto& [k, v] : dims) key[k] = v;
+  std::shared_ptr<const Graph> g;
+  {
+    std::lock_guard<std::mutex> lock(consts_mu_);
+    auto it = graphs_at_.find(key);
+    if (it != graphs_at_.end()) g = it->second;
+  }
+  if (!g) {
+    FUSERT_ASSIGN_OR_RETURN(ModelSpec at, instantiate_model(*full_, key));
+    g = std::make_shared<const Graph>(std::move(at.graph));
+    std::lock_guard<std::mutex> lock(consts_mu_);
+    if (graphs_at_.size() >= 16) graphs_at_.clear();  // bounded, as the shape caches
+    graphs_at_[key] = g;
+  }
+  DDOp moved = op;
+  for (size_t k = 0; k < op.in.size(); ++k) {
+    if (!op.follows[k]) continue;
+    const ValueId v = g->find_value(op.in[k]);
+    if (v == kNoValue || g->value(v).data.empty())
+      return error(StatusCode::kInternal) << op.label << ": constant '" << op.in[k] << "' not found at other dims";
+    moved.fixed[k] = g->value(v).data;
+    moved.follows[k] = false;
+  }
+  if (op.node_follows) {
+    for (const Node& n : g->nodes)
+      if (n.name == op.node.name) moved.node = n;
+  }
+  return moved;
 }
 
 Result<TensorMap> StagedModel::run(const DimValues& input_dims, const TensorMap& inputs) const {
@@ -153,7 +226,13 @@ Result<TensorMap> StagedModel::run(const DimValues& input_dims, const TensorMap&
     for (auto& [k, t] : out) env[k] = std::move(t);
     for (const auto& op : dd_) {
       if (op->after != stage->index) continue;
-      FUSERT_ASSIGN_OR_RETURN(std::vector<Tensor> res, run_dd(*op, env, &dims));
+      const DDOp* use = op.get();
+      DDOp moved;
+      if (op->node_follows || std::find(op->follows.begin(), op->follows.end(), true) != op->follows.end()) {
+        FUSERT_ASSIGN_OR_RETURN(moved, op_at(*op, dims));
+        use = &moved;
+      }
+      FUSERT_ASSIGN_OR_RETURN(std::vector<Tensor> res, run_dd(*use, env, &dims));
       for (size_t k = 0; k < res.size() && k < op->out.size(); ++k) env[op->out[k]] = std::move(res[k]);
     }
   }
@@ -259,11 +338,17 @@ Result<std::vector<StepTime>> StagedModel::profile(const DimValues& input_dims, 
     for (auto& [k, t] : out) env[k] = std::move(t);
     for (const auto& op : dd_) {
       if (op->after != stage->index) continue;
+      const DDOp* use = op.get();
+      DDOp moved;
+      if (op->node_follows || std::find(op->follows.begin(), op->follows.end(), true) != op->follows.end()) {
+        FUSERT_ASSIGN_OR_RETURN(moved, op_at(*op, dims));
+        use = &moved;
+      }
       std::vector<double> ms;
       std::vector<Tensor> res;
       for (int r = 0; r < std::max(1, runs); ++r) {
         auto t0 = std::chrono::steady_clock::now();
-        FUSERT_ASSIGN_OR_RETURN(res, run_dd(*op, env, &dims));
+        FUSERT_ASSIGN_OR_RETURN(res, run_dd(*use, env, &dims));
         ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
       }
       std::sort(ms.begin(), ms.end());

@@ -66,11 +66,17 @@ class StagedModel {
   Result<std::vector<Tensor>> run_dd(const DDOp& op, const TensorMap& env, DimValues* dims) const;
   Result<std::shared_ptr<SessionImpl>> subgraph(const DDOp& op, const std::string& model, const TensorMap& in) const;
   Result<std::vector<Tensor>> run_loop(const DDOp& op, const std::vector<const Tensor*>& x, DimValues* dims) const;
+  /// Host op `op` as the model expanded at `dims` gives it, where its constant inputs or its
+  /// subgraphs follow the dims (DDOp::follows, node_follows); the expansion kept per dims.
+  Result<DDOp> op_at(const DDOp& op, const DimValues& dims) const;
   Result<std::vector<Shape>> empty_shapes(const Stage& st, const DimValues& at,
                                           const std::vector<std::string>& zero) const;
   std::vector<std::unique_ptr<Stage>> stages_;
   std::vector<std::unique_ptr<DDOp>> dd_;
   std::vector<std::string> outputs_;
+  std::shared_ptr<const ModelSpec> full_;  ///< the model as loaded (constants_at expands it)
+  mutable std::mutex consts_mu_;
+  mutable std::map<DimValues, std::shared_ptr<const Graph>> graphs_at_;
   SessionOptions options_;
   std::string path_;
   mutable std::mutex branch_mu_;

@@ -28,6 +28,12 @@ struct StagedModel::DDOp {
   Node node;                    ///< value ids of the full graph: names below
   std::vector<std::string> in;  ///< input names ("" omitted)
   std::vector<Tensor> fixed;    ///< per input: its data when a constant
+  /// per input: a constant that follows an input dim or a count (a trip count M folded from a
+  /// Shape): read from the model at each run's dims (StagedModel::constants_at), not from `fixed`
+  std::vector<bool> follows;
+  /// The node itself follows the dims: a subgraph serialized at the import's dims (an If branch or
+  /// Loop body reading a constant folded from a shape): taken from the model at each run's dims.
+  bool node_follows = false;
   std::vector<std::string> out;
   std::string dim, label;
   int after = 0;  ///< runs after this stage

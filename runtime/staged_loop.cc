@@ -3,6 +3,7 @@
 // while the iteration number is below M and the condition holds. The carried values keep their
 // shapes (the import checked that at its shapes; a run checks every iteration); the scan outputs
 // are the iterations' values stacked along a new first axis, whose length is the Loop's count.
+#include <algorithm>
 #include <cstring>
 
 #include "graph/data_dependent.h"
@@ -43,19 +44,21 @@ Result<std::vector<Tensor>> StagedModel::run_loop(const DDOp& op, const std::vec
   const Node& n = op.node;
   const std::string where = n.loc.str() + ": " + op.label + ": ";
   const size_t carried = static_cast<size_t>(n.attr_i("carried"));
-  int64_t trips = -1;  // none: no limit
+  bool limited = false;  // no M: no limit
+  int64_t trips = 0;
   bool cond = true;
   if (!x.empty() && x[0]) {
     if (x[0]->numel() != 1 || x[0]->dtype() != DType::kI64)
       return error(StatusCode::kInvalidArgument) << where << "the trip count M is not one int64";
-    trips = x[0]->i64()[0];
+    limited = true;
+    trips = std::max<int64_t>(0, x[0]->i64()[0]);  // a negative M runs no iteration (as ONNX Runtime)
   }
   if (x.size() > 1 && x[1]) {
     if (x[1]->numel() != 1 || x[1]->dtype() != DType::kBool)
       return error(StatusCode::kInvalidArgument) << where << "the condition is not one bool";
     cond = static_cast<const uint8_t*>(x[1]->raw())[0] != 0;
   }
-  if (x.size() < 2 + carried) return error(StatusCode::kInternal) << where << "carried values missing";
+  if (carried > 0 && x.size() < 2 + carried) return error(StatusCode::kInternal) << where << "carried values missing";
   std::vector<DType> dtypes;  // the outputs' (carried, then scans), as the import found them
   for (int64_t t : n.attr_ints("out_dtypes")) dtypes.push_back(static_cast<DType>(t));
   TensorMap feed;
@@ -67,7 +70,7 @@ Result<std::vector<Tensor>> StagedModel::run_loop(const DDOp& op, const std::vec
   std::vector<std::vector<Tensor>> scanned(scans);
   std::shared_ptr<SessionImpl> body;  // one session: the shapes it is fed stay those of the start
   int64_t i = 0;
-  for (; (trips < 0 || i < trips) && cond; ++i) {
+  for (; (!limited || i < trips) && cond; ++i) {
     if (!body) {
       FUSERT_ASSIGN_OR_RETURN(body, subgraph(op, "body_model", feed));
     }

@@ -1,6 +1,8 @@
 // The ops a staged model runs on the host between its stages (runtime/staged.h): the
 // data-dependent ops on their host kernels (kernels/cpu/data_dependent.h), an If's branch taken
 // as a session of its own, a Loop (runtime/staged_loop.cc).
+#include <functional>
+
 #include "graph/onnx/onnx_import.h"
 #include "kernels/cpu/data_dependent.h"
 #include "runtime/staged_internal.h"
@@ -18,7 +20,8 @@ constexpr int64_t kNoAxis = 2147483647;  // Unique / Compress without `axis`
 Result<std::shared_ptr<SessionImpl>> StagedModel::subgraph(const DDOp& op, const std::string& model,
                                                            const TensorMap& in) const {
   std::map<std::string, Shape> shapes;
-  std::string key = op.node.name + "/" + model;
+  const std::string& bytes = op.node.attr_s(model);  // differs per dims where it reads a shape
+  std::string key = op.node.name + "/" + model + " " + std::to_string(std::hash<std::string>()(bytes));
   for (const auto& [name, t] : in) {
     shapes[name] = t.shape();
     key += " " + name + shape_str(t.shape());
@@ -28,7 +31,7 @@ Result<std::shared_ptr<SessionImpl>> StagedModel::subgraph(const DDOp& op, const
   if (it != branches_.end()) return it->second;
   const std::string part = model == "then_model" ? "then_branch" : model == "else_model" ? "else_branch" : "body";
   const std::string where = path_ + ": " + op.label + " " + part;
-  FUSERT_ASSIGN_OR_RETURN(ModelSpec spec, load_onnx_bytes(op.node.attr_s(model), where, shapes));
+  FUSERT_ASSIGN_OR_RETURN(ModelSpec spec, load_onnx_bytes(bytes, where, shapes));
   FUSERT_ASSIGN_OR_RETURN(std::unique_ptr<SessionImpl> s, SessionImpl::open_spec(std::move(spec), options_));
   std::shared_ptr<SessionImpl> shared(std::move(s));
   branches_[key] = shared;
@@ -38,7 +41,7 @@ Result<std::shared_ptr<SessionImpl>> StagedModel::subgraph(const DDOp& op, const
 Result<std::vector<Tensor>> StagedModel::run_dd(const DDOp& op, const TensorMap& env, DimValues* dims) const {
   std::vector<const Tensor*> x(op.in.size(), nullptr);
   for (size_t k = 0; k < op.in.size(); ++k) {
-    if (!op.fixed[k].empty()) {
+    if (!op.fixed[k].empty() && !op.follows[k]) {
       x[k] = &op.fixed[k];
     } else if (!op.in[k].empty()) {
       auto it = env.find(op.in[k]);

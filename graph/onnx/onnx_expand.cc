@@ -10,6 +10,7 @@
 #include "graph/onnx/onnx_if.h"
 #include "graph/onnx/onnx_lift1d.h"
 #include "graph/onnx/onnx_loop.h"
+#include "graph/onnx/onnx_scan.h"
 
 namespace fusert::onnx_import {
 
@@ -278,8 +279,8 @@ Expansion mean_variance_norm(const Graph& g, const onnx::NodeProto& np, const st
 }  // namespace
 
 bool is_expanded_op(const std::string& op) {
-  return op == "SoftmaxCrossEntropyLoss" || op == "GlobalMaxPool" || op == "If" || op == "Loop" || op == "Einsum" ||
-         op == "IsNaN" || op == "IsInf" || op == "MeanVarianceNormalization";
+  return op == "SoftmaxCrossEntropyLoss" || op == "GlobalMaxPool" || op == "If" || op == "Loop" || op == "Scan" ||
+         op == "Einsum" || op == "IsNaN" || op == "IsInf" || op == "MeanVarianceNormalization";
 }
 
 bool expanded_attr(const std::string& op, const std::string& attr, int64_t opset) {
@@ -288,6 +289,9 @@ bool expanded_attr(const std::string& op, const std::string& attr, int64_t opset
   if (op == "IsInf") return attr == "detect_positive" || attr == "detect_negative";
   if (op == "If") return attr == "then_branch" || attr == "else_branch";
   if (op == "Loop") return attr == "body";
+  if (op == "Scan")
+    return attr == "body" || attr == "num_scan_inputs" || attr == "scan_input_axes" ||
+           attr == "scan_input_directions" || attr == "scan_output_axes" || attr == "scan_output_directions";
   if (op == "Einsum") return attr == "equation";
   return op == "MeanVarianceNormalization" && attr == "axes";
 }
@@ -343,6 +347,10 @@ Result<std::optional<Expansion>> expand_node(const Graph& g, const onnx::NodePro
   if (op == "If" && find_attr(np, "then_model")) return std::optional<Expansion>();  // the op If: as it is
   if (op == "If") {
     FUSERT_ASSIGN_OR_RETURN(Expansion e, if_inlined(g, np, name, loc, opset));
+    return std::optional<Expansion>(std::move(e));
+  }
+  if (op == "Scan") {
+    FUSERT_ASSIGN_OR_RETURN(Expansion e, scan_as_loop(g, np, name, loc, opset));
     return std::optional<Expansion>(std::move(e));
   }
   if (op == "Einsum") {

@@ -12,6 +12,8 @@
 //   Loop (onnx_loop.h)             -> unrolled: constant trip count and condition, the body's
 //                                     copies in sequence, scan outputs stacked by Concat; else
 //                                     the op Loop (its body a model of its own, run per iteration)
+//   Scan (onnx_scan.h)             -> the Loop it is (M the scan length, slices by Gather), then
+//                                     Slice (reversed outputs) or Transpose (scan_output_axes)
 //   Einsum                         -> Transpose, ReduceSum, Reshape, MatMul (onnx_einsum.h)
 //   GlobalMaxPool                  -> ReduceMax over the spatial dims
 //   IsNaN, IsInf                   -> Equal (x with itself, with +-inf), Not / Or

@@ -154,8 +154,11 @@ Result<Expansion> loop_expanded(const Graph& g, const onnx::NodeProto& np, const
       (!has_trips || constant_scalar(g, np, 0, &trips)) && (!has_cond || constant_scalar(g, np, 1, &cond));
   const int64_t iterations = cond ? std::max<int64_t>(trips, 0) : 0;
   const int scans = body.output_size() - 1 - carried;
-  if (!constant || (!has_trips && cond) || !passes_condition(body) || iterations > kMaxUnrolled ||
-      (iterations == 0 && scans > 0)) {
+  bool float_scans = true;  // the unrolled scans are stacked by Concat, which takes f32 (and 64 inputs)
+  for (int k = 0; k < scans; ++k)
+    float_scans &= body.output(1 + carried + k).type().tensor_type().elem_type() == onnx::TensorProto::FLOAT;
+  if (!constant || find_attr(np, "fusert_at_run_time") || (!has_trips && cond) || !passes_condition(body) ||
+      iterations > kMaxUnrolled || (scans > 0 && (iterations == 0 || iterations > kMaxStacked || !float_scans))) {
     Expansion e;
     e.opset = 0;
     FUSERT_ASSIGN_OR_RETURN(onnx::NodeProto n, loop_between_stages(g, np, body, name, loc, opset));

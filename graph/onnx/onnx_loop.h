@@ -14,6 +14,9 @@ namespace fusert::onnx_import {
 
 /// The most iterations unrolled.
 constexpr int64_t kMaxUnrolled = 1024;
+/// The most iterations unrolled with scan outputs (stacked by one Concat, of at most 64 inputs;
+/// a scan output declared other than float also makes the op Loop).
+constexpr int64_t kMaxStacked = 64;
 
 /// The expansion of Loop `np` (inputs already in `g`; `opset` the model's, for the body as a
 /// model of its own). Errors at `loc`: kParseError (a body missing or with the wrong number of

@@ -267,6 +267,9 @@ Result<std::string> rewrite(Graph& g, const onnx::NodeProto& np, int64_t opset, 
     fop = "Sub";
   }
   if (op == "MaxPool" && n_outs > 1) fop = "MaxPoolWithIndices";  // the indices: a kernel of their own
+  if ((op == "Conv" || op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool") && fop == op &&
+      g.value(ins[0]).shape.size() == 5)
+    fop = op + "3D";  // NCDHW: the volumetric ops (kernels/cpu/volume.h)
   if ((op == "Sum" || op == "Mean") && ins.size() == 1) fop = "Identity";
   if (op == "Sum" && ins.size() == 2) fop = "Add";  // an epilogue step, where Sum's kernel is opaque
   if (op == "Scatter") fop = "ScatterElements";     // opset 9-10's name

@@ -14,8 +14,13 @@ void rename_reads(onnx::NodeProto* n, const std::map<std::string, std::string>& 
     if (it != names.end()) in = it->second;
   }
   for (auto& a : *n->mutable_attribute()) {
-    auto nested = [&](onnx::GraphProto* gp) {
-      for (auto& m : *gp->mutable_node()) rename_reads(&m, names);
+    auto nested = [&](onnx::GraphProto* gp) {  // a name the nested graph defines shadows the outer one
+      std::map<std::string, std::string> outer = names;
+      for (const auto& i : gp->input()) outer.erase(i.name());
+      for (const auto& t : gp->initializer()) outer.erase(t.name());
+      for (const auto& m : gp->node())
+        for (const std::string& o : m.output()) outer.erase(o);
+      for (auto& m : *gp->mutable_node()) rename_reads(&m, outer);
     };
     if (a.has_g()) nested(a.mutable_g());
     for (auto& sub : *a.mutable_graphs()) nested(&sub);

@@ -1,6 +1,7 @@
 // oneDNN anchors in a build without oneDNN: every create() says so, and the CPU backend runs
 // its reference kernels.
 #include "kernels/cpu/onednn.h"
+#include "kernels/cpu/volume.h"
 
 namespace fusert::cpu::onednn {
 
@@ -54,3 +55,13 @@ std::unique_ptr<PointwiseDepthwiseAnchor> PointwiseDepthwiseAnchor::create(const
 }
 
 }  // namespace fusert::cpu::onednn
+
+namespace fusert::cpu {
+
+std::unique_ptr<VolumeAnchor> VolumeAnchor::create(VolumeKind, const VolumeParams&, const float*, const float*,
+                                                   std::string* why) {
+  *why = "this build has no oneDNN (install libdnnl-dev and reconfigure)";
+  return nullptr;
+}
+
+}  // namespace fusert::cpu

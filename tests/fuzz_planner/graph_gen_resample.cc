@@ -11,6 +11,8 @@
 // - A 1-D conv in the form the ONNX import gives it (Reshape to [N, C, 1, L], a 1 x k Conv,
 //   Reshape back).
 // - A detector's tail: NonZero or NonMaxSuppression (data-dependent output sizes: execution stages).
+// - A volumetric block: the map as [N, C/2, 2, H, W], a 3-D conv, epilogues, a 3-D max or average
+//   pool, back to [N, C, H, W].
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -225,10 +227,36 @@ void detect_tail(Emitter& e, Rng& r, const std::string& x) {
   e.mark_output(y);
 }
 
+// A volumetric block as video models have them: the running map (C even) read as [N, C/2, 2, H, W],
+// a 3-D conv to as many channels (kernel depth 1 or 3 with pads 1 in depth, 3x3 or 1x1 in space,
+// groups), an epilogue, maybe a 3-D pool that keeps the size, back to [N, C, H, W] and a join.
+std::string volume3d(Emitter& e, Rng& r, const std::string& x) {
+  const Dims& xs = e.shape(x);
+  if (xs[1] % 2 != 0) return x;
+  const int64_t c = xs[1] / 2, kd = r.chance(0.5) ? 3 : 1, k = r.chance(0.6) ? 3 : 1, g = r.chance(0.3) ? c : 1;
+  const Dims v = {xs[0], c, 2, xs[2], xs[3]};
+  std::string y = e.node("Reshape", {x, e.const_i64(v)}, v);
+  std::vector<std::string> in = {y, e.weight({c, c / g, kd, k, k})};
+  if (r.chance(0.6)) in.push_back(e.weight({c}, "uniform"));
+  const int64_t pd = kd / 2, ps = k / 2;
+  y = e.node("Conv3D", in, v,
+             "kernel_shape: " + shape_str({kd, k, k}) + ", pads: " + shape_str({pd, ps, ps, pd, ps, ps}) +
+                 ", group: " + std::to_string(g));
+  if (r.chance(0.7)) y = epilogue_chain(e, r, y, 2);
+  if (r.chance(0.5)) {
+    const bool max = r.chance(0.5);
+    y = e.node(max ? "MaxPool3D" : "AveragePool3D", {y}, v,
+               std::string("kernel_shape: [1, 3, 3], pads: [0, 1, 1, 0, 1, 1]") +
+                   (!max && r.chance(0.5) ? ", count_include_pad: 1" : ""));
+  }
+  y = e.node("Reshape", {y, e.const_i64(xs)}, xs);
+  return r.chance(0.7) ? add(e, r, y, x) : y;
+}
+
 }  // namespace
 
 std::string resample_motif(Emitter& e, Rng& r, const std::string& cur, std::string* name) {
-  switch (r.below(7)) {
+  switch (r.below(8)) {
     case 0:
       *name = "fpn_resize";
       return fpn_resize(e, r, cur);
@@ -248,6 +276,9 @@ std::string resample_motif(Emitter& e, Rng& r, const std::string& cur, std::stri
       *name = "detect_tail";
       detect_tail(e, r, cur);
       return cur;
+    case 6:
+      *name = "volume3d";
+      return volume3d(e, r, cur);
     default:
       *name = "broadcast_gate";
       return broadcast_gate(e, r, cur);
