@@ -12,6 +12,7 @@ bool is_data_dependent(const Graph& g, const Node& n) {
     case OpKind::kNonMaxSuppression:
     case OpKind::kUnique:
     case OpKind::kCompress:
+    case OpKind::kRange:  // a Range of constants folds at import: this one reads run-time values
       return true;
     case OpKind::kTopK:
       return n.inputs.size() > 1 && n.inputs[1] != kNoValue && g.value(n.inputs[1]).data.empty();
@@ -34,6 +35,7 @@ std::string dd_dim_name(const Node& n) { return n.name + ".n"; }
 
 int64_t dd_count_bound(const Graph& g, const Node& n) {
   constexpr int64_t kNoAxis = 2147483647;  // Unique / Compress without `axis`
+  if (n.op == OpKind::kRange) return -1;   // no bound the shapes give
   if (n.op == OpKind::kLoop) {             // a constant trip count M
     const Value* m = n.inputs.empty() || n.inputs[0] == kNoValue ? nullptr : &g.value(n.inputs[0]);
     return m && !m->data.empty() && m->data.numel() == 1 && m->data.dtype() == DType::kI64

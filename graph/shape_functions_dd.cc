@@ -109,6 +109,20 @@ Status shape_Compress(ShapeContext& c) {
   return Status();
 }
 
+Status shape_Range(ShapeContext& c) {
+  const DType t = c.in_dtype(0);
+  for (size_t i = 0; i < 3; ++i) {
+    if (shape_numel(c.in(i)) != 1 || c.in_dtype(i) != t)
+      return c.fail() << "start, limit and delta must be one value each of one dtype";
+  }
+  if (t != DType::kF32 && t != DType::kI32 && t != DType::kI64)
+    return c.unsupported() << "Range of " << dtype_name(t) << " (f32, i32, i64)";
+  int64_t n = 0;
+  FUSERT_RETURN_IF_ERROR(dd_count(c, &n));
+  c.set_out(0, {n}, t);
+  return Status();
+}
+
 }  // namespace fusert
 
 namespace fusert {

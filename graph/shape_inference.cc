@@ -114,6 +114,7 @@ static bool dtype_free_input(OpKind op, size_t i) {
     case OpKind::kNonMaxSuppression:
     case OpKind::kUnique:
     case OpKind::kCompress:
+    case OpKind::kRange:
     case OpKind::kIf:    // the condition and the outer values a branch reads, of any dtype
     case OpKind::kLoop:  // M, the condition, carried and outer values: checked by shape_Loop
       return true;

@@ -53,6 +53,24 @@ Result<std::vector<Tensor>> StagedModel::run_loop(const DDOp& op, const std::vec
     limited = true;
     trips = std::max<int64_t>(0, x[0]->i64()[0]);  // a negative M runs no iteration (as ONNX Runtime)
   }
+  const std::vector<int64_t>& from = n.attr_ints("trips_from");  // a Scan: M is its inputs' common length
+  std::string length_of;
+  if (!from.empty()) limited = false;  // M was the length at the import's shapes
+  for (size_t p = 0; p + 1 < from.size(); p += 2) {
+    const size_t k = static_cast<size_t>(from[p]);
+    const int64_t axis = from[p + 1];
+    if (k >= x.size() || !x[k] || axis < 0 || axis >= static_cast<int64_t>(x[k]->shape().size()))
+      return error(StatusCode::kInternal) << where << "scan input " << k << " missing";
+    const int64_t len = x[k]->shape()[static_cast<size_t>(axis)];
+    if (limited && len != trips) {
+      return error(StatusCode::kInvalidArgument)
+             << where << "scan inputs of different lengths: '" << op.in[k] << "' has " << len << " along axis " << axis
+             << ", '" << length_of << "' " << trips;
+    }
+    limited = true;
+    trips = len;
+    length_of = op.in[k];
+  }
   if (x.size() > 1 && x[1]) {
     if (x[1]->numel() != 1 || x[1]->dtype() != DType::kBool)
       return error(StatusCode::kInvalidArgument) << where << "the condition is not one bool";

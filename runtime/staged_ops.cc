@@ -3,6 +3,7 @@
 // as a session of its own, a Loop (runtime/staged_loop.cc).
 #include <functional>
 
+#include "graph/base/range.h"
 #include "graph/onnx/onnx_import.h"
 #include "kernels/cpu/data_dependent.h"
 #include "runtime/staged_internal.h"
@@ -103,6 +104,12 @@ Result<std::vector<Tensor>> StagedModel::run_dd(const DDOp& op, const TensorMap&
     }
     case OpKind::kLoop:
       return run_loop(op, x, dims);
+    case OpKind::kRange: {
+      FUSERT_ASSIGN_OR_RETURN(Tensor y, range_tensor(*x[0], *x[1], *x[2], where + "Range"));
+      count = y.numel();
+      out.push_back(std::move(y));
+      break;
+    }
     case OpKind::kTopK: {
       const Tensor& kt = *x[1];
       const int64_t k = kt.dtype() == DType::kI32 ? static_cast<const int32_t*>(kt.raw())[0] : kt.i64()[0];

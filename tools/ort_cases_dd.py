@@ -1,5 +1,5 @@
 """Cases of ops whose output size depends on the data (NonMaxSuppression, NonZero, TopK with a
-computed K, Unique, Compress) inside small graphs, for tools/ort_cases.py: each a model with ops
+computed K, Unique, Compress, Range of computed values) inside small graphs, for tools/ort_cases.py: each a model with ops
 before and after the data-dependent one (so fusert plans, fuses and shapes both sides) and
 several test_data_sets of different sizes and counts, one of them with a count of 0, run in one
 session; expected outputs from ONNX Runtime."""
@@ -156,10 +156,36 @@ def count_shape_case(rng):
     return ("dd_count_through_shapes", model, feeds)
 
 
+def range_case(rng):
+    """Range of values computed at run time: float steps of 0.5 up to the sum of Relu(x), and int64
+    down from the count of positive elements to 0 (step -2); then Sin and a Cast. Sums of several
+    sizes and one of 0 (an empty range)."""
+    inits = {"zero": np.array(0.0, np.float32), "half": np.array(0.5, np.float32),
+             "zero_i": np.array(0, np.int64), "minus2": np.array(-2, np.int64)}
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("ReduceSum", ["r"], ["limit"], keepdims=0),
+        helper.make_node("Range", ["zero", "limit", "half"], ["steps"]),
+        helper.make_node("Sin", ["steps"], ["y"]),
+        helper.make_node("Greater", ["x", "zero"], ["pos"]),
+        helper.make_node("Cast", ["pos"], ["pos_f"], to=TensorProto.FLOAT),
+        helper.make_node("ReduceSum", ["pos_f"], ["npos_f"], keepdims=0),
+        helper.make_node("Cast", ["npos_f"], ["npos"], to=TensorProto.INT64),
+        helper.make_node("Range", ["npos", "zero_i", "minus2"], ["down"]),
+        helper.make_node("Cast", ["down"], ["down_f"], to=TensorProto.FLOAT),
+    ]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n"])]
+    model = _model(nodes, inputs, [("y", TensorProto.FLOAT), ("down_f", TensorProto.FLOAT)], inits, "range_dd", 13)
+    feeds = [{"x": (2 * rng.standard_normal([n])).astype(np.float32)} for n in (6, 13)]
+    feeds.append({"x": -np.ones([4], np.float32)})
+    return ("dd_range", model, feeds)
+
+
 def dd_cases():
     """(name, model, [feeds per test_data_set]) of the data-dependent cases."""
     rng = np.random.default_rng(77)
-    return [f(rng) for f in (detector_case, nonzero_case, topk_case, unique_case, compress_case, count_shape_case)]
+    return [f(rng) for f in (detector_case, nonzero_case, topk_case, unique_case, compress_case, count_shape_case,
+                             range_case)]
 
 
 # NudeNet 3.4.2's detector (PyPI `nudenet`, MIT licence): a YOLOv8n exported to ONNX with a symbolic

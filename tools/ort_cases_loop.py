@@ -189,7 +189,8 @@ def stacked_case(rng):
 def scan_case(rng):
     """Scan (opset 16): a running sum state and an RNN-like state tanh(h W + x_t) over two scan
     inputs (one read in reverse, one along axis 1), outputs stacked forward along axis 1 and in
-    reverse; symbolic sequence lengths 5, 70 (more than the unrolled 64: the op Loop) and 1."""
+    reverse; sequence lengths 5, 70 and 1, one input's named ('t'), the other's unnamed (the length a
+    run takes is the scan inputs' own, checked equal)."""
     body = helper.make_graph([
         helper.make_node("Add", ["s_in", "xt"], ["s_out"]),
         helper.make_node("MatMul", ["h_in", "W"], ["hw"]),
@@ -210,7 +211,7 @@ def scan_case(rng):
                          scan_output_directions=[0, 1]),
         helper.make_node("Sigmoid", ["hs"], ["hs_sig"]),
     ]
-    model = _model(nodes, [_vi("x", TensorProto.FLOAT, ["t", 3]), _vi("u", TensorProto.FLOAT, [1, "t", 4])],
+    model = _model(nodes, [_vi("x", TensorProto.FLOAT, ["t", 3]), _vi("u", TensorProto.FLOAT, [1, None, 4])],
                    [("s", TensorProto.FLOAT), ("h", TensorProto.FLOAT), ("hs_sig", TensorProto.FLOAT),
                     ("ps", TensorProto.FLOAT)], inits, "scan_rnn", 16)
     feeds = [{"x": rng.standard_normal([t, 3]).astype(np.float32), "u": rng.standard_normal([1, t, 4]).astype(np.float32)}

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -40,7 +41,38 @@ void list_ops() {
   }
 }
 
+// --input NAME=FILE.npy: each graph input from its file, by name; every input given.
+Result<TensorMap> named_inputs(const InferOptions& o, const Session& s) {
+  TensorMap in;
+  std::string missing;
+  for (const Session::TensorInfo& info : s.inputs()) {
+    auto it = o.named_inputs.find(info.name);
+    if (it == o.named_inputs.end()) {
+      missing += (missing.empty() ? "'" : ", '") + info.name + "'";
+      continue;
+    }
+    FUSERT_ASSIGN_OR_RETURN(Tensor t, read_npy(it->second));
+    if (t.dtype() != info.dtype || t.shape().size() != info.dims.size()) {
+      return error(StatusCode::kShapeMismatch)
+             << it->second << ": input '" << info.name << "' expects " << dtype_name(info.dtype) << " of rank "
+             << info.dims.size() << ", the file holds " << dtype_name(t.dtype()) << " " << shape_str(t.shape());
+    }
+    std::printf("input: '%s' = %s %s\n", info.name.c_str(), it->second.c_str(), shape_str(t.shape()).c_str());
+    in[info.name] = t;
+  }
+  for (const auto& [name, file] : o.named_inputs) {
+    if (!in.count(name))
+      return error(StatusCode::kInvalidArgument)
+             << "--input " << name << "=" << file << ": model '" << s.graph().name << "' has no input '" << name << "'";
+  }
+  if (!missing.empty())
+    return error(StatusCode::kInvalidArgument)
+           << "--input: model '" << s.graph().name << "' also needs " << missing << " (give each as NAME=FILE.npy)";
+  return in;
+}
+
 Result<TensorMap> make_inputs(const InferOptions& o, const Session& s) {
+  if (!o.named_inputs.empty()) return named_inputs(o, s);
   if (o.input.empty()) {
     DimValues dims;
     if (o.batch >= 0) {
@@ -232,7 +264,17 @@ Status run(InferOptions o) {
               o.session.device.c_str(), o.runs, o.runs == 1 ? "" : "s", o.warmup, lat.median, lat.min, lat.max);
   std::printf("first run (cold: first touch of weights and arenas, %s set-up): %.2f ms\n",
               cuda ? "CUDA Graph capture" : "primitive", cold_ms);
-  if (!o.output.empty()) {
+  if (!o.output.empty() && o.output.back() == '/') {  // every output, by name
+    std::filesystem::create_directories(o.output);
+    for (ValueId v : session->graph().outputs) {
+      const std::string& name = session->graph().value(v).name;
+      std::string file = name;
+      for (char& c : file)
+        if (c == '/' || c == '\\') c = '_';
+      FUSERT_RETURN_IF_ERROR(write_npy(o.output + file + ".npy", outputs.at(name)));
+      std::printf("wrote %s%s.npy\n", o.output.c_str(), file.c_str());
+    }
+  } else if (!o.output.empty()) {
     FUSERT_RETURN_IF_ERROR(write_npy(o.output, outputs.at(session->graph().value(session->graph().outputs[0]).name)));
     std::printf("wrote %s\n", o.output.c_str());
   }

@@ -40,6 +40,9 @@ timing.
                           --output writes [n, classes]. Several .npy files run one by one at
                           their own shapes (ONNX dims left open take any size); --output
                           out.npy writes out.0.npy, out.1.npy, ...
+  --input NAME=FILE.npy   a model with several inputs: each graph input by name (repeat for
+                          every input; dims left open take the file's sizes), one run; with
+                          --output DIR/ every output is written as DIR/OUTPUT.npy
   --text "..."            a text for a sentence-embedding model (repeatable; e.g.
                           models/minilm_l6.yaml): prints each embedding's dimension, norm and
                           first values, and the cosine-similarity matrix of several texts
@@ -251,6 +254,21 @@ Result<InferOptions> parse_args(int argc, char** argv) {
       FUSERT_ASSIGN_OR_RETURN(int s, parse_int(a, v, 0));
       o.session.seed = static_cast<uint64_t>(s);
     }
+  }
+  // NAME=FILE.npy binds a graph input by name (models with several inputs); then every --input must.
+  for (const std::string& f : o.images) {
+    const size_t eq = f.find('=');
+    if (eq == std::string::npos || eq == 0 || f.find('/') < eq) continue;
+    if (!o.named_inputs.emplace(f.substr(0, eq), f.substr(eq + 1)).second)
+      return error(StatusCode::kInvalidArgument)
+             << "--input " << f << ": input '" << f.substr(0, eq) << "' given twice";
+  }
+  if (!o.named_inputs.empty()) {
+    if (o.named_inputs.size() != o.images.size())
+      return error(StatusCode::kInvalidArgument)
+             << "--input: give every input as NAME=FILE.npy, or none (a model with several inputs takes them by name)";
+    if (o.batch >= 0) return error(StatusCode::kInvalidArgument) << "--batch cannot be combined with --input NAME=FILE";
+    o.images.clear();
   }
   // One file (or none) is the single-input path; several, or a directory, classify in batches.
   if (o.images.size() == 1 && !std::filesystem::is_directory(o.images[0])) {

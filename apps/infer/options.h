@@ -1,6 +1,7 @@
 // Command-line options of the `infer` demo.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,8 @@ struct InferOptions {
   std::string model;                // empty: the default model (EfficientNet-Lite0)
   std::string input;                // the one image (.png/.jpg/...) or .npy; empty: default photo or seeded
   std::vector<std::string> images;  // several --input, or a directory: classified in batches
+  /// --input NAME=FILE.npy (repeatable): one run with each named graph input read from its file
+  std::map<std::string, std::string> named_inputs;
   std::string output, dot, stats_json;
   std::vector<std::string> texts;  // --text (repeatable) and lines of --text-file
   std::string text_file;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "graph/base/range.h"
 #include "graph/onnx/onnx_tensor.h"
 
 namespace fusert::onnx_import {
@@ -49,8 +50,7 @@ Result<Tensor> generated_value(const Graph& g, const onnx::NodeProto& np, const 
   const std::string& op = np.op_type();
   for (size_t i = 0; i < ins.size(); ++i) {
     if (ins[i] == kNoValue || !g.value(ins[i]).is_constant || g.value(ins[i]).data.empty()) {
-      return error(StatusCode::kUnsupported)
-             << loc.str() << ": " << op << " input " << i << " must be a constant (fusert's shapes are static)";
+      return error(StatusCode::kUnsupported) << loc.str() << ": " << op << " input " << i << " must be a constant";
     }
   }
   if (op == "ConstantOfShape") {
@@ -75,35 +75,8 @@ Result<Tensor> generated_value(const Graph& g, const onnx::NodeProto& np, const 
       std::memcpy(static_cast<uint8_t*>(t.raw()) + static_cast<size_t>(i) * es, value.raw(), es);
     return t;
   }
-  // Range(start, limit, delta), scalars of one dtype.
   if (ins.size() != 3) return error(StatusCode::kParseError) << loc.str() << ": Range takes 3 inputs";
-  const Tensor &a = g.value(ins[0]).data, &b = g.value(ins[1]).data, &c = g.value(ins[2]).data;
-  if (a.numel() != 1 || b.numel() != 1 || c.numel() != 1 || a.dtype() != b.dtype() || a.dtype() != c.dtype())
-    return error(StatusCode::kParseError) << loc.str() << ": Range inputs must be scalars of one dtype";
-  const DType t = a.dtype();
-  if (t != DType::kF32 && t != DType::kI64 && t != DType::kI32)
-    return error(StatusCode::kUnsupported) << loc.str() << ": Range of " << dtype_name(t);
-  auto at = [t](const Tensor& x) {
-    return t == DType::kF32   ? static_cast<double>(x.f32()[0])
-           : t == DType::kI64 ? static_cast<double>(x.i64()[0])
-                              : static_cast<double>(static_cast<const int32_t*>(x.raw())[0]);
-  };
-  const double start = at(a), limit = at(b), delta = at(c);
-  if (delta == 0 || !std::isfinite(start) || !std::isfinite(limit) || !std::isfinite(delta))
-    return error(StatusCode::kShapeMismatch) << loc.str() << ": Range with delta 0 or a non-finite bound";
-  const double n = std::max(0.0, std::ceil((limit - start) / delta));
-  if (n > static_cast<double>(int64_t{16} << 20))
-    return error(StatusCode::kUnsupported) << loc.str() << ": Range of " << n << " elements is too large";
-  Tensor y(t, {static_cast<int64_t>(n)});
-  for (int64_t i = 0; i < static_cast<int64_t>(n); ++i) {
-    if (t == DType::kF32)  // start + i * delta in the input type, as ONNX's reference accumulates
-      y.f32()[i] = static_cast<float>(a.f32()[0] + static_cast<float>(i) * c.f32()[0]);
-    else if (t == DType::kI64)
-      y.i64()[i] = a.i64()[0] + i * c.i64()[0];
-    else
-      static_cast<int32_t*>(y.raw())[i] = static_cast<int32_t>(at(a) + static_cast<double>(i) * at(c));
-  }
-  return y;
+  return range_tensor(g.value(ins[0]).data, g.value(ins[1]).data, g.value(ins[2]).data, loc.str());
 }
 
 Result<Tensor> eye_like_value(const Graph& g, const onnx::NodeProto& np, const std::vector<ValueId>& ins,

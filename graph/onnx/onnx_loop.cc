@@ -122,6 +122,14 @@ Result<onnx::NodeProto> loop_between_stages(const Graph& g, const onnx::NodeProt
   c->set_name("carried");
   c->set_type(onnx::AttributeProto::INT);
   c->set_i(carried);
+  std::vector<int64_t> trips_from;  // a Scan's: (input, axis) pairs whose lengths M is, checked equal per run
+  const auto* si = find_attr(np, "fusert_scan_inputs");
+  const auto* sx = find_attr(np, "fusert_scan_axes");
+  for (int k = 0; si && sx && k < si->strings_size() && k < sx->ints_size(); ++k) {
+    for (size_t i = 2; i < inputs.size(); ++i)
+      if (inputs[i] == si->strings(k)) trips_from.insert(trips_from.end(), {static_cast<int64_t>(i), sx->ints(k)});
+  }
+  ints_attr(&n, "trips_from", trips_from);
   std::vector<int64_t> ranks, dims, dtypes;  // the carried values', then the scan outputs' per iteration
   for (size_t k = 0; k + 1 < outs.size() && k < static_cast<size_t>(np.output_size()); ++k) {
     ranks.push_back(static_cast<int64_t>(outs[k + 1].first.size()));

@@ -415,7 +415,9 @@ Status map_node(Graph& g, const onnx::NodeProto& np, int64_t opset, const std::s
     out->constant = std::move(t);
     return Status();
   }
-  if (op == "ConstantOfShape" || op == "Range") {
+  bool constant_inputs = true;  // Range of values known at run time only: the data-dependent op Range
+  for (ValueId v : ins) constant_inputs &= v != kNoValue && g.value(v).is_constant && !g.value(v).data.empty();
+  if (op == "ConstantOfShape" || (op == "Range" && (constant_inputs || ins.size() != 3))) {
     FUSERT_ASSIGN_OR_RETURN(Tensor t, generated_value(g, np, ins, base_dir, loc));
     out->constant = std::move(t);
     return Status();

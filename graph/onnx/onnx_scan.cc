@@ -49,7 +49,6 @@ Result<Expansion> scan_as_loop(const Graph& g, const onnx::NodeProto& np, const 
            << loc.str() << ": Scan's axes and directions do not match its inputs and outputs";
   Expansion e;
   e.opset = 0;
-  int64_t length = -1;
   onnx::GraphProto lb;  // the Loop body: iteration, condition, the states; reads the scan inputs
   lb.set_name(name + "/body");
   const std::string iter = fresh_name(g, e, name + "/i"), cond = fresh_name(g, e, name + "/cond");
@@ -58,6 +57,9 @@ Result<Expansion> scan_as_loop(const Graph& g, const onnx::NodeProto& np, const 
   *lb.add_input() = onnx::ValueInfoProto();
   lb.mutable_input(1)->set_name(cond);
   for (int j = 0; j < states; ++j) *lb.add_input() = body.input(j);
+  int64_t fixed_length = -1;      // the length of the constant scan inputs, if any
+  std::vector<std::string> read;  // the scan inputs as the body reads them (reversed ones first reversed)
+  std::vector<int64_t> axes;
   for (int k = 0; k < m; ++k) {
     const std::string& xs = np.input(states + k);
     const ValueId xv = g.find_value(xs);
@@ -67,19 +69,27 @@ Result<Expansion> scan_as_loop(const Graph& g, const onnx::NodeProto& np, const 
     if (axis < -rank || axis >= rank)
       return error(StatusCode::kShapeMismatch) << loc.str() << ": scan_input_axes " << axis << " for rank " << rank;
     if (axis < 0) axis += rank;
-    const int64_t len = g.value(xv).shape[static_cast<size_t>(axis)];
-    if (length >= 0 && len != length)
-      return error(StatusCode::kShapeMismatch) << loc.str() << ": scan inputs of lengths " << length << " and " << len;
-    length = len;
-    std::string idx = iter;
-    if (in_dirs[static_cast<size_t>(k)] != 0) {  // reversed: M - 1 - i
-      const std::string last = fresh_name(g, e, name + "/last" + std::to_string(k));
-      idx = fresh_name(g, e, name + "/rev" + std::to_string(k));
-      e.constants.emplace_back(last, i64_tensor({len - 1}).reshaped({}));
-      *lb.add_node() = make_node("Sub", name + "/rev" + std::to_string(k), {last, iter}, {idx});
+    if (!g.value(xv).data.empty()) {  // a constant: its length is the loop's; the others are checked per run
+      const int64_t len = g.value(xv).shape[static_cast<size_t>(axis)];
+      if (fixed_length >= 0 && len != fixed_length)
+        return error(StatusCode::kShapeMismatch)
+               << loc.str() << ": scan inputs of lengths " << fixed_length << " and " << len;
+      fixed_length = len;
     }
+    std::string x = xs;
+    if (in_dirs[static_cast<size_t>(k)] != 0) {  // reversed along its axis before the loop (Slice, step -1)
+      const std::string s0 = fresh_name(g, e, name + "/rev_in" + std::to_string(k));
+      x = fresh_name(g, e, name + "/reversed" + std::to_string(k));
+      e.constants.emplace_back(s0 + "_start", i64_tensor({-1}));
+      e.constants.emplace_back(s0 + "_end", i64_tensor({std::numeric_limits<int64_t>::min()}));
+      e.constants.emplace_back(s0 + "_axes", i64_tensor({axis}));
+      e.constants.emplace_back(s0 + "_step", i64_tensor({-1}));
+      e.nodes.push_back(make_node("Slice", s0, {xs, s0 + "_start", s0 + "_end", s0 + "_axes", s0 + "_step"}, {x}));
+    }
+    read.push_back(x);
+    axes.push_back(axis);
     onnx::NodeProto gather =
-        make_node("Gather", name + "/slice" + std::to_string(k), {xs, idx}, {body.input(states + k).name()});
+        make_node("Gather", name + "/slice" + std::to_string(k), {x, iter}, {body.input(states + k).name()});
     int_attr(&gather, "axis", axis);
     *lb.add_node() = gather;
   }
@@ -89,6 +99,10 @@ Result<Expansion> scan_as_loop(const Graph& g, const onnx::NodeProto& np, const 
   cond_out.set_name(cond);
   *lb.add_output() = cond_out;
   for (const auto& o : body.output()) *lb.add_output() = o;
+  // M: the length at the import's shapes (so that what the body computes from it follows the dims);
+  // a run takes the scan inputs' actual common length (trips_from, runtime/staged_loop.cc).
+  const Value& x0 = g.value(g.find_value(np.input(states)));
+  const int64_t length = fixed_length >= 0 ? fixed_length : x0.shape[static_cast<size_t>(axes[0])];
   const std::string trips = fresh_name(g, e, name + "/M");
   e.constants.emplace_back(trips, i64_tensor({length}).reshaped({}));
   std::vector<std::string> loop_in = {trips, ""};
@@ -105,6 +119,14 @@ Result<Expansion> scan_as_loop(const Graph& g, const onnx::NodeProto& np, const 
   }
   onnx::NodeProto loop = make_node("Loop", name + "/loop", loop_in, loop_out);
   int_attr(&loop, "fusert_at_run_time", 1);  // a length that follows a dim must not change the graph
+  auto* sa = loop.add_attribute();           // the scan inputs and axes whose lengths M is, per run
+  sa->set_name("fusert_scan_inputs");
+  sa->set_type(onnx::AttributeProto::STRINGS);
+  for (const std::string& r : read) sa->add_strings(r);
+  auto* ax = loop.add_attribute();
+  ax->set_name("fusert_scan_axes");
+  ax->set_type(onnx::AttributeProto::INTS);
+  for (int64_t v : axes) ax->add_ints(v);
   auto* a = loop.add_attribute();
   a->set_name("body");
   a->set_type(onnx::AttributeProto::GRAPH);

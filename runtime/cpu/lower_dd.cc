@@ -23,6 +23,7 @@ LOWER(NonZero) { return between_stages(g, ni); }
 LOWER(NonMaxSuppression) { return between_stages(g, ni); }
 LOWER(Unique) { return between_stages(g, ni); }
 LOWER(Compress) { return between_stages(g, ni); }
+LOWER(Range) { return between_stages(g, ni); }
 LOWER(If) { return between_stages(g, ni); }
 LOWER(Loop) { return between_stages(g, ni); }
 

@@ -128,7 +128,11 @@ fusert_cli_test(npy_wrong_shape 1 "x_wrong_shape\\.npy: input 'x' of model 'tiny
                 -- --model ${FUSERT_CLI_DATA}/tiny.yaml --seeded --input ${FUSERT_CLI_FX}/x_wrong_shape.npy)
 fusert_cli_test(npy_missing 1 "no_such\\.npy: cannot open file"
                 -- --model ${FUSERT_CLI_DATA}/tiny.yaml --seeded --input ${FUSERT_CLI_FX}/no_such.npy)
-fusert_cli_needs_fixtures(image_not_an_image image_truncated npy_wrong_shape)
+fusert_cli_test(named_input_unknown 1 "--input q=.*x_ok\\.npy: model 'tiny' has no input 'q'"
+                -- --model ${FUSERT_CLI_DATA}/tiny.yaml --seeded --input q=${FUSERT_CLI_FX}/x_ok.npy)
+fusert_cli_test(named_input_mixed 2 "^infer: --input: give every input as NAME=FILE\\.npy, or none"
+                -- --model ${FUSERT_CLI_DATA}/tiny.yaml --input x=a.npy --input b.npy)
+fusert_cli_needs_fixtures(image_not_an_image image_truncated npy_wrong_shape named_input_unknown)
 
 # ---- devices
 fusert_cli_test(device_cuda_without_gpu 1 "^infer: error: .*--device cuda: .*use --device cpu"
@@ -147,6 +151,12 @@ if(Python3_Interpreter_FOUND)
                    -- $<TARGET_FILE:infer> --model ${FUSERT_CLI_DATA}/tiny.yaml --weights ${FUSERT_CLI_FX}/tiny.safetensors
                       --input ${FUSERT_CLI_FX}/x_ok.npy --output ${FUSERT_CLI_FX}/y.npy)
   set_tests_properties(cli_output_matches_reference PROPERTIES LABELS cli FIXTURES_REQUIRED cli_fixtures TIMEOUT 120)
+  # The same through --input NAME=FILE and --output DIR/ (every output as DIR/NAME.npy).
+  add_test(NAME cli_named_input_output_dir
+           COMMAND ${Python3_EXECUTABLE} ${FUSERT_CLI_DIR}/check.py npy ${FUSERT_CLI_FX}/named/y.npy ${FUSERT_CLI_FX}/tiny_expected.json
+                   -- $<TARGET_FILE:infer> --model ${FUSERT_CLI_DATA}/tiny.yaml --weights ${FUSERT_CLI_FX}/tiny.safetensors
+                      --input x=${FUSERT_CLI_FX}/x_ok.npy --output ${FUSERT_CLI_FX}/named/)
+  set_tests_properties(cli_named_input_output_dir PROPERTIES LABELS cli FIXTURES_REQUIRED cli_fixtures TIMEOUT 120)
 
   add_test(NAME cli_stats_json_resnet18
            COMMAND ${Python3_EXECUTABLE} ${FUSERT_CLI_DIR}/check.py stats ${FUSERT_CLI_FX}/resnet18.stats.json resnet18
