@@ -13,6 +13,7 @@ bool is_data_dependent(const Graph& g, const Node& n) {
     case OpKind::kUnique:
     case OpKind::kCompress:
     case OpKind::kRange:  // a Range of constants folds at import: this one reads run-time values
+    case OpKind::kDynamicSlice:
       return true;
     case OpKind::kTopK:
       return n.inputs.size() > 1 && n.inputs[1] != kNoValue && g.value(n.inputs[1]).data.empty();
@@ -65,6 +66,7 @@ int64_t dd_count_bound(const Graph& g, const Node& n) {
     }
     case OpKind::kUnique:
     case OpKind::kTopK:
+    case OpKind::kDynamicSlice:
       return len;
     default:
       return -1;

@@ -109,6 +109,28 @@ Status shape_Compress(ShapeContext& c) {
   return Status();
 }
 
+// A Slice whose starts, ends or steps are computed at run time, along one constant axis (the
+// import sets `axis`); its length there is the count.
+Status shape_DynamicSlice(ShapeContext& c) {
+  const Shape& x = c.in(0);
+  int64_t axis = c.node.attr_i("axis");
+  if (axis < -static_cast<int64_t>(x.size()) || axis >= static_cast<int64_t>(x.size()))
+    return c.fail() << "axis " << axis << " out of range for " << shape_str(x);
+  if (axis < 0) axis += static_cast<int64_t>(x.size());
+  c.node.attrs["axis"].i = axis;
+  for (size_t i : {size_t{1}, size_t{2}, size_t{4}}) {
+    if (!c.has_input(i)) continue;
+    if (shape_numel(c.in(i)) != 1 || (c.in_dtype(i) != DType::kI64 && c.in_dtype(i) != DType::kI32))
+      return c.fail() << "starts, ends and steps (inputs 1, 2, 4) must be one i64 or i32 value each (one axis)";
+  }
+  int64_t n = 0;
+  FUSERT_RETURN_IF_ERROR(dd_count(c, &n));
+  Shape y = x;
+  y[static_cast<size_t>(axis)] = n;
+  c.set_out(0, y, c.in_dtype(0));
+  return Status();
+}
+
 Status shape_Range(ShapeContext& c) {
   const DType t = c.in_dtype(0);
   for (size_t i = 0; i < 3; ++i) {

@@ -115,8 +115,9 @@ static bool dtype_free_input(OpKind op, size_t i) {
     case OpKind::kUnique:
     case OpKind::kCompress:
     case OpKind::kRange:
-    case OpKind::kIf:    // the condition and the outer values a branch reads, of any dtype
-    case OpKind::kLoop:  // M, the condition, carried and outer values: checked by shape_Loop
+    case OpKind::kDynamicSlice:  // data of any dtype; starts, ends, steps checked by the shape function
+    case OpKind::kIf:            // the condition and the outer values a branch reads, of any dtype
+    case OpKind::kLoop:          // M, the condition, carried and outer values: checked by shape_Loop
       return true;
     case OpKind::kResize:
       return i >= 1;  // roi, scales (f32), sizes (i64): checked by shape_Resize

@@ -13,12 +13,6 @@
 
 namespace fusert {
 
-namespace {
-
-std::string stage_str(int s, int n) { return "stage " + std::to_string(s + 1) + " of " + std::to_string(n); }
-
-}  // namespace
-
 bool has_stages(const ModelSpec& spec) {
   for (const SymbolicDim& d : spec.dims)
     if (d.data_dependent) return true;
@@ -153,6 +147,10 @@ Result<std::unique_ptr<StagedModel>> StagedModel::build(const ModelSpec& full, c
     for (ValueId v : spec.graph.inputs) stage->inputs.push_back(spec.graph.value(v).name);
     for (ValueId v : spec.graph.outputs) stage->outputs.push_back(spec.graph.value(v).name);
     for (const SymbolicDim& d : spec.dims) stage->counts.push_back(d.name);
+    for (ValueId v = 0; v < static_cast<ValueId>(spec.graph.values.size()); ++v) {
+      const ValueId f = g.find_value(spec.graph.value(v).name);
+      if (f != kNoValue && consts->count(f)) stage->count_constants[spec.graph.value(v).name] = consts->at(f);
+    }
     if (!spec.graph.nodes.empty()) {
       SessionOptions o = options;
       o.profile_guided &= s == 0;  // a later stage's inputs come from the ops before it: no seeded run
@@ -242,74 +240,6 @@ Result<TensorMap> StagedModel::run(const DimValues& input_dims, const TensorMap&
     if (it == env.end()) return error(StatusCode::kInternal) << "staged run: output '" << name << "' not computed";
     out[name] = it->second;
   }
-  return out;
-}
-
-// A stage at `dims`: its session at the counts bound so far; a zero count is served from the
-// shapes at count 1 when every output of the stage follows a zero count (runtime/staged.h).
-Result<TensorMap> StagedModel::run_stage(const Stage& st, const DimValues& dims, const TensorMap& env) const {
-  if (!st.session) return TensorMap{};
-  DimValues at;
-  std::vector<std::string> zero;
-  for (const std::string& d : st.counts) {
-    at[d] = dims.at(d);
-    if (at[d] == 0) zero.push_back(d);
-  }
-  TensorMap in;
-  for (const std::string& name : st.inputs) {
-    auto it = env.find(name);
-    if (it == env.end()) return error(StatusCode::kInternal) << "staged run: stage input '" << name << "' missing";
-    in[name] = it->second;
-  }
-  if (zero.empty()) return st.session->run_at(at, in);
-  FUSERT_ASSIGN_OR_RETURN(std::vector<Shape> shapes, empty_shapes(st, at, zero));
-  TensorMap out;
-  for (size_t k = 0; k < st.outputs.size(); ++k) {
-    const Value& v = st.session->graph().value(st.session->graph().outputs[k]);
-    out[st.outputs[k]] = Tensor(v.dtype, shapes[k]);
-  }
-  return out;
-}
-
-// The outputs' shapes of stage `st` at `at`, where the counts `zero` are 0 (all empty, else the
-// error naming the count), cached per dims.
-Result<std::vector<Shape>> StagedModel::empty_shapes(const Stage& st, const DimValues& at,
-                                                     const std::vector<std::string>& zero) const {
-  {
-    std::lock_guard<std::mutex> lock(st.empty_mu);
-    auto it = st.empty_shapes.find(at);
-    if (it != st.empty_shapes.end()) return it->second;
-  }
-  // The outputs' shapes at the zero counts, as the model's shapes give them; where they do not
-  // (an op refuses an empty input), the dims that follow the count between counts 1 and 2.
-  std::vector<Shape> s0, s1, s2;
-  Result<std::vector<Shape>> exact = st.session->output_shapes_at(at);
-  if (exact.ok()) {
-    s0 = *exact;
-  } else {
-    DimValues one = at, two = at;
-    for (const std::string& d : zero) one[d] = 1, two[d] = 2;
-    FUSERT_ASSIGN_OR_RETURN(s1, st.session->output_shapes_at(one));
-    FUSERT_ASSIGN_OR_RETURN(s2, st.session->output_shapes_at(two));
-  }
-  std::vector<Shape> out;
-  for (size_t k = 0; k < st.outputs.size(); ++k) {
-    Shape s = exact.ok() ? s0[k] : s1[k];
-    bool empty = exact.ok() && shape_numel(s) == 0;
-    for (size_t d = 0; !exact.ok() && d < s.size(); ++d) {
-      if (s1[k][d] == 1 && s2[k].size() == s.size() && s2[k][d] == 2) s[d] = 0, empty = true;
-    }
-    const Value& v = st.session->graph().value(st.session->graph().outputs[k]);
-    if (!empty) {
-      return error(StatusCode::kUnsupported)
-             << stage_str(st.index, stage_count()) << " of " << st.session->model().path << ": the count '" << zero[0]
-             << "' is 0 and '" << v.name << "' would not be empty; fusert computes no zero-size tensors (it serves a "
-             << "count of 0 where every value that follows it is empty)";
-    }
-    out.push_back(s);
-  }
-  std::lock_guard<std::mutex> lock(st.empty_mu);
-  st.empty_shapes[at] = out;
   return out;
 }
 

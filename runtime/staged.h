@@ -9,14 +9,17 @@
 // stage 1, runs the ops after it and binds their counts, then runs stage 2 at those counts, and
 // so on.
 //
-// A count of 0 (no detections) is served without computing: a stage whose outputs all follow a
-// zero count returns them empty (their shapes taken from the stage at count 1); a stage that
-// would compute a non-empty value from an empty one is an error naming the count.
+// A count of 0 (no detections) is served without computing zero-size tensors
+// (runtime/staged_zero.cc): a stage's outputs that follow a zero count are returned empty (their
+// shapes taken from the stage at count 0, or 1 and 2), the others are computed at count 1 on
+// stand-ins for the empty values; a non-empty value computed from an empty one is an error
+// naming the count.
 #pragma once
 
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -61,6 +64,7 @@ class StagedModel {
  private:
   struct Stage;
   struct DDOp;
+  struct ZeroPlan;
   StagedModel() = default;
   Result<TensorMap> run_stage(const Stage& st, const DimValues& dims, const TensorMap& env) const;
   Result<std::vector<Tensor>> run_dd(const DDOp& op, const TensorMap& env, DimValues* dims) const;
@@ -69,8 +73,8 @@ class StagedModel {
   /// Host op `op` as the model expanded at `dims` gives it, where its constant inputs or its
   /// subgraphs follow the dims (DDOp::follows, node_follows); the expansion kept per dims.
   Result<DDOp> op_at(const DDOp& op, const DimValues& dims) const;
-  Result<std::vector<Shape>> empty_shapes(const Stage& st, const DimValues& at,
-                                          const std::vector<std::string>& zero) const;
+  Result<ZeroPlan> zero_plan(const Stage& st, const DimValues& at, const std::vector<std::string>& zero,
+                             const std::set<std::string>& empty) const;
   std::vector<std::unique_ptr<Stage>> stages_;
   std::vector<std::unique_ptr<DDOp>> dd_;
   std::vector<std::string> outputs_;

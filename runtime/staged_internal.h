@@ -13,15 +13,27 @@
 
 namespace fusert {
 
+/// A stage's outputs where a count before it is 0: per output, whether it follows a zero count
+/// (then empty, of `shapes`) or is computed at count 1 on stand-ins for the empty values.
+struct StagedModel::ZeroPlan {
+  std::vector<bool> follows;
+  std::vector<Shape> shapes;
+};
+
+/// "stage S of N" (S from 1), as messages and reports name a stage.
+inline std::string stage_str(int s, int n) { return "stage " + std::to_string(s + 1) + " of " + std::to_string(n); }
+
 struct StagedModel::Stage {
   std::unique_ptr<SessionImpl> session;
   std::vector<std::string> inputs, outputs;
   std::vector<std::string> counts;  ///< the data-dependent dims its shapes follow
+  /// Its constants folded from a count (a Shape of a data-dependent output): name -> counts.
+  std::map<std::string, std::vector<std::string>> count_constants;
   int index = 0;
-  /// The empty outputs' shapes per dims with a zero count, once found (finding them imports the
-  /// model again: not once per run).
+  /// Per dims with a zero count, which outputs follow it and their (empty) shapes, once found
+  /// (finding them imports the model again: not once per run; runtime/staged_zero.cc).
   mutable std::mutex empty_mu;
-  mutable std::map<DimValues, std::vector<Shape>> empty_shapes;
+  mutable std::map<DimValues, ZeroPlan> zero_plans;
 };
 
 struct StagedModel::DDOp {

@@ -104,6 +104,17 @@ Result<std::vector<Tensor>> StagedModel::run_dd(const DDOp& op, const TensorMap&
     }
     case OpKind::kLoop:
       return run_loop(op, x, dims);
+    case OpKind::kDynamicSlice: {
+      auto value = [&](size_t k, int64_t dflt) -> int64_t {
+        if (k >= x.size() || !x[k]) return dflt;
+        return x[k]->dtype() == DType::kI32 ? static_cast<const int32_t*>(x[k]->raw())[0] : x[k]->i64()[0];
+      };
+      const int64_t step = value(4, 1);
+      if (step == 0) return error(StatusCode::kInvalidArgument) << where << "step 0";
+      out.push_back(cpu::slice_axis(*x[0], n.attr_i("axis"), value(1, 0), value(2, 0), step));
+      count = out[0].shape()[static_cast<size_t>(n.attr_i("axis"))];
+      break;
+    }
     case OpKind::kRange: {
       FUSERT_ASSIGN_OR_RETURN(Tensor y, range_tensor(*x[0], *x[1], *x[2], where + "Range"));
       count = y.numel();

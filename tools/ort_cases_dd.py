@@ -1,5 +1,5 @@
 """Cases of ops whose output size depends on the data (NonMaxSuppression, NonZero, TopK with a
-computed K, Unique, Compress, Range of computed values) inside small graphs, for tools/ort_cases.py: each a model with ops
+computed K, Unique, Compress, Range of computed values, Slice of computed bounds) inside small graphs, for tools/ort_cases.py: each a model with ops
 before and after the data-dependent one (so fusert plans, fuses and shapes both sides) and
 several test_data_sets of different sizes and counts, one of them with a count of 0, run in one
 session; expected outputs from ONNX Runtime."""
@@ -181,11 +181,42 @@ def range_case(rng):
     return ("dd_range", model, feeds)
 
 
+def slice_case(rng):
+    """Slices whose bounds are computed at run time: x[:, 1:k] with k from the data (the rounded
+    max of Relu(x) x 3, i64), x[:, -k:] to an end of INT64_MAX, and x[j:0:-2] along axis 0 with j
+    from the data (i32); then Tanh, Sigmoid and Abs. Several sizes, and a k of 0 (x[:, 1:0] empty, x[:, -0:] whole)."""
+    inits = {"three": np.array(3.0, np.float32), "one": np.array([1], np.int64), "axis1": np.array([1], np.int64),
+             "axis0": np.array([0], np.int32), "end0": np.array([0], np.int32), "step": np.array([-2], np.int32),
+             "big": np.array([np.iinfo(np.int64).max], np.int64)}
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("ReduceMax", ["r"], ["m"], keepdims=1),
+        helper.make_node("Mul", ["m", "three"], ["m3"]),
+        helper.make_node("Floor", ["m3"], ["mf"]),
+        helper.make_node("Reshape", ["mf", "one"], ["mf1"]),
+        helper.make_node("Cast", ["mf1"], ["k"], to=TensorProto.INT64),
+        helper.make_node("Slice", ["x", "one", "k", "axis1"], ["cols"]),
+        helper.make_node("Tanh", ["cols"], ["y"]),
+        helper.make_node("Neg", ["k"], ["negk"]),
+        helper.make_node("Slice", ["x", "negk", "big", "axis1"], ["tail"]),
+        helper.make_node("Sigmoid", ["tail"], ["t"]),
+        helper.make_node("Cast", ["mf1"], ["j"], to=TensorProto.INT32),
+        helper.make_node("Slice", ["x", "j", "end0", "axis0", "step"], ["rows"]),
+        helper.make_node("Abs", ["rows"], ["z"]),
+    ]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", "w"])]
+    model = _model(nodes, inputs, [("y", TensorProto.FLOAT), ("t", TensorProto.FLOAT), ("z", TensorProto.FLOAT)],
+                   inits, "slice_dd", 13)
+    feeds = [{"x": rng.standard_normal([n, w]).astype(np.float32)} for n, w in ((5, 8), (9, 4))]
+    feeds.append({"x": -np.ones([3, 5], np.float32)})
+    return ("dd_slice", model, feeds)
+
+
 def dd_cases():
     """(name, model, [feeds per test_data_set]) of the data-dependent cases."""
     rng = np.random.default_rng(77)
     return [f(rng) for f in (detector_case, nonzero_case, topk_case, unique_case, compress_case, count_shape_case,
-                             range_case)]
+                             range_case, slice_case)]
 
 
 # NudeNet 3.4.2's detector (PyPI `nudenet`, MIT licence): a YOLOv8n exported to ONNX with a symbolic

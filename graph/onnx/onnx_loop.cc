@@ -95,13 +95,15 @@ Result<onnx::NodeProto> loop_between_stages(const Graph& g, const onnx::NodeProt
     start.push_back({v.shape, v.dtype});
   }
   const std::string bytes = subgraph_model(g, b, outer, opset, name + "/body");
-  FUSERT_ASSIGN_OR_RETURN(auto outs, subgraph_outputs(bytes, shapes, loc.str() + " body"));
+  bool counted = false;  // shapes at the planning count of a data-dependent op in the body: checked per run
+  FUSERT_ASSIGN_OR_RETURN(auto outs, subgraph_outputs(bytes, shapes, loc.str() + " body", &counted));
   if (outs[0].second != DType::kBool || shape_numel(outs[0].first) != 1) {
     return error(StatusCode::kShapeMismatch)
            << loc.str() << ": the body's condition output is " << dtype_name(outs[0].second) << " "
            << shape_str(outs[0].first) << " (one bool)";
   }
   for (int j = 0; j < carried; ++j) {
+    if (counted) outs[static_cast<size_t>(1 + j)] = start[static_cast<size_t>(j)];  // as they came in
     if (outs[static_cast<size_t>(1 + j)] == start[static_cast<size_t>(j)]) continue;
     const auto& [s1, t1] = outs[static_cast<size_t>(1 + j)];
     return error(StatusCode::kUnsupported)

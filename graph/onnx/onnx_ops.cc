@@ -266,6 +266,17 @@ Result<std::string> rewrite(Graph& g, const onnx::NodeProto& np, int64_t opset, 
     ins.insert(ins.begin(), add_const(g, name + ".zero", Tensor(DType::kI64, {}), loc));
     fop = "Sub";
   }
+  if (op == "Slice" && opset >= 10 && ins.size() >= 3) {  // starts, ends or steps computed at run time,
+    bool computed = false, one_axis = true;               // on one constant axis: DynamicSlice
+    for (size_t i : {size_t{1}, size_t{2}, size_t{4}}) {
+      if (i >= ins.size() || ins[i] == kNoValue) continue;
+      computed |= g.value(ins[i]).data.empty();
+      one_axis &= shape_numel(g.value(ins[i]).shape) == 1;
+    }
+    if (ins.size() > 3 && ins[3] != kNoValue)
+      one_axis &= !g.value(ins[3]).data.empty() && g.value(ins[3]).data.numel() == 1;
+    if (computed && one_axis) fop = "DynamicSlice";  // rewrite_attrs sets its axis; else Slice names the inputs
+  }
   if (op == "MaxPool" && n_outs > 1) fop = "MaxPoolWithIndices";  // the indices: a kernel of their own
   if ((op == "Conv" || op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool") && fop == op &&
       g.value(ins[0]).shape.size() == 5)
@@ -329,6 +340,13 @@ Status rewrite_attrs(const Graph& g, const onnx::NodeProto& np, int64_t opset, c
   if (op == "RoiAlign" && opset < 16) {  // opset 10 has no coordinate_transformation_mode: its regions start at
     n.attrs["coordinate_transformation_mode"].type = AttrType::kString;  // the pixel corner
     n.attrs["coordinate_transformation_mode"].s = "output_half_pixel";
+  }
+  if (n.op == OpKind::kDynamicSlice) {  // one axis, a constant (input 3; absent: 0)
+    const ValueId a = n.inputs.size() > 3 ? n.inputs[3] : kNoValue;
+    const Tensor* t = a == kNoValue ? nullptr : &g.value(a).data;
+    n.attrs["axis"].type = AttrType::kInt;
+    n.attrs["axis"].i = !t ? 0 : t->dtype() == DType::kI32 ? static_cast<const int32_t*>(t->raw())[0] : t->i64()[0];
+    if (n.inputs.size() > 3) n.inputs[3] = kNoValue;
   }
   if (n.op == OpKind::kIntegerArithmetic) {  // ONNX's op name, lower case
     n.attrs["op"].type = AttrType::kString;

@@ -105,8 +105,12 @@ std::map<std::string, Shape> outer_shapes(const Graph& g, const std::vector<std:
 
 Result<std::vector<std::pair<Shape, DType>>> subgraph_outputs(const std::string& bytes,
                                                               const std::map<std::string, Shape>& shapes,
-                                                              const std::string& where) {
+                                                              const std::string& where, bool* data_dependent) {
   FUSERT_ASSIGN_OR_RETURN(ModelSpec spec, load_onnx_bytes(bytes, where, shapes));
+  if (data_dependent) {
+    *data_dependent = false;
+    for (const SymbolicDim& d : spec.dims) *data_dependent |= d.data_dependent;
+  }
   std::vector<std::pair<Shape, DType>> out;
   for (ValueId id : spec.graph.outputs) out.push_back({spec.graph.value(id).shape, spec.graph.value(id).dtype});
   return out;

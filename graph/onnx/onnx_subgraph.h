@@ -41,9 +41,11 @@ std::string subgraph_model(const Graph& g, const onnx::GraphProto& gp, const std
 std::map<std::string, Shape> outer_shapes(const Graph& g, const std::vector<std::string>& outer);
 
 /// The outputs' shapes and dtypes of subgraph model `bytes` at input shapes `shapes` (every
-/// input named); `where` names it in errors. Errors: those of importing it there.
+/// input named); `where` names it in errors; `data_dependent` (optional): set when they follow a
+/// count of a data-dependent op inside (then they are shapes at that op's planning count).
+/// Errors: those of importing it there.
 Result<std::vector<std::pair<Shape, DType>>> subgraph_outputs(const std::string& bytes,
                                                               const std::map<std::string, Shape>& shapes,
-                                                              const std::string& where);
+                                                              const std::string& where, bool* data_dependent = nullptr);
 
 }  // namespace fusert::onnx_import

@@ -208,6 +208,28 @@ Tensor compress(const Tensor& x, const Tensor& condition, int64_t axis) {
   return y;
 }
 
+Tensor slice_axis(const Tensor& x, int64_t axis, int64_t start, int64_t end, int64_t step) {
+  const AxisView v = axis_view_of(x.shape(), axis);
+  const int64_t d = v.len;
+  auto clamp = [d](int64_t e, int64_t lo, int64_t hi) { return std::min(std::max(e < 0 ? e + d : e, lo), hi); };
+  const int64_t b = step > 0 ? clamp(start, 0, d) : clamp(start, 0, d - 1);
+  const int64_t e = step > 0 ? clamp(end, 0, d) : clamp(end, -1, d - 1);
+  const uint64_t span = static_cast<uint64_t>(step > 0 ? e - b : b - e);  // > 0 where not empty; |step| unsigned:
+  const uint64_t stride = step > 0 ? static_cast<uint64_t>(step) : 0 - static_cast<uint64_t>(step);  // INT64_MIN
+  const int64_t n = (step > 0 ? e > b : b > e) ? static_cast<int64_t>((span - 1) / stride + 1) : 0;
+  Shape ys = x.shape();
+  ys[static_cast<size_t>(axis)] = n;
+  Tensor y(x.dtype(), ys);
+  const size_t es = dtype_size(x.dtype()), row = static_cast<size_t>(v.inner) * es;
+  const auto* src = static_cast<const uint8_t*>(x.raw());
+  auto* dst = static_cast<uint8_t*>(y.raw());
+  for (int64_t o = 0; o < v.outer; ++o)
+    for (int64_t j = 0; j < n; ++j)
+      std::memcpy(dst + static_cast<size_t>(o * n + j) * row, src + static_cast<size_t>(o * d + b + j * step) * row,
+                  row);
+  return y;
+}
+
 void top_k_tensor(const Tensor& x, int64_t axis, int64_t k, bool largest, Tensor* values, Tensor* indices) {
   Shape ys = x.shape();
   ys[static_cast<size_t>(axis)] = k;

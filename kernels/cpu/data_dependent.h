@@ -44,6 +44,12 @@ UniqueResult unique(const Tensor& x, int64_t axis, bool sorted);
 /// (bool, 1-D, at most the axis' length; missing entries are false) is true.
 Tensor compress(const Tensor& x, const Tensor& condition, int64_t axis);
 
+/// ONNX Slice along one axis with start, end and step known at run time (ONNX's clamping: starts
+/// into [0, d] (or [0, d - 1] for a negative step), ends into [0, d] (or [-1, d - 1]), negative
+/// values from the end; step != 0, checked by the caller): x's shape with the slice's length along
+/// `axis`.
+Tensor slice_axis(const Tensor& x, int64_t axis, int64_t start, int64_t end, int64_t step);
+
 /// ONNX TopK with `k` known at run time (0 <= k <= x's dim `axis`, checked by the caller):
 /// values (x's dtype) and i64 indices, x's shape with k along axis.
 void top_k_tensor(const Tensor& x, int64_t axis, int64_t k, bool largest, Tensor* values, Tensor* indices);

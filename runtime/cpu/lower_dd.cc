@@ -24,6 +24,7 @@ LOWER(NonMaxSuppression) { return between_stages(g, ni); }
 LOWER(Unique) { return between_stages(g, ni); }
 LOWER(Compress) { return between_stages(g, ni); }
 LOWER(Range) { return between_stages(g, ni); }
+LOWER(DynamicSlice) { return between_stages(g, ni); }
 LOWER(If) { return between_stages(g, ni); }
 LOWER(Loop) { return between_stages(g, ni); }
 
