@@ -14,6 +14,8 @@ bool is_data_dependent(const Graph& g, const Node& n) {
     case OpKind::kCompress:
     case OpKind::kRange:  // a Range of constants folds at import: this one reads run-time values
     case OpKind::kDynamicSlice:
+    case OpKind::kDynamicReshape:
+    case OpKind::kDynamicExpand:
       return true;
     case OpKind::kTopK:
       return n.inputs.size() > 1 && n.inputs[1] != kNoValue && g.value(n.inputs[1]).data.empty();
@@ -32,12 +34,32 @@ std::string loop_body_input(size_t k) {
   return k == 0 ? "#loop.iteration" : k == 1 ? "#loop.condition" : "#loop.carried" + std::to_string(k - 2);
 }
 
-std::string dd_dim_name(const Node& n) { return n.name + ".n"; }
+bool is_shape_computed(const Node& n) { return n.op == OpKind::kDynamicReshape || n.op == OpKind::kDynamicExpand; }
+
+namespace {
+
+// The rank of a computed shape's output: its shape input's length (Expand: at least X's rank).
+size_t computed_rank(const Graph& g, const Node& n) {
+  const Shape& s = g.value(n.inputs[1]).shape;
+  const size_t r = s.size() == 1 && s[0] >= 0 ? static_cast<size_t>(s[0]) : 0;
+  return n.op == OpKind::kDynamicExpand ? std::max(r, g.value(n.inputs[0]).shape.size()) : r;
+}
+
+}  // namespace
+
+std::vector<std::string> dd_dim_names(const Graph& g, const Node& n) {
+  if (!is_shape_computed(n)) return {n.name + ".n"};
+  std::vector<std::string> out;
+  for (size_t i = 0; i < computed_rank(g, n); ++i) out.push_back(n.name + ".n" + std::to_string(i));
+  return out;
+}
 
 int64_t dd_count_bound(const Graph& g, const Node& n) {
-  constexpr int64_t kNoAxis = 2147483647;  // Unique / Compress without `axis`
-  if (n.op == OpKind::kRange) return -1;   // no bound the shapes give
-  if (n.op == OpKind::kLoop) {             // a constant trip count M
+  constexpr int64_t kNoAxis = 2147483647;                                   // Unique / Compress without `axis`
+  if (n.op == OpKind::kRange || n.op == OpKind::kDynamicExpand) return -1;  // no bound the shapes give
+  if (n.op == OpKind::kDynamicReshape)  // each dim at most X's size (with allowzero, a 0 elsewhere lifts it)
+    return n.attr_i("allowzero") ? -1 : shape_numel(g.value(n.inputs[0]).shape);
+  if (n.op == OpKind::kLoop) {  // a constant trip count M
     const Value* m = n.inputs.empty() || n.inputs[0] == kNoValue ? nullptr : &g.value(n.inputs[0]);
     return m && !m->data.empty() && m->data.numel() == 1 && m->data.dtype() == DType::kI64
                ? std::max<int64_t>(0, m->data.i64()[0])
@@ -73,22 +95,53 @@ int64_t dd_count_bound(const Graph& g, const Node& n) {
   }
 }
 
-SymbolicDim shape_count(const Graph& g, Node& n, const DimValues* at) {
+namespace {
+
+// The values a node whose shape is computed is shaped at by default: X's shape where the ranks
+// agree (Expand: X's dims right-aligned, 1 before them), else X's size first and 1 after.
+std::vector<int64_t> computed_defaults(const Graph& g, const Node& n) {
+  const Shape& x = g.value(n.inputs[0]).shape;
+  const size_t r = computed_rank(g, n);
+  std::vector<int64_t> out(r, 1);
+  if (n.op == OpKind::kDynamicExpand || x.size() == r) {
+    for (size_t i = 0; i < x.size() && i < r; ++i) out[r - 1 - i] = x[x.size() - 1 - i];
+  } else if (r > 0) {
+    out[0] = shape_numel(x);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<SymbolicDim> shape_counts(const Graph& g, Node& n, const DimValues* at) {
   constexpr int64_t kDefault = 16;
-  SymbolicDim d;
-  d.name = dd_dim_name(n);
-  d.producer = n.name;
-  d.data_dependent = d.open = true;
-  d.min = 0;
-  d.max = kMaxTensorElements;
+  const std::vector<std::string> names = dd_dim_names(g, n);
+  const std::vector<int64_t> dflt = is_shape_computed(n) ? computed_defaults(g, n) : std::vector<int64_t>{kDefault};
   const int64_t bound = dd_count_bound(g, n);
   auto clamp = [bound](int64_t v) { return std::max<int64_t>(1, bound >= 0 ? std::min(v, bound) : v); };
-  d.opt = clamp(kDefault);
-  d.probe = d.opt > 1 ? d.opt - 1 : d.opt;  // a second value, for the constants folded from the count
-  // A count of 0 asked for explicitly is kept: the empty shapes that follow it (runtime/staged.h).
-  const bool asked = at && at->count(d.name);
-  n.attrs["count"].i = asked && at->at(d.name) == 0 ? 0 : asked ? clamp(at->at(d.name)) : d.opt;
-  return d;
+  std::vector<SymbolicDim> dims;
+  std::vector<int64_t> values;
+  for (size_t i = 0; i < names.size(); ++i) {
+    SymbolicDim d;
+    d.name = names[i];
+    d.producer = n.name;
+    d.data_dependent = d.open = true;
+    d.min = 0;
+    d.max = kMaxTensorElements;
+    d.opt = clamp(dflt[i]);
+    d.probe = d.opt > 1 ? d.opt - 1 : d.opt;  // a second value, for the constants folded from the count
+    // A count of 0 asked for explicitly is kept: the empty shapes that follow it (runtime/staged.h).
+    const bool asked = at && at->count(d.name);
+    values.push_back(asked && at->at(d.name) == 0 ? 0 : asked ? clamp(at->at(d.name)) : d.opt);
+    dims.push_back(d);
+  }
+  if (is_shape_computed(n)) {
+    n.attrs["counts"].type = AttrType::kInts;
+    n.attrs["counts"].ints = values;
+  } else {
+    n.attrs["count"].i = values[0];
+  }
+  return dims;
 }
 
 Stages split_stages(const Graph& g, const CountConstants& consts) {
@@ -98,7 +151,7 @@ Stages split_stages(const Graph& g, const CountConstants& consts) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (!is_stage_boundary(g, g.nodes[i])) continue;
     st.dd_nodes.push_back(static_cast<int>(i));
-    dd_of[dd_dim_name(g.nodes[i])] = static_cast<int>(i);
+    for (const std::string& d : dd_dim_names(g, g.nodes[i])) dd_of[d] = static_cast<int>(i);
   }
   // A node reading a constant folded from a count may precede that count's node in graph order
   // (nothing else links them): repeat until no stage moves (each pass can only push stages up).

@@ -30,19 +30,27 @@ bool is_stage_boundary(const Graph& g, const Node& n);
 /// the outer values it reads follow under their own names.
 std::string loop_body_input(size_t k);
 
-/// The symbolic dim of a data-dependent node's count: "<node name>.n".
-std::string dd_dim_name(const Node& n);
+/// True for a data-dependent op whose whole output shape is computed at run time (a Reshape or
+/// Expand whose shape input is: DynamicReshape, DynamicExpand): one count per output dim.
+bool is_shape_computed(const Node& n);
+
+/// The symbolic dims of a data-dependent node's counts: "<node name>.n"; for an op whose shape
+/// is computed (is_shape_computed), one per output dim: "<node name>.n0", ".n1", ... (its
+/// shape input's length `g` gives their number; Expand: at least the input's rank).
+std::vector<std::string> dd_dim_names(const Graph& g, const Node& n);
 
 /// The largest count `n` can return given its input shapes, or -1 for none (NonZero: X's size;
 /// NonMaxSuppression: batches x classes x boxes, or x a constant per-class limit; Unique, TopK:
 /// the length along the axis; Compress: that or the condition's length, the smaller).
 int64_t dd_count_bound(const Graph& g, const Node& n);
 
-/// Shapes data-dependent node `n` (its inputs' shapes known): sets its `count` attribute to its
-/// dim's value in `at` when given there, else to a small default (16); either at most
-/// dd_count_bound and at least 1, except a 0 given in `at` (the shapes of an empty count).
-/// Returns the dim (SymbolicDim::data_dependent: min 0, open, probed at the default - 1).
-SymbolicDim shape_count(const Graph& g, Node& n, const DimValues* at);
+/// Shapes data-dependent node `n` (its inputs' shapes known): sets its `count` attribute (an op
+/// whose shape is computed: `counts`, one per output dim) to its dim's value in `at` when given
+/// there, else to a default (16; a computed shape: the input's own shape where the ranks agree,
+/// else its size in the first dim and 1 in the others); either at most dd_count_bound and at
+/// least 1, except a 0 given in `at` (the shapes of an empty count). Returns the dims
+/// (SymbolicDim::data_dependent: min 0, open, probed at another value).
+std::vector<SymbolicDim> shape_counts(const Graph& g, Node& n, const DimValues* at);
 
 /// Which stage each node runs in.
 struct Stages {

@@ -2,6 +2,7 @@
 // Spatial ops (Conv, pooling) live in shape_functions_spatial.cc.
 #include <algorithm>
 
+#include "graph/base/target_shape.h"
 #include "graph/shape_inference.h"
 
 namespace fusert {
@@ -125,37 +126,9 @@ Status shape_Reshape(ShapeContext& c) {
     if (t->dtype() != DType::kI64) return c.fail() << "input 1 (shape) must be an i64 constant";
     target.assign(t->i64(), t->i64() + t->numel());
   }
-  const Shape& x = c.in(0);
-  Shape out(target.size());
-  int64_t known = 1, infer_at = -1;
-  for (size_t i = 0; i < target.size(); ++i) {
-    int64_t d = target[i];
-    if (d == 0 && c.node.attr_i("allowzero") == 0) {
-      if (i >= x.size()) return c.fail() << "shape[" << i << "] = 0 but input has rank " << x.size();
-      d = x[i];
-    }
-    if (d == -1) {
-      if (infer_at >= 0) return c.fail() << "more than one -1 in shape";
-      infer_at = static_cast<int64_t>(i);
-      continue;
-    }
-    if (d < 0) return c.fail() << "invalid dimension " << d;
-    // known * d stays below 2^62: a crafted shape cannot overflow it.
-    if (d > 0 && known > kMaxTensorElements / d) {
-      return c.fail() << "shape " << shape_str(target) << " exceeds the largest tensor fusert allocates ("
-                      << kMaxTensorElements << " elements)";
-    }
-    out[i] = d;
-    known *= d;
-  }
-  int64_t n = shape_numel(x);
-  if (infer_at >= 0) {
-    if (known == 0 || n % known != 0)
-      return c.fail() << "cannot reshape " << shape_str(x) << " to " << shape_str(target);
-    out[static_cast<size_t>(infer_at)] = n / known;
-  } else if (known != n) {
-    return c.fail() << "cannot reshape " << shape_str(x) << " (" << n << " elements) to " << shape_str(out);
-  }
+  Shape out;
+  const Status fit = reshape_to(c.in(0), target, c.node.attr_i("allowzero") != 0, &out);
+  if (!fit.ok()) return c.fail() << fit.message();
   c.set_out(0, out, c.in_dtype(0));
   return Status();
 }

@@ -131,6 +131,27 @@ Status shape_DynamicSlice(ShapeContext& c) {
   return Status();
 }
 
+// A Reshape or Expand whose shape input is computed at run time: every output dim is a count
+// (the import sets `counts`, graph/data_dependent.h); the values come from the shape the op reads.
+Status shape_computed(ShapeContext& c) {
+  const Shape& s = c.in(1);
+  if (s.size() != 1 || c.in_dtype(1) != DType::kI64)
+    return c.fail() << "input 1 (shape) must be a 1-D i64 tensor, is " << dtype_name(c.in_dtype(1)) << " "
+                    << shape_str(s);
+  const size_t r = c.node.op == OpKind::kDynamicExpand ? std::max(c.in(0).size(), static_cast<size_t>(s[0]))
+                                                       : static_cast<size_t>(s[0]);
+  const std::vector<int64_t>& counts = c.node.attr_ints("counts");
+  if (counts.size() != r) {
+    return c.unsupported() << op_name(c.node.op) << "'s output shape is computed at run time; fusert runs it from an "
+                           << "ONNX model, whose import shapes what follows at one symbolic count per dim";
+  }
+  c.set_out(0, Shape(counts.begin(), counts.end()), c.in_dtype(0));
+  return Status();
+}
+
+Status shape_DynamicReshape(ShapeContext& c) { return shape_computed(c); }
+Status shape_DynamicExpand(ShapeContext& c) { return shape_computed(c); }
+
 Status shape_Range(ShapeContext& c) {
   const DType t = c.in_dtype(0);
   for (size_t i = 0; i < 3; ++i) {

@@ -116,8 +116,10 @@ static bool dtype_free_input(OpKind op, size_t i) {
     case OpKind::kCompress:
     case OpKind::kRange:
     case OpKind::kDynamicSlice:  // data of any dtype; starts, ends, steps checked by the shape function
-    case OpKind::kIf:            // the condition and the outer values a branch reads, of any dtype
-    case OpKind::kLoop:          // M, the condition, carried and outer values: checked by shape_Loop
+    case OpKind::kDynamicReshape:
+    case OpKind::kDynamicExpand:
+    case OpKind::kIf:    // the condition and the outer values a branch reads, of any dtype
+    case OpKind::kLoop:  // M, the condition, carried and outer values: checked by shape_Loop
       return true;
     case OpKind::kResize:
       return i >= 1;  // roi, scales (f32), sizes (i64): checked by shape_Resize
@@ -132,11 +134,19 @@ static bool dtype_free_input(OpKind op, size_t i) {
 
 static Status check_dtypes(ShapeContext& c) {
   const OpKind op = c.node.op;
-  // Concat kernels are f32, Transpose's f32/i32/i64; on integer constants both are folded before running.
+  // Concat and Transpose move f32, i32 and i64 (Transpose's i64 up to rank 5); on other constants both are
+  // folded before running.
   if ((op == OpKind::kConcat || op == OpKind::kTranspose)) {
     bool all_const = true;
     for (size_t i = 0; i < c.num_inputs(); ++i) all_const &= c.constant_derived(i);
     if (all_const) return Status();
+  }
+  if (op == OpKind::kConcat && (c.in_dtype(0) == DType::kI32 || c.in_dtype(0) == DType::kI64)) {
+    for (size_t i = 1; i < c.num_inputs(); ++i)  // moves 4- or 8-byte elements (shapes computed at run time)
+      if (c.in_dtype(i) != c.in_dtype(0))
+        return c.fail() << "input " << i << " is " << dtype_name(c.in_dtype(i)) << ", input 0 "
+                        << dtype_name(c.in_dtype(0)) << " (Concat's inputs share one dtype)";
+    return Status();
   }
   if (op == OpKind::kTranspose &&
       (c.in_dtype(0) == DType::kI32 || (c.in_dtype(0) == DType::kI64 && c.in(0).size() < 6)))

@@ -35,7 +35,8 @@ Result<ModelSpec> stage_spec(const ModelSpec& full, const std::shared_ptr<const 
   spec.base_dir = full.base_dir;
   std::set<std::string> before;  // counts of the data-dependent ops that run before stage s
   for (int i : st.dd_nodes)
-    if (st.node_stage[static_cast<size_t>(i)] < s) before.insert(dd_dim_name(full.graph.nodes[static_cast<size_t>(i)]));
+    if (st.node_stage[static_cast<size_t>(i)] < s)
+      for (const std::string& d : dd_dim_names(full.graph, full.graph.nodes[static_cast<size_t>(i)])) before.insert(d);
   for (const SymbolicDim& d : full.dims) {
     if (d.data_dependent && !before.count(d.name)) continue;
     spec.dims.push_back(d);
@@ -167,7 +168,7 @@ Result<std::unique_ptr<StagedModel>> StagedModel::build(const ModelSpec& full, c
     op->node = g.nodes[static_cast<size_t>(i)];
     op->after = st.node_stage[static_cast<size_t>(i)];
     op->node_follows = moving_nodes.count(op->node.name) > 0;
-    op->dim = is_data_dependent(g, op->node) ? dd_dim_name(op->node) : std::string();
+    if (is_data_dependent(g, op->node)) op->dims = dd_dim_names(g, op->node);
     op->label = std::string(op_name(op->node.op)) + " '" + op->node.name + "'";
     for (ValueId in : op->node.inputs) {
       op->in.push_back(in == kNoValue ? std::string() : g.value(in).name);
@@ -286,7 +287,8 @@ Result<std::vector<StepTime>> StagedModel::profile(const DimValues& input_dims, 
       t.name = op->node.name;
       t.kernel = "host";
       t.detail = op->label + " between stages";
-      if (!op->dim.empty()) t.detail += ", count " + op->dim + " = " + std::to_string(dims.at(op->dim));
+      for (size_t k = 0; k < op->dims.size(); ++k)
+        t.detail += (k ? ", " : ", count ") + op->dims[k] + " = " + std::to_string(dims.at(op->dims[k]));
       t.nodes = 1;
       t.ms = ms[ms.size() / 2];
       t.reference_loop = false;
@@ -321,9 +323,12 @@ std::string StagedModel::explain() const {
       if (op->node.op == OpKind::kIf)
         s += "; the branch the condition takes runs as a session of its own (per branch and shape)";
       if (op->node.op == OpKind::kLoop) s += "; its body runs once per iteration as a session of its own (per shape)";
-      s += op->dim.empty() ? "\n"
-                           : std::string("; its ") + (op->node.op == OpKind::kLoop ? "iteration " : "") +
-                                 "count is dim '" + op->dim + "'\n";
+      if (op->dims.size() == 1)
+        s += std::string("; its ") + (op->node.op == OpKind::kLoop ? "iteration " : "") + "count is dim '" +
+             op->dims[0] + "'";
+      for (size_t k = 0; op->dims.size() > 1 && k < op->dims.size(); ++k)
+        s += (k ? ", '" : "; its shape is dims '") + op->dims[k] + "'";
+      s += "\n";
     }
   }
   return s;

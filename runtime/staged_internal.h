@@ -47,7 +47,8 @@ struct StagedModel::DDOp {
   /// Loop body reading a constant folded from a shape): taken from the model at each run's dims.
   bool node_follows = false;
   std::vector<std::string> out;
-  std::string dim, label;
+  std::vector<std::string> dims;  ///< its counts' dims (data-dependent: dd_dim_names), else none
+  std::string label;
   int after = 0;  ///< runs after this stage
 };
 

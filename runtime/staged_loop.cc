@@ -141,7 +141,7 @@ Result<std::vector<Tensor>> StagedModel::run_loop(const DDOp& op, const std::vec
   std::vector<Tensor> result;
   for (size_t j = 0; j < carried && j < dtypes.size(); ++j) result.push_back(feed[loop_body_input(2 + j)]);
   for (size_t k = 0; k < scans; ++k) result.push_back(stacked(scanned[k], elem[k], dtypes[carried + k]));
-  if (!op.dim.empty()) (*dims)[op.dim] = i;
+  if (!op.dims.empty()) (*dims)[op.dims[0]] = i;
   return result;
 }
 

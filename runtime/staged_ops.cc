@@ -4,8 +4,10 @@
 #include <functional>
 
 #include "graph/base/range.h"
+#include "graph/base/target_shape.h"
 #include "graph/onnx/onnx_import.h"
 #include "kernels/cpu/data_dependent.h"
+#include "kernels/cpu/data_movement.h"
 #include "runtime/staged_internal.h"
 
 namespace fusert {
@@ -13,6 +15,23 @@ namespace fusert {
 namespace {
 
 constexpr int64_t kNoAxis = 2147483647;  // Unique / Compress without `axis`
+
+// DynamicReshape / DynamicExpand of `x` to `shape` (one i64 per output dim, read at run time):
+// ONNX Reshape's 0 (X's dim, unless allowzero) and -1 (the rest), Expand's broadcast. Errors
+// (InvalidArgument, naming the node by `where`): a shape that does not fit X.
+Result<Tensor> computed_shape_op(const Node& n, const Tensor& x, const Tensor& shape, const std::string& where) {
+  std::vector<int64_t> t(static_cast<size_t>(shape.numel()));
+  for (size_t i = 0; i < t.size(); ++i)
+    t[i] = shape.dtype() == DType::kI32 ? static_cast<const int32_t*>(shape.raw())[i] : shape.i64()[i];
+  Shape y;
+  Status fit = n.op == OpKind::kDynamicReshape ? reshape_to(x.shape(), t, n.attr_i("allowzero") != 0, &y)
+                                               : expand_to(x.shape(), t, &y);
+  if (!fit.ok()) return error(StatusCode::kInvalidArgument) << where << fit.message();
+  if (n.op == OpKind::kDynamicReshape) return x.clone().reshaped(y);
+  Tensor out(x.dtype(), y);
+  if (out.numel() > 0) cpu::expand_rows(x.shape(), y, dtype_size(x.dtype()), x.raw(), out.raw());
+  return out;
+}
 
 }  // namespace
 
@@ -115,6 +134,13 @@ Result<std::vector<Tensor>> StagedModel::run_dd(const DDOp& op, const TensorMap&
       count = out[0].shape()[static_cast<size_t>(n.attr_i("axis"))];
       break;
     }
+    case OpKind::kDynamicReshape:
+    case OpKind::kDynamicExpand: {
+      FUSERT_ASSIGN_OR_RETURN(Tensor y, computed_shape_op(n, *x[0], *x[1], where));
+      for (size_t k = 0; k < op.dims.size(); ++k) (*dims)[op.dims[k]] = y.shape()[k];
+      out.push_back(std::move(y));
+      return out;
+    }
     case OpKind::kRange: {
       FUSERT_ASSIGN_OR_RETURN(Tensor y, range_tensor(*x[0], *x[1], *x[2], where + "Range"));
       count = y.numel();
@@ -138,7 +164,7 @@ Result<std::vector<Tensor>> StagedModel::run_dd(const DDOp& op, const TensorMap&
     default:
       return error(StatusCode::kInternal) << op.label << " is not a data-dependent op";
   }
-  (*dims)[op.dim] = count;
+  (*dims)[op.dims.at(0)] = count;
   return out;
 }
 

@@ -1,5 +1,5 @@
 """Cases of ops whose output size depends on the data (NonMaxSuppression, NonZero, TopK with a
-computed K, Unique, Compress, Range of computed values, Slice of computed bounds) inside small graphs, for tools/ort_cases.py: each a model with ops
+computed K, Unique, Compress, Range of computed values, Slice of computed bounds, Reshape and Expand to computed shapes) inside small graphs, for tools/ort_cases.py: each a model with ops
 before and after the data-dependent one (so fusert plans, fuses and shapes both sides) and
 several test_data_sets of different sizes and counts, one of them with a count of 0, run in one
 session; expected outputs from ONNX Runtime."""
@@ -212,11 +212,43 @@ def slice_case(rng):
     return ("dd_slice", model, feeds)
 
 
+def shape_case(rng):
+    """Reshape and Expand to shapes computed from the data: c = w where max(x) > 0, else 1;
+    x [n, w] reshaped to [0, c, -1] then Softmax over its last axis; x's row means [n, 1]
+    expanded to [1, c] then doubled. Two sizes with positive maxima, and all -1 (c = 1)."""
+    inits = {"one": np.array([1], np.int64), "zero": np.array([0], np.int64), "mone": np.array([-1], np.int64),
+             "two": np.array(2.0, np.float32), "lo": np.array([1], np.int64), "hi": np.array([2], np.int64),
+             "zf": np.array(0.0, np.float32)}
+    nodes = [
+        helper.make_node("ReduceMax", ["x"], ["m"], keepdims=0),
+        helper.make_node("Greater", ["m", "zf"], ["pos"]),
+        helper.make_node("Cast", ["pos"], ["f0"], to=TensorProto.INT64),
+        helper.make_node("Reshape", ["f0", "one"], ["f"]),
+        helper.make_node("Shape", ["x"], ["xs"]),
+        helper.make_node("Slice", ["xs", "lo", "hi"], ["w"]),
+        helper.make_node("Sub", ["w", "one"], ["w1"]),
+        helper.make_node("Mul", ["w1", "f"], ["fw"]),
+        helper.make_node("Add", ["fw", "one"], ["c"]),
+        helper.make_node("Concat", ["zero", "c", "mone"], ["shape3"], axis=0),
+        helper.make_node("Reshape", ["x", "shape3"], ["r"]),
+        helper.make_node("Softmax", ["r"], ["y"], axis=-1),
+        helper.make_node("ReduceMean", ["x"], ["rm"], axes=[1], keepdims=1),
+        helper.make_node("Concat", ["one", "c"], ["shape2"], axis=0),
+        helper.make_node("Expand", ["rm", "shape2"], ["e"]),
+        helper.make_node("Mul", ["e", "two"], ["z"]),
+    ]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", "w"])]
+    model = _model(nodes, inputs, [("y", TensorProto.FLOAT), ("z", TensorProto.FLOAT)], inits, "shape_dd", 13)
+    feeds = [{"x": rng.standard_normal([n, w]).astype(np.float32)} for n, w in ((4, 6), (3, 10))]
+    feeds.append({"x": -np.ones([2, 5], np.float32)})
+    return ("dd_shape", model, feeds)
+
+
 def dd_cases():
     """(name, model, [feeds per test_data_set]) of the data-dependent cases."""
     rng = np.random.default_rng(77)
     return [f(rng) for f in (detector_case, nonzero_case, topk_case, unique_case, compress_case, count_shape_case,
-                             range_case, slice_case)]
+                             range_case, slice_case, shape_case)]
 
 
 # NudeNet 3.4.2's detector (PyPI `nudenet`, MIT licence): a YOLOv8n exported to ONNX with a symbolic

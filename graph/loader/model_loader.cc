@@ -109,9 +109,11 @@ Status Loader::load(const YAML::Node& root, ModelSpec* spec) {
   FUSERT_RETURN_IF_ERROR(topo_sort(g));
   for (Node& n : g.nodes) {  // in order; a data-dependent node is shaped at its count (graph/data_dependent.h)
     if (is_data_dependent(g, n)) {
-      const SymbolicDim d = shape_count(g, n, values_);
-      spec->dim_values[d.name] = n.attr_i("count");
-      spec->dims.push_back(d);
+      size_t k = 0;  // an op whose shape is computed: one count per output dim
+      for (const SymbolicDim& d : shape_counts(g, n, values_)) {
+        spec->dim_values[d.name] = is_shape_computed(n) ? n.attr_ints("counts").at(k++) : n.attr_i("count");
+        spec->dims.push_back(d);
+      }
     }
     FUSERT_RETURN_IF_ERROR(infer_node_shapes(g, n));
   }

@@ -226,8 +226,10 @@ class Importer {
     Node& added = g.nodes.back();
     for (ValueId out : added.outputs) g.value(out).producer = static_cast<int>(g.nodes.size() - 1);
     if (is_data_dependent(g, added)) {  // graph/data_dependent.h
-      counts_.push_back(shape_count(g, added, at_));
-      deps.insert(counts_.back().name);
+      for (const SymbolicDim& d : shape_counts(g, added, at_)) {
+        counts_.push_back(d);
+        deps.insert(d.name);
+      }
     }
     for (ValueId out : added.outputs)
       if (!deps.empty()) counted_[g.value(out).name] = deps;
@@ -299,10 +301,11 @@ Result<ModelSpec> load_onnx_at(const std::string& path, const onnx::ModelProto* 
   }
   for (const Node& n : spec.graph.nodes) {  // the data-dependent counts, at the values shaped at
     if (!is_data_dependent(spec.graph, n)) continue;
+    size_t k = 0;  // an op whose shape is computed: one count per output dim
     for (const SymbolicDim& d : imp.counts_) {
       if (d.producer != n.name) continue;
       spec.dims.push_back(d);
-      spec.dim_values[d.name] = n.attr_i("count");
+      spec.dim_values[d.name] = is_shape_computed(n) ? n.attr_ints("counts").at(k++) : n.attr_i("count");
     }
   }
   if (spec.dims.empty()) {

@@ -277,6 +277,8 @@ Result<std::string> rewrite(Graph& g, const onnx::NodeProto& np, int64_t opset, 
       one_axis &= !g.value(ins[3]).data.empty() && g.value(ins[3]).data.numel() == 1;
     if (computed && one_axis) fop = "DynamicSlice";  // rewrite_attrs sets its axis; else Slice names the inputs
   }
+  if ((op == "Reshape" || op == "Expand") && ins.size() == 2 && ins[1] != kNoValue && g.value(ins[1]).data.empty())
+    fop = "Dynamic" + op;  // a shape computed at run time: one count per output dim (graph/data_dependent.h)
   if (op == "MaxPool" && n_outs > 1) fop = "MaxPoolWithIndices";  // the indices: a kernel of their own
   if ((op == "Conv" || op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool") && fop == op &&
       g.value(ins[0]).shape.size() == 5)

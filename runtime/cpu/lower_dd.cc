@@ -25,6 +25,8 @@ LOWER(Unique) { return between_stages(g, ni); }
 LOWER(Compress) { return between_stages(g, ni); }
 LOWER(Range) { return between_stages(g, ni); }
 LOWER(DynamicSlice) { return between_stages(g, ni); }
+LOWER(DynamicReshape) { return between_stages(g, ni); }
+LOWER(DynamicExpand) { return between_stages(g, ni); }
 LOWER(If) { return between_stages(g, ni); }
 LOWER(Loop) { return between_stages(g, ni); }
 

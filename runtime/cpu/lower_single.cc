@@ -292,16 +292,18 @@ LOWER(Concat) {
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= y[static_cast<size_t>(d)];
   for (size_t d = static_cast<size_t>(axis) + 1; d < y.size(); ++d) inner *= y[d];
+  const DType t = g.value(n.outputs[0]).dtype;
+  if (t == DType::kI64) inner *= 2;  // an 8-byte element moves as two 4-byte ones (i32, f32: one)
   std::vector<int64_t> lens;
   for (ValueId in : n.inputs) lens.push_back(shape_of(g, in)[static_cast<size_t>(axis)]);
   std::vector<ValueId> ins = n.inputs;
   ValueId yi = n.outputs[0];
   s.run = [=](const BufferTable& b) {
     std::vector<const float*> xs;
-    for (ValueId id : ins) xs.push_back(b.f32(id));
-    cpu::concat(outer, inner, lens, xs, b.f32(yi));
+    for (ValueId id : ins) xs.push_back(static_cast<const float*>(b.raw(id)));
+    cpu::concat(outer, inner, lens, xs, static_cast<float*>(b.raw(yi)));
   };
-  offer_native_concat(g, n, s);
+  if (t == DType::kF32) offer_native_concat(g, n, s);
   return Status();
 }
 

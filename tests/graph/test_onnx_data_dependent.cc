@@ -230,3 +230,46 @@ TEST_CASE("data-dependent: a NonZero inside the branch a run-time If takes (the 
   REQUIRE_MESSAGE(y.ok(), y.status().to_string());
   CHECK(ints(y->at("y")) == std::vector<int64_t>{1, 6});
 }
+
+TEST_CASE("data-dependent: Reshape and Expand to a shape given at run time (one count per dim), by hand") {
+  // y = Relu(Reshape(x, s)); z = Expand(b, s) + 1 with b [1, 2]; s an i64 input of 2 values.
+  auto m = model(13);
+  auto* g = m.mutable_graph();
+  add_input(g, "x", {2, 3});
+  add_input(g, "s", {2}, "", -1, onnx::TensorProto::INT64);
+  add_f32(g, "b", {1, 2}, {1, -2});
+  add_f32(g, "one", {}, {1});
+  add_node(g, "Reshape", {"x", "s"}, {"r"}, "rs");
+  add_node(g, "Relu", {"r"}, {"y"}, "relu");
+  add_node(g, "Expand", {"b", "s"}, {"e"}, "ex");
+  add_node(g, "Add", {"e", "one"}, {"z"}, "add");
+  add_output(g, "y");
+  add_output(g, "z");
+  for (const char* fusion : {"none", "all"}) {
+    CAPTURE(fusion);
+    auto s = load(m, "dd_reshape_expand.onnx", fusion);
+    CHECK(has(s->explain(), "its shape is dims 'rs.n0', 'rs.n1'"));
+    auto shape = [](std::vector<int64_t> v) {
+      Tensor t(DType::kI64, {static_cast<int64_t>(v.size())});
+      std::copy(v.begin(), v.end(), t.i64());
+      return t;
+    };
+    const Tensor x = Tensor::f32({2, 3}, {1, -2, 3, -4, 5, -6});
+    auto y = s->run({{"x", x}, {"s", shape({3, 2})}});
+    REQUIRE_MESSAGE(y.ok(), y.status().to_string());
+    check_f32(y->at("y"), {3, 2}, {1, 0, 3, 0, 5, 0});
+    check_f32(y->at("z"), {3, 2}, {2, -1, 2, -1, 2, -1});
+    y = s->run({{"x", x}, {"s", shape({6, 1})}});  // b [1, 2] with [6, 1]: [6, 2]
+    REQUIRE_MESSAGE(y.ok(), y.status().to_string());
+    check_f32(y->at("y"), {6, 1}, {1, 0, 3, 0, 5, 0});
+    check_f32(y->at("z"), {6, 2}, {2, -1, 2, -1, 2, -1, 2, -1, 2, -1, 2, -1});
+    y = s->run({{"x", x}, {"s", shape({-1, 1})}});  // Reshape's -1; Expand has none: an error naming it
+    REQUIRE_FALSE(y.ok());
+    CHECK(has(y.status().message(), "'ex'"));
+    CHECK(has(y.status().message(), "invalid dimension -1 in shape [-1, 1]"));
+    y = s->run({{"x", x}, {"s", shape({4, 2})}});  // 8 elements from 6: an error naming the node
+    REQUIRE_FALSE(y.ok());
+    CHECK(has(y.status().message(), "'rs'"));
+    CHECK(has(y.status().message(), "cannot reshape [2, 3] (6 elements) to [4, 2]"));
+  }
+}
