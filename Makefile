@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 WEIGHTS := .cache/weights/efficientnet_lite0.safetensors
 
-.PHONY: all install run test zoo deps onnx-models weights configure build bench bench-text bench-fusion format format-check clean help fuzz-planner fuzz sanitize tsan
+.PHONY: python-configure all install run test zoo deps onnx-models weights configure build bench bench-text bench-fusion format format-check clean help fuzz-planner fuzz sanitize tsan
 
 all: build
 
@@ -68,7 +68,12 @@ onnx-models: deps
 	@/usr/bin/python3 tools/torchvision_onnx.py export
 	@/usr/bin/python3 tools/transformer_onnx.py export
 
-test: weights onnx-models build
+# make test builds the Python module too (python/, FUSERT_PYTHON) with the test venv's python,
+# which has nanobind; ctest python_api runs tests/python with pytest.
+python-configure: configure onnx-models
+	cmake -S . -B $(BUILD) -DFUSERT_PYTHON=ON -DPython_EXECUTABLE=$(CURDIR)/.cache/onnx-venv/bin/python
+
+test: weights onnx-models python-configure build
 	@echo "[test] ctest"
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 

@@ -96,6 +96,16 @@ static std::shared_ptr<uint8_t> alloc_buffer(size_t nbytes) {
 
 Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) { buf_ = alloc_buffer(nbytes()); }
 
+Tensor Tensor::view(DType dtype, Shape shape, void* data, std::shared_ptr<void> keep) {
+  int64_t n = 0;
+  if (!data || reinterpret_cast<uintptr_t>(data) % 64 != 0 || !checked_numel(shape, &n)) return Tensor();
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.buf_ = std::shared_ptr<uint8_t>(std::move(keep), static_cast<uint8_t*>(data));  // aliasing: keep owns
+  return t;
+}
+
 Tensor Tensor::f32(Shape shape, std::vector<float> values) {
   Tensor t(DType::kF32, std::move(shape));
   FUSERT_CHECK(static_cast<int64_t>(values.size()) == t.numel()) << "value count";

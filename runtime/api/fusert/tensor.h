@@ -48,6 +48,11 @@ class FUSERT_API Tensor {
   Tensor(DType dtype, Shape shape);
   /// A float32 tensor holding `values` (values.size() must equal the shape's element count).
   static Tensor f32(Shape shape, std::vector<float> values);
+  /// A tensor over memory it does not own (no copy): `data` holds the shape's elements in C
+  /// order, 64-byte aligned, and stays valid and unchanged while the tensor or a copy of it is
+  /// used; `keep` (may be null) shares the data's ownership. An empty tensor where `data` is null
+  /// or misaligned, or the shape has a negative dim or more than kMaxTensorElements elements.
+  static Tensor view(DType dtype, Shape shape, void* data, std::shared_ptr<void> keep = nullptr);
 
   /// The element type.
   DType dtype() const { return dtype_; }
