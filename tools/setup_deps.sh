@@ -6,10 +6,12 @@ set -euo pipefail
 # runtime) requires OpenCL to be found, hence ocl-icd-opencl-dev, only a "Recommends" of it.
 pkgs=(build-essential cmake pkg-config doxygen libeigen3-dev libyaml-cpp-dev doctest-dev nlohmann-json3-dev
       libpng-dev libjpeg62-turbo-dev libutf8proc-dev libdnnl-dev ocl-icd-opencl-dev
-      libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata python3 python3-pip python3-venv ca-certificates
+      libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata python3 python3-dev python3-pip python3-venv
+      ca-certificates
       python3-torch python3-torchvision python3-numpy python3-pil)
 # python3-torch/-torchvision (Debian's PyTorch 1.13, torchvision 0.14) export the torchvision
 # families the ONNX tests import (tools/torchvision_onnx.py); the goldens are made with them too.
+# python3-dev: the headers the Python module (python/, FUSERT_PYTHON) builds against.
 if [ "${1:-}" = "--bench" ]; then
   # matplotlib plots.
   pkgs+=(python3-matplotlib)
