@@ -98,16 +98,20 @@ int64_t dd_count_bound(const Graph& g, const Node& n) {
 namespace {
 
 // The values a node whose shape is computed is shaped at by default: X's shape where the ranks
-// agree (Expand: X's dims right-aligned, 1 before them), else X's size first and 1 after.
+// agree; a Reshape to fewer dims keeps X's last ones and merges the leading ones into the first
+// ([2, 3, 4] -> [6, 4]); to more dims (and Expand) X's dims right-aligned, 1 before them.
 std::vector<int64_t> computed_defaults(const Graph& g, const Node& n) {
   const Shape& x = g.value(n.inputs[0]).shape;
   const size_t r = computed_rank(g, n);
   std::vector<int64_t> out(r, 1);
-  if (n.op == OpKind::kDynamicExpand || x.size() == r) {
-    for (size_t i = 0; i < x.size() && i < r; ++i) out[r - 1 - i] = x[x.size() - 1 - i];
-  } else if (r > 0) {
-    out[0] = shape_numel(x);
+  if (r == 0) return out;
+  if (n.op == OpKind::kDynamicReshape && r < x.size()) {
+    const size_t lead = x.size() - r + 1;
+    for (size_t i = 0; i < lead; ++i) out[0] *= x[i];
+    for (size_t i = 1; i < r; ++i) out[i] = x[lead + i - 1];
+    return out;
   }
+  for (size_t i = 0; i < x.size() && i < r; ++i) out[r - 1 - i] = x[x.size() - 1 - i];
   return out;
 }
 
@@ -118,7 +122,8 @@ std::vector<SymbolicDim> shape_counts(const Graph& g, Node& n, const DimValues* 
   const std::vector<std::string> names = dd_dim_names(g, n);
   const std::vector<int64_t> dflt = is_shape_computed(n) ? computed_defaults(g, n) : std::vector<int64_t>{kDefault};
   const int64_t bound = dd_count_bound(g, n);
-  auto clamp = [bound](int64_t v) { return std::max<int64_t>(1, bound >= 0 ? std::min(v, bound) : v); };
+  // A bound of 0 (an empty X) bounds nothing: a Reshape of no elements takes any other dims.
+  auto clamp = [bound](int64_t v) { return std::max<int64_t>(1, bound > 0 ? std::min(v, bound) : v); };
   std::vector<SymbolicDim> dims;
   std::vector<int64_t> values;
   for (size_t i = 0; i < names.size(); ++i) {

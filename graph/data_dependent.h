@@ -47,8 +47,9 @@ int64_t dd_count_bound(const Graph& g, const Node& n);
 /// Shapes data-dependent node `n` (its inputs' shapes known): sets its `count` attribute (an op
 /// whose shape is computed: `counts`, one per output dim) to its dim's value in `at` when given
 /// there, else to a default (16; a computed shape: the input's own shape where the ranks agree,
-/// else its size in the first dim and 1 in the others); either at most dd_count_bound and at
-/// least 1, except a 0 given in `at` (the shapes of an empty count). Returns the dims
+/// its leading dims merged into the first where there are fewer, 1s before it where more);
+/// either at most dd_count_bound (when above 0) and at least 1, except a 0 given in `at` (the
+/// shapes of an empty count). Returns the dims
 /// (SymbolicDim::data_dependent: min 0, open, probed at another value).
 std::vector<SymbolicDim> shape_counts(const Graph& g, Node& n, const DimValues* at);
 

@@ -55,7 +55,8 @@ Result<ModelSpec> stage_spec(const ModelSpec& full, const std::shared_ptr<const 
 
 // The constants of `full` folded from a count (a Shape of a data-dependent output, arithmetic on
 // it): those the import traced (ModelSpec::count_constants), and those that differ when the model
-// is expanded with only that count moved.
+// is expanded with only that count moved (or with the counts planned at its value, where they
+// must agree).
 Result<CountConstants> count_constants(const ModelSpec& full) {
   CountConstants out;
   for (const auto& [name, dims] : full.count_constants) {  // what the import traced
@@ -65,19 +66,28 @@ Result<CountConstants> count_constants(const ModelSpec& full) {
   for (const SymbolicDim& d : full.dims) {
     if (!d.data_dependent) continue;
     DimValues at = full.dim_values;
-    at[d.name] = at[d.name] == d.probe || d.probe < 1 ? at[d.name] + 1 : d.probe;
+    const int64_t now = at[d.name];
+    at[d.name] = now == d.probe || d.probe < 1 ? now + 1 : d.probe;
+    std::vector<std::string> moving = {d.name};
     Result<ModelSpec> moved = instantiate_model(full, at);
-    if (!moved.ok()) {
-      return error(moved.status().code()) << "data-dependent count '" << d.name << "': the model has no valid shapes "
-                                          << "at " << d.name << " = " << at[d.name] << ": " << moved.status().message();
+    if (!moved.ok()) {  // counts that must agree (x[s:e] + w[s:e]): those planned alike move together
+      for (const SymbolicDim& e : full.dims) {
+        if (!e.data_dependent || e.name == d.name || full.dim_values.at(e.name) != now) continue;
+        at[e.name] = at[d.name];
+        moving.push_back(e.name);
+      }
+      if (moving.size() > 1) moved = instantiate_model(full, at);
     }
+    // No valid shapes there either (a Reshape's computed dim meets a constant [4]): the count
+    // takes no other value than planned, which a run at another one reports, naming the node.
+    if (!moved.ok()) continue;
     for (size_t i = 0; i < full.graph.values.size(); ++i) {
       const Value& v = full.graph.values[i];
       const Tensor& w = moved->graph.values[i].data;
       if (!v.is_constant || v.data.empty()) continue;
       if (w.dtype() != v.data.dtype() || w.shape() != v.data.shape() ||
           std::memcmp(w.raw(), v.data.raw(), v.data.nbytes()) != 0)
-        out[static_cast<ValueId>(i)].push_back(d.name);
+        for (const std::string& m : moving) out[static_cast<ValueId>(i)].push_back(m);
     }
   }
   return out;

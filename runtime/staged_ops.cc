@@ -1,6 +1,7 @@
 // The ops a staged model runs on the host between its stages (runtime/staged.h): the
 // data-dependent ops on their host kernels (kernels/cpu/data_dependent.h), an If's branch taken
 // as a session of its own, a Loop (runtime/staged_loop.cc).
+#include <cstdlib>
 #include <functional>
 
 #include "graph/base/range.h"
@@ -18,8 +19,10 @@ constexpr int64_t kNoAxis = 2147483647;  // Unique / Compress without `axis`
 
 // DynamicReshape / DynamicExpand of `x` to `shape` (one i64 per output dim, read at run time):
 // ONNX Reshape's 0 (X's dim, unless allowzero) and -1 (the rest), Expand's broadcast. Errors
-// (InvalidArgument, naming the node by `where`): a shape that does not fit X.
-Result<Tensor> computed_shape_op(const Node& n, const Tensor& x, const Tensor& shape, const std::string& where) {
+// (naming the node by `where`): kInvalidArgument, a shape that does not fit X or an expansion
+// of more than `max_bytes`; kIoError, memory for it not available.
+Result<Tensor> computed_shape_op(const Node& n, const Tensor& x, const Tensor& shape, const std::string& where,
+                                 int64_t max_bytes) {
   std::vector<int64_t> t(static_cast<size_t>(shape.numel()));
   for (size_t i = 0; i < t.size(); ++i)
     t[i] = shape.dtype() == DType::kI32 ? static_cast<const int32_t*>(shape.raw())[i] : shape.i64()[i];
@@ -27,9 +30,16 @@ Result<Tensor> computed_shape_op(const Node& n, const Tensor& x, const Tensor& s
   Status fit = n.op == OpKind::kDynamicReshape ? reshape_to(x.shape(), t, n.attr_i("allowzero") != 0, &y)
                                                : expand_to(x.shape(), t, &y);
   if (!fit.ok()) return error(StatusCode::kInvalidArgument) << where << fit.message();
-  if (n.op == OpKind::kDynamicReshape) return x.clone().reshaped(y);
-  Tensor out(x.dtype(), y);
-  if (out.numel() > 0) cpu::expand_rows(x.shape(), y, dtype_size(x.dtype()), x.raw(), out.raw());
+  if (n.op == OpKind::kDynamicReshape) return x.reshaped(y);  // shares X's buffer, as Reshape
+  const int64_t bytes = shape_numel(y) * static_cast<int64_t>(dtype_size(x.dtype()));
+  if (bytes > max_bytes)
+    return error(StatusCode::kInvalidArgument)
+           << where << "the expansion to " << shape_str(y) << " is " << bytes
+           << " bytes, more than SessionOptions::max_activation_bytes (" << max_bytes << ")";
+  void* p = bytes > 0 ? std::aligned_alloc(64, static_cast<size_t>((bytes + 63) / 64 * 64)) : nullptr;
+  if (bytes > 0 && !p) return error(StatusCode::kIoError) << where << "out of memory allocating " << bytes << " bytes";
+  Tensor out = bytes > 0 ? Tensor::view(x.dtype(), y, p, std::shared_ptr<void>(p, std::free)) : Tensor(x.dtype(), y);
+  if (bytes > 0) cpu::expand_rows(x.shape(), y, dtype_size(x.dtype()), x.raw(), out.raw());
   return out;
 }
 
@@ -136,7 +146,7 @@ Result<std::vector<Tensor>> StagedModel::run_dd(const DDOp& op, const TensorMap&
     }
     case OpKind::kDynamicReshape:
     case OpKind::kDynamicExpand: {
-      FUSERT_ASSIGN_OR_RETURN(Tensor y, computed_shape_op(n, *x[0], *x[1], where));
+      FUSERT_ASSIGN_OR_RETURN(Tensor y, computed_shape_op(n, *x[0], *x[1], where, options_.max_activation_bytes));
       for (size_t k = 0; k < op.dims.size(); ++k) (*dims)[op.dims[k]] = y.shape()[k];
       out.push_back(std::move(y));
       return out;

@@ -244,11 +244,37 @@ def shape_case(rng):
     return ("dd_shape", model, feeds)
 
 
+def agree_case(rng):
+    """Bounds given as inputs (a break-it pass's cases): x[s:e] + w[s:e], two slices whose counts
+    must agree, and x[s:e] reshaped to a shape given as an input, then Relu; an empty slice among
+    the sets (a Reshape of no elements to [-1, 2, 3] is [0, 2, 3])."""
+    nodes = [
+        helper.make_node("Slice", ["x", "s", "e", "zero"], ["a"]),
+        helper.make_node("Slice", ["w", "s", "e", "zero"], ["b"]),
+        helper.make_node("Add", ["a", "b"], ["y"]),
+        helper.make_node("Reshape", ["a", "rs"], ["r"]),
+        helper.make_node("Relu", ["r"], ["z"]),
+    ]
+    i64 = TensorProto.INT64
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6, 4]),
+              helper.make_tensor_value_info("w", TensorProto.FLOAT, [6, 4]),
+              helper.make_tensor_value_info("s", i64, [1]), helper.make_tensor_value_info("e", i64, [1]),
+              helper.make_tensor_value_info("rs", i64, [3])]
+    model = _model(nodes, inputs, [("y", TensorProto.FLOAT), ("z", TensorProto.FLOAT)],
+                   {"zero": np.array([0], np.int64)}, "agree_dd", 13)
+    feeds = []
+    for s, e, rs in ((0, 3, [-1, 2, 3]), (1, 6, [5, 2, 2]), (4, 1, [-1, 2, 3])):
+        feeds.append({"x": rng.standard_normal([6, 4]).astype(np.float32),
+                      "w": rng.standard_normal([6, 4]).astype(np.float32),
+                      "s": np.array([s], np.int64), "e": np.array([e], np.int64), "rs": np.array(rs, np.int64)})
+    return ("dd_agree", model, feeds)
+
+
 def dd_cases():
     """(name, model, [feeds per test_data_set]) of the data-dependent cases."""
     rng = np.random.default_rng(77)
     return [f(rng) for f in (detector_case, nonzero_case, topk_case, unique_case, compress_case, count_shape_case,
-                             range_case, slice_case, shape_case)]
+                             range_case, slice_case, shape_case, agree_case)]
 
 
 # NudeNet 3.4.2's detector (PyPI `nudenet`, MIT licence): a YOLOv8n exported to ONNX with a symbolic
