@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 WEIGHTS := .cache/weights/efficientnet_lite0.safetensors
 
-.PHONY: python-configure all install run test zoo deps onnx-models weights configure build bench bench-text bench-fusion format format-check clean help fuzz-planner fuzz sanitize tsan
+.PHONY: python-configure serve-venv serve serve-load all install run test zoo deps onnx-models weights configure build bench bench-text bench-fusion format format-check clean help fuzz-planner fuzz sanitize tsan
 
 all: build
 
@@ -22,6 +22,8 @@ help:
 	@echo "make bench-text   batched sentence embeddings (all-MiniLM-L6-v2, short and 256-token texts),"
 	@echo "             fusert vs ONNX Runtime with dynamic axes (tools/text_bench.py; docs/bench/text/)"
 	@echo "make bench-fusion   fused vs unfused latency of every zoo model (bench binary, no ONNX Runtime)"
+	@echo "make serve [MODEL=m.onnx] [SERVE_ARGS=...]   the model on Ray Serve, http://127.0.0.1:8000/"
+	@echo "make serve-load [LOAD_ARGS=...]   load test of the served model (tools/serve_load.py)"
 	@echo "make zoo    model-zoo regression run (fusert-zoo, models/zoo.yaml): table, build/zoo.json, build/zoo.xml"
 	@echo "make fuzz-planner [N=2000] [SEED=1]   the differential planner fuzzer, AddressSanitizer +"
 	@echo "             UBSan build in $(ASAN_BUILD)/; failures shrunk into fuzz-failures/"
@@ -73,7 +75,11 @@ onnx-models: deps
 python-configure: configure onnx-models
 	cmake -S . -B $(BUILD) -DFUSERT_PYTHON=ON -DPython_EXECUTABLE=$(CURDIR)/.cache/onnx-venv/bin/python
 
-test: weights onnx-models python-configure build
+# Ray Serve for the serving tests and `make serve` (tools/setup_serve_venv.sh: .cache/serve-venv).
+serve-venv: deps
+	@bash tools/setup_serve_venv.sh > /dev/null
+
+test: weights onnx-models python-configure serve-venv build
 	@echo "[test] ctest"
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
@@ -83,6 +89,18 @@ ZOO_ARGS ?=
 zoo: weights onnx-models build
 	@PY=$$(bash tools/setup_onnx_venv.sh) && $$PY tools/onnx_models.py weights --convert $(BUILD)/fusert-convert
 	./$(BUILD)/fusert-zoo --manifest models/zoo.yaml --json $(BUILD)/zoo.json --junit $(BUILD)/zoo.xml $(ZOO_ARGS)
+
+# Serving on Ray Serve (python/fusert/serve.py): MODEL on http://127.0.0.1:8000/ on a local Ray
+# cluster (SERVE_ARGS: --replicas, --threads, --max-batch-size, --batch-wait-ms, --port, --address);
+# serve-load: tools/serve_load.py (LOAD_ARGS), the load test with a replica killed mid-load.
+MODEL ?= models/efficientnet_lite0.yaml
+SERVE_ARGS ?=
+LOAD_ARGS ?= --kill
+serve: weights python-configure build serve-venv
+	PYTHONPATH=$(BUILD)/python .cache/serve-venv/bin/python -m fusert.serve $(MODEL) $(SERVE_ARGS)
+
+serve-load: onnx-models python-configure build serve-venv
+	PYTHONPATH=$(BUILD)/python .cache/serve-venv/bin/python tools/serve_load.py $(LOAD_ARGS)
 
 BENCH_ARGS ?=
 bench: onnx-models build

@@ -114,6 +114,18 @@ class InferenceSession:
         return self._s.run(self._feed(input_feed))
 
     # -- fusert's own ------------------------------------------------------------------------
+    def read_image(self, path) -> np.ndarray:
+        """A PNG or JPEG file preprocessed as the model declares (a YAML model's `preprocess`:
+        resize, centre crop, mean/std): float32 NCHW [1, 3, crop, crop]. Raises fusert.Error
+        ('unsupported') for a model that declares no preprocessing, ('not found', 'parse error')
+        for a missing or corrupt file."""
+        return self._s.read_image(str(path))
+
+    def labels(self) -> List[str]:
+        """The model's class names (index = class id) from the labels file it declares; [] when
+        it declares none."""
+        return self._s.labels()
+
     def explain(self) -> str:
         """The fusion plan as ``infer --explain`` prints it: every fusion group with its nodes,
         and the candidates the planner refused with the reason."""

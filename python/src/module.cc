@@ -125,6 +125,22 @@ class PySession {
     return ms;
   }
 
+  nb::object read_image(const std::string& path) const {
+    const std::shared_ptr<Session> sp = open();
+    Result<Tensor> t = [&] {
+      nb::gil_scoped_release release;
+      return sp->read_image(path);
+    }();
+    if (!t.ok()) raise(t.status());
+    return to_numpy(*t);
+  }
+
+  std::vector<std::string> labels() const {
+    Result<std::vector<std::string>> l = open()->labels();
+    if (!l.ok()) raise(l.status());
+    return *l;
+  }
+
   std::string explain() const { return open()->explain(); }
 
   nb::dict stats() const;
@@ -208,6 +224,9 @@ void bind_options(nb::module_& m) {
       .def(nb::init<>())
       .def_rw("device", &SessionOptions::device, "'cpu' (default) or 'cuda'")
       .def_rw("threads", &SessionOptions::threads, "CPU worker threads; 0 (default): all cores")
+      .def_rw("pin_threads", &SessionOptions::pin_threads,
+              "pin a run's OpenMP threads to cores when it takes them all (default True; False beside other "
+              "busy processes, as in a server)")
       .def_rw("fusion", &SessionOptions::fusion,
               "fusion mode: 'all' (default), 'none', or a comma list of horizontal, vertical, cross, compound")
       .def_rw("weights", &SessionOptions::weights,
@@ -246,6 +265,8 @@ NB_MODULE(_fusert, m) {
       .def("run", &PySession::run, "feed"_a)
       .def("profile", &PySession::profile, "feed"_a, "runs"_a)
       .def("time_runs", &PySession::time_runs, "feed"_a, "runs"_a)
+      .def("read_image", &PySession::read_image, "path"_a)
+      .def("labels", &PySession::labels)
       .def("explain", &PySession::explain)
       .def("stats", &PySession::stats)
       .def("close", &PySession::close)

@@ -156,3 +156,23 @@ def test_options_and_onnxruntime_spellings():
     assert s.get_providers() == ["CPUExecutionProvider"]
     with fusert.InferenceSession(path, options()) as s2:
         assert s2.get_outputs()[0].name == s.get_outputs()[0].name
+
+
+def test_lite0_demo_matches_pytorch_golden(root):
+    # The README's demo: the bundled photo through the model's own preprocessing, top-5 labels
+    # and logits as PyTorch gives them (models/golden/efficientnet_lite0.coffee.json).
+    import json
+    if not os.path.exists(os.path.join(root, ".cache", "weights", "efficientnet_lite0.safetensors")):
+        pytest.skip("the real Lite0 weights are missing: make run (or make test) fetches them")
+    golden = json.load(open(os.path.join(root, "models", "golden", "efficientnet_lite0.coffee.json")))
+    s = fusert.InferenceSession(os.path.join(root, "models", "efficientnet_lite0.yaml"), options())
+    x = s.read_image(os.path.join(root, "models", "data", "coffee.png"))
+    assert x.shape == (1, 3, 224, 224) and x.dtype == np.float32
+    (logits,) = s.run(None, {"input": x})
+    top = logits[0].argsort()[::-1][:5]
+    labels = s.labels()
+    assert [labels[i] for i in top] == [t["label"] for t in golden["top5"]]
+    np.testing.assert_allclose(logits[0][top], [t["logit"] for t in golden["top5"]], rtol=1e-4, atol=1e-4)
+    with pytest.raises(fusert.Error) as e:
+        s.read_image(os.path.join(root, "models", "nope.png"))
+    assert "nope.png" in str(e.value)
