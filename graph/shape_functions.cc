@@ -1,6 +1,7 @@
 // Shape functions for elementwise, broadcast, shape-manipulation and GEMM ops (ONNX opset 17).
 // Spatial ops (Conv, pooling) live in shape_functions_spatial.cc.
 #include <algorithm>
+#include <cmath>
 
 #include "graph/base/target_shape.h"
 #include "graph/shape_inference.h"
@@ -17,6 +18,11 @@ Status shape_Sigmoid(ShapeContext& c) { return same_as_input(c); }
 Status shape_HardSigmoid(ShapeContext& c) { return same_as_input(c); }
 Status shape_HardSwish(ShapeContext& c) { return same_as_input(c); }
 Status shape_Softplus(ShapeContext& c) { return same_as_input(c); }
+Status shape_FakeQuantize(ShapeContext& c) {
+  const double s = c.node.attr_f("scale");
+  if (!(s > 0) || !std::isfinite(s)) return c.fail() << "scale " << s << " (a positive finite number)";
+  return same_as_input(c);
+}
 Status shape_Neg(ShapeContext& c) { return same_as_input(c); }
 Status shape_Exp(ShapeContext& c) { return same_as_input(c); }
 Status shape_Abs(ShapeContext& c) { return same_as_input(c); }

@@ -118,8 +118,13 @@ static bool dtype_free_input(OpKind op, size_t i) {
     case OpKind::kDynamicSlice:  // data of any dtype; starts, ends, steps checked by the shape function
     case OpKind::kDynamicReshape:
     case OpKind::kDynamicExpand:
-    case OpKind::kIf:    // the condition and the outer values a branch reads, of any dtype
-    case OpKind::kLoop:  // M, the condition, carried and outer values: checked by shape_Loop
+    case OpKind::kIf:              // the condition and the outer values a branch reads, of any dtype
+    case OpKind::kLoop:            // M, the condition, carried and outer values: checked by shape_Loop
+    case OpKind::kQuantizeLinear:  // quantisation: i8, u8, i32 checked by graph/shape_functions_quant.cc
+    case OpKind::kDequantizeLinear:
+    case OpKind::kDynamicQuantizeLinear:
+    case OpKind::kMatMulInteger:
+    case OpKind::kConvInteger:
       return true;
     case OpKind::kResize:
       return i >= 1;  // roi, scales (f32), sizes (i64): checked by shape_Resize
@@ -132,8 +137,32 @@ static bool dtype_free_input(OpKind op, size_t i) {
   }
 }
 
+// Ops that take i8 / u8 tensors: the quantisation ops and the views (no kernel of their own).
+// Every other op refuses them before its kernel could read a byte as a wider element.
+static bool takes_int8(OpKind op) {
+  switch (op) {
+    case OpKind::kQuantizeLinear:
+    case OpKind::kDequantizeLinear:
+    case OpKind::kMatMulInteger:
+    case OpKind::kConvInteger:
+    case OpKind::kIdentity:
+    case OpKind::kReshape:
+    case OpKind::kFlatten:
+    case OpKind::kUnsqueeze:
+      return true;
+    default:
+      return false;
+  }
+}
+
 static Status check_dtypes(ShapeContext& c) {
   const OpKind op = c.node.op;
+  for (size_t i = 0; i < c.num_inputs() && !takes_int8(op); ++i) {
+    if (!c.has_input(i) || (c.in_dtype(i) != DType::kI8 && c.in_dtype(i) != DType::kU8)) continue;
+    return c.unsupported() << "input " << i << " ('" << c.graph.value(c.node.inputs[i]).name << "') is "
+                           << dtype_name(c.in_dtype(i)) << "; " << op_name(op)
+                           << " does not take quantised values (DequantizeLinear first)";
+  }
   // Concat and Transpose move f32, i32 and i64 (Transpose's i64 up to rank 5); on other constants both are
   // folded before running.
   if ((op == OpKind::kConcat || op == OpKind::kTranspose)) {

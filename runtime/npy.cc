@@ -87,8 +87,14 @@ Result<Tensor> read_npy(const std::string& path) {
   } else if (descr == "|b1") {
     esize = 1;
     dt = DType::kBool;
+  } else if (descr == "|i1") {
+    esize = 1;
+    dt = DType::kI8;
+  } else if (descr == "|u1") {
+    esize = 1;
+    dt = DType::kU8;
   } else
-    return npy_error(path, "unsupported dtype '" + descr + "' (want <f4, <f8, <i8, <i4)");
+    return npy_error(path, "unsupported dtype '" + descr + "' (want <f4, <f8, <i8, <i4, |b1, |i1, |u1)");
   int64_t count = 0;
   if (!checked_numel(shape, &count)) {
     return npy_error(path,
@@ -118,6 +124,8 @@ Status write_npy(const std::string& path, const Tensor& t) {
                       : t.dtype() == DType::kI64  ? "<i8"
                       : t.dtype() == DType::kI32  ? "<i4"
                       : t.dtype() == DType::kBool ? "|b1"
+                      : t.dtype() == DType::kI8   ? "|i1"
+                      : t.dtype() == DType::kU8   ? "|u1"
                                                   : nullptr;
   if (!descr) return error(StatusCode::kUnsupported) << "write_npy: dtype " << dtype_name(t.dtype());
   std::ostringstream h;

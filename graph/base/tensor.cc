@@ -25,12 +25,17 @@ const char* dtype_name(DType t) {
       return "i32";
     case DType::kBool:
       return "bool";
+    case DType::kI8:
+      return "i8";
+    case DType::kU8:
+      return "u8";
   }
   return "?";
 }
 
 bool parse_dtype(const std::string& s, DType* out) {
-  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kI64, DType::kI32, DType::kBool}) {
+  for (DType t :
+       {DType::kF32, DType::kF16, DType::kBF16, DType::kI64, DType::kI32, DType::kBool, DType::kI8, DType::kU8}) {
     if (s == dtype_name(t)) {
       *out = t;
       return true;
@@ -51,6 +56,8 @@ size_t dtype_size(DType t) {
     case DType::kI32:
       return 4;
     case DType::kBool:
+    case DType::kI8:
+    case DType::kU8:
       return 1;
   }
   return 4;

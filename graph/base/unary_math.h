@@ -1,7 +1,10 @@
 // The helpers the unary-op expressions of graph/base/unary_ops.def may call, written once for
 // the host (inline C++ here) and for generated CUDA kernels (the same text, stringified, in
 // every kernel's prelude: unary_math_cuda_source()). Comparisons fail for NaN, so NaN falls
-// through unchanged: Relu(NaN) and Clip(NaN) stay NaN, as in ONNX Runtime.
+// through unchanged: Relu(NaN) and Clip(NaN) stay NaN, as in ONNX Runtime. fz_fake_quant is
+// QuantizeLinear then DequantizeLinear per tensor (graph/base/quant_math.h) in one: the integer
+// r = round_half_even(v / s) - zero_point clamped to [lo, lo + 255] (lo = the 8-bit range's low
+// end - zero point; NaN to lo, as QuantizeLinear), times s: the same bits as the two ops.
 #pragma once
 
 #include <cmath>
@@ -11,6 +14,12 @@
   FN float fz_clip(float v, float lo, float hi) {           \
     v = v < lo ? lo : v;                                    \
     return v > hi ? hi : v;                                 \
+  }                                                         \
+  FN float fz_fake_quant(float v, float s, float lo) {      \
+    float r = rintf(v / s);                                 \
+    r = r > lo ? r : lo;                                    \
+    r = r < lo + 255.0f ? r : lo + 255.0f;                  \
+    return r * s;                                           \
   }
 
 namespace fusert {

@@ -10,6 +10,7 @@
 #include "graph/onnx/onnx_if.h"
 #include "graph/onnx/onnx_lift1d.h"
 #include "graph/onnx/onnx_loop.h"
+#include "graph/onnx/onnx_qlinear.h"
 #include "graph/onnx/onnx_scan.h"
 
 namespace fusert::onnx_import {
@@ -280,7 +281,7 @@ Expansion mean_variance_norm(const Graph& g, const onnx::NodeProto& np, const st
 
 bool is_expanded_op(const std::string& op) {
   return op == "SoftmaxCrossEntropyLoss" || op == "GlobalMaxPool" || op == "If" || op == "Loop" || op == "Scan" ||
-         op == "Einsum" || op == "IsNaN" || op == "IsInf" || op == "MeanVarianceNormalization";
+         op == "Einsum" || op == "IsNaN" || op == "IsInf" || op == "MeanVarianceNormalization" || is_qlinear_op(op);
 }
 
 bool expanded_attr(const std::string& op, const std::string& attr, int64_t opset) {
@@ -293,6 +294,9 @@ bool expanded_attr(const std::string& op, const std::string& attr, int64_t opset
     return attr == "body" || attr == "num_scan_inputs" || attr == "scan_input_axes" ||
            attr == "scan_input_directions" || attr == "scan_output_axes" || attr == "scan_output_directions";
   if (op == "Einsum") return attr == "equation";
+  if (op == "QLinearConv")  // onto ConvInteger
+    return attr == "kernel_shape" || attr == "strides" || attr == "pads" || attr == "dilations" || attr == "group" ||
+           attr == "auto_pad";
   return op == "MeanVarianceNormalization" && attr == "axes";
 }
 
@@ -351,6 +355,10 @@ Result<std::optional<Expansion>> expand_node(const Graph& g, const onnx::NodePro
   }
   if (op == "Scan") {
     FUSERT_ASSIGN_OR_RETURN(Expansion e, scan_as_loop(g, np, name, loc, opset));
+    return std::optional<Expansion>(std::move(e));
+  }
+  if (is_qlinear_op(op)) {
+    FUSERT_ASSIGN_OR_RETURN(Expansion e, qlinear(g, np, name, loc));
     return std::optional<Expansion>(std::move(e));
   }
   if (op == "Einsum") {

@@ -15,6 +15,8 @@
 //   Scan (onnx_scan.h)             -> the Loop it is (M the scan length, slices by Gather), then
 //                                     Slice (reversed outputs) or Transpose (scan_output_axes)
 //   Einsum                         -> Transpose, ReduceSum, Reshape, MatMul (onnx_einsum.h)
+//   QLinearConv, QLinearMatMul     -> ConvInteger / MatMulInteger, DequantizeLinear, QuantizeLinear
+//                                     (onnx_qlinear.h)
 //   GlobalMaxPool                  -> ReduceMax over the spatial dims
 //   IsNaN, IsInf                   -> Equal (x with itself, with +-inf), Not / Or
 //   MeanVarianceNormalization      -> its function body (reductions and arithmetic)

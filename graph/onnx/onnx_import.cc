@@ -82,7 +82,7 @@ class Importer {
           et == onnx::TensorProto::FLOAT16 || et == onnx::TensorProto::BFLOAT16) {
         return error(StatusCode::kUnsupported)
                << path_ << ": input '" << in.name() << "' is " << onnx_import::elem_type_name(et)
-               << " (fusert's inputs are float, int64, int32 or bool"
+               << " (fusert's inputs are float, int64, int32, int8, uint8 or bool"
                << (et == onnx::TensorProto::DOUBLE ? "; SessionOptions::f64_as_f32, infer --f64-as-f32, runs a "
                                                      "float64 model in float32"
                                                    : "")

@@ -48,7 +48,8 @@ const std::set<std::string>& direct_ops() {
       "Not", "Max", "Min", "PRelu", "InstanceNormalization", "Sum", "Mean", "GatherElements", "ScatterElements",
       "GatherND", "ScatterND", "OneHot", "TopK", "Trilu", "CumSum", "DepthToSpace", "SpaceToDepth", "Resize",
       "ConvTranspose", "NegativeLogLikelihoodLoss", "Mod", "GridSample", "RNN", "GRU", "LSTM", "LRN", "ReverseSequence", "Det", "RoiAlign",
-      "NonZero", "NonMaxSuppression", "Unique", "Compress"};
+      "NonZero", "NonMaxSuppression", "Unique", "Compress", "QuantizeLinear", "DequantizeLinear",
+      "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger"};
   // clang-format on
   return ops;
 }

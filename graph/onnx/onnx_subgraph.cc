@@ -59,6 +59,10 @@ int onnx_elem_type(DType t) {
       return onnx::TensorProto::INT32;
     case DType::kBool:
       return onnx::TensorProto::BOOL;
+    case DType::kI8:
+      return onnx::TensorProto::INT8;
+    case DType::kU8:
+      return onnx::TensorProto::UINT8;
     default:
       return onnx::TensorProto::FLOAT;
   }

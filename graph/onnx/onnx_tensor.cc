@@ -64,6 +64,12 @@ bool dtype_of(int t, DType* out) {
     case TensorProto::BOOL:
       *out = DType::kBool;
       return true;
+    case TensorProto::INT8:
+      *out = DType::kI8;
+      return true;
+    case TensorProto::UINT8:
+      *out = DType::kU8;
+      return true;
     default:
       return false;
   }
@@ -83,6 +89,8 @@ size_t stored_size(int t) {
     case TensorProto::BFLOAT16:
       return 2;
     case TensorProto::BOOL:
+    case TensorProto::INT8:
+    case TensorProto::UINT8:
       return 1;
     default:
       return 0;
@@ -154,8 +162,9 @@ Result<Tensor> decode_tensor(const TensorProto& t, const std::string& base_dir, 
   const int type = t.data_type();
   DType dt;
   if (!dtype_of(type, &dt)) {
-    return error(StatusCode::kUnsupported) << what << ": element type " << elem_type_name(type)
-                                           << " (fusert reads float, float16, bfloat16, double, int64, int32, bool)";
+    return error(StatusCode::kUnsupported)
+           << what << ": element type " << elem_type_name(type)
+           << " (fusert reads float, float16, bfloat16, double, int64, int32, int8, uint8, bool)";
   }
   Shape shape(t.dims().begin(), t.dims().end());
   int64_t n = 0;
@@ -186,7 +195,7 @@ Result<Tensor> decode_tensor(const TensorProto& t, const std::string& base_dir, 
     return out;
   }
   // The typed fields: float_data (float), double_data, int64_data, int32_data (int32, bool,
-  // float16 and bfloat16 as their bit patterns).
+  // int8, uint8, float16 and bfloat16 as their bit patterns).
   auto count_error = [&](int64_t got) -> Status {
     return error(StatusCode::kParseError)
            << what << ": " << got << " values for " << shape_str(shape) << " (" << n << " expected)";
@@ -204,12 +213,14 @@ Result<Tensor> decode_tensor(const TensorProto& t, const std::string& base_dir, 
       if (t.int64_data_size() != n) return count_error(t.int64_data_size());
       std::copy(t.int64_data().begin(), t.int64_data().end(), out.i64());
       break;
-    default:  // int32, bool, float16, bfloat16 in int32_data
+    default:  // int32, int8, uint8, bool, float16, bfloat16 in int32_data
       if (t.int32_data_size() != n) return count_error(t.int32_data_size());
       for (int64_t i = 0; i < n; ++i) {
         const int32_t v = t.int32_data(static_cast<int>(i));
         if (type == TensorProto::INT32) static_cast<int32_t*>(out.raw())[i] = v;
         if (type == TensorProto::BOOL) static_cast<uint8_t*>(out.raw())[i] = v != 0;
+        if (type == TensorProto::INT8) static_cast<int8_t*>(out.raw())[i] = static_cast<int8_t>(v);
+        if (type == TensorProto::UINT8) static_cast<uint8_t*>(out.raw())[i] = static_cast<uint8_t>(v);
         if (type == TensorProto::FLOAT16) out.f32()[i] = half_to_float(static_cast<uint16_t>(v));
         if (type == TensorProto::BFLOAT16) out.f32()[i] = bf16_to_float(static_cast<uint16_t>(v));
       }

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "graph/base/unary_math.h"
+#include "graph/passes/fold_quant.h"
 #include "graph/passes/graph_edit.h"
 #include "graph/passes/pass.h"
 #include "graph/shape_inference.h"
@@ -165,7 +166,10 @@ double load(const Tensor& t, int64_t i) {
     case DType::kI32:
       return static_cast<const int32_t*>(t.raw())[i];
     case DType::kBool:
+    case DType::kU8:
       return static_cast<const uint8_t*>(t.raw())[i];
+    case DType::kI8:
+      return static_cast<const int8_t*>(t.raw())[i];
     default:
       return static_cast<double>(t.i64()[i]);
   }
@@ -280,6 +284,8 @@ double element(const Tensor& t, int64_t i) {
       return static_cast<double>(t.i64()[i]);
     case DType::kI32:
       return static_cast<const int32_t*>(t.raw())[i];
+    case DType::kI8:
+      return static_cast<const int8_t*>(t.raw())[i];
     default:
       return static_cast<const uint8_t*>(t.raw())[i];
   }
@@ -459,6 +465,8 @@ std::optional<Tensor> fold(const FoldInput& f) {
     case OpKind::kMax:
     case OpKind::kMin:
       return fold_extremum(f);
+    case OpKind::kDequantizeLinear:  // the weights of a QDQ model
+      return fold_dequantize(*f.in[0], *f.in[1], f.in.size() > 2 ? f.in[2] : nullptr, f.node.attr_i("axis"));
     default:
       return is_table_unary(f.node.op) ? fold_unary(f) : std::nullopt;
   }

@@ -88,6 +88,7 @@ std::unique_ptr<Pass> make_pattern_rewrite_pass() {
   rules.push_back(make_hardswish_rule());
   rules.push_back(make_hardsigmoid_swish_rule());
   rules.push_back(make_swish_rule());
+  rules.push_back(make_qdq_pair_rule());
   return make_pattern_rewrite_pass(std::move(rules));
 }
 

@@ -44,6 +44,8 @@ std::unique_ptr<RewriteRule> make_hardswish_rule();
 std::unique_ptr<RewriteRule> make_hardsigmoid_swish_rule();
 /// x * sigmoid(x) -> Swish(x), alpha 1 (activation_rules.cc).
 std::unique_ptr<RewriteRule> make_swish_rule();
+/// QuantizeLinear -> DequantizeLinear of one scale and zero point -> FakeQuantize (qdq_rule.cc).
+std::unique_ptr<RewriteRule> make_qdq_pair_rule();
 
 class Pass;
 /// A rewrite pass over `rules`, tried in order at each node (make_pattern_rewrite_pass() in

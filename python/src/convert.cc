@@ -34,6 +34,10 @@ const char* numpy_name(DType t) {
       return "int32";
     case DType::kBool:
       return "bool";
+    case DType::kI8:
+      return "int8";
+    case DType::kU8:
+      return "uint8";
   }
   return "?";
 }
@@ -53,6 +57,12 @@ bool dlpack_dtype(DType t, nb::dlpack::dtype* out) {
       return true;
     case DType::kBool:
       *out = nb::dtype<bool>();
+      return true;
+    case DType::kI8:
+      *out = nb::dtype<int8_t>();
+      return true;
+    case DType::kU8:
+      *out = nb::dtype<uint8_t>();
       return true;
     default:
       return false;

@@ -125,6 +125,7 @@ std::vector<std::pair<std::string, cu::KernelSource>> all_kernels() {
           {"strided_pow", cu::gen_elementwise(strided)},
           {"softplus", cu::gen_elementwise(program({13}, {{1}}, {instr(EpOp::kSoftplus)}))},
           {"swish", cu::gen_elementwise(program({13}, {{1}}, {instr(EpOp::kSwish, -1, 1.0f)}))},
+          {"fake_quant", cu::gen_elementwise(program({13}, {{1}}, {instr(EpOp::kFakeQuantize, -1, 0.05f, -128.f)}))},
           {"multi", cu::gen_elementwise_multi({relu_prog(), bias_relu_prog(), tanh_gelu})},
           {"layernorm", cu::gen_row_norm(layer_norm_spec())},
           {"softmax", cu::gen_row_norm(softmax_spec())},

@@ -231,6 +231,7 @@ TEST_CASE("codegen.reference_elementwise_every_op") {
                                    {EpOp::kAbs},
                                    {EpOp::kSoftplus},
                                    {EpOp::kSwish, 1.0f},
+                                   {EpOp::kFakeQuantize, 0.05f, -128.f},
                                    {EpOp::kIdentity}};
   for (const OpCase& oc : ops) {
     const bool tensor = oc.op <= EpOp::kPowTensor;

@@ -206,6 +206,14 @@ GenGraph generate(uint64_t seed, const std::set<int>& skip) {
   }
   // A stem makes the running value computed, so that later joins are real two-path joins.
   if (top.chance(0.7)) cur = e.node("Relu", {cur}, e.shape(cur));
+  // A QDQ model's input (FakeQuantize: QuantizeLinear -> DequantizeLinear, graph/passes/qdq_rule.cc),
+  // from a stream of its own so that the other draws stay as they were. Only on the input: it rounds,
+  // so after arithmetic that kernels order differently it would flip a quantum (ONNX conformance,
+  // tests/graph/test_onnx_quant.cc and tools/ort_cases_quant.py check it there).
+  Rng qr(seed * 0x9E3779B97F4A7C15ull + 0x51ED270B27u);
+  if (qr.chance(0.25))
+    cur = e.node("FakeQuantize", {cur}, e.shape(cur),
+                 qr.chance(0.5) ? "scale: 0.05, low: -128.0" : "scale: 0.02, low: -3.0");
   int motifs = static_cast<int>(top.range(1, 6));
   for (int i = 0; i < motifs; ++i) {
     Rng r(seed * 0x2545F4914F6CDD1Dull + static_cast<uint64_t>(i + 1) * 0x9E3779B97F4A7C15ull);

@@ -59,6 +59,11 @@ inline float ref_op(const cpu::EpilogueStep& s, float v, float t) {
     }
     case EpOp::kHardSwish:
       return std::isnan(v) ? v : v * std::max(0.f, std::min(1.f, v / 6.f + 0.5f));
+    case EpOp::kFakeQuantize: {  // QuantizeLinear (round half to even, saturate; NaN low) then DequantizeLinear
+      if (std::isnan(v)) return s.b * s.a;
+      const float r = std::nearbyint(v / s.a);
+      return std::min(std::max(r, s.b), s.b + 255.f) * s.a;
+    }
     case EpOp::kGelu:
       return static_cast<float>(0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))));
     case EpOp::kGeluTanh: {

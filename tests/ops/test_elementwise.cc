@@ -180,3 +180,15 @@ TEST_CASE("a chain of elementwise ops on one input (ReLU6 then HardSwish) by han
   // clip: [0, 1, 6, 3]; hardswish: [0, 2/3, 6, 3].
   expect_values(run1(m, Tensor::f32({4}, {-5, 1, 9, 3})), {4}, {0, 2.f / 3, 6, 3});
 }
+
+TEST_CASE("FakeQuantize (QuantizeLinear then DequantizeLinear), by hand and odd sizes") {
+  // scale 0.5, low -128 (int8, zero point 0): x / 0.5 rounded half to even, clamped to [-128, 127],
+  // times 0.5: 0.25 -> 0, 0.75 -> 1, -0.25 -> -0, 100 -> 63.5, -100 -> -64, NaN -> -64 (low end).
+  expect_values(run1(unary("FakeQuantize", {6}, "scale: 0.5, low: -128.0"),
+                     Tensor::f32({6}, {0.25f, 0.75f, -0.25f, 100, -100, kNaN})),
+                {6}, {0, 1, 0, 63.5f, -64, -64});
+  odd_size_unary("FakeQuantize", "scale: 0.0625, low: -3.0", [](double v) {
+    const double r = std::nearbyint(v / 0.0625);  // exact: 0.0625 is a power of two
+    return std::min(std::max(r, -3.0), 252.0) * 0.0625;
+  });
+}

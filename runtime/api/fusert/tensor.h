@@ -11,20 +11,23 @@
 namespace fusert {
 
 /// Element types. Activations are computed in f32; f16/bf16 are accepted in weight files and
-/// converted; i64/i32 carry token ids and positions.
+/// converted; i64/i32 carry token ids and positions; i8/u8 quantised values (scale and zero
+/// point are tensors of their own, as in ONNX).
 enum class DType {
   kF32,   ///< float32: every activation, and the inputs of image models
   kF16,   ///< float16 (weights files only)
   kBF16,  ///< bfloat16 (weights files only)
   kI64,   ///< int64: token ids, attention masks, positions
   kI32,   ///< int32
-  kBool   ///< one byte per element
+  kBool,  ///< one byte per element
+  kI8,    ///< int8: quantised tensors (ONNX QuantizeLinear / DequantizeLinear, QDQ models)
+  kU8     ///< uint8: quantised tensors, DynamicQuantizeLinear's output
 };
 
 /// Dimensions, outermost first: NCHW [N, C, H, W] for images, [batch, seq] for token ids.
 using Shape = std::vector<int64_t>;
 
-FUSERT_API const char* dtype_name(DType t);  ///< "f32", "f16", "bf16", "i64", "i32", "bool"
+FUSERT_API const char* dtype_name(DType t);  ///< "f32", "f16", "bf16", "i64", "i32", "bool", "i8", "u8"
 /// The DType named `s` ("f32", ...) into *out; false for an unknown name.
 FUSERT_API bool parse_dtype(const std::string& s, DType* out);
 FUSERT_API size_t dtype_size(DType t);           ///< bytes per element

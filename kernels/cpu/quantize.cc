@@ -1,0 +1,147 @@
+// CPU kernels of the quantisation ops (kernels/cpu/quantize.h).
+#include "kernels/cpu/quantize.h"
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "graph/base/quant_math.h"
+#include "kernels/cpu/parallel.h"
+
+namespace fusert::cpu {
+
+namespace {
+
+using IntMatrix = Eigen::Matrix<int32_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using IntMap = Eigen::Map<IntMatrix>;
+
+// Element i of an i8, u8 or i32 buffer (0 for a null one).
+int32_t load(const void* p, DType t, int64_t i) {
+  if (!p) return 0;
+  switch (t) {
+    case DType::kI8:
+      return static_cast<const int8_t*>(p)[i];
+    case DType::kU8:
+      return static_cast<const uint8_t*>(p)[i];
+    default:
+      return static_cast<const int32_t*>(p)[i];
+  }
+}
+
+// Calls f(c, begin, end) on X's elements [begin, end), blocks that share channel c, in parallel
+// (a per-tensor X, one row, still splits).
+template <typename F>
+void for_each_block(const QuantAxis& a, F f) {
+  const int64_t rows = a.outer * a.channels, block = std::max<int64_t>(1, std::min<int64_t>(a.inner, 8192));
+  const int64_t per_row = (a.inner + block - 1) / block;
+  const int team = detail::team_size(rows * a.inner);
+#pragma omp parallel for num_threads(team) if (team > 1)
+  for (int64_t k = 0; k < rows * per_row; ++k) {
+    const int64_t row = k / per_row, b = (k % per_row) * block;
+    f(row % a.channels, row * a.inner + b, row * a.inner + std::min(a.inner, b + block));
+  }
+}
+
+template <typename T>
+void quantize_blocks(const QuantAxis& a, const float* x, const float* scale, const void* zp, DType t, quant::Range r,
+                     T* y) {
+  for_each_block(a, [&](int64_t c, int64_t begin, int64_t end) {
+    const float s = scale[c];
+    const int z = load(zp, t, c);
+    for (int64_t i = begin; i < end; ++i) y[i] = static_cast<T>(quant::quantize_one(x[i], s, z, r));
+  });
+}
+
+template <typename T>
+void dequantize_blocks(const QuantAxis& a, const T* x, DType t, const float* scale, const void* zp, float* y) {
+  for_each_block(a, [&](int64_t c, int64_t begin, int64_t end) {
+    const float s = scale[c];
+    const int32_t z = load(zp, t, c);
+    for (int64_t i = begin; i < end; ++i) y[i] = quant::dequantize_one(x[i], z, s);
+  });
+}
+
+// The operand [rows, cols] widened to int32 with its zero point subtracted: per row (`per_row`)
+// or per column when the zero point has more than one value.
+IntMatrix widen(const void* p, DType t, int64_t rows, int64_t cols, const void* zp, int64_t zp_count, bool per_row) {
+  IntMatrix m(rows, cols);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      const int64_t zi = zp_count == 1 ? 0 : (per_row ? r : c);
+      m(r, c) = load(p, t, r * cols + c) - load(zp, t, zi);
+    }
+  return m;
+}
+
+}  // namespace
+
+void quantize_linear(const QuantAxis& a, const float* x, const float* scale, const void* zero_point, DType t, void* y) {
+  if (t == DType::kI8)
+    quantize_blocks(a, x, scale, zero_point, t, quant::kI8Range, static_cast<int8_t*>(y));
+  else
+    quantize_blocks(a, x, scale, zero_point, t, quant::kU8Range, static_cast<uint8_t*>(y));
+}
+
+void dequantize_linear(const QuantAxis& a, const void* x, DType t, const float* scale, const void* zero_point,
+                       float* y) {
+  if (t == DType::kI8) return dequantize_blocks(a, static_cast<const int8_t*>(x), t, scale, zero_point, y);
+  if (t == DType::kU8) return dequantize_blocks(a, static_cast<const uint8_t*>(x), t, scale, zero_point, y);
+  dequantize_blocks(a, static_cast<const int32_t*>(x), t, scale, zero_point, y);
+}
+
+void dynamic_quantize_linear(int64_t n, const float* x, uint8_t* y, float* scale, uint8_t* zero_point) {
+  float lo = 0.f, hi = 0.f;
+  for (int64_t i = 0; i < n; ++i) {
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+  }
+  const float s = (hi - lo) / 255.f;
+  if (!(s > 0.f)) {  // all zero (or empty): scale 1 as ONNX Runtime, every value 0
+    *scale = 1.f;
+    *zero_point = 0;
+    std::fill(y, y + n, uint8_t{0});
+    return;
+  }
+  // zero point = saturate(round(0 - min / scale)), as ONNX's reference (qmin 0)
+  const int z = quant::quantize_one(-lo, s, 0, quant::kU8Range);
+  *scale = s;
+  *zero_point = static_cast<uint8_t>(z);
+  const QuantAxis all{1, 1, n};
+  quantize_linear(all, x, scale, zero_point, DType::kU8, y);
+}
+
+void matmul_integer(const IntGemm& g, const void* a, const void* b, int32_t* y) {
+  const IntMatrix am = widen(a, g.at, g.m, g.k, g.za, g.za_count, true);
+  const IntMatrix bm = widen(b, g.bt, g.k, g.n, g.zb, g.zb_count, false);
+  IntMap(y, g.m, g.n).noalias() = am * bm;
+}
+
+void conv_integer(const ConvParams& p, const void* x, DType xt, const void* x_zero_point, const void* w, DType wt,
+                  const void* w_zero_point, int64_t wz_count, int32_t* y) {
+  const int64_t cg = p.c / p.group, mg = p.m / p.group, kk = cg * p.kh * p.kw, spatial = p.oh * p.ow;
+  const int32_t zx = load(x_zero_point, xt, 0);
+  IntMatrix wm(p.m, kk);  // W - w_zero_point, one row per output channel
+  for (int64_t m = 0; m < p.m; ++m)
+    for (int64_t i = 0; i < kk; ++i) wm(m, i) = load(w, wt, m * kk + i) - load(w_zero_point, wt, wz_count == 1 ? 0 : m);
+  IntMatrix cols(kk, spatial);
+  for (int64_t n = 0; n < p.n; ++n)
+    for (int64_t g = 0; g < p.group; ++g) {
+      for (int64_t c = 0; c < cg; ++c)  // im2col of X - zx: a tap in the padding is 0
+        for (int64_t i = 0; i < p.kh; ++i)
+          for (int64_t j = 0; j < p.kw; ++j) {
+            const int64_t row = (c * p.kh + i) * p.kw + j, plane = (n * p.c + g * cg + c) * p.h * p.w;
+            for (int64_t oy = 0; oy < p.oh; ++oy) {
+              const int64_t iy = oy * p.stride_h - p.pad_top + i * p.dil_h;
+              for (int64_t ox = 0; ox < p.ow; ++ox) {
+                const int64_t ix = ox * p.stride_w - p.pad_left + j * p.dil_w;
+                const bool in = iy >= 0 && iy < p.h && ix >= 0 && ix < p.w;
+                cols(row, oy * p.ow + ox) = in ? load(x, xt, plane + iy * p.w + ix) - zx : 0;
+              }
+            }
+          }
+      IntMap(y + (n * p.m + g * mg) * spatial, mg, spatial).noalias() = wm.middleRows(g * mg, mg) * cols;
+    }
+}
+
+}  // namespace fusert::cpu

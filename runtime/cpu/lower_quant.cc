@@ -1,0 +1,134 @@
+// CPU lowering of the quantisation ops (kernels/cpu/quantize.h): one opaque step each. Scales
+// and zero points are read from their buffers at run time (constants or computed, such as
+// DynamicQuantizeLinear's). The CUDA backend runs the same steps through its host fallback.
+#include "kernels/cpu/quantize.h"
+#include "runtime/cpu/lower_single_util.h"
+#include "runtime/execution_plan.h"
+#include "runtime/lowering/spec.h"
+
+namespace fusert {
+
+namespace {
+
+using cpu_lowering::shape_of;
+
+// X (input 0) around the node's axis when the scale (input 1) has more than one value.
+cpu::QuantAxis quant_axis(const Graph& g, const Node& n) {
+  const Shape& x = shape_of(g, n.inputs[0]);
+  cpu::QuantAxis a;
+  a.inner = shape_numel(x);
+  if (shape_numel(shape_of(g, n.inputs[1])) == 1) return a;
+  const size_t axis = static_cast<size_t>(n.attr_i("axis"));
+  a.outer = shape_numel(Shape(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(axis)));
+  a.channels = x[axis];
+  a.inner = shape_numel(Shape(x.begin() + static_cast<std::ptrdiff_t>(axis) + 1, x.end()));
+  return a;
+}
+
+ValueId input_or_none(const Node& n, size_t i) { return i < n.inputs.size() ? n.inputs[i] : kNoValue; }
+
+// Offsets (in matrices) of A's and B's operand for each of the output's batch entries (numpy
+// broadcasting of the dims before the last two).
+void batch_offsets(const Shape& a, const Shape& b, const Shape& y, std::vector<int64_t>* ao, std::vector<int64_t>* bo) {
+  const size_t r = y.size() - 2;
+  const Shape ab = cpu_lowering::padded(Shape(a.begin(), a.end() - 2), r);
+  const Shape bb = cpu_lowering::padded(Shape(b.begin(), b.end() - 2), r);
+  const int64_t count = shape_numel(Shape(y.begin(), y.end() - 2));
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t rest = i, oa = 0, ob = 0, sa = 1, sb = 1;
+    for (size_t d = r; d-- > 0;) {
+      const int64_t idx = rest % y[d];
+      rest /= y[d];
+      oa += (ab[d] == 1 ? 0 : idx) * sa;
+      ob += (bb[d] == 1 ? 0 : idx) * sb;
+      sa *= ab[d];
+      sb *= bb[d];
+    }
+    ao->push_back(oa);
+    bo->push_back(ob);
+  }
+}
+
+}  // namespace
+
+#define LOWER(name) Status lower_##name(const Graph& g, int ni, Step& s)
+#define NODE (g.nodes[static_cast<size_t>(ni)])
+
+LOWER(QuantizeLinear) {
+  const Node& n = NODE;
+  const cpu::QuantAxis a = quant_axis(g, n);
+  const ValueId xi = n.inputs[0], si = n.inputs[1], zi = input_or_none(n, 2), yi = n.outputs[0];
+  const DType t = g.value(yi).dtype;
+  s.run = [=](const BufferTable& b) {
+    cpu::quantize_linear(a, b.f32(xi), b.f32(si), zi == kNoValue ? nullptr : b.raw(zi), t, b.raw(yi));
+  };
+  return Status();
+}
+
+LOWER(DequantizeLinear) {
+  const Node& n = NODE;
+  const cpu::QuantAxis a = quant_axis(g, n);
+  const ValueId xi = n.inputs[0], si = n.inputs[1], zi = input_or_none(n, 2), yi = n.outputs[0];
+  const DType t = g.value(xi).dtype;
+  s.run = [=](const BufferTable& b) {
+    cpu::dequantize_linear(a, b.raw(xi), t, b.f32(si), zi == kNoValue ? nullptr : b.raw(zi), b.f32(yi));
+  };
+  return Status();
+}
+
+LOWER(DynamicQuantizeLinear) {
+  const Node& n = NODE;
+  const int64_t count = shape_numel(shape_of(g, n.inputs[0]));
+  const ValueId xi = n.inputs[0], yi = n.outputs[0], si = n.outputs[1], zi = n.outputs[2];
+  s.run = [=](const BufferTable& b) {
+    cpu::dynamic_quantize_linear(count, b.f32(xi), static_cast<uint8_t*>(b.raw(yi)), b.f32(si),
+                                 static_cast<uint8_t*>(b.raw(zi)));
+  };
+  return Status();
+}
+
+LOWER(MatMulInteger) {
+  const Node& n = NODE;
+  const Shape& as = shape_of(g, n.inputs[0]);
+  const Shape& bs = shape_of(g, n.inputs[1]);
+  const Shape& ys = shape_of(g, n.outputs[0]);
+  cpu::IntGemm p;
+  p.m = as[as.size() - 2];
+  p.k = as.back();
+  p.n = bs.back();
+  p.at = g.value(n.inputs[0]).dtype;
+  p.bt = g.value(n.inputs[1]).dtype;
+  const ValueId ai = n.inputs[0], bi = n.inputs[1], yi = n.outputs[0];
+  const ValueId zai = input_or_none(n, 2), zbi = input_or_none(n, 3);
+  if (zai != kNoValue) p.za_count = shape_numel(shape_of(g, zai));
+  if (zbi != kNoValue) p.zb_count = shape_numel(shape_of(g, zbi));
+  std::vector<int64_t> ao, bo;
+  batch_offsets(as, bs, ys, &ao, &bo);
+  s.run = [=](const BufferTable& b) {
+    cpu::IntGemm q = p;
+    q.za = zai == kNoValue ? nullptr : b.raw(zai);
+    q.zb = zbi == kNoValue ? nullptr : b.raw(zbi);
+    const auto* a8 = static_cast<const uint8_t*>(b.raw(ai));
+    const auto* b8 = static_cast<const uint8_t*>(b.raw(bi));
+    auto* y = static_cast<int32_t*>(b.raw(yi));
+    for (size_t i = 0; i < ao.size(); ++i)
+      cpu::matmul_integer(q, a8 + ao[i] * p.m * p.k, b8 + bo[i] * p.k * p.n, y + static_cast<int64_t>(i) * p.m * p.n);
+  };
+  return Status();
+}
+
+LOWER(ConvInteger) {
+  const Node& n = NODE;
+  const cpu::ConvParams p = lowering::conv_params(g, n);
+  const ValueId xi = n.inputs[0], wi = n.inputs[1], yi = n.outputs[0];
+  const ValueId zxi = input_or_none(n, 2), zwi = input_or_none(n, 3);
+  const DType xt = g.value(xi).dtype, wt = g.value(wi).dtype;
+  const int64_t wz_count = zwi == kNoValue ? 1 : shape_numel(shape_of(g, zwi));
+  s.run = [=](const BufferTable& b) {
+    cpu::conv_integer(p, b.raw(xi), xt, zxi == kNoValue ? nullptr : b.raw(zxi), b.raw(wi), wt,
+                      zwi == kNoValue ? nullptr : b.raw(zwi), wz_count, static_cast<int32_t*>(b.raw(yi)));
+  };
+  return Status();
+}
+
+}  // namespace fusert

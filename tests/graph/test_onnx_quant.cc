@@ -1,0 +1,277 @@
+// The quantisation ops imported from ONNX (QuantizeLinear, DequantizeLinear,
+// DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul) against values worked out
+// by hand: rounding half to even, saturation, per-axis scales and zero points, padding that
+// counts as the zero point, batch broadcasting, a QDQ Conv whose int8 weight folds at load, and
+// the errors (a quantised value fed to an op that computes in f32, a scale of the wrong size).
+#include <cstring>
+
+#include "tests/graph/onnx_test_util.h"
+
+using namespace fusert;
+using namespace fusert::onnx_test;
+
+namespace {
+
+// An i8 / u8 / i32 / f32 initializer from raw bytes.
+template <typename T>
+void add_typed(onnx::GraphProto* g, const std::string& name, int elem, std::vector<int64_t> dims,
+               const std::vector<T>& v) {
+  auto* t = g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(elem);
+  for (int64_t d : dims) t->add_dims(d);
+  t->set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T)));
+}
+
+template <typename T>
+Tensor typed(DType dt, const Shape& s, const std::vector<T>& v) {
+  Tensor x(dt, s);
+  std::memcpy(x.raw(), v.data(), v.size() * sizeof(T));
+  return x;
+}
+
+template <typename T>
+std::vector<int> ints_of(const Tensor& t) {
+  std::vector<int> v;
+  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(static_cast<int>(static_cast<const T*>(t.raw())[i]));
+  return v;
+}
+
+Tensor run_fused(const onnx::ModelProto& m, const std::string& file, const TensorMap& in, const std::string& out,
+                 const char* fusion) {
+  SessionOptions opt;
+  opt.threads = 1;
+  opt.fusion = fusion;
+  auto s = Session::load(save(m, file), opt);
+  REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+  auto y = (*s)->run(in);
+  REQUIRE_MESSAGE(y.ok(), y.status().to_string());
+  return y->at(out);
+}
+
+std::string load_error(const onnx::ModelProto& m, const std::string& file) {
+  auto s = Session::load(save(m, file), SessionOptions{});
+  REQUIRE_FALSE(s.ok());
+  return s.status().to_string();
+}
+
+}  // namespace
+
+TEST_CASE("QuantizeLinear rounds half to even, saturates, and quantises per axis") {
+  auto m = model(19);
+  auto* g = m.mutable_graph();
+  add_input(g, "x", {8});
+  add_f32(g, "s", {}, {0.5f});
+  add_typed<uint8_t>(g, "z", onnx::TensorProto::UINT8, {}, {128});
+  add_node(g, "QuantizeLinear", {"x", "s", "z"}, {"y"}, "q");
+  add_output(g, "y");
+  // x / 0.5 = 0, 3, 5, -2, 600 (saturates), -0.5 and 0.5 (to the even 0), 1.5 (to 2); + 128
+  Tensor x(DType::kF32, {8});
+  const std::vector<float> xv = {0.f, 1.5f, 2.5f, -1.f, 300.f, -0.25f, 0.25f, 0.75f};
+  std::copy(xv.begin(), xv.end(), x.f32());
+  for (const char* fusion : {"none", "all"}) {
+    const Tensor y = run_fused(m, "q_u8.onnx", {{"x", x}}, "y", fusion);
+    REQUIRE(y.dtype() == DType::kU8);
+    CHECK(ints_of<uint8_t>(y) == std::vector<int>{128, 131, 133, 126, 255, 128, 128, 130});
+  }
+
+  auto a = model(19);
+  g = a.mutable_graph();
+  add_input(g, "x", {2, 3});
+  add_f32(g, "s", {3}, {1.f, 2.f, 4.f});
+  add_typed<int8_t>(g, "z", onnx::TensorProto::INT8, {3}, {0, 1, -1});
+  int_attr(add_node(g, "QuantizeLinear", {"x", "s", "z"}, {"y"}, "q"), "axis", 1);
+  add_output(g, "y");
+  // column c: x / s[c] + z[c]: [1, 1+1, -1-1], [100, -150+1 (saturates at -128), 1-1]
+  Tensor x2(DType::kF32, {2, 3});
+  const std::vector<float> x2v = {1.f, 2.f, -4.f, 100.f, -300.f, 4.f};
+  std::copy(x2v.begin(), x2v.end(), x2.f32());
+  const Tensor y2 = run_model(a, "q_axis.onnx", {{"x", x2}}, "y");
+  REQUIRE(y2.dtype() == DType::kI8);
+  CHECK(ints_of<int8_t>(y2) == std::vector<int>{1, 2, -2, 100, -128, 0});
+}
+
+TEST_CASE("DequantizeLinear per axis (i8) and of an i32 accumulator") {
+  auto m = model(19);
+  auto* g = m.mutable_graph();
+  add_input(g, "x", {2, 3}, "", -1, onnx::TensorProto::INT8);
+  add_f32(g, "s", {3}, {1.f, 2.f, 4.f});
+  add_typed<int8_t>(g, "z", onnx::TensorProto::INT8, {3}, {0, 1, -1});
+  int_attr(add_node(g, "DequantizeLinear", {"x", "s", "z"}, {"y"}, "dq"), "axis", -1);
+  add_output(g, "y");
+  const Tensor x = typed<int8_t>(DType::kI8, {2, 3}, {1, 2, -2, 100, -128, 0});
+  // (x - z[c]) * s[c]
+  check_f32(run_model(m, "dq_axis.onnx", {{"x", x}}, "y"), {2, 3}, {1.f, 2.f, -4.f, 100.f, -258.f, 4.f});
+
+  auto a = model(19);
+  g = a.mutable_graph();
+  add_input(g, "x", {2}, "", -1, onnx::TensorProto::INT32);
+  add_f32(g, "s", {}, {0.5f});
+  add_node(g, "DequantizeLinear", {"x", "s"}, {"y"}, "dq");
+  add_output(g, "y");
+  check_f32(run_model(a, "dq_i32.onnx", {{"x", typed<int32_t>(DType::kI32, {2}, {10, -3})}}, "y"), {2}, {5.f, -1.5f});
+}
+
+TEST_CASE("DynamicQuantizeLinear: the u8 scale and zero point of [min(0, x), max(0, x)]") {
+  auto m = model(11);
+  auto* g = m.mutable_graph();
+  add_input(g, "x", {4});
+  add_node(g, "DynamicQuantizeLinear", {"x"}, {"y", "s", "z"}, "dql");
+  add_output(g, "y");
+  add_output(g, "s");
+  add_output(g, "z");
+  SessionOptions opt;
+  opt.threads = 1;
+  auto s = Session::load(save(m, "dql.onnx"), opt);
+  REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+  Tensor x(DType::kF32, {4});
+  const std::vector<float> xv = {0.f, 1.f, -0.5f, 2.f};
+  std::copy(xv.begin(), xv.end(), x.f32());
+  auto y = (*s)->run({{"x", x}});
+  REQUIRE_MESSAGE(y.ok(), y.status().to_string());
+  // scale = (2 - -0.5) / 255; zero point = round(0.5 / scale) = 51; y = round(x / scale) + 51
+  CHECK(y->at("s").f32()[0] == doctest::Approx(2.5 / 255).epsilon(1e-6));
+  CHECK(ints_of<uint8_t>(y->at("z")) == std::vector<int>{51});
+  CHECK(ints_of<uint8_t>(y->at("y")) == std::vector<int>{51, 153, 0, 255});
+  // all zeros: scale 1 (as ONNX Runtime), everything 0
+  Tensor zero(DType::kF32, {4});
+  auto y0 = (*s)->run({{"x", zero}});
+  REQUIRE(y0.ok());
+  CHECK(y0->at("s").f32()[0] == 1.f);
+  CHECK(ints_of<uint8_t>(y0->at("y")) == std::vector<int>{0, 0, 0, 0});
+}
+
+TEST_CASE("MatMulInteger: zero points per tensor (A) and per column (B), batch broadcasting") {
+  auto m = model(10);
+  auto* g = m.mutable_graph();
+  add_input(g, "a", {2, 1, 3}, "", -1, onnx::TensorProto::UINT8);
+  add_typed<int8_t>(g, "b", onnx::TensorProto::INT8, {3, 2}, {1, -1, 2, 0, -3, 4});
+  add_typed<uint8_t>(g, "za", onnx::TensorProto::UINT8, {}, {1});
+  add_typed<int8_t>(g, "zb", onnx::TensorProto::INT8, {2}, {0, 1});
+  add_node(g, "MatMulInteger", {"a", "b", "za", "zb"}, {"y"}, "mm");
+  add_output(g, "y");
+  // A - 1: [0, 1, 2] and [3, 4, 6]; B - zb: [[1, -2], [2, -1], [-3, 3]]
+  const Tensor a = typed<uint8_t>(DType::kU8, {2, 1, 3}, {1, 2, 3, 4, 5, 7});
+  const Tensor y = run_model(m, "mmi.onnx", {{"a", a}}, "y");
+  REQUIRE(y.dtype() == DType::kI32);
+  CHECK(y.shape() == Shape{2, 1, 2});
+  CHECK(ints_of<int32_t>(y) == std::vector<int>{-4, 5, -7, 8});
+}
+
+TEST_CASE("ConvInteger: padding counts as the zero point") {
+  auto m = model(10);
+  auto* g = m.mutable_graph();
+  add_input(g, "x", {1, 1, 3, 3}, "", -1, onnx::TensorProto::UINT8);
+  add_typed<uint8_t>(g, "w", onnx::TensorProto::UINT8, {1, 1, 2, 2}, {1, 2, 3, 4});
+  add_typed<uint8_t>(g, "zx", onnx::TensorProto::UINT8, {}, {1});
+  add_typed<uint8_t>(g, "zw", onnx::TensorProto::UINT8, {}, {1});
+  ints_attr(add_node(g, "ConvInteger", {"x", "w", "zx", "zw"}, {"y"}, "ci"), "pads", {0, 0, 1, 1});
+  add_output(g, "y");
+  // X - 1 = [[0,1,2],[3,4,5],[6,7,8]] padded right and bottom with 0; W - 1 = [[0,1],[2,3]]
+  const Tensor x = typed<uint8_t>(DType::kU8, {1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  const Tensor y = run_model(m, "ci.onnx", {{"x", x}}, "y");
+  REQUIRE(y.dtype() == DType::kI32);
+  CHECK(y.shape() == Shape{1, 1, 3, 3});
+  CHECK(ints_of<int32_t>(y) == std::vector<int>{19, 25, 10, 37, 43, 16, 7, 8, 0});
+}
+
+TEST_CASE("QLinearMatMul: exact accumulator, requantised with sa * sb / sy") {
+  auto m = model(10);
+  auto* g = m.mutable_graph();
+  add_input(g, "a", {1, 2}, "", -1, onnx::TensorProto::UINT8);
+  add_f32(g, "sa", {}, {0.5f});
+  add_typed<uint8_t>(g, "za", onnx::TensorProto::UINT8, {}, {128});
+  add_typed<int8_t>(g, "b", onnx::TensorProto::INT8, {2, 1}, {4, 2});
+  add_f32(g, "sb", {}, {0.25f});
+  add_typed<int8_t>(g, "zb", onnx::TensorProto::INT8, {}, {0});
+  add_f32(g, "sy", {}, {0.1f});
+  add_typed<uint8_t>(g, "zy", onnx::TensorProto::UINT8, {}, {10});
+  add_node(g, "QLinearMatMul", {"a", "sa", "za", "b", "sb", "zb", "sy", "zy"}, {"y"}, "qmm");
+  add_output(g, "y");
+  // acc = 2 * 4 + (-2) * 2 = 4; 4 * 0.5 * 0.25 / 0.1 = 5; + 10
+  const Tensor y = run_model(m, "qmm.onnx", {{"a", typed<uint8_t>(DType::kU8, {1, 2}, {130, 126})}}, "y");
+  REQUIRE(y.dtype() == DType::kU8);
+  CHECK(ints_of<uint8_t>(y) == std::vector<int>{15});
+}
+
+TEST_CASE("A QDQ Conv: the int8 weight folds at load, activations round-trip through int8") {
+  auto m = model(13);
+  auto* g = m.mutable_graph();
+  add_input(g, "x", {1, 1, 2, 2});
+  add_f32(g, "sx", {}, {0.5f});
+  add_typed<int8_t>(g, "zx", onnx::TensorProto::INT8, {}, {0});
+  add_typed<int8_t>(g, "wq", onnx::TensorProto::INT8, {1, 1, 1, 1}, {2});
+  add_f32(g, "sw", {1}, {0.25f});
+  add_typed<int8_t>(g, "zw", onnx::TensorProto::INT8, {1}, {0});
+  add_node(g, "QuantizeLinear", {"x", "sx", "zx"}, {"xq"}, "q");
+  add_node(g, "DequantizeLinear", {"xq", "sx", "zx"}, {"xd"}, "dq");
+  int_attr(add_node(g, "DequantizeLinear", {"wq", "sw", "zw"}, {"w"}, "dqw"), "axis", 0);
+  add_node(g, "Conv", {"xd", "w"}, {"y"}, "conv");
+  add_output(g, "y");
+  // x / 0.5 = 0.6, 1.2, -0.4, 2 -> 1, 1, 0, 2 -> 0.5, 0.5, 0, 1; w = 2 * 0.25 = 0.5
+  Tensor x(DType::kF32, {1, 1, 2, 2});
+  const std::vector<float> xv = {0.3f, 0.6f, -0.2f, 1.f};
+  std::copy(xv.begin(), xv.end(), x.f32());
+  for (const char* fusion : {"none", "all"})
+    check_f32(run_fused(m, "qdq_conv.onnx", {{"x", x}}, "y", fusion), {1, 1, 2, 2}, {0.25f, 0.25f, 0.f, 0.5f});
+}
+
+TEST_CASE("Quantisation errors name the node and the problem") {
+  auto m = model(13);
+  auto* g = m.mutable_graph();
+  add_input(g, "x", {3}, "", -1, onnx::TensorProto::INT8);
+  add_node(g, "Relu", {"x"}, {"y"}, "relu");
+  add_output(g, "y");
+  std::string e = load_error(m, "relu_i8.onnx");
+  CHECK_MESSAGE(has(e, "'relu'"), e);
+  CHECK_MESSAGE(has(e, "does not take quantised values (DequantizeLinear first)"), e);
+
+  auto a = model(13);
+  g = a.mutable_graph();
+  add_input(g, "x", {2, 3});
+  add_f32(g, "s", {4}, {1.f, 1.f, 1.f, 1.f});
+  int_attr(add_node(g, "QuantizeLinear", {"x", "s"}, {"y"}, "q"), "axis", 1);
+  add_output(g, "y");
+  e = load_error(a, "q_bad_scale.onnx");
+  CHECK_MESSAGE(has(e, "'q'"), e);
+  CHECK_MESSAGE(has(e, "scale [4] must be a scalar or [3]"), e);
+
+  auto b = model(21);
+  g = b.mutable_graph();
+  add_input(g, "x", {2, 4});
+  add_f32(g, "s", {2, 2}, {1.f, 1.f, 1.f, 1.f});
+  auto* n = add_node(g, "QuantizeLinear", {"x", "s"}, {"y"}, "qb");
+  int_attr(n, "block_size", 2);
+  add_output(g, "y");
+  e = load_error(b, "q_blocked.onnx");
+  CHECK_MESSAGE(has(e, "blocked quantisation (block_size 2)"), e);
+}
+
+TEST_CASE("QuantizeLinear -> DequantizeLinear of one scale and zero point becomes FakeQuantize, the same bits") {
+  // x -> Q(s, z) -> DQ(s2, z) -> y; with s2 == s the pair is one FakeQuantize (qdq_pair), with s2 != s
+  // it stays two ops (a different function): s 0.5, z 3 (u8): x = 0.3 -> round(0.6) + 3 = 4 -> (4 - 3) * s2
+  for (float s2 : {0.5f, 0.25f}) {
+    auto m = model(13);
+    auto* g = m.mutable_graph();
+    add_input(g, "x", {4});
+    add_f32(g, "s", {}, {0.5f});
+    add_f32(g, "s2", {}, {s2});
+    add_typed<uint8_t>(g, "z", onnx::TensorProto::UINT8, {}, {3});
+    add_node(g, "QuantizeLinear", {"x", "s", "z"}, {"q"}, "q");
+    add_node(g, "DequantizeLinear", {"q", "s2", "z"}, {"d"}, "dq");
+    add_node(g, "Relu", {"d"}, {"y"}, "relu");
+    add_output(g, "y");
+    SessionOptions opt;
+    opt.threads = 1;
+    auto sess = Session::load(save(m, "qdq_pair.onnx"), opt);
+    REQUIRE_MESSAGE(sess.ok(), sess.status().to_string());
+    const std::string ex = (*sess)->explain();
+    CHECK_MESSAGE(has(ex, "FakeQuantize") == (s2 == 0.5f), ex);
+    Tensor x(DType::kF32, {4});
+    const std::vector<float> xv = {0.3f, -1.f, -2.f, 200.f};  // q: 4, 1, 0 (saturates), 255 (saturates)
+    std::copy(xv.begin(), xv.end(), x.f32());
+    auto y = (*sess)->run({{"x", x}});
+    REQUIRE_MESSAGE(y.ok(), y.status().to_string());
+    check_f32(y->at("y"), {4}, {1 * s2, 0.f, 0.f, 252 * s2});
+  }
+}
