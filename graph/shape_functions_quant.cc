@@ -133,3 +133,38 @@ Status shape_ConvInteger(ShapeContext& c) {
 }
 
 }  // namespace fusert
+
+namespace fusert {
+
+Status shape_QLinearConv(ShapeContext& c) {
+  for (size_t i : {size_t{0}, size_t{3}})
+    if (c.in_dtype(i) != DType::kI8 && c.in_dtype(i) != DType::kU8)
+      return c.unsupported() << "input " << i << " is " << dtype_name(c.in_dtype(i)) << " (int8 or uint8)";
+  for (size_t i = 1; i < 8; ++i) {
+    if (!c.has_input(i)) return c.fail() << "input " << i << " is empty";
+    if (!c.constant(i))
+      return c.unsupported() << "input " << i << " ('" << c.graph.value(c.node.inputs[i]).name
+                             << "') is computed at run time (scales and zero points must be constants)";
+  }
+  Node tmp = c.node;
+  tmp.inputs = {c.node.inputs[0], c.node.inputs[3]};
+  ShapeContext t{c.graph, tmp};
+  FUSERT_RETURN_IF_ERROR(shape_Conv(t));
+  c.node.attrs = tmp.attrs;
+  const int64_t m = c.in(3)[0];
+  for (size_t i : {size_t{1}, size_t{6}})
+    if (shape_numel(c.in(i)) != 1) return c.fail() << "input " << i << " (a scale) must be a scalar";
+  if (shape_numel(c.in(4)) != 1 && shape_numel(c.in(4)) != m)
+    return c.fail() << "w_scale " << shape_str(c.in(4)) << " must be a scalar or [" << m << "]";
+  if (c.in_dtype(2) != c.in_dtype(0) || c.in_dtype(5) != c.in_dtype(3) || !int8_type(c.in_dtype(7)))
+    return c.fail() << "zero points must have their operand's dtype (x " << dtype_name(c.in_dtype(0)) << ", w "
+                    << dtype_name(c.in_dtype(3)) << ") and y's be int8 or uint8";
+  if (shape_numel(c.in(5)) != 1 && shape_numel(c.in(5)) != m)
+    return c.fail() << "w_zero_point " << shape_str(c.in(5)) << " must be a scalar or [" << m << "]";
+  if (c.has_input(8) && (c.in_dtype(8) != DType::kI32 || shape_numel(c.in(8)) != m))
+    return c.fail() << "B must be int32 [" << m << "], got " << dtype_name(c.in_dtype(8)) << " " << shape_str(c.in(8));
+  c.set_out(0, c.graph.value(c.node.outputs[0]).shape, c.in_dtype(7));
+  return Status();
+}
+
+}  // namespace fusert

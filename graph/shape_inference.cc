@@ -125,6 +125,7 @@ static bool dtype_free_input(OpKind op, size_t i) {
     case OpKind::kDynamicQuantizeLinear:
     case OpKind::kMatMulInteger:
     case OpKind::kConvInteger:
+    case OpKind::kQLinearConv:
       return true;
     case OpKind::kResize:
       return i >= 1;  // roi, scales (f32), sizes (i64): checked by shape_Resize
@@ -137,7 +138,8 @@ static bool dtype_free_input(OpKind op, size_t i) {
   }
 }
 
-// Ops that take i8 / u8 tensors: the quantisation ops and the views (no kernel of their own).
+// Ops that take i8 / u8 tensors: the quantisation ops, the views (no kernel of their own), Gather and
+// Transpose.
 // Every other op refuses them before its kernel could read a byte as a wider element.
 static bool takes_int8(OpKind op) {
   switch (op) {
@@ -145,10 +147,13 @@ static bool takes_int8(OpKind op) {
     case OpKind::kDequantizeLinear:
     case OpKind::kMatMulInteger:
     case OpKind::kConvInteger:
+    case OpKind::kQLinearConv:
     case OpKind::kIdentity:
     case OpKind::kReshape:
     case OpKind::kFlatten:
     case OpKind::kUnsqueeze:
+    case OpKind::kGather:  // moves elements by size: a quantised embedding table (quantize_dynamic)
+    case OpKind::kTranspose:
       return true;
     default:
       return false;
@@ -177,8 +182,8 @@ static Status check_dtypes(ShapeContext& c) {
                         << dtype_name(c.in_dtype(0)) << " (Concat's inputs share one dtype)";
     return Status();
   }
-  if (op == OpKind::kTranspose &&
-      (c.in_dtype(0) == DType::kI32 || (c.in_dtype(0) == DType::kI64 && c.in(0).size() < 6)))
+  if (op == OpKind::kTranspose && (c.in_dtype(0) == DType::kI32 || dtype_size(c.in_dtype(0)) == 1 ||
+                                   (c.in_dtype(0) == DType::kI64 && c.in(0).size() < 6)))
     return Status();  // moves 4- or 8-byte elements (NonZero's indices); an i64 one as 2 x 4 bytes, rank <= 5
   if (op == OpKind::kAdd || op == OpKind::kSub || op == OpKind::kMul || op == OpKind::kDiv)
     return Status();  // own rule

@@ -357,6 +357,7 @@ Result<std::optional<Expansion>> expand_node(const Graph& g, const onnx::NodePro
     FUSERT_ASSIGN_OR_RETURN(Expansion e, scan_as_loop(g, np, name, loc, opset));
     return std::optional<Expansion>(std::move(e));
   }
+  if (op == "QLinearConv" && qlinear_conv_direct(g, np)) return std::optional<Expansion>();  // the op QLinearConv
   if (is_qlinear_op(op)) {
     FUSERT_ASSIGN_OR_RETURN(Expansion e, qlinear(g, np, name, loc));
     return std::optional<Expansion>(std::move(e));

@@ -235,7 +235,9 @@ class Importer {
       if (!deps.empty()) counted_[g.value(out).name] = deps;
     FUSERT_RETURN_IF_ERROR(infer_node_shapes(g, added));
     const bool is_output = outputs_.count(g.value(added.outputs[0]).name) > 0;
-    if (added.outputs.size() == 1 && !is_output) {
+    // A DequantizeLinear of constants (a QDQ model's weights) stays a node: the qdq_conv rewrite reads
+    // the int8 weights through it; canonicalisation folds what it leaves.
+    if (added.outputs.size() == 1 && !is_output && added.op != OpKind::kDequantizeLinear) {
       if (std::optional<Tensor> t = fold_constant_node(g, added)) {
         const std::string out = g.value(added.outputs[0]).name;
         g.nodes.pop_back();

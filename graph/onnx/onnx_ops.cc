@@ -49,7 +49,7 @@ const std::set<std::string>& direct_ops() {
       "GatherND", "ScatterND", "OneHot", "TopK", "Trilu", "CumSum", "DepthToSpace", "SpaceToDepth", "Resize",
       "ConvTranspose", "NegativeLogLikelihoodLoss", "Mod", "GridSample", "RNN", "GRU", "LSTM", "LRN", "ReverseSequence", "Det", "RoiAlign",
       "NonZero", "NonMaxSuppression", "Unique", "Compress", "QuantizeLinear", "DequantizeLinear",
-      "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger"};
+      "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger", "QLinearConv"};
   // clang-format on
   return ops;
 }

@@ -6,6 +6,17 @@
 
 namespace fusert::onnx_import {
 
+bool qlinear_conv_direct(const Graph& g, const onnx::NodeProto& np) {
+  if (np.input_size() < 8) return false;
+  for (int i = 0; i < np.input_size(); ++i) {
+    const ValueId v = np.input(i).empty() ? kNoValue : g.find_value(np.input(i));
+    if (v == kNoValue) return false;
+    if (i == 0 && g.value(v).shape.size() != 4) return false;
+    if (i != 0 && i != 3 && (!g.value(v).is_constant || g.value(v).data.empty())) return false;
+  }
+  return true;
+}
+
 bool is_qlinear_op(const std::string& op) { return op == "QLinearConv" || op == "QLinearMatMul"; }
 
 Result<Expansion> qlinear(const Graph& g, const onnx::NodeProto& np, const std::string& name, const SourceLoc& loc) {

@@ -7,9 +7,7 @@
 
 namespace fusert {
 
-namespace {
-
-int32_t int_at(const Tensor& t, int64_t i) {
+int32_t quantised_value(const Tensor& t, int64_t i) {
   switch (t.dtype()) {
     case DType::kI8:
       return static_cast<const int8_t*>(t.raw())[i];
@@ -19,8 +17,6 @@ int32_t int_at(const Tensor& t, int64_t i) {
       return static_cast<const int32_t*>(t.raw())[i];
   }
 }
-
-}  // namespace
 
 std::optional<Tensor> fold_dequantize(const Tensor& x, const Tensor& scale, const Tensor* zero_point, int64_t axis) {
   const DType t = x.dtype();
@@ -37,7 +33,7 @@ std::optional<Tensor> fold_dequantize(const Tensor& x, const Tensor& scale, cons
   Tensor y(DType::kF32, s);
   for (int64_t i = 0; i < x.numel(); ++i) {
     const int64_t c = inner == 0 ? 0 : (i / inner) % channels;
-    y.f32()[i] = quant::dequantize_one(int_at(x, i), zero_point ? int_at(*zero_point, c) : 0, scale.f32()[c]);
+    y.f32()[i] = quant::dequantize_one(quantised_value(x, i), zero_point ? quantised_value(*zero_point, c) : 0, scale.f32()[c]);
   }
   return y;
 }

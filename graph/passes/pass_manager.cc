@@ -2,6 +2,7 @@
 #include <chrono>
 
 #include "graph/passes/pass.h"
+#include "graph/passes/pattern_rewrite.h"
 #include "graph/shape_inference.h"
 #include "graph/verifier.h"
 
@@ -78,6 +79,13 @@ std::vector<std::string> PassManager::log_lines() const {
 
 Result<std::vector<std::string>> run_canonicalize(Graph& g, bool verify) {
   PassManager pm(verify);
+  bool quantised = false;  // a QDQ model: its convolutions read as QLinearConv first (the int8 weights
+  for (const Node& n : g.nodes) quantised |= n.op == OpKind::kQuantizeLinear;  // fold to f32 after)
+  if (quantised) {
+    std::vector<std::unique_ptr<RewriteRule>> rules;
+    rules.push_back(make_qdq_conv_rule());
+    pm.add(make_pattern_rewrite_pass(std::move(rules)));
+  }
   pm.add(make_constant_folding_pass())
       .add(make_bn_folding_pass())
       .add(make_pattern_rewrite_pass())

@@ -46,6 +46,9 @@ std::unique_ptr<RewriteRule> make_hardsigmoid_swish_rule();
 std::unique_ptr<RewriteRule> make_swish_rule();
 /// QuantizeLinear -> DequantizeLinear of one scale and zero point -> FakeQuantize (qdq_rule.cc).
 std::unique_ptr<RewriteRule> make_qdq_pair_rule();
+/// DequantizeLinear -> Conv -> [Relu | Clip] -> QuantizeLinear -> QLinearConv (qdq_conv_rule.cc); runs
+/// before constant folding, in a pass of its own (run_canonicalize).
+std::unique_ptr<RewriteRule> make_qdq_conv_rule();
 
 class Pass;
 /// A rewrite pass over `rules`, tried in order at each node (make_pattern_rewrite_pass() in

@@ -29,17 +29,17 @@ bool one_value(const Graph& g, ValueId v, double* out) {
     *out = 0;  // an absent zero point is 0
     return true;
   }
-  const Value& val = g.value(v);
-  if (!val.is_constant || val.data.empty() || val.data.numel() != 1) return false;
-  switch (val.data.dtype()) {
+  const Tensor* t = fixed_data(g, v);
+  if (!t || t->numel() != 1) return false;
+  switch (t->dtype()) {
     case DType::kF32:
-      *out = val.data.f32()[0];
+      *out = t->f32()[0];
       return true;
     case DType::kI8:
-      *out = static_cast<const int8_t*>(val.data.raw())[0];
+      *out = static_cast<const int8_t*>(t->raw())[0];
       return true;
     case DType::kU8:
-      *out = static_cast<const uint8_t*>(val.data.raw())[0];
+      *out = static_cast<const uint8_t*>(t->raw())[0];
       return true;
     default:
       return false;

@@ -182,4 +182,26 @@ void pad_rows(const Shape& xs, const std::vector<int64_t>& pads, int mode, const
   });
 }
 
+void transpose_bytes(const Shape& xs, const std::vector<int64_t>& perm, const uint8_t* x, uint8_t* y) {
+  const size_t r = xs.size();
+  std::vector<int64_t> in_stride(r, 1), ys(r), step(r);  // step[k]: x's stride of y's dim k
+  for (size_t d = r; d-- > 1;) in_stride[d - 1] = in_stride[d] * xs[d];
+  for (size_t k = 0; k < r; ++k) {
+    ys[k] = xs[static_cast<size_t>(perm[k])];
+    step[k] = in_stride[static_cast<size_t>(perm[k])];
+  }
+  const int64_t n = shape_numel(xs);
+  std::vector<int64_t> idx(r, 0);
+  int64_t off = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    y[i] = x[off];
+    for (size_t k = r; k-- > 0;) {  // the odometer over y's dims
+      off += step[k];
+      if (++idx[k] < ys[k]) break;
+      off -= step[k] * ys[k];
+      idx[k] = 0;
+    }
+  }
+}
+
 }  // namespace fusert::cpu

@@ -15,6 +15,9 @@ namespace fusert::cpu {
 
 /// As cpu::expand: y (shape `ys`) = x (shape `xs`, right-aligned to ys's rank) broadcast.
 void expand_rows(const Shape& xs, const Shape& ys, size_t esize, const void* x, void* y);
+/// ONNX Transpose of one-byte elements (i8, u8, bool): y[.., i_perm[k], ..] = x[.., i_k, ..], y of
+/// x's dims permuted by `perm`.
+void transpose_bytes(const Shape& xs, const std::vector<int64_t>& perm, const uint8_t* x, uint8_t* y);
 /// As cpu::tile: y (shape `ys`, each dim a multiple of xs's) = x repeated along every dim.
 void tile_rows(const Shape& xs, const Shape& ys, size_t esize, const void* x, void* y);
 /// As cpu::pad: pads [begin..., end...] all >= 0; mode 0 constant `value`, 1 reflect, 2 edge.

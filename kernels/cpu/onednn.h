@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kernels/cpu/fused_kernels.h"
+#include "kernels/cpu/quantize.h"
 
 namespace fusert::cpu::onednn {
 
@@ -107,6 +108,21 @@ class PointwiseDepthwiseAnchor : public Anchor {
 /// input, and an AveragePool whose ceil_mode window reaches past the padding with
 /// count_include_pad (oneDNN divides by the whole window). A call whose input holds NaN/Inf runs
 /// the reference kernel (oneDNN's max does not propagate NaN as ONNX does).
+/// QLinearConv as one oneDNN int8 convolution (kernels/cpu/onednn/qconv.cc): x (u8 or s8, NCHW)
+/// with its zero point, s8 weights [M, C/group, KH, KW] (zero point 0), the int32 bias, the
+/// requantisation multipliers as output scales, the activation as an eltwise clip, y (u8 or s8,
+/// NCHW) with its zero point: the same arithmetic as cpu::qlinear_conv (kernels/cpu/quantize.h).
+/// Thread-safe like the others.
+class QConvAnchor {
+ public:
+  virtual ~QConvAnchor() = default;
+  /// nullptr with `why` when oneDNN has no optimised int8 convolution for it.
+  static std::unique_ptr<QConvAnchor> create(const ConvParams& p, DType xt, int32_t x_zero_point, const int8_t* w,
+                                             const Requant& r, std::string* why);
+  virtual void run(const void* x, void* y) const = 0;
+  virtual std::string describe() const = 0;
+};
+
 class PoolAnchor {
  public:
   virtual ~PoolAnchor() = default;

@@ -34,6 +34,12 @@ std::unique_ptr<AttentionAnchor> AttentionAnchor::create(const AttentionParams&,
   return nullptr;
 }
 
+std::unique_ptr<QConvAnchor> QConvAnchor::create(const ConvParams&, DType, int32_t, const int8_t*, const Requant&,
+                                                 std::string* why) {
+  *why = kAbsent;
+  return nullptr;
+}
+
 std::unique_ptr<PoolAnchor> PoolAnchor::create(const PoolParams&, bool, std::string* why) {
   *why = kAbsent;
   return nullptr;

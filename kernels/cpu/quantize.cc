@@ -6,7 +6,6 @@
 #include <cmath>
 #include <vector>
 
-#include "graph/base/quant_math.h"
 #include "kernels/cpu/parallel.h"
 
 namespace fusert::cpu {
@@ -142,6 +141,56 @@ void conv_integer(const ConvParams& p, const void* x, DType xt, const void* x_ze
           }
       IntMap(y + (n * p.m + g * mg) * spatial, mg, spatial).noalias() = wm.middleRows(g * mg, mg) * cols;
     }
+}
+
+void qlinear_conv(const ConvParams& p, const void* x, DType xt, const void* x_zero_point, const void* w, DType wt,
+                  const void* w_zero_point, int64_t wz_count, const Requant& r, void* y) {
+  const int64_t plane = p.oh * p.ow, total = p.n * p.m * plane;
+  std::vector<int32_t> acc(static_cast<size_t>(total));
+  conv_integer(p, x, xt, x_zero_point, w, wt, w_zero_point, wz_count, acc.data());
+  for (int64_t i = 0; i < total; ++i) {
+    const int q = requantize_one(r, acc[static_cast<size_t>(i)], (i / plane) % p.m);
+    if (r.out == DType::kI8)
+      static_cast<int8_t*>(y)[i] = static_cast<int8_t>(q);
+    else
+      static_cast<uint8_t*>(y)[i] = static_cast<uint8_t>(q);
+  }
+}
+
+namespace {
+
+// requantize_nhwc on `pixels` [p0, p1) of image b: the block's accumulators (p1 - p0 rows of m) stay
+// in cache while every channel reads its column.
+template <typename T>
+void requantize_block(const Requant& r, int64_t pixels, int64_t m, const int32_t* acc, int64_t b, int64_t p0,
+                      int64_t p1, T* y) {
+  const quant::Range range = r.out == DType::kI8 ? quant::kI8Range : quant::kU8Range;
+  for (int64_t c = 0; c < m; ++c) {
+    const int32_t bias = r.bias.empty() ? 0 : r.bias[static_cast<size_t>(c)];
+    const float mult = r.multiplier[static_cast<size_t>(c)];
+    const int32_t* a = acc + b * pixels * m + c;
+    T* o = y + (b * m + c) * pixels;
+    for (int64_t p = p0; p < p1; ++p) {  // requantize_one with the channel's constants hoisted
+      float v = static_cast<float>(a[p * m] + bias) * mult;
+      v = v < r.lo ? r.lo : (v > r.hi ? r.hi : v);
+      o[p] = static_cast<T>(quant::quantize_one(v, 1.f, r.zero_point, range));
+    }
+  }
+}
+
+}  // namespace
+
+void requantize_nhwc(const Requant& r, int64_t n, int64_t pixels, int64_t m, const int32_t* acc, void* y) {
+  const int64_t block = 64, blocks = (pixels + block - 1) / block;
+  const int team = detail::team_size(n * pixels * m);
+#pragma omp parallel for num_threads(team) if (team > 1)
+  for (int64_t k = 0; k < n * blocks; ++k) {
+    const int64_t b = k / blocks, p0 = (k % blocks) * block, p1 = std::min(pixels, p0 + block);
+    if (r.out == DType::kI8)
+      requantize_block(r, pixels, m, acc, b, p0, p1, static_cast<int8_t*>(y));
+    else
+      requantize_block(r, pixels, m, acc, b, p0, p1, static_cast<uint8_t*>(y));
+  }
 }
 
 }  // namespace fusert::cpu

@@ -7,7 +7,9 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
+#include "graph/base/quant_math.h"
 #include "graph/base/tensor.h"
 #include "kernels/cpu/cpu_kernels.h"
 
@@ -48,5 +50,31 @@ void matmul_integer(const IntGemm& g, const void* a, const void* b, int32_t* y);
 /// (`wz_count` 1 or M, nullable).
 void conv_integer(const ConvParams& p, const void* x, DType xt, const void* x_zero_point, const void* w, DType wt,
                   const void* w_zero_point, int64_t wz_count, int32_t* y);
+
+/// QLinearConv's requantisation: the parameters of y = saturate(round_half_even(clip((acc + bias[c]) *
+/// multiplier[c], lo, hi)) + zero_point) per output channel c (multiplier = x_scale * w_scale[c] /
+/// y_scale; lo, hi: an activation's bounds in units of y_scale).
+struct Requant {
+  std::vector<float> multiplier;      ///< [M]
+  std::vector<int32_t> bias;          ///< [M], or empty
+  float lo = -3.4e38f, hi = 3.4e38f;  ///< activation clip, in y units
+  int32_t zero_point = 0;
+  DType out = DType::kU8;
+};
+
+/// One output of the requantisation: the int32 accumulator `acc` of channel c (bias not yet added).
+inline int requantize_one(const Requant& r, int32_t acc, int64_t c) {
+  float v = static_cast<float>(acc + (r.bias.empty() ? 0 : r.bias[static_cast<size_t>(c)])) *
+            r.multiplier[static_cast<size_t>(c)];
+  v = v < r.lo ? r.lo : (v > r.hi ? r.hi : v);
+  return quant::quantize_one(v, 1.f, r.zero_point, r.out == DType::kI8 ? quant::kI8Range : quant::kU8Range);
+}
+
+/// y[n, c, p] (i8 / u8, NCHW) = requantize_one(acc[n, p, c]) for `acc` [n, pixels, m] int32 (NHWC).
+void requantize_nhwc(const Requant& r, int64_t n, int64_t pixels, int64_t m, const int32_t* acc, void* y);
+
+/// QLinearConv on our kernels: ConvInteger, then the requantisation, into y (i8 / u8).
+void qlinear_conv(const ConvParams& p, const void* x, DType xt, const void* x_zero_point, const void* w, DType wt,
+                  const void* w_zero_point, int64_t wz_count, const Requant& r, void* y);
 
 }  // namespace fusert::cpu

@@ -42,6 +42,9 @@ Status lower_anchor_epilogue(const Graph& g, const FusionGroup& grp, Step& s);  
 /// (lower_onednn.cc).
 /// kUnsupported with the reason when oneDNN cannot run it optimised.
 Status lower_onednn(const Graph& g, const FusionGroup& grp, Step& s);
+/// A QLinearConv on oneDNN's int8 convolution (lower_quant.cc); kUnsupported with the reason
+/// (u8 weights, a weight zero point other than 0, no optimised kernel) when it cannot.
+Status lower_qlinear_conv_onednn(const Graph& g, int node, Step& s);
 /// The pooling parameters of a MaxPool / AveragePool node (lower_single.cc).
 cpu::PoolParams pool_params(const Graph& g, const Node& n);
 Status lower_elementwise(const Graph& g, const FusionGroup& grp, Step& s);   ///< lower_elementwise.cc

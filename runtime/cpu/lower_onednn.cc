@@ -270,6 +270,7 @@ Status lower_onednn(const Graph& g, const FusionGroup& grp, Step& s) {
   if (grp.kind == GroupKind::kPointwiseDepthwise) return lower_pointwise_depthwise_onednn(g, grp, s);
   const OpKind head = node_at(g, grp.nodes[0]).op;
   if (head == OpKind::kMaxPool || head == OpKind::kAveragePool) return lower_pool_onednn(g, grp.nodes[0], s);
+  if (head == OpKind::kQLinearConv) return lower_qlinear_conv_onednn(g, grp.nodes[0], s);
   if (grp.kind == GroupKind::kHorizontalGemm) return lower_horizontal_onednn(g, grp, s);
   const Node& a = node_at(g, grp.nodes[0]);
   for (ValueId v : a.inputs)

@@ -1,7 +1,9 @@
 // CPU lowering of the quantisation ops (kernels/cpu/quantize.h): one opaque step each. Scales
 // and zero points are read from their buffers at run time (constants or computed, such as
 // DynamicQuantizeLinear's). The CUDA backend runs the same steps through its host fallback.
+#include "kernels/cpu/onednn.h"
 #include "kernels/cpu/quantize.h"
+#include "runtime/cpu/lower_cpu.h"
 #include "runtime/cpu/lower_single_util.h"
 #include "runtime/execution_plan.h"
 #include "runtime/lowering/spec.h"
@@ -27,6 +29,44 @@ cpu::QuantAxis quant_axis(const Graph& g, const Node& n) {
 
 ValueId input_or_none(const Node& n, size_t i) { return i < n.inputs.size() ? n.inputs[i] : kNoValue; }
 
+// The constant `v` (f32, or i8 / u8 / i32 as integers) as a vector of `T`.
+template <typename T>
+std::vector<T> constant_values(const Graph& g, ValueId v) {
+  const Tensor& t = g.value(v).data;
+  std::vector<T> out;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    switch (t.dtype()) {
+      case DType::kF32:
+        out.push_back(static_cast<T>(t.f32()[i]));
+        break;
+      case DType::kI8:
+        out.push_back(static_cast<T>(static_cast<const int8_t*>(t.raw())[i]));
+        break;
+      case DType::kU8:
+        out.push_back(static_cast<T>(static_cast<const uint8_t*>(t.raw())[i]));
+        break;
+      default:
+        out.push_back(static_cast<T>(static_cast<const int32_t*>(t.raw())[i]));
+    }
+  }
+  return out;
+}
+
+// QLinearConv's requantisation from its constant inputs: multiplier x_scale * w_scale[c] / y_scale
+// in f32 (as ONNX Runtime computes it), the activation's bounds in y units.
+cpu::Requant requant_of(const Graph& g, const Node& n, int64_t m) {
+  cpu::Requant r;
+  const float sx = constant_values<float>(g, n.inputs[1])[0], sy = constant_values<float>(g, n.inputs[6])[0];
+  const std::vector<float> sw = constant_values<float>(g, n.inputs[4]);
+  for (int64_t c = 0; c < m; ++c) r.multiplier.push_back(sx * sw[sw.size() == 1 ? 0 : static_cast<size_t>(c)] / sy);
+  if (n.inputs.size() > 8 && n.inputs[8] != kNoValue) r.bias = constant_values<int32_t>(g, n.inputs[8]);
+  r.lo = static_cast<float>(n.attr_f("act_min") / sy);
+  r.hi = static_cast<float>(n.attr_f("act_max") / sy);
+  r.zero_point = constant_values<int32_t>(g, n.inputs[7])[0];
+  r.out = g.value(n.outputs[0]).dtype;
+  return r;
+}
+
 // Offsets (in matrices) of A's and B's operand for each of the output's batch entries (numpy
 // broadcasting of the dims before the last two).
 void batch_offsets(const Shape& a, const Shape& b, const Shape& y, std::vector<int64_t>* ao, std::vector<int64_t>* bo) {
@@ -49,7 +89,34 @@ void batch_offsets(const Shape& a, const Shape& b, const Shape& y, std::vector<i
   }
 }
 
+cpu::ConvParams qconv_params(const Graph& g, const Node& n) {
+  Node xw = n;  // conv_params reads X and W as inputs 0 and 1
+  xw.inputs = {n.inputs[0], n.inputs[3]};
+  return lowering::conv_params(g, xw);
+}
+
 }  // namespace
+
+Status lowering::lower_qlinear_conv_onednn(const Graph& g, int node, Step& s) {
+  const Node& n = g.nodes[static_cast<size_t>(node)];
+  const cpu::ConvParams p = qconv_params(g, n);
+  const ValueId xi = n.inputs[0], wi = n.inputs[3], yi = n.outputs[0];
+  if (g.value(wi).dtype != DType::kI8) return error(StatusCode::kUnsupported) << "uint8 weights";
+  for (int32_t z : constant_values<int32_t>(g, n.inputs[5]))
+    if (z != 0) return error(StatusCode::kUnsupported) << "a weight zero point other than 0";
+  const Tensor& w = g.value(wi).data;
+  if (w.empty()) return error(StatusCode::kUnsupported) << "weights computed at run time";
+  std::string why;
+  std::shared_ptr<cpu::onednn::QConvAnchor> prim(
+      cpu::onednn::QConvAnchor::create(p, g.value(xi).dtype, constant_values<int32_t>(g, n.inputs[2])[0],
+                                       static_cast<const int8_t*>(w.raw()), requant_of(g, n, p.m), &why));
+  if (!prim) return error(StatusCode::kUnsupported) << why;
+  s = lowering::node_step(g, node, "onednn_qconv");
+  s.inputs = {xi};
+  s.detail = prim->describe();
+  s.run = [prim, xi, yi](const BufferTable& b) { prim->run(b.raw(xi), b.raw(yi)); };
+  return Status();
+}
 
 #define LOWER(name) Status lower_##name(const Graph& g, int ni, Step& s)
 #define NODE (g.nodes[static_cast<size_t>(ni)])
@@ -127,6 +194,20 @@ LOWER(ConvInteger) {
   s.run = [=](const BufferTable& b) {
     cpu::conv_integer(p, b.raw(xi), xt, zxi == kNoValue ? nullptr : b.raw(zxi), b.raw(wi), wt,
                       zwi == kNoValue ? nullptr : b.raw(zwi), wz_count, static_cast<int32_t*>(b.raw(yi)));
+  };
+  return Status();
+}
+
+LOWER(QLinearConv) {
+  const Node& n = NODE;
+  const cpu::ConvParams p = qconv_params(g, n);
+  const cpu::Requant r = requant_of(g, n, p.m);
+  const ValueId xi = n.inputs[0], wi = n.inputs[3], yi = n.outputs[0], zxi = n.inputs[2], zwi = n.inputs[5];
+  const DType xt = g.value(xi).dtype, wt = g.value(wi).dtype;
+  const int64_t wz_count = shape_numel(shape_of(g, zwi));
+  s.inputs = {xi};
+  s.run = [=](const BufferTable& b) {
+    cpu::qlinear_conv(p, b.raw(xi), xt, b.raw(zxi), b.raw(wi), wt, b.raw(zwi), wz_count, r, b.raw(yi));
   };
   return Status();
 }

@@ -4,6 +4,7 @@
 
 #include "graph/unary.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/data_movement.h"
 #include "kernels/cpu/fused_kernels.h"
 #include "kernels/cpu/index_kernels.h"
 #include "kernels/cpu/max_pool_indices.h"
@@ -228,6 +229,12 @@ LOWER(Transpose) {
   std::vector<int64_t> perm = NODE.attr_ints("perm");
   ValueId xi = NODE.inputs[0], yi = NODE.outputs[0];
   const DType t = g.value(xi).dtype;
+  if (dtype_size(t) == 1) {  // i8, u8, bool: a quantised activation (quantize_dynamic's Transformers)
+    s.run = [=](const BufferTable& b) {
+      cpu::transpose_bytes(x, perm, static_cast<const uint8_t*>(b.raw(xi)), static_cast<uint8_t*>(b.raw(yi)));
+    };
+    return Status();
+  }
   if (t == DType::kI64) {  // an 8-byte element moves as a pair of 4-byte ones: one more dim, kept last
     perm.push_back(static_cast<int64_t>(x.size()));
     x.push_back(2);

@@ -49,6 +49,15 @@ Tensor run_fused(const onnx::ModelProto& m, const std::string& file, const Tenso
   return y->at(out);
 }
 
+// The kernels of one profiled run, joined by spaces.
+std::string kernels_of(const Session& s, const TensorMap& in) {
+  auto steps = s.profile(in, 1);
+  REQUIRE_MESSAGE(steps.ok(), steps.status().to_string());
+  std::string k;
+  for (const StepTime& t : *steps) k += t.kernel + " ";
+  return k;
+}
+
 std::string load_error(const onnx::ModelProto& m, const std::string& file) {
   auto s = Session::load(save(m, file), SessionOptions{});
   REQUIRE_FALSE(s.ok());
@@ -273,5 +282,101 @@ TEST_CASE("QuantizeLinear -> DequantizeLinear of one scale and zero point become
     auto y = (*sess)->run({{"x", x}});
     REQUIRE_MESSAGE(y.ok(), y.status().to_string());
     check_f32(y->at("y"), {4}, {1 * s2, 0.f, 0.f, 252 * s2});
+  }
+}
+
+namespace {
+
+// QLinearConv x [1, 1, 2, 2] u8 (scale 0.5, zero point 128) by w [2, 1, 1, 1] i8 (scales 0.25 and 0.5 per
+// channel, zero points 0), bias [4, 0] i32, y scale 0.25, zero point 10 (u8); the scales constants, so
+// it imports as the op QLinearConv (oneDNN's int8 convolution or the reference kernel).
+onnx::ModelProto qlinear_conv_model(bool constants) {
+  auto m = model(13);
+  auto* g = m.mutable_graph();
+  add_input(g, "x", {1, 1, 2, 2}, "", -1, onnx::TensorProto::UINT8);
+  if (constants) {
+    add_f32(g, "sx", {}, {0.5f});
+    add_f32(g, "sw", {2}, {0.25f, 0.5f});
+  } else {  // scales as inputs: the expansion (ConvInteger, DequantizeLinear, QuantizeLinear)
+    add_input(g, "sx", {});
+    add_input(g, "sw", {2});
+  }
+  add_typed<uint8_t>(g, "zx", onnx::TensorProto::UINT8, {}, {128});
+  add_typed<int8_t>(g, "w", onnx::TensorProto::INT8, {2, 1, 1, 1}, {2, -4});
+  add_typed<int8_t>(g, "zw", onnx::TensorProto::INT8, {2}, {0, 0});
+  add_f32(g, "sy", {}, {0.25f});
+  add_typed<uint8_t>(g, "zy", onnx::TensorProto::UINT8, {}, {10});
+  add_typed<int32_t>(g, "b", onnx::TensorProto::INT32, {2}, {4, 0});
+  add_node(g, "QLinearConv", {"x", "sx", "zx", "w", "sw", "zw", "sy", "zy", "b"}, {"y"}, "qconv");
+  add_output(g, "y");
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("QLinearConv: per-channel scales and an int32 bias, on oneDNN, the reference kernel and the expansion") {
+  // x - 128 = [2, 4, -2, 0]. Channel 0: (2 * [2, 4, -2, 0] + 4) * 0.5 * 0.25 / 0.25 = [4, 6, 0, 2], + 10.
+  // Channel 1: -4 * [2, 4, -2, 0] * 0.5 * 0.5 / 0.25 = [-8, -16, 8, 0], + 10, saturating at 0.
+  const Tensor x = typed<uint8_t>(DType::kU8, {1, 1, 2, 2}, {130, 132, 126, 128});
+  const std::vector<int> want = {14, 16, 10, 12, 2, 0, 18, 10};
+  for (const char* kernels : {"onednn", "reference"}) {
+    SessionOptions opt;
+    opt.threads = 1;
+    opt.cpu_kernels = kernels;
+    auto s = Session::load(save(qlinear_conv_model(true), "qconv.onnx"), opt);
+    REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+    const std::string k = kernels_of(**s, {{"x", x}});
+    CHECK_MESSAGE(has(k, std::string(kernels) == "onednn" ? "onednn_qconv" : "QLinearConv"), k);
+    auto y = (*s)->run({{"x", x}});
+    REQUIRE_MESSAGE(y.ok(), y.status().to_string());
+    CHECK_MESSAGE(ints_of<uint8_t>(y->at("y")) == want, kernels);
+  }
+  Tensor sx(DType::kF32, {}), sw(DType::kF32, {2});
+  sx.f32()[0] = 0.5f;
+  sw.f32()[0] = 0.25f;
+  sw.f32()[1] = 0.5f;
+  auto m = qlinear_conv_model(false);
+  m.mutable_graph()->mutable_input(1)->mutable_type()->mutable_tensor_type()->mutable_shape();  // a scalar
+  const Tensor y = run_model(m, "qconv_inputs.onnx", {{"x", x}, {"sx", sx}, {"sw", sw}}, "y");
+  CHECK(ints_of<uint8_t>(y) == want);
+}
+
+TEST_CASE("A QDQ Conv + Clip reads as one QLinearConv (qdq_conv): int8 in, int8 out, the clip a clamp") {
+  // xq (u8, scale 0.5, zp 128) -> DQ -> Conv (w i8 [1, 1, 1, 1] = 3 at scale 0.5, bias i32 4 at scale 0.25)
+  // -> Clip(0, 1) -> Q (scale 0.125, zp 0, u8). x - 128 = [2, -2, 1, 0]: acc = 3 * that + 4 = [10, -2, 7, 4];
+  // real = acc * 0.25 = [2.5, -0.5, 1.75, 1]; clipped [1, 0, 1, 1]; / 0.125 = [8, 0, 8, 8].
+  auto m = model(13);
+  auto* g = m.mutable_graph();
+  add_input(g, "xq", {1, 1, 2, 2}, "", -1, onnx::TensorProto::UINT8);
+  add_f32(g, "sx", {}, {0.5f});
+  add_typed<uint8_t>(g, "zx", onnx::TensorProto::UINT8, {}, {128});
+  add_typed<int8_t>(g, "wq", onnx::TensorProto::INT8, {1, 1, 1, 1}, {3});
+  add_f32(g, "sw", {1}, {0.5f});
+  add_typed<int8_t>(g, "zw", onnx::TensorProto::INT8, {1}, {0});
+  add_typed<int32_t>(g, "bq", onnx::TensorProto::INT32, {1}, {4});
+  add_f32(g, "sb", {1}, {0.25f});
+  add_f32(g, "lo", {}, {0.f});
+  add_f32(g, "hi", {}, {1.f});
+  add_f32(g, "sy", {}, {0.125f});
+  add_typed<uint8_t>(g, "zy", onnx::TensorProto::UINT8, {}, {0});
+  add_node(g, "DequantizeLinear", {"xq", "sx", "zx"}, {"x"}, "dqx");
+  int_attr(add_node(g, "DequantizeLinear", {"wq", "sw", "zw"}, {"w"}, "dqw"), "axis", 0);
+  int_attr(add_node(g, "DequantizeLinear", {"bq", "sb"}, {"b"}, "dqb"), "axis", 0);
+  add_node(g, "Conv", {"x", "w", "b"}, {"c"}, "conv");
+  add_node(g, "Clip", {"c", "lo", "hi"}, {"r"}, "clip");
+  add_node(g, "QuantizeLinear", {"r", "sy", "zy"}, {"yq"}, "q");
+  add_output(g, "yq");
+  const Tensor x = typed<uint8_t>(DType::kU8, {1, 1, 2, 2}, {130, 126, 129, 128});
+  for (const char* fusion : {"none", "all"}) {
+    SessionOptions opt;
+    opt.threads = 1;
+    opt.fusion = fusion;
+    auto s = Session::load(save(m, "qdq_conv.onnx"), opt);
+    REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+    const std::string k = kernels_of(**s, {{"xq", x}});
+    CHECK_MESSAGE((k == "onednn_qconv " || k == "QLinearConv "), k);  // one step: no f32 conv, no Q / DQ
+    auto y = (*s)->run({{"xq", x}});
+    REQUIRE_MESSAGE(y.ok(), y.status().to_string());
+    CHECK(ints_of<uint8_t>(y->at("yq")) == std::vector<int>{8, 0, 8, 8});
   }
 }

@@ -1,0 +1,140 @@
+// A convolution between DequantizeLinears and a QuantizeLinear (a QDQ model's conv, as ONNX
+// Runtime's quantize_static writes it), anchored at the QuantizeLinear:
+//
+//   xq -> DQ(sx, zx) ----+
+//   wq -> DQ(sw, zw) ----+--> Conv -> [Relu | Clip(lo, hi)] -> Q(sy, zy) -> yq
+//   bq -> DQ(sx * sw) ---+
+//     =>  xq -> QLinearConv(sx, zx, wq, sw, zw, sy, zy, bq; act_min, act_max) -> yq
+//
+// ONNX Runtime reads the same pattern as its QLinearConv: the accumulator exact in int32, the bias
+// added in int32, one requantisation (x_scale * w_scale / y_scale), the activation as a clamp
+// before it. The int8 value then flows from kernel to kernel. Run before constant folding (the
+// weights' DequantizeLinear would fold into f32). Conditions: 2-D; x, y per tensor; w per tensor
+// or per output channel (axis 0), a constant; the bias absent or a constant int32 whose scale is
+// x_scale * w_scale (to 1e-6: quantisers round that product their own way), its zero point 0; scales and zero points
+// constants; the Conv's and the activation's outputs read only along the pattern. The DequantizeLinears stay for other
+// readers (dead-code elimination removes them otherwise).
+#include <cmath>
+#include <limits>
+
+#include "graph/passes/fold_quant.h"
+#include "graph/passes/match_util.h"
+#include "graph/passes/pattern_rewrite.h"
+
+namespace fusert {
+
+namespace {
+
+using match::sole_consumer;
+
+// `v` when its data is bound and the same at every shape (graph_edit.h fixed_data), else nullptr.
+const Value* constant(const Graph& g, ValueId v) { return fixed_data(g, v) ? &g.value(v) : nullptr; }
+
+bool per_tensor(const Graph& g, const Node& n) {
+  const Value* s = constant(g, n.inputs[1]);
+  const Value* z = n.inputs.size() > 2 ? constant(g, n.inputs[2]) : nullptr;
+  return s && s->data.numel() == 1 && s->data.dtype() == DType::kF32 &&
+         (n.inputs.size() < 3 || (z && z->data.numel() == 1));
+}
+
+// The DequantizeLinear producing `v`, or nullptr.
+const Node* dq_of(const Graph& g, ValueId v) {
+  const int p = match::producer(g, v, OpKind::kDequantizeLinear);
+  return p < 0 ? nullptr : &g.nodes[static_cast<size_t>(p)];
+}
+
+// The bias DequantizeLinear's input when it is an int32 constant at scale sx * sw[c], zero point 0.
+ValueId int_bias(const Graph& g, const Node& dqb, float sx, const Tensor& sw) {
+  const Value* b = constant(g, dqb.inputs[0]);
+  const Value* s = constant(g, dqb.inputs[1]);
+  if (!b || b->data.dtype() != DType::kI32 || !s || s->data.dtype() != DType::kF32) return kNoValue;
+  if (s->data.numel() != b->data.numel() && s->data.numel() != 1) return kNoValue;
+  if (dqb.inputs.size() > 2) {
+    const Value* z = constant(g, dqb.inputs[2]);
+    if (!z) return kNoValue;
+    for (int64_t i = 0; i < z->data.numel(); ++i)
+      if (quantised_value(z->data, i) != 0) return kNoValue;
+  }
+  for (int64_t c = 0; c < b->data.numel(); ++c) {
+    const double want = static_cast<double>(sx) * sw.f32()[sw.numel() == 1 ? 0 : c];  // within an f32 rounding:
+    if (std::fabs(s->data.f32()[s->data.numel() == 1 ? 0 : c] - want) > 1e-6 * std::fabs(want))  // writers round
+      return kNoValue;                                                                           // differently
+  }
+  return dqb.inputs[0];
+}
+
+// Relu or a Clip of constant bounds: its bounds into *lo, *hi.
+bool activation(const Graph& g, const Node& a, double* lo, double* hi) {
+  *lo = -std::numeric_limits<float>::max();
+  *hi = std::numeric_limits<float>::max();
+  if (a.op == OpKind::kRelu) {
+    *lo = 0;
+    return true;
+  }
+  if (a.op != OpKind::kClip) return false;
+  *lo = a.attr_f("min");
+  *hi = a.attr_f("max");
+  for (size_t i : {size_t{1}, size_t{2}}) {
+    if (i >= a.inputs.size() || a.inputs[i] == kNoValue) continue;
+    const Value* c = constant(g, a.inputs[i]);
+    if (!c || c->data.numel() != 1 || c->data.dtype() != DType::kF32) return false;
+    (i == 1 ? *lo : *hi) = c->data.f32()[0];
+  }
+  return true;
+}
+
+class QdqConvRule : public RewriteRule {
+ public:
+  const char* name() const override { return "qdq_conv"; }
+
+  bool matches(const Graph& g, int anchor, RewriteMatch* m) const override {
+    const Node& q = g.nodes[static_cast<size_t>(anchor)];
+    if (q.op != OpKind::kQuantizeLinear || !per_tensor(g, q) || q.inputs.size() < 3) return false;
+    m->erased.clear();
+    int ci = g.value(q.inputs[0]).producer;
+    if (ci < 0 || sole_consumer(g, q.inputs[0]) != anchor) return false;
+    double lo = -std::numeric_limits<float>::max(), hi = std::numeric_limits<float>::max();
+    if (g.nodes[static_cast<size_t>(ci)].op != OpKind::kConv) {
+      const Node& a = g.nodes[static_cast<size_t>(ci)];
+      if (!activation(g, a, &lo, &hi)) return false;
+      m->erased.push_back(ci);
+      ci = match::producer(g, a.inputs[0], OpKind::kConv);
+      if (ci < 0 || sole_consumer(g, a.inputs[0]) != m->erased[0]) return false;
+    }
+    const Node& conv = g.nodes[static_cast<size_t>(ci)];
+    if (g.value(conv.inputs[0]).shape.size() != 4) return false;
+    const Node* dqx = dq_of(g, conv.inputs[0]);
+    const Node* dqw = dq_of(g, conv.inputs[1]);
+    if (!dqx || !dqw || !per_tensor(g, *dqx) || dqx->inputs.size() < 3 || !constant(g, dqw->inputs[0])) return false;
+    const Value* sw = constant(g, dqw->inputs[1]);
+    const Value* zw = dqw->inputs.size() > 2 ? constant(g, dqw->inputs[2]) : nullptr;
+    if (!sw || sw->data.dtype() != DType::kF32 || !zw) return false;
+    const int64_t out_ch = g.value(dqw->inputs[0]).shape[0];
+    if (sw->data.numel() != 1 && (sw->data.numel() != out_ch || dqw->attr_i("axis") != 0)) return false;
+    ValueId bias = kNoValue;
+    if (conv.inputs.size() > 2 && conv.inputs[2] != kNoValue) {
+      const Node* dqb = dq_of(g, conv.inputs[2]);
+      const float sx = constant(g, dqx->inputs[1])->data.f32()[0];
+      bias = dqb ? int_bias(g, *dqb, sx, sw->data) : kNoValue;
+      if (bias == kNoValue) return false;
+    }
+    m->erased.push_back(ci);
+    m->root = anchor;
+    Node qc = make_node(OpKind::kQLinearConv, conv.name, conv.loc);
+    for (const char* a : {"kernel_shape", "strides", "pads", "dilations", "group", "auto_pad"})
+      qc.attrs[a] = conv.attrs.at(a);
+    qc.attrs["act_min"].f = lo;
+    qc.attrs["act_max"].f = hi;
+    qc.inputs = {dqx->inputs[0], dqx->inputs[1], dqx->inputs[2], dqw->inputs[0],
+                 dqw->inputs[1], dqw->inputs[2], q.inputs[1],    q.inputs[2]};
+    if (bias != kNoValue) qc.inputs.push_back(bias);
+    m->replacement = std::move(qc);
+    return true;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<RewriteRule> make_qdq_conv_rule() { return std::make_unique<QdqConvRule>(); }
+
+}  // namespace fusert
