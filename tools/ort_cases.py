@@ -29,6 +29,9 @@ NonMaxSuppression appended in the graph, on the bundled photos at two sizes and 
 networks (groups, dilations, asymmetric and automatic pads, ceil_mode, count_include_pad,
 output_padding), two input sizes per session, every fusion mode.
 
+`quant` (tools/ort_cases_quant.py): QLinearConv with constant scales, a network quantised by ONNX Runtime's
+quantize_static (QDQ) and an MLP by quantize_dynamic, the element ops; two sizes per session, every fusion mode.
+
 `loop` (tools/ort_cases_loop.py): Loops decided at run time (a trip count that is an input, a body that
 computes its condition, more iterations than the import unrolls, an If inside the body, a body reading
 graph inputs) between ops fusert plans and fuses, several sizes and iteration counts (one of them 0).
@@ -51,6 +54,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import ort_cases_dd
 import ort_cases_loop
+import ort_cases_quant
 import ort_cases_volume
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -370,8 +374,11 @@ def write(out):
     volume = ort_cases_volume.volume_cases()
     for name, model, feed_sets in volume:
         save_sets(out, "volume", name, model, feed_sets)
+    quant = ort_cases_quant.quant_cases()
+    for name, model, feed_sets in quant:
+        save_sets(out, "quant", name, model, feed_sets)
     print(f"[ort-cases] wrote {len(cases)} cases to {out}/recurrent, {len(image)} to {out}/image, {len(dd)} to "
-          f"{out}/dd, {len(loops)} to {out}/loop, {len(volume)} to {out}/volume and {len(real)} real models to {out}/real (expected outputs from "
+          f"{out}/dd, {len(loops)} to {out}/loop, {len(volume)} to {out}/volume, {len(quant)} to {out}/quant and {len(real)} real models to {out}/real (expected outputs from "
           f"ONNX Runtime {ort.__version__})")
 
 
@@ -379,7 +386,7 @@ def check(out, conformance):
     write(out)
     js, js_real = os.path.join(out, "result.json"), os.path.join(out, "result_real.json")
     rc = subprocess.call([conformance, "--data", out, "--suites", "recurrent,image", "--json", js])
-    rc |= subprocess.call([conformance, "--data", out, "--suites", "real,dd,loop,volume", "--json", js_real, "--fusion",
+    rc |= subprocess.call([conformance, "--data", out, "--suites", "real,dd,loop,volume,quant", "--json", js_real, "--fusion",
                            "none,all,vertical,horizontal,cross,compound", "--rel-l2", "1e-4"])
     results = json.load(open(js)) + json.load(open(js_real))
     bad = [r for r in results if r["status"] != "passed"]

@@ -33,7 +33,8 @@ std::optional<Tensor> fold_dequantize(const Tensor& x, const Tensor& scale, cons
   Tensor y(DType::kF32, s);
   for (int64_t i = 0; i < x.numel(); ++i) {
     const int64_t c = inner == 0 ? 0 : (i / inner) % channels;
-    y.f32()[i] = quant::dequantize_one(quantised_value(x, i), zero_point ? quantised_value(*zero_point, c) : 0, scale.f32()[c]);
+    y.f32()[i] =
+        quant::dequantize_one(quantised_value(x, i), zero_point ? quantised_value(*zero_point, c) : 0, scale.f32()[c]);
   }
   return y;
 }

@@ -123,6 +123,18 @@ class QConvAnchor {
   virtual std::string describe() const = 0;
 };
 
+/// MatMulInteger by constant s8 weights as one oneDNN int8 matmul (kernels/cpu/onednn/qmatmul.cc):
+/// y [m, n] (s32) = (a [m, k] (u8 or s8) - a_zero_point) @ b [k, n], exact; the zero point given per
+/// run (DynamicQuantizeLinear computes it).
+class IntMatMulAnchor {
+ public:
+  virtual ~IntMatMulAnchor() = default;
+  static std::unique_ptr<IntMatMulAnchor> create(int64_t m, int64_t k, int64_t n, DType at, const int8_t* b,
+                                                 std::string* why);
+  virtual void run(const void* a, int32_t a_zero_point, int32_t* y) const = 0;
+  virtual std::string describe() const = 0;
+};
+
 class PoolAnchor {
  public:
   virtual ~PoolAnchor() = default;

@@ -40,6 +40,12 @@ std::unique_ptr<QConvAnchor> QConvAnchor::create(const ConvParams&, DType, int32
   return nullptr;
 }
 
+std::unique_ptr<IntMatMulAnchor> IntMatMulAnchor::create(int64_t, int64_t, int64_t, DType, const int8_t*,
+                                                         std::string* why) {
+  *why = kAbsent;
+  return nullptr;
+}
+
 std::unique_ptr<PoolAnchor> PoolAnchor::create(const PoolParams&, bool, std::string* why) {
   *why = kAbsent;
   return nullptr;

@@ -31,7 +31,8 @@ from ._fusert import Session as _Session
 __all__ = ["InferenceSession", "SessionOptions", "DimRange", "NodeArg", "Error", "__version__", "get_device"]
 
 _ORT_TYPES = {"float32": "tensor(float)", "float16": "tensor(float16)", "bfloat16": "tensor(bfloat16)",
-              "int64": "tensor(int64)", "int32": "tensor(int32)", "bool": "tensor(bool)"}
+              "int64": "tensor(int64)", "int32": "tensor(int32)", "bool": "tensor(bool)", "int8": "tensor(int8)",
+              "uint8": "tensor(uint8)"}
 
 
 def get_device() -> str:

@@ -36,7 +36,8 @@ Result<Step> lower_group_cpu(const Graph& g, const FusionGroup& grp, CpuKernels 
   const bool onednn_kind = ((grp.kind == GroupKind::kSingle || grp.kind == GroupKind::kAnchorEpilogue ||
                              grp.kind == GroupKind::kGemmLayerNorm) &&
                             is_anchor(head)) ||
-                           (grp.kind == GroupKind::kSingle && (is_pool(head) || head == OpKind::kQLinearConv)) ||
+                           (grp.kind == GroupKind::kSingle &&
+                            (is_pool(head) || head == OpKind::kQLinearConv || head == OpKind::kMatMulInteger)) ||
                            grp.kind == GroupKind::kConvSum || grp.kind == GroupKind::kHorizontalGemm ||
                            grp.kind == GroupKind::kPointwiseDepthwise;
   std::string why;

@@ -45,6 +45,8 @@ Status lower_onednn(const Graph& g, const FusionGroup& grp, Step& s);
 /// A QLinearConv on oneDNN's int8 convolution (lower_quant.cc); kUnsupported with the reason
 /// (u8 weights, a weight zero point other than 0, no optimised kernel) when it cannot.
 Status lower_qlinear_conv_onednn(const Graph& g, int node, Step& s);
+/// A MatMulInteger by constant int8 weights (zero point 0) on oneDNN's int8 matmul (lower_quant.cc).
+Status lower_matmul_integer_onednn(const Graph& g, int node, Step& s);
 /// The pooling parameters of a MaxPool / AveragePool node (lower_single.cc).
 cpu::PoolParams pool_params(const Graph& g, const Node& n);
 Status lower_elementwise(const Graph& g, const FusionGroup& grp, Step& s);   ///< lower_elementwise.cc

@@ -271,6 +271,7 @@ Status lower_onednn(const Graph& g, const FusionGroup& grp, Step& s) {
   const OpKind head = node_at(g, grp.nodes[0]).op;
   if (head == OpKind::kMaxPool || head == OpKind::kAveragePool) return lower_pool_onednn(g, grp.nodes[0], s);
   if (head == OpKind::kQLinearConv) return lower_qlinear_conv_onednn(g, grp.nodes[0], s);
+  if (head == OpKind::kMatMulInteger) return lower_matmul_integer_onednn(g, grp.nodes[0], s);
   if (grp.kind == GroupKind::kHorizontalGemm) return lower_horizontal_onednn(g, grp, s);
   const Node& a = node_at(g, grp.nodes[0]);
   for (ValueId v : a.inputs)

@@ -118,6 +118,42 @@ Status lowering::lower_qlinear_conv_onednn(const Graph& g, int node, Step& s) {
   return Status();
 }
 
+Status lowering::lower_matmul_integer_onednn(const Graph& g, int node, Step& s) {
+  const Node& n = g.nodes[static_cast<size_t>(node)];
+  const ValueId ai = n.inputs[0], bi = n.inputs[1], yi = n.outputs[0];
+  const ValueId zai = input_or_none(n, 2), zbi = input_or_none(n, 3);
+  const Shape& as = shape_of(g, ai);
+  const Shape& bs = shape_of(g, bi);
+  const Tensor& b = g.value(bi).data;
+  if (bs.size() != 2 || b.empty() || g.value(bi).dtype != DType::kI8)
+    return error(StatusCode::kUnsupported) << "B is not a constant int8 matrix";
+  if (zai != kNoValue && shape_numel(shape_of(g, zai)) != 1)
+    return error(StatusCode::kUnsupported) << "A's zero point per row";
+  if (zbi != kNoValue) {
+    if (g.value(zbi).data.empty()) return error(StatusCode::kUnsupported) << "B's zero point computed at run time";
+    for (int32_t z : constant_values<int32_t>(g, zbi))
+      if (z != 0) return error(StatusCode::kUnsupported) << "a B zero point other than 0";
+  }
+  const int64_t k = as.back(), cols = bs[1], rows = shape_numel(as) / std::max<int64_t>(k, 1);
+  if (rows == 0 || k == 0 || cols == 0) return error(StatusCode::kUnsupported) << "an empty operand";
+  std::string why;
+  const DType at = g.value(ai).dtype;
+  std::shared_ptr<cpu::onednn::IntMatMulAnchor> prim(
+      cpu::onednn::IntMatMulAnchor::create(rows, k, cols, at, static_cast<const int8_t*>(b.raw()), &why));
+  if (!prim) return error(StatusCode::kUnsupported) << why;
+  s = lowering::node_step(g, node, "onednn_matmul_integer");
+  s.inputs = {ai};
+  if (zai != kNoValue) s.inputs.push_back(zai);
+  s.detail = prim->describe();
+  s.run = [prim, ai, zai, yi, at](const BufferTable& t) {
+    const int32_t z = zai == kNoValue    ? 0
+                      : at == DType::kI8 ? static_cast<const int8_t*>(t.raw(zai))[0]
+                                         : static_cast<const uint8_t*>(t.raw(zai))[0];
+    prim->run(t.raw(ai), z, static_cast<int32_t*>(t.raw(yi)));
+  };
+  return Status();
+}
+
 #define LOWER(name) Status lower_##name(const Graph& g, int ni, Step& s)
 #define NODE (g.nodes[static_cast<size_t>(ni)])
 

@@ -380,3 +380,29 @@ TEST_CASE("A QDQ Conv + Clip reads as one QLinearConv (qdq_conv): int8 in, int8 
     CHECK(ints_of<uint8_t>(y->at("yq")) == std::vector<int>{8, 0, 8, 8});
   }
 }
+
+TEST_CASE("MatMulInteger by constant int8 weights: oneDNN's int8 matmul and the reference kernel agree by hand") {
+  auto m = model(10);
+  auto* g = m.mutable_graph();
+  add_input(g, "a", {2, 3}, "", -1, onnx::TensorProto::UINT8);
+  add_input(g, "za", {}, "", -1, onnx::TensorProto::UINT8);  // a run-time zero point (DynamicQuantizeLinear's)
+  g->mutable_input(1)->mutable_type()->mutable_tensor_type()->mutable_shape();  // a scalar
+  add_typed<int8_t>(g, "b", onnx::TensorProto::INT8, {3, 2}, {1, -1, 2, 0, -3, 4});
+  add_node(g, "MatMulInteger", {"a", "b", "za"}, {"y"}, "mm");
+  add_output(g, "y");
+  // A - 1 = [[0, 1, 2], [3, 4, 6]]; @ [[1, -1], [2, 0], [-3, 4]] = [[-4, 8], [-7, 21]]
+  const TensorMap in = {{"a", typed<uint8_t>(DType::kU8, {2, 3}, {1, 2, 3, 4, 5, 7})},
+                        {"za", typed<uint8_t>(DType::kU8, {}, {1})}};
+  for (const char* kernels : {"onednn", "reference"}) {
+    SessionOptions opt;
+    opt.threads = 1;
+    opt.cpu_kernels = kernels;
+    auto s = Session::load(save(m, "mmi_const.onnx"), opt);
+    REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+    const std::string k = kernels_of(**s, in);
+    CHECK_MESSAGE(has(k, std::string(kernels) == "onednn" ? "onednn_matmul_integer" : "MatMulInteger"), k);
+    auto y = (*s)->run(in);
+    REQUIRE_MESSAGE(y.ok(), y.status().to_string());
+    CHECK(ints_of<int32_t>(y->at("y")) == std::vector<int>{-4, 8, -7, 21});
+  }
+}

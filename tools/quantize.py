@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""Quantise an ONNX model to int8 with ONNX Runtime's quantisation tools, then (optionally) compare
+fusert's run of the quantised file with ONNX Runtime's: agreement, accuracy and speed.
+
+  quantize.py MODEL.onnx -o OUT.onnx --images DIR_OR_FILES...   static, QDQ: per-channel s8 weights, u8
+                                                                 activations calibrated on the images
+  quantize.py MODEL.onnx -o OUT.onnx --dynamic                   quantize_dynamic (MatMul/Gemm weights s8,
+                                                                 activations quantised per run): Transformers
+  ... --compare N [--threads T]                                  N inputs (crops of the images; seeded
+                                                                 token ids for a model with int64 inputs):
+                                                                 top-1 agreement, relative L2 of the outputs
+                                                                 (fusert vs ONNX Runtime on OUT.onnx) and the
+                                                                 latency of both, and of both on MODEL.onnx
+
+Images are decoded with Pillow and preprocessed as torchvision's ImageNet models expect (shorter side
+resized to 256, centre crop of the input's size, scaled to [0, 1], normalised by --mean / --std, NCHW).
+Run in .cache/onnx-venv (tools/setup_onnx_venv.sh: onnxruntime, onnx, Pillow, ml_dtypes). --compare
+imports the fusert module from build/python (cmake -DFUSERT_PYTHON=ON, which `make test` configures)
+or an installed one (pip install .).
+"""
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def image_files(paths):
+    exts = (".png", ".jpg", ".jpeg", ".bmp", ".webp")
+    out = []
+    for p in paths:
+        if os.path.isdir(p):
+            out += sorted(os.path.join(p, f) for f in os.listdir(p) if f.lower().endswith(exts))
+        elif os.path.isfile(p):
+            out.append(p)
+        else:
+            sys.exit(f"quantize.py: {p}: no such file or directory")
+    if not out:
+        sys.exit("quantize.py: no images found (.png, .jpg, .jpeg, .bmp, .webp)")
+    return out
+
+
+def preprocess(img, size, mean, std):
+    from PIL import Image
+    w, h = img.size
+    s = 256 / min(w, h) * size / 224
+    img = img.convert("RGB").resize((max(size, round(w * s)), max(size, round(h * s))), Image.BILINEAR)
+    w, h = img.size
+    left, top = (w - size) // 2, (h - size) // 2
+    a = np.asarray(img.crop((left, top, left + size, top + size)), np.float32) / 255
+    return ((a - mean) / std).transpose(2, 0, 1)[None].astype(np.float32)
+
+
+def image_inputs(files, n, size, mean, std, seed):
+    """n inputs: each image once, then random crops and flips of them (seeded) until n."""
+    from PIL import Image
+    rng = np.random.default_rng(seed)
+    imgs = [Image.open(f) for f in files]
+    out = [preprocess(im, size, mean, std) for im in imgs[:n]]
+    while len(out) < n:
+        im = imgs[len(out) % len(imgs)].convert("RGB")
+        w, h = im.size
+        side = rng.uniform(0.4, 1.0) * min(w, h)
+        x0, y0 = rng.uniform(0, w - side), rng.uniform(0, h - side)
+        c = im.crop((x0, y0, x0 + side, y0 + side))
+        if rng.random() < 0.5:
+            c = c.transpose(Image.FLIP_LEFT_RIGHT)
+        out.append(preprocess(c, size, mean, std))
+    return out
+
+
+def model_input(path):
+    import onnxruntime as ort
+    i = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).get_inputs()
+    return i
+
+
+def seeded_feeds(inputs, n, seed):
+    """n feeds for a model whose inputs are token ids / masks (int64) or float tensors; symbolic dims
+    at 1 (batch) and 64 (others)."""
+    rng = np.random.default_rng(seed)
+    feeds = []
+    for _ in range(n):
+        f = {}
+        for i in inputs:
+            shape = [d if isinstance(d, int) else (1 if k == 0 else 64) for k, d in enumerate(i.shape)]
+            if "int64" in i.type:
+                f[i.name] = (rng.integers(0, 100, shape) if "mask" not in i.name else np.ones(shape)).astype(np.int64)
+            else:
+                f[i.name] = rng.standard_normal(shape).astype(np.float32)
+        feeds.append(f)
+    return feeds
+
+
+def compare(src, dst, feeds, threads):
+    import onnxruntime as ort
+    sys.path.insert(0, os.path.join(ROOT, "build", "python"))
+    import fusert
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    opt = fusert.SessionOptions()
+    opt.threads = threads
+    ort_q = ort.InferenceSession(dst, so, providers=["CPUExecutionProvider"])
+    fu_q = fusert.InferenceSession(dst, opt)
+    agree, num, den = 0, 0.0, 0.0
+    for k, f in enumerate(feeds):
+        a, b = ort_q.run(None, f)[0], fu_q.run(None, f)[0]
+        agree += int(a.reshape(a.shape[0], -1).argmax(-1)[0] == b.reshape(b.shape[0], -1).argmax(-1)[0])
+        num += float(((a.astype(np.float64) - b) ** 2).sum())
+        den += float((a.astype(np.float64) ** 2).sum())
+        if (k + 1) % 25 == 0:
+            print(f"[quantize] compared {k + 1} of {len(feeds)}", file=sys.stderr)
+    print(f"fusert vs ONNX Runtime on {os.path.basename(dst)}: top-1 equal on {agree} of {len(feeds)} "
+          f"({100.0 * agree / len(feeds):.1f}%), relative L2 of the outputs {np.sqrt(num / max(den, 1e-30)):.2e}")
+
+    def latency(fn, runs=30):
+        fn()
+        ts = []
+        for _ in range(runs):
+            t = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t)
+        return 1000 * float(np.median(ts))
+
+    f0 = feeds[0]
+    ort_f = ort.InferenceSession(src, so, providers=["CPUExecutionProvider"])
+    fu_f = fusert.InferenceSession(src, opt)
+    rows = [("fusert int8", latency(lambda: fu_q.run(None, f0))), ("ONNX Runtime int8", latency(lambda: ort_q.run(None, f0))),
+            ("fusert f32", latency(lambda: fu_f.run(None, f0))), ("ONNX Runtime f32", latency(lambda: ort_f.run(None, f0)))]
+    print(f"latency, median of 30 runs, {threads} thread(s), batch of the first input:")
+    for name, ms in rows:
+        print(f"  {name:18s} {ms:8.2f} ms")
+    print(f"  fusert int8 / ONNX Runtime int8 = {rows[0][1] / rows[1][1]:.2f}; fusert int8 / fusert f32 = "
+          f"{rows[0][1] / rows[2][1]:.2f}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("model", help="the float32 ONNX model")
+    ap.add_argument("-o", "--output", required=True, help="the quantised model to write")
+    ap.add_argument("--images", nargs="+", default=[], help="calibration images (files or directories)")
+    ap.add_argument("--dynamic", action="store_true", help="quantize_dynamic (no calibration)")
+    ap.add_argument("--calibration", type=int, default=32, help="calibration inputs (default 32)")
+    ap.add_argument("--per-tensor", action="store_true", help="per-tensor weight scales (default per channel)")
+    ap.add_argument("--activations", choices=["u8", "s8"], default="u8", help="activation type (default u8)")
+    ap.add_argument("--mean", type=float, nargs=3, default=[0.485, 0.456, 0.406])
+    ap.add_argument("--std", type=float, nargs=3, default=[0.229, 0.224, 0.225])
+    ap.add_argument("--compare", type=int, default=0, metavar="N", help="compare fusert with ONNX Runtime on N inputs")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args()
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic, quantize_static
+    if not os.path.isfile(a.model):
+        sys.exit(f"quantize.py: {a.model}: no such file")
+    inputs = model_input(a.model)
+    t0 = time.time()
+    images = []
+    if a.dynamic:
+        print(f"[quantize] quantize_dynamic {a.model} (s8 weights)", file=sys.stderr)
+        quantize_dynamic(a.model, a.output, weight_type=QuantType.QInt8)
+    else:
+        if not a.images:
+            sys.exit("quantize.py: static quantisation needs --images (or use --dynamic)")
+        if len(inputs) != 1 or len(inputs[0].shape) != 4:
+            sys.exit(f"quantize.py: --images needs one NCHW image input; {a.model} has "
+                     f"{[(i.name, i.shape) for i in inputs]} (use --dynamic)")
+        size = inputs[0].shape[3] if isinstance(inputs[0].shape[3], int) else 224
+        mean, std = np.array(a.mean, np.float32), np.array(a.std, np.float32)
+        images = image_files(a.images)
+        calib = image_inputs(images, a.calibration, size, mean, std, a.seed)
+        name = inputs[0].name
+
+        class Reader(CalibrationDataReader):
+            def __init__(self):
+                self.it = iter(calib)
+
+            def get_next(self):
+                x = next(self.it, None)
+                return None if x is None else {name: x}
+
+        print(f"[quantize] quantize_static {a.model}: QDQ, {'per-tensor' if a.per_tensor else 'per-channel'} s8 "
+              f"weights, {a.activations} activations, calibrated on {len(calib)} inputs from {len(images)} image(s)",
+              file=sys.stderr)
+        quantize_static(a.model, a.output, Reader(), quant_format=QuantFormat.QDQ, per_channel=not a.per_tensor,
+                        activation_type=QuantType.QUInt8 if a.activations == "u8" else QuantType.QInt8,
+                        weight_type=QuantType.QInt8)
+    print(f"wrote {a.output} ({os.path.getsize(a.output) / 1e6:.1f} MB, from {os.path.getsize(a.model) / 1e6:.1f} MB) "
+          f"in {time.time() - t0:.1f} s")
+    if a.compare:
+        if images:
+            size = inputs[0].shape[3] if isinstance(inputs[0].shape[3], int) else 224
+            xs = image_inputs(images, a.compare, size, np.array(a.mean, np.float32), np.array(a.std, np.float32),
+                              a.seed + 1)
+            feeds = [{inputs[0].name: x} for x in xs]
+        else:
+            feeds = seeded_feeds(inputs, a.compare, a.seed + 1)
+        compare(a.model, a.output, feeds, a.threads)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
