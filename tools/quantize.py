@@ -44,13 +44,15 @@ def image_files(paths):
 
 
 def preprocess(img, size, mean, std):
+    """size: (height, width) of the model's input."""
     from PIL import Image
+    oh, ow = size
     w, h = img.size
-    s = 256 / min(w, h) * size / 224
-    img = img.convert("RGB").resize((max(size, round(w * s)), max(size, round(h * s))), Image.BILINEAR)
+    s = 256 / 224 * max(oh / h, ow / w)  # the crop covers the input, as Resize(256) + CenterCrop(224)
+    img = img.convert("RGB").resize((max(ow, round(w * s)), max(oh, round(h * s))), Image.BILINEAR)
     w, h = img.size
-    left, top = (w - size) // 2, (h - size) // 2
-    a = np.asarray(img.crop((left, top, left + size, top + size)), np.float32) / 255
+    left, top = (w - ow) // 2, (h - oh) // 2
+    a = np.asarray(img.crop((left, top, left + ow, top + oh)), np.float32) / 255
     return ((a - mean) / std).transpose(2, 0, 1)[None].astype(np.float32)
 
 
@@ -58,7 +60,14 @@ def image_inputs(files, n, size, mean, std, seed):
     """n inputs: each image once, then random crops and flips of them (seeded) until n."""
     from PIL import Image
     rng = np.random.default_rng(seed)
-    imgs = [Image.open(f) for f in files]
+    imgs = []
+    for f in files:
+        try:
+            im = Image.open(f)
+            im.load()
+        except (OSError, ValueError) as e:
+            sys.exit(f"quantize.py: {f}: not an image Pillow can read ({e})")
+        imgs.append(im)
     out = [preprocess(im, size, mean, std) for im in imgs[:n]]
     while len(out) < n:
         im = imgs[len(out) % len(imgs)].convert("RGB")
@@ -72,15 +81,22 @@ def image_inputs(files, n, size, mean, std, seed):
     return out
 
 
+def input_size(i):
+    """(height, width) of an NCHW input; 224 for a symbolic one."""
+    return tuple(d if isinstance(d, int) and d > 0 else 224 for d in i.shape[2:4])
+
+
 def model_input(path):
     import onnxruntime as ort
-    i = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).get_inputs()
-    return i
+    try:
+        return ort.InferenceSession(path, providers=["CPUExecutionProvider"]).get_inputs()
+    except Exception as e:  # noqa: BLE001 (ONNX Runtime raises its own exception types)
+        sys.exit(f"quantize.py: {path}: ONNX Runtime cannot load it: {e}")
 
 
 def seeded_feeds(inputs, n, seed):
-    """n feeds for a model whose inputs are token ids / masks (int64) or float tensors; symbolic dims
-    at 1 (batch) and 64 (others)."""
+    """n feeds for a model whose inputs are token ids / masks (int64, ids below 16 so that any vocabulary
+    takes them) or float tensors; symbolic dims at 1 (batch) and 64 (others)."""
     rng = np.random.default_rng(seed)
     feeds = []
     for _ in range(n):
@@ -88,7 +104,7 @@ def seeded_feeds(inputs, n, seed):
         for i in inputs:
             shape = [d if isinstance(d, int) else (1 if k == 0 else 64) for k, d in enumerate(i.shape)]
             if "int64" in i.type:
-                f[i.name] = (rng.integers(0, 100, shape) if "mask" not in i.name else np.ones(shape)).astype(np.int64)
+                f[i.name] = (rng.integers(0, 16, shape) if "mask" not in i.name else np.ones(shape)).astype(np.int64)
             else:
                 f[i.name] = rng.standard_normal(shape).astype(np.float32)
         feeds.append(f)
@@ -137,6 +153,13 @@ def compare(src, dst, feeds, threads):
           f"{rows[0][1] / rows[2][1]:.2f}")
 
 
+def run_quantiser(fn):
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001 (the quantisation tools raise many types)
+        sys.exit(f"quantize.py: ONNX Runtime's quantisation failed: {type(e).__name__}: {e}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model", help="the float32 ONNX model")
@@ -152,6 +175,13 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
+    if a.calibration < 1 or a.compare < 0 or a.threads < 1:
+        ap.error("--calibration and --threads must be >= 1, --compare >= 0")
+    if any(v == 0 for v in a.std):
+        ap.error("--std must not be 0")
+    out_dir = os.path.dirname(os.path.abspath(a.output))
+    if not os.path.isdir(out_dir):
+        ap.error(f"the output's directory {out_dir} does not exist")
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic, quantize_static
     if not os.path.isfile(a.model):
         sys.exit(f"quantize.py: {a.model}: no such file")
@@ -160,14 +190,14 @@ def main():
     images = []
     if a.dynamic:
         print(f"[quantize] quantize_dynamic {a.model} (s8 weights)", file=sys.stderr)
-        quantize_dynamic(a.model, a.output, weight_type=QuantType.QInt8)
+        run_quantiser(lambda: quantize_dynamic(a.model, a.output, weight_type=QuantType.QInt8))
     else:
         if not a.images:
             sys.exit("quantize.py: static quantisation needs --images (or use --dynamic)")
-        if len(inputs) != 1 or len(inputs[0].shape) != 4:
-            sys.exit(f"quantize.py: --images needs one NCHW image input; {a.model} has "
-                     f"{[(i.name, i.shape) for i in inputs]} (use --dynamic)")
-        size = inputs[0].shape[3] if isinstance(inputs[0].shape[3], int) else 224
+        if len(inputs) != 1 or len(inputs[0].shape) != 4 or inputs[0].shape[1] != 3 or "float" not in inputs[0].type:
+            sys.exit(f"quantize.py: --images needs one float RGB NCHW input [N, 3, H, W]; {a.model} has "
+                     f"{[(i.name, i.shape, i.type) for i in inputs]} (use --dynamic)")
+        size = input_size(inputs[0])
         mean, std = np.array(a.mean, np.float32), np.array(a.std, np.float32)
         images = image_files(a.images)
         calib = image_inputs(images, a.calibration, size, mean, std, a.seed)
@@ -184,15 +214,15 @@ def main():
         print(f"[quantize] quantize_static {a.model}: QDQ, {'per-tensor' if a.per_tensor else 'per-channel'} s8 "
               f"weights, {a.activations} activations, calibrated on {len(calib)} inputs from {len(images)} image(s)",
               file=sys.stderr)
-        quantize_static(a.model, a.output, Reader(), quant_format=QuantFormat.QDQ, per_channel=not a.per_tensor,
-                        activation_type=QuantType.QUInt8 if a.activations == "u8" else QuantType.QInt8,
-                        weight_type=QuantType.QInt8)
+        run_quantiser(lambda: quantize_static(
+            a.model, a.output, Reader(), quant_format=QuantFormat.QDQ, per_channel=not a.per_tensor,
+            activation_type=QuantType.QUInt8 if a.activations == "u8" else QuantType.QInt8,
+            weight_type=QuantType.QInt8))
     print(f"wrote {a.output} ({os.path.getsize(a.output) / 1e6:.1f} MB, from {os.path.getsize(a.model) / 1e6:.1f} MB) "
           f"in {time.time() - t0:.1f} s")
     if a.compare:
         if images:
-            size = inputs[0].shape[3] if isinstance(inputs[0].shape[3], int) else 224
-            xs = image_inputs(images, a.compare, size, np.array(a.mean, np.float32), np.array(a.std, np.float32),
+            xs = image_inputs(images, a.compare, input_size(inputs[0]), np.array(a.mean, np.float32), np.array(a.std, np.float32),
                               a.seed + 1)
             feeds = [{inputs[0].name: x} for x in xs]
         else:

@@ -14,7 +14,7 @@
 
 namespace fusert::onnx_import {
 
-/// True for a QLinearConv whose scales and zero points are constants (and 2-D): it imports as the op
+/// True for a QLinearConv whose weights, scales and zero points are constants (and 2-D): it imports as the op
 /// QLinearConv (one kernel: oneDNN's int8 convolution where it has one); else it is expanded.
 bool qlinear_conv_direct(const Graph& g, const onnx::NodeProto& np);
 

@@ -80,6 +80,8 @@ bool activation(const Graph& g, const Node& a, double* lo, double* hi) {
     if (!c || c->data.numel() != 1 || c->data.dtype() != DType::kF32) return false;
     (i == 1 ? *lo : *hi) = c->data.f32()[0];
   }
+  if (std::isnan(*lo) || std::isnan(*hi)) return false;
+  if (*lo > *hi) *lo = *hi;  // ONNX Clip: min > max gives max everywhere
   return true;
 }
 
@@ -106,6 +108,10 @@ class QdqConvRule : public RewriteRule {
     const Node* dqx = dq_of(g, conv.inputs[0]);
     const Node* dqw = dq_of(g, conv.inputs[1]);
     if (!dqx || !dqw || !per_tensor(g, *dqx) || dqx->inputs.size() < 3 || !constant(g, dqw->inputs[0])) return false;
+    for (ValueId v : {dqx->inputs[0], dqw->inputs[0]}) {  // 8-bit operands (DequantizeLinear also takes int32)
+      const DType t = g.value(v).dtype;
+      if (t != DType::kI8 && t != DType::kU8) return false;
+    }
     const Value* sw = constant(g, dqw->inputs[1]);
     const Value* zw = dqw->inputs.size() > 2 ? constant(g, dqw->inputs[2]) : nullptr;
     if (!sw || sw->data.dtype() != DType::kF32 || !zw) return false;

@@ -1,6 +1,8 @@
 // CPU lowering of the quantisation ops (kernels/cpu/quantize.h): one opaque step each. Scales
 // and zero points are read from their buffers at run time (constants or computed, such as
 // DynamicQuantizeLinear's). The CUDA backend runs the same steps through its host fallback.
+#include <algorithm>
+
 #include "kernels/cpu/onednn.h"
 #include "kernels/cpu/quantize.h"
 #include "runtime/cpu/lower_cpu.h"
@@ -60,8 +62,9 @@ cpu::Requant requant_of(const Graph& g, const Node& n, int64_t m) {
   const std::vector<float> sw = constant_values<float>(g, n.inputs[4]);
   for (int64_t c = 0; c < m; ++c) r.multiplier.push_back(sx * sw[sw.size() == 1 ? 0 : static_cast<size_t>(c)] / sy);
   if (n.inputs.size() > 8 && n.inputs[8] != kNoValue) r.bias = constant_values<int32_t>(g, n.inputs[8]);
-  r.lo = static_cast<float>(n.attr_f("act_min") / sy);
-  r.hi = static_cast<float>(n.attr_f("act_max") / sy);
+  const double a = n.attr_f("act_min") / sy, b = n.attr_f("act_max") / sy;  // a negative y scale swaps them
+  r.lo = static_cast<float>(std::min(a, b));
+  r.hi = static_cast<float>(std::max(a, b));
   r.zero_point = constant_values<int32_t>(g, n.inputs[7])[0];
   r.out = g.value(n.outputs[0]).dtype;
   return r;

@@ -414,3 +414,23 @@ TEST_CASE("onnx import: opset 21 (Resize's half_pixel_symmetric of opset 19, Cas
   CHECK(r.status().code() == StatusCode::kUnsupported);
   CHECK(has(r.status().message(), "opset 22"));
 }
+
+TEST_CASE("onnx import: Conv then Clip with min > max gives max everywhere (no oneDNN post-op), NaN bounds run") {
+  // oneDNN refuses a clip post-op with min > max (it aborted the load); ONNX says every value is max.
+  for (float lo : {2.f, std::numeric_limits<float>::quiet_NaN()}) {
+    auto m = model(13);
+    auto* g = m.mutable_graph();
+    add_input(g, "x", {1, 1, 2, 2});
+    add_f32(g, "w", {1, 1, 1, 1}, {1.f});
+    add_f32(g, "lo", {}, {lo});
+    add_f32(g, "hi", {}, {-1.f});
+    add_node(g, "Conv", {"x", "w"}, {"c"}, "conv");
+    add_node(g, "Clip", {"c", "lo", "hi"}, {"y"}, "clip");
+    add_output(g, "y");
+    Tensor x(DType::kF32, {1, 1, 2, 2});
+    const std::vector<float> xv = {-3.f, 0.5f, 4.f, -0.5f};
+    std::copy(xv.begin(), xv.end(), x.f32());
+    const Tensor y = run_model(m, "conv_clip_inverted.onnx", {{"x", x}}, "y");
+    if (!std::isnan(lo)) check_f32(y, {1, 1, 2, 2}, {-1.f, -1.f, -1.f, -1.f});
+  }
+}

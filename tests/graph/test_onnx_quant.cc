@@ -290,7 +290,7 @@ namespace {
 // QLinearConv x [1, 1, 2, 2] u8 (scale 0.5, zero point 128) by w [2, 1, 1, 1] i8 (scales 0.25 and 0.5 per
 // channel, zero points 0), bias [4, 0] i32, y scale 0.25, zero point 10 (u8); the scales constants, so
 // it imports as the op QLinearConv (oneDNN's int8 convolution or the reference kernel).
-onnx::ModelProto qlinear_conv_model(bool constants) {
+onnx::ModelProto qlinear_conv_model(bool constants, float sy = 0.25f) {
   auto m = model(13);
   auto* g = m.mutable_graph();
   add_input(g, "x", {1, 1, 2, 2}, "", -1, onnx::TensorProto::UINT8);
@@ -304,7 +304,7 @@ onnx::ModelProto qlinear_conv_model(bool constants) {
   add_typed<uint8_t>(g, "zx", onnx::TensorProto::UINT8, {}, {128});
   add_typed<int8_t>(g, "w", onnx::TensorProto::INT8, {2, 1, 1, 1}, {2, -4});
   add_typed<int8_t>(g, "zw", onnx::TensorProto::INT8, {2}, {0, 0});
-  add_f32(g, "sy", {}, {0.25f});
+  add_f32(g, "sy", {}, {sy});
   add_typed<uint8_t>(g, "zy", onnx::TensorProto::UINT8, {}, {10});
   add_typed<int32_t>(g, "b", onnx::TensorProto::INT32, {2}, {4, 0});
   add_node(g, "QLinearConv", {"x", "sx", "zx", "w", "sw", "zw", "sy", "zy", "b"}, {"y"}, "qconv");
@@ -339,6 +339,17 @@ TEST_CASE("QLinearConv: per-channel scales and an int32 bias, on oneDNN, the ref
   m.mutable_graph()->mutable_input(1)->mutable_type()->mutable_tensor_type()->mutable_shape();  // a scalar
   const Tensor y = run_model(m, "qconv_inputs.onnx", {{"x", x}, {"sx", sx}, {"sw", sw}}, "y");
   CHECK(ints_of<uint8_t>(y) == want);
+  // A negative y scale flips the signs (the activation bounds too): [-4, -6, 0, -2] and [8, 16, -8, 0], + 10.
+  for (const char* kernels : {"onednn", "reference"}) {
+    SessionOptions opt;
+    opt.threads = 1;
+    opt.cpu_kernels = kernels;
+    auto s = Session::load(save(qlinear_conv_model(true, -0.25f), "qconv_neg.onnx"), opt);
+    REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+    auto yn = (*s)->run({{"x", x}});
+    REQUIRE_MESSAGE(yn.ok(), yn.status().to_string());
+    CHECK_MESSAGE(ints_of<uint8_t>(yn->at("y")) == std::vector<int>({6, 4, 10, 8, 18, 26, 2, 10}), kernels);
+  }
 }
 
 TEST_CASE("A QDQ Conv + Clip reads as one QLinearConv (qdq_conv): int8 in, int8 out, the clip a clamp") {
@@ -367,6 +378,20 @@ TEST_CASE("A QDQ Conv + Clip reads as one QLinearConv (qdq_conv): int8 in, int8 
   add_node(g, "QuantizeLinear", {"r", "sy", "zy"}, {"yq"}, "q");
   add_output(g, "yq");
   const Tensor x = typed<uint8_t>(DType::kU8, {1, 1, 2, 2}, {130, 126, 129, 128});
+  auto inverted = m;  // Clip(2, -1): every value -1 (ONNX), quantised to 0 (saturated)
+  for (auto& t : *inverted.mutable_graph()->mutable_initializer())
+    if (t.name() == "lo") {
+      const float two = 2.f;
+      t.set_raw_data(std::string(reinterpret_cast<const char*>(&two), 4));
+    } else if (t.name() == "hi") {
+      const float minus_one = -1.f;
+      t.set_raw_data(std::string(reinterpret_cast<const char*>(&minus_one), 4));
+    }
+  auto s_inv = Session::load(save(inverted, "qdq_conv_inverted.onnx"), SessionOptions{});
+  REQUIRE_MESSAGE(s_inv.ok(), s_inv.status().to_string());
+  auto y_inv = (*s_inv)->run({{"xq", x}});
+  REQUIRE_MESSAGE(y_inv.ok(), y_inv.status().to_string());
+  CHECK(ints_of<uint8_t>(y_inv->at("yq")) == std::vector<int>{0, 0, 0, 0});
   for (const char* fusion : {"none", "all"}) {
     SessionOptions opt;
     opt.threads = 1;

@@ -100,7 +100,8 @@ bool append_unary(const EpilogueStep& s, dnnl::post_ops* po, std::vector<std::st
     case EpOp::kRelu:
       add(algorithm::eltwise_relu, 0.f, 0.f, "relu");
       return true;
-    case EpOp::kClip:
+    case EpOp::kClip:  // oneDNN refuses min > max (ONNX: every value max) and NaN bounds: our epilogue runs it
+      if (!(s.a <= s.b)) return false;
       add(algorithm::eltwise_clip_v2, s.a, s.b, "clip");
       return true;
     case EpOp::kSigmoid:
