@@ -167,4 +167,19 @@ Status shape_QLinearConv(ShapeContext& c) {
   return Status();
 }
 
+Status shape_QLinearAdd(ShapeContext& c) {
+  for (size_t i : {size_t{0}, size_t{3}})
+    if (!int8_type(c.in_dtype(i)))
+      return c.unsupported() << "input " << i << " is " << dtype_name(c.in_dtype(i)) << " (int8 or uint8)";
+  if (c.in(0) != c.in(3)) return c.fail() << "A " << shape_str(c.in(0)) << " and B " << shape_str(c.in(3)) << " differ";
+  for (size_t i : {size_t{1}, size_t{2}, size_t{4}, size_t{5}, size_t{6}, size_t{7}}) {
+    if (!c.constant(i) || shape_numel(c.in(i)) != 1)
+      return c.fail() << "input " << i << " must be a one-value constant (a scale or zero point)";
+  }
+  if (c.in_dtype(2) != c.in_dtype(0) || c.in_dtype(5) != c.in_dtype(3) || !int8_type(c.in_dtype(7)))
+    return c.fail() << "zero points must have their operand's dtype";
+  c.set_out(0, c.in(0), c.in_dtype(7));
+  return Status();
+}
+
 }  // namespace fusert

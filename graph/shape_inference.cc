@@ -126,6 +126,7 @@ static bool dtype_free_input(OpKind op, size_t i) {
     case OpKind::kMatMulInteger:
     case OpKind::kConvInteger:
     case OpKind::kQLinearConv:
+    case OpKind::kQLinearAdd:
       return true;
     case OpKind::kResize:
       return i >= 1;  // roi, scales (f32), sizes (i64): checked by shape_Resize
@@ -148,6 +149,7 @@ static bool takes_int8(OpKind op) {
     case OpKind::kMatMulInteger:
     case OpKind::kConvInteger:
     case OpKind::kQLinearConv:
+    case OpKind::kQLinearAdd:
     case OpKind::kIdentity:
     case OpKind::kReshape:
     case OpKind::kFlatten:

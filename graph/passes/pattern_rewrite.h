@@ -49,6 +49,9 @@ std::unique_ptr<RewriteRule> make_qdq_pair_rule();
 /// DequantizeLinear -> Conv -> [Relu | Clip] -> QuantizeLinear -> QLinearConv (qdq_conv_rule.cc); runs
 /// before constant folding, in a pass of its own (run_canonicalize).
 std::unique_ptr<RewriteRule> make_qdq_conv_rule();
+/// DequantizeLinear x 2 -> Add -> [Relu | Clip] -> QuantizeLinear -> QLinearAdd (qdq_add_rule.cc), in
+/// the same pass.
+std::unique_ptr<RewriteRule> make_qdq_add_rule();
 
 class Pass;
 /// A rewrite pass over `rules`, tried in order at each node (make_pattern_rewrite_pass() in

@@ -20,28 +20,13 @@
 #include "graph/passes/fold_quant.h"
 #include "graph/passes/match_util.h"
 #include "graph/passes/pattern_rewrite.h"
+#include "graph/passes/qdq_match.h"
 
 namespace fusert {
 
 namespace {
 
-using match::sole_consumer;
-
-// `v` when its data is bound and the same at every shape (graph_edit.h fixed_data), else nullptr.
-const Value* constant(const Graph& g, ValueId v) { return fixed_data(g, v) ? &g.value(v) : nullptr; }
-
-bool per_tensor(const Graph& g, const Node& n) {
-  const Value* s = constant(g, n.inputs[1]);
-  const Value* z = n.inputs.size() > 2 ? constant(g, n.inputs[2]) : nullptr;
-  return s && s->data.numel() == 1 && s->data.dtype() == DType::kF32 &&
-         (n.inputs.size() < 3 || (z && z->data.numel() == 1));
-}
-
-// The DequantizeLinear producing `v`, or nullptr.
-const Node* dq_of(const Graph& g, ValueId v) {
-  const int p = match::producer(g, v, OpKind::kDequantizeLinear);
-  return p < 0 ? nullptr : &g.nodes[static_cast<size_t>(p)];
-}
+using namespace qdq;
 
 // The bias DequantizeLinear's input when it is an int32 constant at scale sx * sw[c], zero point 0.
 ValueId int_bias(const Graph& g, const Node& dqb, float sx, const Tensor& sw) {
@@ -63,46 +48,16 @@ ValueId int_bias(const Graph& g, const Node& dqb, float sx, const Tensor& sw) {
   return dqb.inputs[0];
 }
 
-// Relu or a Clip of constant bounds: its bounds into *lo, *hi.
-bool activation(const Graph& g, const Node& a, double* lo, double* hi) {
-  *lo = -std::numeric_limits<float>::max();
-  *hi = std::numeric_limits<float>::max();
-  if (a.op == OpKind::kRelu) {
-    *lo = 0;
-    return true;
-  }
-  if (a.op != OpKind::kClip) return false;
-  *lo = a.attr_f("min");
-  *hi = a.attr_f("max");
-  for (size_t i : {size_t{1}, size_t{2}}) {
-    if (i >= a.inputs.size() || a.inputs[i] == kNoValue) continue;
-    const Value* c = constant(g, a.inputs[i]);
-    if (!c || c->data.numel() != 1 || c->data.dtype() != DType::kF32) return false;
-    (i == 1 ? *lo : *hi) = c->data.f32()[0];
-  }
-  if (std::isnan(*lo) || std::isnan(*hi)) return false;
-  if (*lo > *hi) *lo = *hi;  // ONNX Clip: min > max gives max everywhere
-  return true;
-}
-
 class QdqConvRule : public RewriteRule {
  public:
   const char* name() const override { return "qdq_conv"; }
 
   bool matches(const Graph& g, int anchor, RewriteMatch* m) const override {
     const Node& q = g.nodes[static_cast<size_t>(anchor)];
-    if (q.op != OpKind::kQuantizeLinear || !per_tensor(g, q) || q.inputs.size() < 3) return false;
+    double lo, hi;
     m->erased.clear();
-    int ci = g.value(q.inputs[0]).producer;
-    if (ci < 0 || sole_consumer(g, q.inputs[0]) != anchor) return false;
-    double lo = -std::numeric_limits<float>::max(), hi = std::numeric_limits<float>::max();
-    if (g.nodes[static_cast<size_t>(ci)].op != OpKind::kConv) {
-      const Node& a = g.nodes[static_cast<size_t>(ci)];
-      if (!activation(g, a, &lo, &hi)) return false;
-      m->erased.push_back(ci);
-      ci = match::producer(g, a.inputs[0], OpKind::kConv);
-      if (ci < 0 || sole_consumer(g, a.inputs[0]) != m->erased[0]) return false;
-    }
+    const int ci = quantised_producer(g, anchor, OpKind::kConv, &lo, &hi, &m->erased);
+    if (ci < 0) return false;
     const Node& conv = g.nodes[static_cast<size_t>(ci)];
     if (g.value(conv.inputs[0]).shape.size() != 4) return false;
     const Node* dqx = dq_of(g, conv.inputs[0]);
@@ -124,7 +79,6 @@ class QdqConvRule : public RewriteRule {
       bias = dqb ? int_bias(g, *dqb, sx, sw->data) : kNoValue;
       if (bias == kNoValue) return false;
     }
-    m->erased.push_back(ci);
     m->root = anchor;
     Node qc = make_node(OpKind::kQLinearConv, conv.name, conv.loc);
     for (const char* a : {"kernel_shape", "strides", "pads", "dilations", "group", "auto_pad"})

@@ -73,6 +73,16 @@ inline int requantize_one(const Requant& r, int32_t acc, int64_t c) {
 /// y[n, c, p] (i8 / u8, NCHW) = requantize_one(acc[n, p, c]) for `acc` [n, pixels, m] int32 (NHWC).
 void requantize_nhwc(const Requant& r, int64_t n, int64_t pixels, int64_t m, const int32_t* acc, void* y);
 
+/// QLinearAdd over n elements: y = saturate(round_half_even(clip((a - za) * sa + (b - zb) * sb, lo, hi) / sy)
+/// + zy), the arithmetic of DequantizeLinear, Add, (Relu / Clip,) QuantizeLinear in f32; a, b, y of types
+/// `at`, `bt`, `yt` (i8 / u8).
+struct QAddParams {
+  float sa = 1, sb = 1, sy = 1, lo = -3.4e38f, hi = 3.4e38f;
+  int32_t za = 0, zb = 0, zy = 0;
+  DType at = DType::kU8, bt = DType::kU8, yt = DType::kU8;
+};
+void qlinear_add(const QAddParams& p, int64_t n, const void* a, const void* b, void* y);
+
 /// QLinearConv on our kernels: ConvInteger, then the requantisation, into y (i8 / u8).
 void qlinear_conv(const ConvParams& p, const void* x, DType xt, const void* x_zero_point, const void* w, DType wt,
                   const void* w_zero_point, int64_t wz_count, const Requant& r, void* y);

@@ -251,4 +251,25 @@ LOWER(QLinearConv) {
   return Status();
 }
 
+LOWER(QLinearAdd) {
+  const Node& n = NODE;
+  cpu::QAddParams p;
+  p.sa = constant_values<float>(g, n.inputs[1])[0];
+  p.za = constant_values<int32_t>(g, n.inputs[2])[0];
+  p.sb = constant_values<float>(g, n.inputs[4])[0];
+  p.zb = constant_values<int32_t>(g, n.inputs[5])[0];
+  p.sy = constant_values<float>(g, n.inputs[6])[0];
+  p.zy = constant_values<int32_t>(g, n.inputs[7])[0];
+  p.lo = static_cast<float>(n.attr_f("act_min"));
+  p.hi = static_cast<float>(n.attr_f("act_max"));
+  p.at = g.value(n.inputs[0]).dtype;
+  p.bt = g.value(n.inputs[3]).dtype;
+  p.yt = g.value(n.outputs[0]).dtype;
+  const int64_t count = shape_numel(shape_of(g, n.outputs[0]));
+  const ValueId ai = n.inputs[0], bi = n.inputs[3], yi = n.outputs[0];
+  s.inputs = {ai, bi};
+  s.run = [=](const BufferTable& b) { cpu::qlinear_add(p, count, b.raw(ai), b.raw(bi), b.raw(yi)); };
+  return Status();
+}
+
 }  // namespace fusert

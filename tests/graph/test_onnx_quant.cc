@@ -431,3 +431,38 @@ TEST_CASE("MatMulInteger by constant int8 weights: oneDNN's int8 matmul and the 
     CHECK(ints_of<int32_t>(y->at("y")) == std::vector<int>{-4, 8, -7, 21});
   }
 }
+
+TEST_CASE("A QDQ residual Add + Relu reads as one QLinearAdd (qdq_add): the same bits as the four ops") {
+  // a: (x - 128) * 0.5 = [1, -4, 0, 6]; b: x * 0.25 = [2.5, 0.5, 0, 63.75]; sum [3.5, -3.5, 0, 69.75];
+  // Relu; / 0.5 = [7, 0, 0, 139.5 -> 140 (half to even)], zero point 0.
+  auto m = model(13);
+  auto* g = m.mutable_graph();
+  add_input(g, "a", {4}, "", -1, onnx::TensorProto::UINT8);
+  add_input(g, "b", {4}, "", -1, onnx::TensorProto::UINT8);
+  add_f32(g, "sa", {}, {0.5f});
+  add_typed<uint8_t>(g, "za", onnx::TensorProto::UINT8, {}, {128});
+  add_f32(g, "sb", {}, {0.25f});
+  add_typed<uint8_t>(g, "zb", onnx::TensorProto::UINT8, {}, {0});
+  add_f32(g, "sy", {}, {0.5f});
+  add_typed<uint8_t>(g, "zy", onnx::TensorProto::UINT8, {}, {0});
+  add_node(g, "DequantizeLinear", {"a", "sa", "za"}, {"da"}, "dqa");
+  add_node(g, "DequantizeLinear", {"b", "sb", "zb"}, {"db"}, "dqb");
+  add_node(g, "Add", {"da", "db"}, {"s"}, "add");
+  add_node(g, "Relu", {"s"}, {"r"}, "relu");
+  add_node(g, "QuantizeLinear", {"r", "sy", "zy"}, {"y"}, "q");
+  add_output(g, "y");
+  const TensorMap in = {{"a", typed<uint8_t>(DType::kU8, {4}, {130, 120, 128, 140})},
+                        {"b", typed<uint8_t>(DType::kU8, {4}, {10, 2, 0, 255})}};
+  for (const char* fusion : {"none", "all"}) {
+    SessionOptions opt;
+    opt.threads = 1;
+    opt.fusion = fusion;
+    auto s = Session::load(save(m, "qdq_add.onnx"), opt);
+    REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+    const std::string k = kernels_of(**s, in);
+    CHECK_MESSAGE(k == "QLinearAdd ", k);
+    auto y = (*s)->run(in);
+    REQUIRE_MESSAGE(y.ok(), y.status().to_string());
+    CHECK(ints_of<uint8_t>(y->at("y")) == std::vector<int>{7, 0, 0, 140});
+  }
+}

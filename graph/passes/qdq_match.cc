@@ -1,0 +1,66 @@
+// Matching helpers of the QDQ rewrites (graph/passes/qdq_match.h).
+#include "graph/passes/qdq_match.h"
+
+#include <cmath>
+#include <limits>
+
+#include "graph/passes/graph_edit.h"
+#include "graph/passes/match_util.h"
+
+namespace fusert::qdq {
+
+const Value* constant(const Graph& g, ValueId v) { return fixed_data(g, v) ? &g.value(v) : nullptr; }
+
+bool per_tensor(const Graph& g, const Node& n) {
+  const Value* s = constant(g, n.inputs[1]);
+  const Value* z = n.inputs.size() > 2 ? constant(g, n.inputs[2]) : nullptr;
+  return s && s->data.numel() == 1 && s->data.dtype() == DType::kF32 &&
+         (n.inputs.size() < 3 || (z && z->data.numel() == 1));
+}
+
+const Node* dq_of(const Graph& g, ValueId v) {
+  const int p = match::producer(g, v, OpKind::kDequantizeLinear);
+  return p < 0 ? nullptr : &g.nodes[static_cast<size_t>(p)];
+}
+
+bool activation(const Graph& g, const Node& a, double* lo, double* hi) {
+  *lo = -std::numeric_limits<float>::max();
+  *hi = std::numeric_limits<float>::max();
+  if (a.op == OpKind::kRelu) {
+    *lo = 0;
+    return true;
+  }
+  if (a.op != OpKind::kClip) return false;
+  *lo = a.attr_f("min");
+  *hi = a.attr_f("max");
+  for (size_t i : {size_t{1}, size_t{2}}) {
+    if (i >= a.inputs.size() || a.inputs[i] == kNoValue) continue;
+    const Value* c = constant(g, a.inputs[i]);
+    if (!c || c->data.numel() != 1 || c->data.dtype() != DType::kF32) return false;
+    (i == 1 ? *lo : *hi) = c->data.f32()[0];
+  }
+  if (std::isnan(*lo) || std::isnan(*hi)) return false;
+  if (*lo > *hi) *lo = *hi;  // ONNX Clip: min > max gives max everywhere
+  return true;
+}
+
+int quantised_producer(const Graph& g, int q, OpKind op, double* lo, double* hi, std::vector<int>* erased) {
+  const Node& qn = g.nodes[static_cast<size_t>(q)];
+  *lo = -std::numeric_limits<float>::max();
+  *hi = std::numeric_limits<float>::max();
+  if (qn.op != OpKind::kQuantizeLinear || !per_tensor(g, qn) || qn.inputs.size() < 3) return -1;
+  int p = g.value(qn.inputs[0]).producer;
+  if (p < 0 || match::sole_consumer(g, qn.inputs[0]) != q) return -1;
+  if (g.nodes[static_cast<size_t>(p)].op != op) {
+    const Node& a = g.nodes[static_cast<size_t>(p)];
+    if (!activation(g, a, lo, hi)) return -1;
+    const int act = p;
+    p = match::producer(g, a.inputs[0], op);
+    if (p < 0 || match::sole_consumer(g, a.inputs[0]) != act) return -1;
+    erased->push_back(act);
+  }
+  erased->push_back(p);
+  return p;
+}
+
+}  // namespace fusert::qdq

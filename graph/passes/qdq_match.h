@@ -1,0 +1,28 @@
+// Matching helpers of the QDQ rewrites (qdq_conv_rule.cc, qdq_add_rule.cc; internal to
+// graph/passes): constants read through fixed_data, per-tensor quantisation parameters, the
+// DequantizeLinear behind a value, and the op a QuantizeLinear quantises through an optional Relu or
+// Clip (the activation then a clamp of the real value before the requantisation).
+#pragma once
+
+#include <vector>
+
+#include "graph/ir.h"
+
+namespace fusert::qdq {
+
+/// `v` when its data is bound and the same at every shape (graph_edit.h fixed_data), else nullptr.
+const Value* constant(const Graph& g, ValueId v);
+/// A QuantizeLinear / DequantizeLinear whose scale is one f32 constant and whose zero point (if any)
+/// is one constant.
+bool per_tensor(const Graph& g, const Node& n);
+/// The DequantizeLinear producing `v`, or nullptr.
+const Node* dq_of(const Graph& g, ValueId v);
+/// Relu, or a Clip of constant bounds (min > max: max everywhere, as ONNX says): its bounds into
+/// *lo, *hi; false for another op or NaN bounds.
+bool activation(const Graph& g, const Node& a, double* lo, double* hi);
+/// For the QuantizeLinear `q` (per tensor, with a zero point): the index of the node of `op` it
+/// quantises, directly or through an activation (bounds into *lo, *hi; else +-FLT_MAX), each
+/// intermediate read only along the way; the matched nodes appended to *erased. -1 otherwise.
+int quantised_producer(const Graph& g, int q, OpKind op, double* lo, double* hi, std::vector<int>* erased);
+
+}  // namespace fusert::qdq
