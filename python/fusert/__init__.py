@@ -13,7 +13,7 @@ plus fusert's own: ``explain()`` (the fusion plan), ``profile()`` (time per fuse
 fusion mode, input shapes, shape cache).
 
 Arrays: inputs are numpy arrays of the model input's dtype (float32 for images and features,
-int64 for token ids); a C-contiguous array aligned to 64 bytes is read in place, any other is
+int64 for token ids, uint8 / int8 for a quantised model's int8 inputs); a C-contiguous array aligned to 64 bytes is read in place, any other is
 copied once. Outputs are numpy arrays that own their memory (no copy out of the runtime).
 ``run`` releases the GIL: several Python threads may share one session and run it at once.
 Errors raise ``fusert.Error`` (a RuntimeError) whose message names the file, node or tensor and
