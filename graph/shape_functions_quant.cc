@@ -97,6 +97,8 @@ Status shape_DequantizeLinear(ShapeContext& c) {
 
 Status shape_DynamicQuantizeLinear(ShapeContext& c) {
   if (c.in_dtype(0) != DType::kF32) return c.fail() << "input is " << dtype_name(c.in_dtype(0)) << ", not float";
+  if (c.node.outputs.size() != 3)
+    return c.fail() << "has " << c.node.outputs.size() << " outputs (y, y_scale, y_zero_point: 3)";
   c.set_out(0, c.in(0), DType::kU8);
   c.set_out(1, {}, DType::kF32);
   c.set_out(2, {}, DType::kU8);
