@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "graph/base/tensor.h"
+
 namespace fusert::quant {
 
 /// The range of an integer target: [-128, 127] for i8, [0, 255] for u8.
@@ -25,6 +27,18 @@ inline int quantize_one(float x, float scale, int zero_point, Range r) {
   q = q > lo ? q : lo;
   q = q < hi ? q : hi;
   return static_cast<int>(q);
+}
+
+/// Element i of an i8, u8 or i32 tensor (a quantised value, a zero point, a bias) as int32.
+inline int32_t value_at(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::kI8:
+      return static_cast<const int8_t*>(t.raw())[i];
+    case DType::kU8:
+      return static_cast<const uint8_t*>(t.raw())[i];
+    default:
+      return static_cast<const int32_t*>(t.raw())[i];
+  }
 }
 
 /// (x - zero_point) * scale.

@@ -7,17 +7,6 @@
 
 namespace fusert {
 
-int32_t quantised_value(const Tensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case DType::kI8:
-      return static_cast<const int8_t*>(t.raw())[i];
-    case DType::kU8:
-      return static_cast<const uint8_t*>(t.raw())[i];
-    default:
-      return static_cast<const int32_t*>(t.raw())[i];
-  }
-}
-
 std::optional<Tensor> fold_dequantize(const Tensor& x, const Tensor& scale, const Tensor* zero_point, int64_t axis) {
   const DType t = x.dtype();
   if (t != DType::kI8 && t != DType::kU8 && t != DType::kI32) return std::nullopt;
@@ -34,7 +23,7 @@ std::optional<Tensor> fold_dequantize(const Tensor& x, const Tensor& scale, cons
   for (int64_t i = 0; i < x.numel(); ++i) {
     const int64_t c = inner == 0 ? 0 : (i / inner) % channels;
     y.f32()[i] =
-        quant::dequantize_one(quantised_value(x, i), zero_point ? quantised_value(*zero_point, c) : 0, scale.f32()[c]);
+        quant::dequantize_one(quant::value_at(x, i), zero_point ? quant::value_at(*zero_point, c) : 0, scale.f32()[c]);
   }
   return y;
 }

@@ -9,9 +9,6 @@
 
 namespace fusert {
 
-/// Element i of an i8, u8 or i32 tensor (a quantised value, a zero point, a bias) as int32.
-int32_t quantised_value(const Tensor& t, int64_t i);
-
 /// (x - zero_point) * scale per tensor, or per `axis` (normalised) when scale has several
 /// values; zero_point nullable. nullopt for a dtype the op does not take.
 std::optional<Tensor> fold_dequantize(const Tensor& x, const Tensor& scale, const Tensor* zero_point, int64_t axis);

@@ -17,7 +17,7 @@
 #include <cmath>
 #include <limits>
 
-#include "graph/passes/fold_quant.h"
+#include "graph/base/quant_math.h"
 #include "graph/passes/match_util.h"
 #include "graph/passes/pattern_rewrite.h"
 #include "graph/passes/qdq_match.h"
@@ -38,7 +38,7 @@ ValueId int_bias(const Graph& g, const Node& dqb, float sx, const Tensor& sw) {
     const Value* z = constant(g, dqb.inputs[2]);
     if (!z) return kNoValue;
     for (int64_t i = 0; i < z->data.numel(); ++i)
-      if (quantised_value(z->data, i) != 0) return kNoValue;
+      if (quant::value_at(z->data, i) != 0) return kNoValue;
   }
   for (int64_t c = 0; c < b->data.numel(); ++c) {
     const double want = static_cast<double>(sx) * sw.f32()[sw.numel() == 1 ? 0 : c];  // within an f32 rounding:

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "graph/base/quant_math.h"
 #include "graph/passes/match_util.h"
 #include "graph/passes/pattern_rewrite.h"
 
@@ -31,19 +32,13 @@ bool one_value(const Graph& g, ValueId v, double* out) {
   }
   const Tensor* t = fixed_data(g, v);
   if (!t || t->numel() != 1) return false;
-  switch (t->dtype()) {
-    case DType::kF32:
-      *out = t->f32()[0];
-      return true;
-    case DType::kI8:
-      *out = static_cast<const int8_t*>(t->raw())[0];
-      return true;
-    case DType::kU8:
-      *out = static_cast<const uint8_t*>(t->raw())[0];
-      return true;
-    default:
-      return false;
+  if (t->dtype() == DType::kF32) {
+    *out = t->f32()[0];
+    return true;
   }
+  if (t->dtype() != DType::kI8 && t->dtype() != DType::kU8) return false;
+  *out = quant::value_at(*t, 0);
+  return true;
 }
 
 ValueId input_at(const Node& n, size_t i) { return i < n.inputs.size() ? n.inputs[i] : kNoValue; }

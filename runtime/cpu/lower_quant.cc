@@ -36,21 +36,8 @@ template <typename T>
 std::vector<T> constant_values(const Graph& g, ValueId v) {
   const Tensor& t = g.value(v).data;
   std::vector<T> out;
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    switch (t.dtype()) {
-      case DType::kF32:
-        out.push_back(static_cast<T>(t.f32()[i]));
-        break;
-      case DType::kI8:
-        out.push_back(static_cast<T>(static_cast<const int8_t*>(t.raw())[i]));
-        break;
-      case DType::kU8:
-        out.push_back(static_cast<T>(static_cast<const uint8_t*>(t.raw())[i]));
-        break;
-      default:
-        out.push_back(static_cast<T>(static_cast<const int32_t*>(t.raw())[i]));
-    }
-  }
+  for (int64_t i = 0; i < t.numel(); ++i)
+    out.push_back(t.dtype() == DType::kF32 ? static_cast<T>(t.f32()[i]) : static_cast<T>(quant::value_at(t, i)));
   return out;
 }
 

@@ -28,6 +28,8 @@ Dims dense_strides(const Dims& d);
 Dims dense_strides_of(const memory::desc& md);
 /// Constant weights `w` (dense, row-major over `dims`) reordered once into `md`.
 memory reordered_weights(const memory::desc& md, const Dims& dims, const float* w);
+/// The same for s8 weights (oneDNN adds the zero-point compensation `md` asks for).
+memory reordered_weights(const memory::desc& md, const Dims& dims, const int8_t* w);
 /// A bias of `m` floats (zeros when `b` is null) in oneDNN memory.
 memory bias_memory(const float* b, int64_t m);
 /// The layout of a 4-D `md` as the layout pass names it (runtime/execution_plan.h NativeLayout):

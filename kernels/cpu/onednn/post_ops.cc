@@ -57,13 +57,25 @@ Dims dense_strides_of(const memory::desc& md) {
   return strides;
 }
 
-memory reordered_weights(const memory::desc& md, const Dims& dims, const float* w) {
-  memory user(memory::desc(dims, memory::data_type::f32, dense_strides(dims)), cpu_engine(), const_cast<float*>(w));
+namespace {
+
+memory reordered(const memory::desc& md, const Dims& dims, memory::data_type t, void* w) {
+  memory user(memory::desc(dims, t, dense_strides(dims)), cpu_engine(), w);
   memory out(md, cpu_engine());
   dnnl::stream s(cpu_engine());
   dnnl::reorder(user, out).execute(s, user, out);
   s.wait();
   return out;
+}
+
+}  // namespace
+
+memory reordered_weights(const memory::desc& md, const Dims& dims, const float* w) {
+  return reordered(md, dims, memory::data_type::f32, const_cast<float*>(w));
+}
+
+memory reordered_weights(const memory::desc& md, const Dims& dims, const int8_t* w) {
+  return reordered(md, dims, memory::data_type::s8, const_cast<int8_t*>(w));
 }
 
 memory bias_memory(const float* b, int64_t m) {

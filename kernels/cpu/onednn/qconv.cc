@@ -86,12 +86,7 @@ std::unique_ptr<QConvAnchor> QConvAnchor::create(const ConvParams& p, DType xt, 
   }
   c->prim = dnnl::convolution_forward(c->pd);
   const dnnl::engine& e = cpu_engine();
-  const Dims wd = weight_dims(p);
-  memory user(memory::desc(wd, memory::data_type::s8, dense_strides(wd)), e, const_cast<int8_t*>(w));
-  c->weights = memory(c->pd.weights_desc(), e);
-  dnnl::stream s(e);
-  dnnl::reorder(user, c->weights).execute(s, user, c->weights);
-  s.wait();
+  c->weights = reordered_weights(c->pd.weights_desc(), weight_dims(p), w);  // with oneDNN's compensation
   c->reorder_in = c->pd.src_desc() != c->x_plain;
   if (c->reorder_in) c->to_src = dnnl::reorder(dnnl::reorder::primitive_desc(e, c->x_plain, e, c->pd.src_desc()));
   c->info = std::string(c->pd.impl_info_str()) + ", s32 accumulator, requantised by us" +

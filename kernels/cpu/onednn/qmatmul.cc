@@ -64,12 +64,7 @@ std::unique_ptr<IntMatMulAnchor> IntMatMulAnchor::create(int64_t m, int64_t k, i
     return nullptr;
   }
   c->prim = dnnl::matmul(c->pd);
-  const dnnl::engine& e = cpu_engine();
-  memory user(memory::desc({k, n}, memory::data_type::s8, memory::format_tag::ab), e, const_cast<int8_t*>(b));
-  c->weights = memory(c->pd.weights_desc(), e);
-  dnnl::stream s(e);
-  dnnl::reorder(user, c->weights).execute(s, user, c->weights);
-  s.wait();
+  c->weights = reordered_weights(c->pd.weights_desc(), {k, n}, b);
   c->info = std::string(c->pd.impl_info_str()) + ", s32 result";
   return c;
 }
