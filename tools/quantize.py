@@ -82,8 +82,13 @@ def image_inputs(files, n, size, mean, std, seed):
 
 
 def input_size(i):
-    """(height, width) of an NCHW input; 224 for a symbolic one."""
-    return tuple(d if isinstance(d, int) and d > 0 else 224 for d in i.shape[2:4])
+    """(height, width) of an NCHW input; 224 for a symbolic one (said once on stderr)."""
+    size = tuple(d if isinstance(d, int) and d > 0 else 224 for d in i.shape[2:4])
+    if size != tuple(i.shape[2:4]) and not getattr(input_size, "said", False):
+        input_size.said = True
+        print(f"[quantize] input '{i.name}' {i.shape} has open dims: images are preprocessed to "
+              f"{size[0]}x{size[1]}", file=sys.stderr)
+    return size
 
 
 def model_input(path):
@@ -129,8 +134,10 @@ def compare(src, dst, feeds, threads):
         den += float((a.astype(np.float64) ** 2).sum())
         if (k + 1) % 25 == 0:
             print(f"[quantize] compared {k + 1} of {len(feeds)}", file=sys.stderr)
-    print(f"fusert vs ONNX Runtime on {os.path.basename(dst)}: top-1 equal on {agree} of {len(feeds)} "
-          f"({100.0 * agree / len(feeds):.1f}%), relative L2 of the outputs {np.sqrt(num / max(den, 1e-30)):.2e}")
+    classifier = len(ort_q.get_outputs()[0].shape) == 2  # [batch, classes]: top-1 means something
+    top1 = (f"top-1 equal on {agree} of {len(feeds)} ({100.0 * agree / len(feeds):.1f}%), " if classifier else "")
+    print(f"fusert vs ONNX Runtime on {os.path.basename(dst)}: {top1}relative L2 of the outputs "
+          f"{np.sqrt(num / max(den, 1e-30)):.2e}")
 
     def latency(fn, runs=30):
         fn()
