@@ -1,6 +1,7 @@
 // The backend registry: which backends this build includes and how the session gets one.
 #include "runtime/backend.h"
 
+#include "kernels/cpu/onednn.h"
 #include "runtime/cpu/lower_cpu.h"
 
 namespace fusert {
@@ -29,6 +30,27 @@ const std::vector<Entry>& registry() {
   return entries;
 }
 
+// SessionOptions::precision: "f32", or "bf16" on the CPU's oneDNN anchors where the CPU runs
+// bf16 natively.
+Status check_precision(const SessionOptions& options, CpuKernels kernels) {
+  if (options.precision == "f32") return Status();
+  if (options.precision != "bf16")
+    return error(StatusCode::kInvalidArgument) << "precision: expected f32 or bf16, got '" << options.precision << "'";
+  if (options.device != "cpu")
+    return error(StatusCode::kUnsupported) << "precision bf16 runs on the CPU backend only (device '" << options.device
+                                           << "' runs f32; CUDA fp16/bf16 is not built yet)";
+  if (kernels != CpuKernels::kOneDnn)
+    return error(StatusCode::kInvalidArgument)
+           << "precision bf16 needs the oneDNN kernels (cpu_kernels onednn); the reference kernels are f32 only";
+  if (!cpu::onednn::built())
+    return error(StatusCode::kUnsupported) << "precision bf16 needs oneDNN, which this build does not link";
+  if (!cpu::onednn::bf16_native())
+    return error(StatusCode::kUnsupported)
+           << "precision bf16: this CPU has no native bf16 arithmetic (AVX512_BF16 or AMX, as oneDNN sees it; "
+              "ONEDNN_MAX_CPU_ISA may lower it); run in f32";
+  return Status();
+}
+
 }  // namespace
 
 std::vector<std::string> backend_names() {
@@ -43,6 +65,7 @@ Result<std::unique_ptr<Backend>> create_backend(const SessionOptions& options) {
     return error(StatusCode::kInvalidArgument)
            << "cpu kernels: expected onednn or reference, got '" << options.cpu_kernels << "'";
   }
+  FUSERT_RETURN_IF_ERROR(check_precision(options, kernels));
   for (const Entry& e : registry()) {
     if (options.device == e.name) return e.make(options);
   }

@@ -60,6 +60,10 @@ timing.
                           baseline. raw: the graph as written, one kernel per node
   --cpu-kernels K         CPU anchors (Conv, Gemm, MatMul): onednn (default: oneDNN primitives
                           with the fused epilogue as post-ops) or reference (our kernels)
+  --precision P           f32 (default) or bf16: Conv, Gemm and MatMul by weights round their
+                          input and weights to bfloat16, accumulate in f32 (oneDNN; a CPU
+                          with AVX512_BF16 or AMX, else an error); other ops and the tensors
+                          between steps stay f32
   --profile-guided        run once unfused, time every op, let hot ops drive vertical
                           fusion first and cold ones horizontal
   --explain               print every fusion group, every refused candidate with its reason,
@@ -201,7 +205,7 @@ Result<InferOptions> parse_args(int argc, char** argv) {
         "--model",     "--weights",      "--input",           "--device",      "--threads",    "--fusion", "--runs",
         "--warmup",    "--topk",         "--output",          "--dot",         "--stats-json", "--seed",   "--text",
         "--text-file", "--dump-kernels", "--register-budget", "--cpu-kernels", "--batch-size", "--batch",  "--shape",
-        "--dim"};
+        "--dim",       "--precision"};
     bool known = false;
     for (const char* k : kWithValue) known |= a == k;
     if (!known) return error(StatusCode::kInvalidArgument) << "unknown option '" << a << "' (see --help)";
@@ -223,6 +227,8 @@ Result<InferOptions> parse_args(int argc, char** argv) {
       o.session.fusion = v;
     else if (a == "--cpu-kernels")
       o.session.cpu_kernels = v;
+    else if (a == "--precision")
+      o.session.precision = v;
     else if (a == "--output")
       o.output = v;
     else if (a == "--dot")
@@ -300,6 +306,9 @@ Result<InferOptions> parse_args(int argc, char** argv) {
     return error(StatusCode::kInvalidArgument)
            << "--cpu-kernels: expected onednn or reference, got '" << o.session.cpu_kernels << "'";
   }
+  if (o.session.precision != "f32" && o.session.precision != "bf16")
+    return error(StatusCode::kInvalidArgument)
+           << "--precision: expected f32 or bf16, got '" << o.session.precision << "'";
   if (o.session.device != "cpu" && o.session.device != "cuda") {
     return error(StatusCode::kInvalidArgument) << "--device: expected cpu or cuda, got '" << o.session.device << "'";
   }

@@ -24,6 +24,16 @@ namespace fusert::cpu::onednn {
 /// True when this build links oneDNN.
 bool built();
 
+/// The arithmetic of the float anchors (Conv, Gemm, MatMul by constant weights). kBf16: the
+/// source activation is rounded to bfloat16 when it enters the primitive (a reorder per call),
+/// the weights once at creation (round to nearest even); products are accumulated in f32 and the
+/// output, post-ops and epilogue stay f32, as are the tensors between steps (`--precision bf16`).
+/// An anchor oneDNN cannot run optimised in bf16 runs in f32 and says so in describe().
+enum class Precision { kF32, kBf16 };
+/// True when oneDNN runs bf16 natively on this CPU (AVX512_BF16 or AMX, as its ISA dispatch sees
+/// it: ONEDNN_MAX_CPU_ISA lowers it); false in a build without oneDNN.
+bool bf16_native();
+
 /// A oneDNN primitive with post-ops and the epilogue steps it leaves to us. Thread-safe: run()
 /// may be called concurrently (oneDNN primitives are stateless; scratch is per thread).
 class Anchor {
@@ -43,7 +53,7 @@ class ConvAnchor : public Anchor {
   /// ep.post after it) runs after the primitive, as in conv2d_fused. Returns nullptr with
   /// `why` when oneDNN would run it only with its reference implementation or cannot create it.
   static std::unique_ptr<ConvAnchor> create(const ConvParams& p, const float* w, const float* bias, const Epilogue& ep,
-                                            std::string* why);
+                                            std::string* why, Precision prec = Precision::kF32);
   /// `ep` carries the bound operands (same steps as at creation). y may alias a tensor
   /// operand (a residual whose buffer is reused); it must not alias x.
   virtual void run(const float* x, const Epilogue& ep, float* y) const = 0;
@@ -169,12 +179,15 @@ class AttentionAnchor {
 class GemmAnchor : public Anchor {
  public:
   static std::unique_ptr<GemmAnchor> create_gemm(const GemmParams& p, const float* b, const float* c,
-                                                 const Epilogue& ep, std::string* why);
+                                                 const Epilogue& ep, std::string* why,
+                                                 Precision prec = Precision::kF32);
   /// `bias` (N floats, with a constant B whose batches fold into one [batch * M, K] x [K, N]
   /// GEMM; else refused): the per-column Add before `ep`, given to oneDNN as the matmul's bias
   /// instead of a binary post-op (ConvNeXt's and ViT's Linear layers exported as MatMul + Add).
+  /// `prec` kBf16 applies with a constant B only.
   static std::unique_ptr<GemmAnchor> create_matmul(const MatMulParams& p, const float* b_const, const float* bias,
-                                                   const Epilogue& ep, std::string* why);
+                                                   const Epilogue& ep, std::string* why,
+                                                   Precision prec = Precision::kF32);
   /// `b` is ignored when B is constant. y may alias a tensor operand, not a or b.
   virtual void run(const float* a, const float* b, const Epilogue& ep, float* y) const = 0;
 };
@@ -186,7 +199,8 @@ class GemmAnchor : public Anchor {
 class HorizontalAnchor : public Anchor {
  public:
   static std::unique_ptr<HorizontalAnchor> create(int64_t m, int64_t k, const std::vector<int64_t>& widths,
-                                                  const float* w_cat, const float* b_cat, std::string* why);
+                                                  const float* w_cat, const float* b_cat, std::string* why,
+                                                  Precision prec = Precision::kF32);
   virtual void run(const float* a, std::vector<HorizontalMember>& members) const = 0;
 };
 

@@ -6,25 +6,26 @@
 namespace fusert::cpu::onednn {
 
 bool built() { return false; }
+bool bf16_native() { return false; }
 
 namespace {
 const char* kAbsent = "this build has no oneDNN (install libdnnl-dev and reconfigure)";
 }
 
 std::unique_ptr<ConvAnchor> ConvAnchor::create(const ConvParams&, const float*, const float*, const Epilogue&,
-                                               std::string* why) {
+                                               std::string* why, Precision) {
   *why = kAbsent;
   return nullptr;
 }
 
 std::unique_ptr<GemmAnchor> GemmAnchor::create_gemm(const GemmParams&, const float*, const float*, const Epilogue&,
-                                                    std::string* why) {
+                                                    std::string* why, Precision) {
   *why = kAbsent;
   return nullptr;
 }
 
 std::unique_ptr<GemmAnchor> GemmAnchor::create_matmul(const MatMulParams&, const float*, const float*, const Epilogue&,
-                                                      std::string* why) {
+                                                      std::string* why, Precision) {
   *why = kAbsent;
   return nullptr;
 }
@@ -52,7 +53,7 @@ std::unique_ptr<PoolAnchor> PoolAnchor::create(const PoolParams&, bool, std::str
 }
 
 std::unique_ptr<HorizontalAnchor> HorizontalAnchor::create(int64_t, int64_t, const std::vector<int64_t>&, const float*,
-                                                           const float*, std::string* why) {
+                                                           const float*, std::string* why, Precision) {
   *why = kAbsent;
   return nullptr;
 }

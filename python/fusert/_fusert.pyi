@@ -29,6 +29,7 @@ class SessionOptions:
     shape_cache_size: int  # execution plans kept, one per input shape (default 16)
     profile_guided: bool
     cpu_kernels: str  # "onednn" (default) or "reference"
+    precision: str  # "f32" (default) or "bf16" (CPU anchors in bf16, f32 accumulation; needs AVX512_BF16/AMX)
     f64_as_f32: bool
     cuda_graph: bool
     tf32: bool

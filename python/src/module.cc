@@ -240,6 +240,9 @@ void bind_options(nb::module_& m) {
               "execution plans kept per session, one per input shape (default 16)")
       .def_rw("profile_guided", &SessionOptions::profile_guided)
       .def_rw("cpu_kernels", &SessionOptions::cpu_kernels, "'onednn' (default) or 'reference'")
+      .def_rw("precision", &SessionOptions::precision,
+              "'f32' (default) or 'bf16': Conv/Gemm/MatMul-by-weights in bf16 with f32 accumulation (CPU with "
+              "AVX512_BF16 or AMX; a load error elsewhere)")
       .def_rw("f64_as_f32", &SessionOptions::f64_as_f32, "run a float64 ONNX model in float32")
       .def_rw("cuda_graph", &SessionOptions::cuda_graph)
       .def_rw("tf32", &SessionOptions::tf32);

@@ -37,23 +37,27 @@ class CpuBackend final : public Backend {
     // threads, AVX-512, infer --profile: batch 8 86.6 -> 76.9 ms, batch 1 11.2 -> 10.9; AVX2
     // (ONEDNN_MAX_CPU_ISA): level.
     o->supports = [kernels, every](const Graph& g, const FusionGroup& candidate) {
-      if (kernels == CpuKernels::kOneDnn && candidate.kind == GroupKind::kHorizontalGemm && !candidate.nodes.empty() &&
+      if (uses_onednn(kernels) && candidate.kind == GroupKind::kHorizontalGemm && !candidate.nodes.empty() &&
           g.nodes[static_cast<size_t>(candidate.nodes[0])].op == OpKind::kConv)
         return FusionDecision::no(
             "backend", "sibling 1x1 convolutions run apart on oneDNN, each in the layout its neighbours keep");
       if (candidate.kind != GroupKind::kPointwiseDepthwise) return FusionDecision::yes();
-      if (kernels != CpuKernels::kOneDnn)
+      if (kernels == CpuKernels::kOneDnnBf16)
+        return FusionDecision::no("backend",
+                                  "bf16: the 1x1 convolution runs alone in bf16 (the 1x1 + depthwise "
+                                  "primitive is f32)");
+      if (!uses_onednn(kernels))
         return every
                    ? FusionDecision::yes()
                    : FusionDecision::no("backend", "the reference kernels have no single-pass 1x1 + depthwise kernel");
       Step s;
-      Status st = lowering::lower_onednn(g, candidate, s);
+      Status st = lowering::lower_onednn(g, candidate, false, s);
       return st.ok() ? FusionDecision::yes() : FusionDecision::no("backend", st.message());
     };
   }
   Result<std::vector<Step>> lower(const Graph& g, const FusionPlan& plan) override {
     FUSERT_ASSIGN_OR_RETURN(std::vector<Step> steps, lower_plan_cpu(g, plan, kernels_));
-    native_values_ = kernels_ == CpuKernels::kOneDnn ? assign_native_layouts(g, steps) : 0;
+    native_values_ = uses_onednn(kernels_) ? assign_native_layouts(g, steps) : 0;
     steps_.clear();
     for (const Step& s : steps) steps_.push_back({s.name, s.kernel, s.detail, s.alias_of != kNoValue});
     return steps;
@@ -117,7 +121,8 @@ class CpuBackend final : public Backend {
 
 std::unique_ptr<Backend> make_cpu_backend(const SessionOptions& options) {
   CpuKernels kernels = CpuKernels::kOneDnn;
-  parse_cpu_kernels(options.cpu_kernels, &kernels);  // validated by create_backend
+  parse_cpu_kernels(options.cpu_kernels, &kernels);                    // validated by create_backend
+  if (options.precision == "bf16") kernels = CpuKernels::kOneDnnBf16;  // validated by create_backend too
   return std::make_unique<CpuBackend>(options, kernels);
 }
 

@@ -21,8 +21,8 @@ bool is_pool(OpKind op) { return op == OpKind::kMaxPool || op == OpKind::kAverag
 
 // The oneDNN step of an anchor group or a pooling, or false with the reason in `why` (the
 // reference kernel runs instead).
-bool try_onednn(const Graph& g, const FusionGroup& grp, Step* s, std::string* why) {
-  Status st = lowering::lower_onednn(g, grp, *s);
+bool try_onednn(const Graph& g, const FusionGroup& grp, bool bf16, Step* s, std::string* why) {
+  Status st = lowering::lower_onednn(g, grp, bf16, *s);
   if (st.ok()) return true;
   *why = st.message();
   return false;
@@ -41,9 +41,9 @@ Result<Step> lower_group_cpu(const Graph& g, const FusionGroup& grp, CpuKernels 
                            grp.kind == GroupKind::kConvSum || grp.kind == GroupKind::kHorizontalGemm ||
                            grp.kind == GroupKind::kPointwiseDepthwise;
   std::string why;
-  if (kernels == CpuKernels::kOneDnn && onednn_kind) {
+  if (uses_onednn(kernels) && onednn_kind) {
     Step s;
-    if (try_onednn(g, grp, &s, &why)) return s;
+    if (try_onednn(g, grp, kernels == CpuKernels::kOneDnnBf16, &s, &why)) return s;
   }
   if (grp.kind == GroupKind::kSingle) {
     const int ni = grp.nodes[0];

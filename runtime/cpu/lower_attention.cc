@@ -22,7 +22,7 @@ Status lower_attention(const Graph& g, const FusionGroup& grp, CpuKernels kernel
   p.mask_b_stride = m.mask_b_stride;
   p.mask_i_stride = m.mask_i_stride;
   ValueId q = m.q, k = m.k, v = m.v, mask = m.mask, y = m.out;
-  if (kernels == CpuKernels::kOneDnn) {
+  if (uses_onednn(kernels)) {
     std::string why;
     std::shared_ptr<cpu::onednn::AttentionAnchor> prim(cpu::onednn::AttentionAnchor::create(p, &why));
     if (prim) {

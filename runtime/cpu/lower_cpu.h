@@ -14,10 +14,14 @@ namespace fusert {
 
 /// Which kernels the CPU lowering uses for anchors (Conv, Gemm, MatMul and their epilogues).
 enum class CpuKernels {
-  kReference,  ///< our Eigen/OpenMP kernels (kernels/cpu): the reference every test compares against
-  kOneDnn,     ///< oneDNN primitives with post-ops (kernels/cpu/onednn.h) where they run
-               ///< optimised; the reference kernel (with the reason in Step::detail) elsewhere
+  kReference,   ///< our Eigen/OpenMP kernels (kernels/cpu): the reference every test compares against
+  kOneDnn,      ///< oneDNN primitives with post-ops (kernels/cpu/onednn.h) where they run
+                ///< optimised; the reference kernel (with the reason in Step::detail) elsewhere
+  kOneDnnBf16,  ///< kOneDnn with the float Conv/Gemm/MatMul-by-weights anchors in bf16
+                ///< (cpu::onednn::Precision::kBf16; SessionOptions::precision "bf16")
 };
+/// True for the kinds that run oneDNN primitives.
+inline bool uses_onednn(CpuKernels k) { return k != CpuKernels::kReference; }
 /// "reference" or "onednn"; false for anything else.
 bool parse_cpu_kernels(const std::string& s, CpuKernels* out);
 
@@ -41,7 +45,8 @@ Status lower_anchor_epilogue(const Graph& g, const FusionGroup& grp, Step& s);  
 /// 1x1+depthwise block, a lone MaxPool/AveragePool) on oneDNN primitives with post-ops
 /// (lower_onednn.cc).
 /// kUnsupported with the reason when oneDNN cannot run it optimised.
-Status lower_onednn(const Graph& g, const FusionGroup& grp, Step& s);
+/// `bf16`: the float anchors in bf16 (CpuKernels::kOneDnnBf16).
+Status lower_onednn(const Graph& g, const FusionGroup& grp, bool bf16, Step& s);
 /// A QLinearConv on oneDNN's int8 convolution (lower_quant.cc); kUnsupported with the reason
 /// (u8 weights, a weight zero point other than 0, no optimised kernel) when it cannot.
 Status lower_qlinear_conv_onednn(const Graph& g, int node, Step& s);

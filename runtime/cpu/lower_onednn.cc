@@ -11,6 +11,8 @@ namespace fusert::lowering {
 
 namespace {
 
+using cpu::onednn::Precision;
+
 bool is_weight(const Graph& g, ValueId v) { return v != kNoValue && !g.value(v).data.empty(); }
 
 const float* weight_or_null(const Graph& g, ValueId v) { return v == kNoValue ? nullptr : g.value(v).data.f32(); }
@@ -81,7 +83,7 @@ std::shared_ptr<NativeLayout> native_conv_sum(const std::shared_ptr<cpu::onednn:
 // Conv-sum (cross): y = chain(conv1(x1) + conv2(x2) + b1 + b2). conv2 writes y first; conv1 then
 // adds into it with the sum post-op (its epilogue starts with "+ y"), bias b1 + b2, and the
 // chain as post-ops.
-Status lower_conv_sum_onednn(const Graph& g, const FusionGroup& grp, Step& s) {
+Status lower_conv_sum_onednn(const Graph& g, const FusionGroup& grp, Precision prec, Step& s) {
   const Node& c1 = node_at(g, grp.nodes[0]);
   const Node& c2 = node_at(g, grp.nodes[1]);
   const Node& join = node_at(g, grp.nodes[2]);
@@ -114,10 +116,10 @@ Status lower_conv_sum_onednn(const Graph& g, const FusionGroup& grp, Step& s) {
   cpu::Epilogue plain;
   plain.out_shape = t.ep.out_shape;
   std::shared_ptr<cpu::onednn::ConvAnchor> second =
-      cpu::onednn::ConvAnchor::create(p2, weight_or_null(g, c2.inputs[1]), nullptr, plain, &why);
+      cpu::onednn::ConvAnchor::create(p2, weight_or_null(g, c2.inputs[1]), nullptr, plain, &why, prec);
   if (!second) return error(StatusCode::kUnsupported) << why;
   std::shared_ptr<cpu::onednn::ConvAnchor> first =
-      cpu::onednn::ConvAnchor::create(p1, weight_or_null(g, c1.inputs[1]), bias->data(), t.ep, &why);
+      cpu::onednn::ConvAnchor::create(p1, weight_or_null(g, c1.inputs[1]), bias->data(), t.ep, &why, prec);
   if (!first) return error(StatusCode::kUnsupported) << why;
   s = group_step(g, grp, "onednn_conv_sum");
   const ValueId x1 = c1.inputs[0], x2 = c2.inputs[0];
@@ -134,14 +136,14 @@ Status lower_conv_sum_onednn(const Graph& g, const FusionGroup& grp, Step& s) {
 // Horizontal 1x1 convs: one oneDNN convolution on the stacked weights into a per-thread scratch
 // tile (NCHW), then each member's channels through its own epilogue into its output.
 Status lower_horizontal_conv_onednn(const Graph& g, const FusionGroup& grp, const std::vector<std::vector<int>>& chains,
-                                    Step& s) {
+                                    Precision prec, Step& s) {
   auto h = std::make_shared<HorizontalConv>();
   FUSERT_RETURN_IF_ERROR(decode_horizontal_conv(g, chains, h.get()));
   std::string why;
   cpu::Epilogue none;
   none.out_shape = {h->p.n, h->p.m, h->p.oh, h->p.ow};
   std::shared_ptr<cpu::onednn::ConvAnchor> prim =
-      cpu::onednn::ConvAnchor::create(h->p, h->w_cat->data(), h->b_cat->data(), none, &why);
+      cpu::onednn::ConvAnchor::create(h->p, h->w_cat->data(), h->b_cat->data(), none, &why, prec);
   if (!prim) return error(StatusCode::kUnsupported) << why;
   s = group_step(g, grp, "onednn_conv_horizontal");
   s.detail = prim->describe();
@@ -162,16 +164,16 @@ Status lower_horizontal_conv_onednn(const Graph& g, const FusionGroup& grp, cons
 }
 
 // Horizontal Gemms: one oneDNN GEMM on the concatenated weights, member epilogues after it.
-Status lower_horizontal_onednn(const Graph& g, const FusionGroup& grp, Step& s) {
+Status lower_horizontal_onednn(const Graph& g, const FusionGroup& grp, Precision prec, Step& s) {
   auto chains = member_chains(g, grp);
   const OpKind head = node_at(g, chains[0][0]).op;
-  if (head == OpKind::kConv) return lower_horizontal_conv_onednn(g, grp, chains, s);
+  if (head == OpKind::kConv) return lower_horizontal_conv_onednn(g, grp, chains, prec, s);
   if (head != OpKind::kGemm) return error(StatusCode::kUnsupported) << "horizontal group of " << op_name(head);
   HorizontalGemm h;
   FUSERT_RETURN_IF_ERROR(decode_horizontal_gemm(g, chains, &h));
   std::string why;
   std::shared_ptr<const cpu::onednn::HorizontalAnchor> prim =
-      cpu::onednn::HorizontalAnchor::create(h.m, h.k, h.widths, h.w_cat->data(), h.b_cat->data(), &why);
+      cpu::onednn::HorizontalAnchor::create(h.m, h.k, h.widths, h.w_cat->data(), h.b_cat->data(), &why, prec);
   if (!prim) return error(StatusCode::kUnsupported) << why;
   s = group_step(g, grp, "onednn_gemm_horizontal");
   s.detail = prim->describe();
@@ -243,7 +245,7 @@ Status lower_pool_onednn(const Graph& g, int node, Step& s) {
 // Linear layer's bias, exported as MatMul + Add) becomes the matmul's bias and leaves `t`
 // (ConvNeXt-Tiny, batch 1, 2 threads: the MatMuls 32.0 -> 28.4 ms as binary_add post-ops go).
 std::unique_ptr<cpu::onednn::GemmAnchor> create_matmul_onednn(const Graph& g, const Node& a, EpilogueTemplate* t,
-                                                              std::string* why) {
+                                                              Precision prec, std::string* why) {
   const cpu::MatMulParams p = matmul_params(g, a);
   const float* b = is_weight(g, a.inputs[1]) ? weight_or_null(g, a.inputs[1]) : nullptr;
   const bool bias_step = b && !t->ep.steps.empty() && t->ep.steps[0].op == cpu::EpOp::kAddTensor &&
@@ -254,25 +256,27 @@ std::unique_ptr<cpu::onednn::GemmAnchor> create_matmul_onednn(const Graph& g, co
     EpilogueTemplate rest = *t;
     rest.ep.steps.erase(rest.ep.steps.begin());
     rest.step_operands.erase(rest.step_operands.begin());
-    auto prim = cpu::onednn::GemmAnchor::create_matmul(p, b, weight_or_null(g, t->step_operands[0]), rest.ep, why);
+    auto prim =
+        cpu::onednn::GemmAnchor::create_matmul(p, b, weight_or_null(g, t->step_operands[0]), rest.ep, why, prec);
     if (prim) {
       *t = std::move(rest);
       return prim;
     }
   }
-  return cpu::onednn::GemmAnchor::create_matmul(p, b, nullptr, t->ep, why);
+  return cpu::onednn::GemmAnchor::create_matmul(p, b, nullptr, t->ep, why, prec);
 }
 
 }  // namespace
 
-Status lower_onednn(const Graph& g, const FusionGroup& grp, Step& s) {
-  if (grp.kind == GroupKind::kConvSum) return lower_conv_sum_onednn(g, grp, s);
+Status lower_onednn(const Graph& g, const FusionGroup& grp, bool bf16, Step& s) {
+  const Precision prec = bf16 ? Precision::kBf16 : Precision::kF32;
+  if (grp.kind == GroupKind::kConvSum) return lower_conv_sum_onednn(g, grp, prec, s);
   if (grp.kind == GroupKind::kPointwiseDepthwise) return lower_pointwise_depthwise_onednn(g, grp, s);
   const OpKind head = node_at(g, grp.nodes[0]).op;
   if (head == OpKind::kMaxPool || head == OpKind::kAveragePool) return lower_pool_onednn(g, grp.nodes[0], s);
   if (head == OpKind::kQLinearConv) return lower_qlinear_conv_onednn(g, grp.nodes[0], s);
   if (head == OpKind::kMatMulInteger) return lower_matmul_integer_onednn(g, grp.nodes[0], s);
-  if (grp.kind == GroupKind::kHorizontalGemm) return lower_horizontal_onednn(g, grp, s);
+  if (grp.kind == GroupKind::kHorizontalGemm) return lower_horizontal_onednn(g, grp, prec, s);
   const Node& a = node_at(g, grp.nodes[0]);
   for (ValueId v : a.inputs)
     if (v != kNoValue && g.value(v).dtype != DType::kF32) return error(StatusCode::kUnsupported) << "non-f32 operand";
@@ -289,8 +293,8 @@ Status lower_onednn(const Graph& g, const FusionGroup& grp, Step& s) {
     return error(StatusCode::kUnsupported) << "weights are not initializers";
   s = grp.kind == GroupKind::kSingle ? node_step(g, grp.nodes[0], "") : group_step(g, grp, "");
   if (a.op == OpKind::kConv) {
-    auto prim =
-        cpu::onednn::ConvAnchor::create(conv_params(g, a), weight_or_null(g, w), weight_or_null(g, bias), t.ep, &why);
+    auto prim = cpu::onednn::ConvAnchor::create(conv_params(g, a), weight_or_null(g, w), weight_or_null(g, bias), t.ep,
+                                                &why, prec);
     if (!prim) return error(StatusCode::kUnsupported) << why;
     s.kernel = "onednn_conv";
     s.detail = prim->describe();
@@ -308,9 +312,9 @@ Status lower_onednn(const Graph& g, const FusionGroup& grp, Step& s) {
   std::unique_ptr<cpu::onednn::GemmAnchor> prim;
   if (a.op == OpKind::kGemm) {
     prim = cpu::onednn::GemmAnchor::create_gemm(gemm_params(g, a), weight_or_null(g, w), weight_or_null(g, bias), t.ep,
-                                                &why);
+                                                &why, prec);
   } else if (a.op == OpKind::kMatMul) {
-    prim = create_matmul_onednn(g, a, &t, &why);
+    prim = create_matmul_onednn(g, a, &t, prec, &why);
   } else {
     return error(StatusCode::kUnsupported) << op_name(a.op) << " is not a oneDNN anchor";
   }

@@ -23,6 +23,7 @@
 #include <map>
 #include <sstream>
 
+#include "kernels/cpu/onednn.h"
 #include "runtime/session.h"
 #include "tests/fuzz_planner/graph_gen.h"
 #ifdef FUSERT_FUZZ_EMU
@@ -42,6 +43,7 @@ struct Mode {
   const char* device = "cpu";
   const char* cpu_kernels = "onednn";
   bool all_blocks = false;
+  const char* precision = "f32";
 };
 
 // `raw` (the graph as written, one kernel per node, no canonicalisation) is the reference: each
@@ -192,7 +194,7 @@ Result<std::unique_ptr<Session>> open(const std::string& path, const Mode* m, in
   o.fusion = m ? m->fusion : "raw";
   o.cpu_kernels = m ? m->cpu_kernels : "reference";
   if (m) o.profile_guided = m->profile, o.plan_for = m->plan_for, o.device = m->device;
-  if (m) o.all_blocks = m->all_blocks;
+  if (m) o.all_blocks = m->all_blocks, o.precision = m->precision;
   return Session::load(path, o);
 }
 
@@ -273,6 +275,40 @@ std::string check_symbolic(const std::string& path, int threads, const TensorMap
   return check_zero_batch(**s, in, m.name);
 }
 
+// --precision bf16 (where the CPU has native bf16): `none` in bf16 against raw in f32 within
+// bf16's rounding (kBf16Bound), and `all` in bf16 against `none` in bf16, which round the same
+// canonicalised weights and anchor inputs: only an f32 rounding difference that moves an anchor
+// input across a bf16 rounding boundary separates them (kBf16Factor over the f32 tolerance).
+// Not for graphs with a data-dependent count, whose output sizes move with the rounding.
+constexpr double kBf16Factor = 256, kBf16Bound = 5e-2;
+const bool g_bf16 = cpu::onednn::bf16_native();
+
+std::string check_bf16(const std::string& path, int threads, const TensorMap& in, const TensorMap& want_f32,
+                       const std::map<std::string, double>& dnn_tol) {
+  if (!g_bf16) return "";
+  const Mode none = {"none (bf16)", "none", false, "", "cpu", "onednn", false, "bf16"};
+  const Mode all = {"all (bf16)", "all", false, "", "cpu", "onednn", false, "bf16"};
+  auto sn = open(path, &none, threads);
+  if (!sn.ok()) return std::string(none.name) + ": load failed: " + sn.status().to_string();
+  if ((*sn)->stats().execution_stages > 1) return "";  // a count (NonZero, NMS) moves with bf16's rounding
+  auto base = (*sn)->run(in);
+  if (!base.ok()) return std::string(none.name) + ": run failed: " + base.status().to_string();
+  std::map<std::string, double> loose = dnn_tol, tight = dnn_tol;
+  for (auto& kv : loose) kv.second = std::max(kv.second * (1 << 14), kBf16Bound);
+  for (auto& kv : tight) kv.second *= kBf16Factor;
+  std::string why = compare(want_f32, *base, loose);
+  if (!why.empty()) return std::string(none.name) + " against raw (f32): " + why;
+  auto sa = open(path, &all, threads);
+  if (!sa.ok()) return std::string(all.name) + ": load failed: " + sa.status().to_string();
+  for (int rep = 0; rep < 2; ++rep) {
+    auto got = (*sa)->run(in);
+    if (!got.ok()) return std::string(all.name) + ": run failed: " + got.status().to_string();
+    why = compare(*base, *got, tight);
+    if (!why.empty()) return std::string(all.name) + (rep ? " (second run)" : "") + " against none (bf16): " + why;
+  }
+  return "";
+}
+
 // Runs every mode on the model at `path`; empty when all agree, else what failed first.
 std::string check_model(const std::string& path, int threads) {
   auto ref = open(path, nullptr, threads);
@@ -333,6 +369,7 @@ std::string check_model(const std::string& path, int threads) {
     if (!emu::violations().empty()) return std::string(m.name) + ": emulation violation: " + emu::violations()[0];
 #endif
   }
+  if (std::string bf16 = check_bf16(path, threads, in, *want_dnn, dnn_tol); !bf16.empty()) return bf16;
   return check_symbolic(path, threads, in, *want_dnn, dnn_tol);
 }
 
@@ -541,7 +578,9 @@ int main(int argc, char** argv) {
             << " (" << g_counts.widened << " with a tolerance widened by their conditioning, " << g_counts.unjudged
             << " too ill-conditioned to judge); 1x1+depthwise groups formed: " << g_counts.blocks
             << "; run planned at another batch: " << g_counts.symbolic
-            << " graphs; zero-size batches refused: " << g_counts.zero << "\n"
+            << " graphs; zero-size batches refused: " << g_counts.zero
+            << (g_bf16 ? "; bf16 modes (none, all) checked" : "; bf16 modes skipped (no native bf16 on this CPU)")
+            << "\n"
             << passed << " passed, " << failed << " failed\n";
   std::remove(scratch_path().c_str());
   return failed ? 1 : 0;

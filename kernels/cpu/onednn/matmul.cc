@@ -29,7 +29,9 @@ class GemmImpl final : public GemmAnchor {
   dnnl::matmul::primitive_desc pd;
   dnnl::matmul prim;
   memory::desc a_desc, b_user, y_desc;
-  memory weights, bias;  ///< constant B in the primitive's format (empty when B is an input)
+  memory::desc a_bf16;    ///< Precision::kBf16: A rounded to bf16 per call (dense), else empty
+  dnnl::reorder to_bf16;  ///< a_desc -> a_bf16
+  memory weights, bias;   ///< constant B in the primitive's format (empty when B is an input)
   bool has_bias = false, const_b = false;
   std::string info;
   /// The reference kernel for calls with non-finite inputs before a NaN-squashing post-op:
@@ -52,8 +54,14 @@ class GemmImpl final : public GemmAnchor {
     for (auto d : out_dims) total *= d;
     const bool alias = aliases_output(ep, y, kNoSum);
     float* out = alias ? scratch(2, static_cast<size_t>(total)) : y;
+    memory src(a_desc, cpu_engine(), const_cast<float*>(a));
+    if (!a_bf16.is_zero()) {
+      memory rounded(a_bf16, cpu_engine(), scratch(0, a_bf16.get_size() / sizeof(float) + 16));
+      to_bf16.execute(s, src, rounded);
+      src = rounded;
+    }
     std::unordered_map<int, memory> args = {
-        {DNNL_ARG_SRC, memory(a_desc, cpu_engine(), const_cast<float*>(a))},
+        {DNNL_ARG_SRC, src},
         {DNNL_ARG_WEIGHTS, const_b ? weights : memory(b_user, cpu_engine(), const_cast<float*>(b))},
         {DNNL_ARG_DST, memory(y_desc, cpu_engine(), out)},
         {DNNL_ARG_SCRATCHPAD, scratchpad(pd.scratchpad_desc())}};
@@ -69,8 +77,30 @@ class GemmImpl final : public GemmAnchor {
     if (alias) std::memcpy(y, out, static_cast<size_t>(total) * sizeof(float));
   }
 
+  // make_f32 (below), first in bf16 when `bf16` (source and weights; constant B only), then in
+  // f32 where oneDNN has no optimised bf16 matmul.
+  bool make(const Epilogue& ep, const memory::desc& w_desc, const memory::desc* bias_desc, bool bf16,
+            std::string* why) {
+    if (bf16) {
+      const Dims& ad = a_desc.dims();
+      a_bf16 = memory::desc(ad, memory::data_type::bf16, dense_strides(ad));
+      const memory::desc w_bf16(w_desc.dims(), memory::data_type::bf16, memory::format_tag::any);
+      if (make_f32(ep, w_bf16, bias_desc, a_bf16, why)) {
+        to_bf16 = dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), a_desc, cpu_engine(), a_bf16));
+        info += "; bf16 source and weights";
+        return true;
+      }
+      a_bf16 = memory::desc();
+      if (!make_f32(ep, w_desc, bias_desc, a_desc, why)) return false;
+      info += "; f32 (no optimised bf16 kernel)";
+      return true;
+    }
+    return make_f32(ep, w_desc, bias_desc, a_desc, why);
+  }
+
   // Creates the primitive with the longest post-op prefix that has an optimised implementation.
-  bool make(const Epilogue& ep, const memory::desc& w_desc, const memory::desc* bias_desc, std::string* why) {
+  bool make_f32(const Epilogue& ep, const memory::desc& w_desc, const memory::desc* bias_desc,
+                const memory::desc& src_desc, std::string* why) {
     steps = ep.steps.size();
     for (size_t limit = ep.steps.size() + 1; limit-- > 0;) {
       PostOps p = make_post_ops(ep.steps, out_dims, out_dims.size() - 1, limit);
@@ -79,8 +109,8 @@ class GemmImpl final : public GemmAnchor {
       attr.set_post_ops(p.ops);
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
       try {
-        dnnl::matmul::desc d = bias_desc ? dnnl::matmul::desc(a_desc, w_desc, *bias_desc, y_desc)
-                                         : dnnl::matmul::desc(a_desc, w_desc, y_desc);
+        dnnl::matmul::desc d = bias_desc ? dnnl::matmul::desc(src_desc, w_desc, *bias_desc, y_desc)
+                                         : dnnl::matmul::desc(src_desc, w_desc, y_desc);
         dnnl::matmul::primitive_desc candidate(d, attr, cpu_engine());
         if (is_reference(candidate.impl_info_str())) continue;
         pd = candidate;
@@ -139,7 +169,7 @@ memory::desc gemm_weight_layout(const GemmParams& p, const memory::desc& a, cons
 }  // namespace
 
 std::unique_ptr<GemmAnchor> GemmAnchor::create_gemm(const GemmParams& p, const float* b, const float* c,
-                                                    const Epilogue& ep, std::string* why) {
+                                                    const Epilogue& ep, std::string* why, Precision prec) {
   if (p.m == 0 || p.n == 0 || p.k == 0) {  // oneDNN 2.6 divides by them (SIGFPE)
     *why = "a zero-size dim (the reference kernel runs it)";
     return nullptr;
@@ -163,8 +193,8 @@ std::unique_ptr<GemmAnchor> GemmAnchor::create_gemm(const GemmParams& p, const f
   const memory::desc w_desc = gemm_weight_layout(p, g->a_desc, g->y_desc, &layout_note);
   const memory::desc b_desc({1, p.n}, memory::data_type::f32, Dims{p.n, 1});
   g->has_bias = c != nullptr;
-  if (!g->make(ep, w_desc, c ? &b_desc : nullptr, why)) return nullptr;
-  g->info += layout_note;
+  if (!g->make(ep, w_desc, c ? &b_desc : nullptr, prec == Precision::kBf16, why)) return nullptr;
+  if (g->a_bf16.is_zero()) g->info += layout_note;
   if (g->squash >= 0 && (!all_finite(b, p.k * p.n) || !all_finite(c, c ? p.c_cols : 0))) {
     *why = "weights hold NaN or Inf, which the Relu/Clip post-op would not propagate";
     return nullptr;
@@ -181,7 +211,7 @@ std::unique_ptr<GemmAnchor> GemmAnchor::create_gemm(const GemmParams& p, const f
 }
 
 std::unique_ptr<GemmAnchor> GemmAnchor::create_matmul(const MatMulParams& p, const float* b_const, const float* bias,
-                                                      const Epilogue& ep, std::string* why) {
+                                                      const Epilogue& ep, std::string* why, Precision prec) {
   if (p.batch == 0 || p.m == 0 || p.n == 0 || p.k == 0) {  // oneDNN 2.6 divides by them (SIGFPE)
     *why = "a zero-size dim (the reference kernel runs it)";
     return nullptr;
@@ -223,7 +253,7 @@ std::unique_ptr<GemmAnchor> GemmAnchor::create_matmul(const MatMulParams& p, con
   }
   const memory::desc b_desc({1, p.n}, memory::data_type::f32, Dims{p.n, 1});
   g->has_bias = bias != nullptr;
-  if (!g->make(ep, w_desc, bias ? &b_desc : nullptr, why)) return nullptr;
+  if (!g->make(ep, w_desc, bias ? &b_desc : nullptr, g->const_b && prec == Precision::kBf16, why)) return nullptr;
   if (bias) {
     g->bias = memory(b_desc, cpu_engine());
     std::memcpy(g->bias.get_data_handle(), bias, static_cast<size_t>(p.n) * sizeof(float));
@@ -283,13 +313,14 @@ class HorizontalImpl final : public HorizontalAnchor {
 }  // namespace
 
 std::unique_ptr<HorizontalAnchor> HorizontalAnchor::create(int64_t m, int64_t k, const std::vector<int64_t>& widths,
-                                                           const float* w_cat, const float* b_cat, std::string* why) {
+                                                           const float* w_cat, const float* b_cat, std::string* why,
+                                                           Precision prec) {
   auto h = std::make_unique<HorizontalImpl>();
   h->m = m;
   for (int64_t w : widths) h->total += w;
   GemmParams p;
   p.m = m, p.n = h->total, p.k = k, p.trans_b = true, p.c_rows = 1, p.c_cols = h->total;
-  h->gemm = GemmAnchor::create_gemm(p, w_cat, b_cat, Epilogue(), why);
+  h->gemm = GemmAnchor::create_gemm(p, w_cat, b_cat, Epilogue(), why, prec);
   if (!h->gemm) return nullptr;
   return h;
 }

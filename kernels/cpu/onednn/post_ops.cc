@@ -19,6 +19,12 @@ namespace fusert::cpu::onednn {
 
 bool built() { return true; }
 
+bool bf16_native() {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto bf16 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+  return (isa & bf16) == bf16;  // oneDNN's ISA values are nested bit sets (AMX includes it)
+}
+
 namespace detail {
 
 const dnnl::engine& cpu_engine() {
@@ -53,7 +59,7 @@ Dims dense_strides_of(const memory::desc& md) {
     if (d.padded_dims[i] != d.dims[i] || d.padded_offsets[i] != 0) return {};
     size *= d.dims[i];
   }
-  if (static_cast<int64_t>(md.get_size() / sizeof(float)) != size) return {};
+  if (static_cast<int64_t>(md.get_size() / memory::data_type_size(md.data_type())) != size) return {};
   return strides;
 }
 

@@ -74,6 +74,12 @@ struct SessionOptions {
   /// reason in the backend report) or "reference" (our Eigen/OpenMP kernels only). In a build
   /// without oneDNN, "onednn" runs the reference kernels and says so in the report.
   std::string cpu_kernels = "onednn";
+  /// Arithmetic of the float anchors: "f32" (default) or "bf16" (`infer --precision bf16`): on the
+  /// CPU's oneDNN kernels, Conv, Gemm and MatMul by constant weights round their source and
+  /// weights to bfloat16 and accumulate in f32; tensors between steps, epilogues and every other
+  /// op stay f32 (results differ from f32 by about 1e-2 relative). Load errors: a CPU without
+  /// native bf16 (AVX512_BF16 or AMX), cpu_kernels "reference", device "cuda".
+  std::string precision = "f32";
   std::string plan_for;     ///< testing: plan with this backend's cost model and capabilities
                             ///< ("cpu" or "cuda"; empty = device) but run on `device`, e.g. the
                             ///< CUDA plan's groups on the CPU kernels (the planner fuzzer)
