@@ -191,6 +191,28 @@ def check_requests(port, name, x, want, log):
     return bad
 
 
+def start_cluster(ray, serve, port, log, attempts=3):
+    """A local Ray cluster bound to 127.0.0.1 and Serve's HTTP proxy on `port`. Retried: on a loaded
+    2-core machine Serve's proxy actor has been seen to die while it starts (ctest serve_quick under
+    make test -j2); a cluster that did not come up is shut down before the next attempt."""
+    for attempt in range(1, attempts + 1):
+        try:
+            ray.init(include_dashboard=False, _node_ip_address="127.0.0.1", num_cpus=os.cpu_count(),
+                     log_to_driver=False, configure_logging=False)
+            serve.start(http_options={"host": "127.0.0.1", "port": port})
+            return
+        except Exception as e:  # noqa: BLE001 (Ray raises its own actor and runtime errors)
+            if attempt == attempts:
+                raise
+            log(f"starting Ray Serve failed (attempt {attempt} of {attempts}): {type(e).__name__}: {e}; retrying")
+            try:
+                serve.shutdown()
+            except Exception:  # noqa: BLE001
+                pass
+            ray.shutdown()
+            time.sleep(3)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("model", nargs="?", default=os.path.join(ROOT, ".cache", "torchvision-onnx", "mobilenet_v2.onnx"))
@@ -226,9 +248,7 @@ def main():
     expected = [direct.run(None, {inp.name: x})[0] for x in pool]
     log(f"{a.model}: {len(pool)} inputs {shape}, expected outputs from a direct session")
 
-    ray.init(include_dashboard=False, _node_ip_address="127.0.0.1", num_cpus=os.cpu_count(),
-             log_to_driver=False, configure_logging=False)
-    serve.start(http_options={"host": "127.0.0.1", "port": a.port})
+    start_cluster(ray, serve, a.port, log)
     results, failed = [], False
     try:
         for batching in (False, True):
