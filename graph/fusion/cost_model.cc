@@ -20,6 +20,13 @@ int64_t node_flops(const Graph& g, int ni) {
       const Shape& w = g.value(n.inputs[1]).shape;
       return 2 * shape_numel(y) * w[1] * w[2] * w[3];
     }
+    case OpKind::kConvInteger:
+    case OpKind::kQLinearConv: {  // an integer multiply-add counts as a FLOP pair too
+      const Shape& w = g.value(n.inputs[n.op == OpKind::kQLinearConv ? 3 : 1]).shape;
+      int64_t taps = 1;
+      for (size_t i = 1; i < w.size(); ++i) taps *= w[i];
+      return 2 * shape_numel(y) * taps;
+    }
     case OpKind::kConvTranspose: {  // each input element paints (M / group) * KH * KW outputs
       const Shape& x = g.value(n.inputs[0]).shape;
       const Shape& w = g.value(n.inputs[1]).shape;
@@ -30,7 +37,8 @@ int64_t node_flops(const Graph& g, int ni) {
       int64_t k = n.attr_i("transA") ? a[0] : a[1];
       return 2 * shape_numel(y) * k;
     }
-    case OpKind::kMatMul: {
+    case OpKind::kMatMul:
+    case OpKind::kMatMulInteger: {
       const Shape& a = g.value(n.inputs[0]).shape;
       return 2 * shape_numel(y) * a.back();
     }

@@ -131,6 +131,12 @@ class QConvAnchor {
                                              const Requant& r, std::string* why);
   virtual void run(const void* x, void* y) const = 0;
   virtual std::string describe() const = 0;
+  /// Native layouts (as ConvAnchor's, element strides over N, C, H, W): x in the primitive's
+  /// dense source layout (NHWC where oneDNN's int8 kernels take it), y in NHWC (our requantisation
+  /// writes either); empty when the primitive reads NCHW or a blocked layout.
+  virtual std::vector<int64_t> native_input() const = 0;
+  virtual std::vector<int64_t> native_output() const = 0;
+  virtual void use_native(bool input, bool output) = 0;
 };
 
 /// MatMulInteger by constant s8 weights as one oneDNN int8 matmul (kernels/cpu/onednn/qmatmul.cc):

@@ -70,8 +70,10 @@ inline int requantize_one(const Requant& r, int32_t acc, int64_t c) {
   return quant::quantize_one(v, 1.f, r.zero_point, r.out == DType::kI8 ? quant::kI8Range : quant::kU8Range);
 }
 
-/// y[n, c, p] (i8 / u8, NCHW) = requantize_one(acc[n, p, c]) for `acc` [n, pixels, m] int32 (NHWC).
-void requantize_nhwc(const Requant& r, int64_t n, int64_t pixels, int64_t m, const int32_t* acc, void* y);
+/// y[n, c, p] (i8 / u8, NCHW) = requantize_one(acc[n, p, c]) for `acc` [n, pixels, m] int32 (NHWC);
+/// with `nhwc_out`, y[n, p, c] (NHWC, the layout a following int8 convolution reads).
+void requantize_nhwc(const Requant& r, int64_t n, int64_t pixels, int64_t m, const int32_t* acc, void* y,
+                     bool nhwc_out = false);
 
 /// QLinearAdd over n elements: y = saturate(round_half_even(clip((a - za) * sa + (b - zb) * sb, lo, hi) / sy)
 /// + zy), the arithmetic of DequantizeLinear, Add, (Relu / Clip,) QuantizeLinear in f32; a, b, y of types
@@ -82,6 +84,15 @@ struct QAddParams {
   DType at = DType::kU8, bt = DType::kU8, yt = DType::kU8;
 };
 void qlinear_add(const QAddParams& p, int64_t n, const void* a, const void* b, void* y);
+/// The layouts of QLinearAdd's operands: each NCHW or NHWC (int8 activations kept in the layout of
+/// the int8 convolutions around them), over a 4-D [n, c, pixels] shape.
+struct QAddLayouts {
+  int64_t n = 1, c = 1, pixels = 1;
+  bool a_nhwc = false, b_nhwc = false, y_nhwc = false;
+};
+/// qlinear_add over operands in the layouts `l`: an operand in another layout than y's is read
+/// through a transposed copy (per-thread scratch), then the elementwise pass.
+void qlinear_add(const QAddParams& p, const QAddLayouts& l, const void* a, const void* b, void* y);
 
 /// QLinearConv on our kernels: ConvInteger, then the requantisation, into y (i8 / u8).
 void qlinear_conv(const ConvParams& p, const void* x, DType xt, const void* x_zero_point, const void* w, DType wt,

@@ -104,6 +104,17 @@ Status lowering::lower_qlinear_conv_onednn(const Graph& g, int node, Step& s) {
   s = lowering::node_step(g, node, "onednn_qconv");
   s.inputs = {xi};
   s.detail = prim->describe();
+  // The layout pass may keep x and y in NHWC between int8 steps (no reorder in, no transposed write).
+  auto l = std::make_shared<NativeLayout>();
+  const std::vector<int64_t> in = prim->native_input();
+  if (!in.empty()) l->reads.push_back({xi, in, false});
+  l->output = yi;
+  l->output_strides = prim->native_output();
+  l->apply = [prim](const NativeLayout& nl) {
+    prim->use_native(!nl.reads.empty() && nl.reads[0].used, nl.output_used);
+  };
+  l->describe = [prim] { return prim->describe(); };
+  s.native = l;
   s.run = [prim, xi, yi](const BufferTable& b) { prim->run(b.raw(xi), b.raw(yi)); };
   return Status();
 }
@@ -252,10 +263,28 @@ LOWER(QLinearAdd) {
   p.at = g.value(n.inputs[0]).dtype;
   p.bt = g.value(n.inputs[3]).dtype;
   p.yt = g.value(n.outputs[0]).dtype;
-  const int64_t count = shape_numel(shape_of(g, n.outputs[0]));
+  const Shape& ys = shape_of(g, n.outputs[0]);
   const ValueId ai = n.inputs[0], bi = n.inputs[3], yi = n.outputs[0];
   s.inputs = {ai, bi};
-  s.run = [=](const BufferTable& b) { cpu::qlinear_add(p, count, b.raw(ai), b.raw(bi), b.raw(yi)); };
+  if (ys.size() != 4 || shape_of(g, ai) != ys || shape_of(g, bi) != ys) {
+    const int64_t count = shape_numel(ys);
+    s.run = [=](const BufferTable& b) { cpu::qlinear_add(p, count, b.raw(ai), b.raw(bi), b.raw(yi)); };
+    return Status();
+  }
+  // 4-D: each operand and the output NCHW or, where the layout pass keeps the int8 convolutions'
+  // NHWC around it, NHWC (an operand in the other layout is read through a transposed copy).
+  auto layouts = std::make_shared<cpu::QAddLayouts>();
+  layouts->n = ys[0], layouts->c = ys[1], layouts->pixels = ys[2] * ys[3];
+  const std::vector<int64_t> nhwc = {ys[1] * ys[2] * ys[3], 1, ys[3] * ys[1], ys[1]};
+  auto l = std::make_shared<NativeLayout>();
+  l->reads = {{ai, nhwc, false}, {bi, nhwc, false}};
+  l->output = yi;
+  l->output_strides = nhwc;
+  l->apply = [layouts](const NativeLayout& nl) {
+    layouts->a_nhwc = nl.reads[0].used, layouts->b_nhwc = nl.reads[1].used, layouts->y_nhwc = nl.output_used;
+  };
+  s.native = l;
+  s.run = [=](const BufferTable& b) { cpu::qlinear_add(p, *layouts, b.raw(ai), b.raw(bi), b.raw(yi)); };
   return Status();
 }
 

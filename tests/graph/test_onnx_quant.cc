@@ -5,6 +5,7 @@
 // the errors (a quantised value fed to an op that computes in f32, a scale of the wrong size).
 #include <cstring>
 
+#include "kernels/cpu/quantize.h"
 #include "tests/graph/onnx_test_util.h"
 
 using namespace fusert;
@@ -465,4 +466,79 @@ TEST_CASE("A QDQ residual Add + Relu reads as one QLinearAdd (qdq_add): the same
     REQUIRE_MESSAGE(y.ok(), y.status().to_string());
     CHECK(ints_of<uint8_t>(y->at("y")) == std::vector<int>{7, 0, 0, 140});
   }
+}
+
+TEST_CASE("int8 activations in NHWC between int8 steps: the requantisation and QLinearAdd by hand") {
+  // acc [pixel][channel] = [[4, 5, 6], [7, -20, 100]]; (acc + bias) * multiplier, half to even, + 10:
+  // p0: 2, 6, 10 -> 12, 16, 20; p1: 3.5 -> 4, -19 -> saturates, 198 -> 14, 0, 208.
+  cpu::Requant r;
+  r.multiplier = {0.5f, 1.f, 2.f};
+  r.bias = {0, 1, -1};
+  r.zero_point = 10;
+  const std::vector<int32_t> acc = {4, 5, 6, 7, -20, 100};
+  std::vector<uint8_t> y(6);
+  cpu::requantize_nhwc(r, 1, 2, 3, acc.data(), y.data(), true);
+  CHECK(std::vector<int>(y.begin(), y.end()) == std::vector<int>{12, 16, 20, 14, 0, 208});
+  cpu::requantize_nhwc(r, 1, 2, 3, acc.data(), y.data(), false);
+  CHECK(std::vector<int>(y.begin(), y.end()) == std::vector<int>{12, 14, 16, 0, 20, 208});
+  // QLinearAdd of scale 1, zero point 0 (y = a + b) over [1, 2, 3 pixels]: a NCHW, b NHWC.
+  cpu::QAddParams p;
+  const std::vector<uint8_t> a = {1, 2, 3, 4, 5, 6}, b_nhwc = {10, 40, 20, 50, 30, 60};
+  for (bool y_nhwc : {false, true}) {
+    cpu::QAddLayouts l;
+    l.c = 2, l.pixels = 3, l.a_nhwc = false, l.b_nhwc = true, l.y_nhwc = y_nhwc;
+    std::vector<uint8_t> out(6);
+    cpu::qlinear_add(p, l, a.data(), b_nhwc.data(), out.data());
+    const std::vector<int> want =
+        y_nhwc ? std::vector<int>{11, 44, 22, 55, 33, 66} : std::vector<int>{11, 22, 33, 44, 55, 66};
+    CHECK(std::vector<int>(out.begin(), out.end()) == want);
+  }
+}
+
+TEST_CASE("A QDQ chain of convolutions and a residual keeps its int8 activations in NHWC, ORT's values") {
+  // x (u8) -> QLinearConv 1x1 (4 -> 4) -> QLinearConv 1x1 (4 -> 4) -> a QDQ Add with the first's
+  // output (QLinearAdd): the layout pass keeps the convolutions' outputs in NHWC; the result equals
+  // the same graph run one op at a time on the reference kernels (fusion raw, cpu_kernels reference:
+  // NCHW throughout).
+  auto m = model(13);
+  auto* g = m.mutable_graph();
+  add_input(g, "x", {1, 4, 5, 6}, "", -1, onnx::TensorProto::UINT8);
+  add_f32(g, "s", {}, {0.05f});
+  add_typed<uint8_t>(g, "z", onnx::TensorProto::UINT8, {}, {3});
+  std::vector<int8_t> w1(16), w2(16);
+  for (int i = 0; i < 16; ++i) w1[static_cast<size_t>(i)] = static_cast<int8_t>((i * 37) % 41 - 20);
+  for (int i = 0; i < 16; ++i) w2[static_cast<size_t>(i)] = static_cast<int8_t>((i * 23) % 29 - 14);
+  add_typed<int8_t>(g, "w1", onnx::TensorProto::INT8, {4, 4, 1, 1}, w1);
+  add_typed<int8_t>(g, "w2", onnx::TensorProto::INT8, {4, 4, 1, 1}, w2);
+  add_f32(g, "sw", {}, {0.02f});
+  add_typed<int8_t>(g, "zw", onnx::TensorProto::INT8, {}, {0});
+  add_node(g, "QLinearConv", {"x", "s", "z", "w1", "sw", "zw", "s", "z"}, {"c1"}, "conv1");
+  add_node(g, "QLinearConv", {"c1", "s", "z", "w2", "sw", "zw", "s", "z"}, {"c2"}, "conv2");
+  add_node(g, "DequantizeLinear", {"c1", "s", "z"}, {"d1"}, "dq1");  // read as QLinearAdd (qdq_add)
+  add_node(g, "DequantizeLinear", {"c2", "s", "z"}, {"d2"}, "dq2");
+  add_node(g, "Add", {"d1", "d2"}, {"sum"}, "add");
+  add_node(g, "QuantizeLinear", {"sum", "s", "z"}, {"y"}, "q");
+  add_output(g, "y");
+  std::vector<uint8_t> xv(120);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<uint8_t>((i * 53) % 251);
+  const TensorMap in = {{"x", typed<uint8_t>(DType::kU8, {1, 4, 5, 6}, xv)}};
+  SessionOptions ref_opt;
+  ref_opt.fusion = "raw";
+  ref_opt.cpu_kernels = "reference";
+  auto ref = Session::load(save(m, "qnhwc.onnx"), ref_opt);
+  REQUIRE_MESSAGE(ref.ok(), ref.status().to_string());
+  auto want = (*ref)->run(in);
+  REQUIRE_MESSAGE(want.ok(), want.status().to_string());
+  SessionOptions opt;
+  opt.threads = 2;
+  auto s = Session::load(save(m, "qnhwc.onnx"), opt);
+  REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+  auto got = (*s)->run(in);
+  REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+  CHECK(ints_of<uint8_t>(got->at("y")) == ints_of<uint8_t>(want->at("y")));
+  auto steps = (*s)->profile(in, 1);
+  REQUIRE(steps.ok());
+  int native = 0;
+  for (const StepTime& t : *steps) native += t.detail.find("native") != std::string::npos;
+  CHECK_MESSAGE(native >= 2, "no int8 activation kept in NHWC");
 }

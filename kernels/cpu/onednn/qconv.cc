@@ -29,13 +29,23 @@ class QConvImpl final : public QConvAnchor {
   memory::desc x_plain;
   dnnl::reorder to_src;
   bool reorder_in = false;
+  bool src_native = false, dst_native = false;  ///< use_native: x / y in native_input / native_output
   std::string info;
+
+  std::vector<int64_t> native_input() const override { return reorder_in ? dense_strides_of(pd.src_desc()) : Dims(); }
+  std::vector<int64_t> native_output() const override {
+    return {p.m * p.oh * p.ow, 1, p.ow * p.m, p.m};  // NHWC
+  }
+  void use_native(bool input, bool output) override {
+    src_native = input && !native_input().empty();
+    dst_native = output;
+  }
 
   void run(const void* x, void* y) const override {
     dnnl::stream s(cpu_engine());
-    memory xm(x_plain, cpu_engine(), const_cast<void*>(x));
+    memory xm(src_native ? pd.src_desc() : x_plain, cpu_engine(), const_cast<void*>(x));
     memory src = xm;
-    if (reorder_in) {
+    if (reorder_in && !src_native) {
       src = memory(pd.src_desc(), cpu_engine(), scratch(0, pd.src_desc().get_size() / sizeof(float) + 16));
       to_src.execute(s, xm, src);
     }
@@ -45,9 +55,12 @@ class QConvImpl final : public QConvAnchor {
                      {DNNL_ARG_DST, acc},
                      {DNNL_ARG_SCRATCHPAD, scratchpad(pd.scratchpad_desc())}});
     s.wait();
-    requantize_nhwc(r, p.n, p.oh * p.ow, p.m, static_cast<const int32_t*>(acc.get_data_handle()), y);
+    requantize_nhwc(r, p.n, p.oh * p.ow, p.m, static_cast<const int32_t*>(acc.get_data_handle()), y, dst_native);
   }
-  std::string describe() const override { return info; }
+  std::string describe() const override {
+    if (!src_native && !dst_native) return info;
+    return info + "; native layout (NHWC):" + (src_native ? " in" : "") + (dst_native ? " out" : "");
+  }
 };
 
 Dims weight_dims(const ConvParams& p) {
