@@ -41,6 +41,7 @@ def fusert_session(path, precision, threads):
 def ort_session(path, threads):
     import onnxruntime as ort
     so = ort.SessionOptions()
+    so.log_severity_level = 3  # errors only: not ORT's notes on unused initializers of exported models
     so.intra_op_num_threads = threads
     return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 
@@ -70,6 +71,8 @@ def latencies(fns, runs, blocks=5):
         fn()
     for _ in range(blocks):
         for fn, t in zip(fns, times):
+            time.sleep(1.0)  # ONNX Runtime's pool threads stop spinning before fusert's block
+            fn(), fn()  # and this one's wake (untimed)
             for _ in range(max(1, runs // blocks)):
                 t0 = time.perf_counter()
                 fn()

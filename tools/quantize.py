@@ -94,7 +94,9 @@ def input_size(i):
 def model_input(path):
     import onnxruntime as ort
     try:
-        return ort.InferenceSession(path, providers=["CPUExecutionProvider"]).get_inputs()
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"]).get_inputs()
     except Exception as e:  # noqa: BLE001 (ONNX Runtime raises its own exception types)
         sys.exit(f"quantize.py: {path}: ONNX Runtime cannot load it: {e}")
 
@@ -121,6 +123,7 @@ def compare(src, dst, feeds, threads):
     sys.path.insert(0, os.path.join(ROOT, "build", "python"))
     import fusert
     so = ort.SessionOptions()
+    so.log_severity_level = 3  # errors only: not ORT's notes on unused initializers of exported models
     so.intra_op_num_threads = threads
     opt = fusert.SessionOptions()
     opt.threads = threads
@@ -139,21 +142,32 @@ def compare(src, dst, feeds, threads):
     print(f"fusert vs ONNX Runtime on {os.path.basename(dst)}: {top1}relative L2 of the outputs "
           f"{np.sqrt(num / max(den, 1e-30)):.2e}")
 
-    def latency(fn, runs=30):
-        fn()
-        ts = []
-        for _ in range(runs):
-            t = time.perf_counter()
+    def latencies(fns, runs=50, blocks=5):
+        """Median ms of each, timed in interleaved blocks: a shared VM's drift hits all four alike. A 1 s
+        pause and two untimed runs before each block: ONNX Runtime's pool threads keep spinning a while
+        after a run, which slows fusert's next runs in the same process (ResNet-18 int8: 10.2 ms right
+        after an ONNX Runtime block, 6.3 alone; with the pause 6.1)."""
+        ts = [[] for _ in fns]
+        for fn in fns:
             fn()
-            ts.append(time.perf_counter() - t)
-        return 1000 * float(np.median(ts))
+        for _ in range(blocks):
+            for fn, t in zip(fns, ts):
+                time.sleep(1.0)  # the other runtime's pool threads stop spinning first
+                fn(), fn()  # and this one's wake (untimed)
+                for _ in range(runs // blocks):
+                    t0 = time.perf_counter()
+                    fn()
+                    t.append(time.perf_counter() - t0)
+        return [1000 * float(np.median(t)) for t in ts]
 
     f0 = feeds[0]
     ort_f = ort.InferenceSession(src, so, providers=["CPUExecutionProvider"])
     fu_f = fusert.InferenceSession(src, opt)
-    rows = [("fusert int8", latency(lambda: fu_q.run(None, f0))), ("ONNX Runtime int8", latency(lambda: ort_q.run(None, f0))),
-            ("fusert f32", latency(lambda: fu_f.run(None, f0))), ("ONNX Runtime f32", latency(lambda: ort_f.run(None, f0)))]
-    print(f"latency, median of 30 runs, {threads} thread(s), batch of the first input:")
+    names = ["fusert int8", "ONNX Runtime int8", "fusert f32", "ONNX Runtime f32"]
+    ms = latencies([lambda: fu_q.run(None, f0), lambda: ort_q.run(None, f0), lambda: fu_f.run(None, f0),
+                    lambda: ort_f.run(None, f0)])
+    rows = list(zip(names, ms))
+    print(f"latency, median of 50 runs in 5 interleaved blocks, {threads} thread(s), batch of the first input:")
     for name, ms in rows:
         print(f"  {name:18s} {ms:8.2f} ms")
     print(f"  fusert int8 / ONNX Runtime int8 = {rows[0][1] / rows[1][1]:.2f}; fusert int8 / fusert f32 = "
@@ -161,6 +175,8 @@ def compare(src, dst, feeds, threads):
 
 
 def run_quantiser(fn):
+    import logging
+    logging.getLogger().setLevel(logging.ERROR)  # its advice to pre-process first: not this tool's user's concern
     try:
         fn()
     except Exception as e:  # noqa: BLE001 (the quantisation tools raise many types)
