@@ -36,9 +36,13 @@ class MapTable : public BufferTable {
 
 // Copies a 4-D NCHW tensor into the native layout `strides` (NativeLayout: dense, or channel-
 // blocked with the block size last) (to_native), or back.
+// Any element size (f32, and the int8 activations the layout pass keeps in NHWC too).
 Tensor permute_layout(const Tensor& t, const std::vector<int64_t>& strides, bool to_native) {
   const int64_t b = strides.size() == 5 ? strides[4] : 1;
+  const size_t es = dtype_size(t.dtype());
   Tensor out(t.dtype(), t.shape());
+  const auto* src = static_cast<const unsigned char*>(t.raw());
+  auto* dst = static_cast<unsigned char*>(out.raw());
   const Shape& d = t.shape();
   int64_t i = 0;
   for (int64_t n = 0; n < d[0]; ++n)
@@ -46,10 +50,8 @@ Tensor permute_layout(const Tensor& t, const std::vector<int64_t>& strides, bool
       for (int64_t h = 0; h < d[2]; ++h)
         for (int64_t w = 0; w < d[3]; ++w, ++i) {
           const int64_t j = n * strides[0] + (c / b) * strides[1] + h * strides[2] + w * strides[3] + c % b;
-          if (to_native)
-            out.f32()[j] = t.f32()[i];
-          else
-            out.f32()[i] = t.f32()[j];
+          const int64_t from = to_native ? i : j, to = to_native ? j : i;
+          std::memcpy(dst + static_cast<size_t>(to) * es, src + static_cast<size_t>(from) * es, es);
         }
   return out;
 }

@@ -51,7 +51,7 @@ def feeds_for(ref, a):
     image_like = len(inputs) == 1 and len(inputs[0].shape) == 4 and inputs[0].shape[1] == 3 and "float" in inputs[0].type
     if a.images and not image_like:
         sys.exit(f"bf16_compare.py: --images needs one float RGB NCHW input; {a.model} has "
-                 f"{[(i.name, i.shape) for i in inputs]}")
+                 f"{[(i.name, i.type, i.shape) for i in inputs]}")
     if a.images:
         xs = image_inputs(image_files(a.images), a.count, input_size(inputs[0]), MEAN, STD, a.seed)
         return [{inputs[0].name: x} for x in xs]
@@ -89,10 +89,12 @@ def main():
     ap.add_argument("--runs", type=int, default=50, help="timed runs of each, in 5 interleaved blocks (default 50)")
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
-    if not os.path.isfile(a.model):
+    if not os.path.exists(a.model):
         sys.exit(f"bf16_compare.py: {a.model}: no such file")
-    if a.count < 1:
-        sys.exit("bf16_compare.py: --count must be at least 1")
+    if not os.path.isfile(a.model):
+        sys.exit(f"bf16_compare.py: {a.model}: not a file (give the .onnx or .yaml model)")
+    if a.count < 1 or a.runs < 1:
+        sys.exit("bf16_compare.py: --count and --runs must be at least 1")
     s32, s16 = fusert_session(a.model, "f32", a.threads), fusert_session(a.model, "bf16", a.threads)
     yaml = a.model.endswith((".yaml", ".yml"))
     ref = s32 if yaml else ort_session(a.model, a.threads)

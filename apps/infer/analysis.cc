@@ -16,17 +16,23 @@ namespace fusert::app {
 
 Status print_verify(Session& s, const TensorMap& inputs) {
   FUSERT_ASSIGN_OR_RETURN(auto checks, verify_groups(s, inputs));
+  // The unfused path is f32: a bf16 group differs from it by bf16's rounding (2^-8 relative per
+  // rounded operand; 1e-3 to 3e-3 seen on ResNet-18's groups), not by a fusion error.
+  const bool bf16 = s.options().precision == "bf16";
+  const double bound = bf16 ? 1e-2 : 1e-4;
+  const char* bound_text = bf16 ? "1e-2 (bf16 against the f32 unfused path)" : "1e-4";
   std::printf("verify: %zu fused groups against the unfused CPU path\n", checks.size());
   std::printf("  %-48s %-30s %5s %12s %12s\n", "group", "kernel", "ops", "max |err|", "rel L2");
   int bad = 0;
   for (const GroupCheck& c : checks) {
-    bool ok = !c.nan_mismatch && c.rel_l2 <= 1e-4;
+    bool ok = !c.nan_mismatch && c.rel_l2 <= bound;
     bad += ok ? 0 : 1;
-    std::printf("  %-48.48s %-30.30s %5d %12.3e %12.3e%s\n", c.group.c_str(), c.kernel.c_str(), c.nodes, c.max_abs,
-                c.rel_l2, ok ? "" : (c.nan_mismatch ? "  NaN/Inf MISMATCH" : "  EXCEEDS 1e-4"));
+    std::printf("  %-48.48s %-30.30s %5d %12.3e %12.3e%s%s\n", c.group.c_str(), c.kernel.c_str(), c.nodes, c.max_abs,
+                c.rel_l2, ok ? "" : (c.nan_mismatch ? "  NaN/Inf MISMATCH" : "  EXCEEDS "),
+                ok || c.nan_mismatch ? "" : bound_text);
   }
   if (bad) return error(StatusCode::kInternal) << bad << " fused group(s) disagree with the unfused path";
-  std::printf("verify: all groups within relative L2 1e-4\n");
+  std::printf("verify: all groups within relative L2 %s\n", bound_text);
   return Status();
 }
 

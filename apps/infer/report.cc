@@ -69,6 +69,7 @@ Status write_stats_json(const std::string& path, const Session& s, const Latency
       {"model_file", s.model().path},
       {"device", s.options().device},
       {"fusion", s.options().fusion},
+      {"precision", s.options().precision},
       {"threads", s.options().threads},
       {"weights", st.weights_source},
       {"nodes", st.nodes},

@@ -38,6 +38,7 @@ fusert_cli_test(threads_leading_blank 2 "^infer: --threads: expected an integer 
 fusert_cli_test(threads_no_value 2 "^infer: --threads needs a value" -- --threads)
 fusert_cli_test(runs_zero 2 "--runs: expected an integer in 1\\.\\.1000000, got '0'" -- --runs 0)
 fusert_cli_test(seed_negative 2 "--seed: expected an integer in 0\\.\\.1000000, got '-1'" -- --seed -1)
+fusert_cli_test(precision_unknown 2 "^infer: --precision: expected f32 or bf16, got 'fp16'" -- --precision fp16)
 fusert_cli_test(device_unknown 2 "--device: expected cpu or cuda, got 'tpu'" -- --device tpu)
 fusert_cli_test(cpu_kernels_unknown 2 "--cpu-kernels: expected onednn or reference, got 'mkl'" -- --cpu-kernels mkl)
 fusert_cli_test(cpu_kernels_reference --stdout 0 "^cpu plan: reference kernels \\(--cpu-kernels reference\\)"
