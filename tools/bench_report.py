@@ -4,8 +4,11 @@ import math
 
 import numpy as np
 
-LABELS = {"fused": "fusert fused", "unfused": "fusert unfused", "ort": "ONNX Runtime", "openvino": "OpenVINO"}
-COLOURS = {"fused": "#1f77b4", "unfused": "#9ecae1", "ort": "#ff7f0e", "openvino": "#2ca02c"}
+LABELS = {"fused": "fusert fused", "unfused": "fusert unfused", "ort": "ONNX Runtime", "openvino": "OpenVINO",
+          "fused_bf16": "fusert bf16", "openvino_bf16": "OpenVINO bf16"}
+COLOURS = {"fused": "#1f77b4", "unfused": "#9ecae1", "ort": "#ff7f0e", "openvino": "#2ca02c", "fused_bf16": "#9467bd",
+           "openvino_bf16": "#98df8a"}
+BF16_PAIRS = ["fused_bf16/openvino_bf16", "fused_bf16/fused"]
 
 
 def fmt_ratio(r):
@@ -32,6 +35,8 @@ def model_row(name, row, engines):
         cells.append(f"{t['median_ms']:.2f} ± {(t['q3_ms'] - t['q1_ms']) / 2:.2f}")
     cells += [fmt_ratio(row.get("fused/best")), fmt_ratio(row.get("fused/ort")), fmt_ratio(row.get("fused/openvino")),
               fmt_ratio(row.get("fused/unfused"))]
+    if "fused_bf16" in engines:
+        cells += [fmt_ratio(row.get(k)) for k in BF16_PAIRS]
     f = row["fused"]
     cells.append(f"{f['gflops']:.0f} ({100 * f['peak_fraction']:.0f}%)")
     ref = row.get("reference_loop_pct")
@@ -58,10 +63,12 @@ def table(results):
     lines = []
     for run in results["runs"]:
         lines += [f"**{run_title(run)}**", ""]
+        bf16 = "fused_bf16" in engines
         lines.append("| model | set | GFLOP | " + " | ".join(f"{LABELS[e]} ms" for e in engines) +
-                     " | fused/best peer | fused/ORT | fused/OpenVINO | fused/unfused | fused GFLOP/s (% peak) "
+                     " | fused/best peer | fused/ORT | fused/OpenVINO | fused/unfused" +
+                     (" | bf16/OpenVINO bf16 | bf16/fused" if bf16 else "") + " | fused GFLOP/s (% peak) "
                      "| reference loops |")
-        lines.append("|" + "---|" * (3 + len(engines) + 6))
+        lines.append("|" + "---|" * (3 + len(engines) + 6 + (2 if bf16 else 0)))
         for name, row in run["models"].items():
             lines.append(model_row(name, row, engines))
         lines += [""] + summary_lines(run)

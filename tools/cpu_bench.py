@@ -21,6 +21,11 @@ Engines, each in its own worker process (own peak RSS; loaded once; one run per 
   ort       tools/ort_worker.py: ONNX Runtime, ORT_ENABLE_ALL, intra-op threads = T, inter 1
   openvino  tools/ov_worker.py: OpenVINO CPU, PERFORMANCE_HINT=LATENCY, INFERENCE_NUM_THREADS = T,
             f32 inference precision
+  With --bf16, on a CPU with native bf16 (avx512_bf16 or amx_bf16 in /proc/cpuinfo), two more:
+  fused_bf16     `bench --serve MODEL --fusion all --precision bf16` (README "bf16")
+  openvino_bf16  tools/ov_worker.py --precision bf16 (INFERENCE_PRECISION_HINT=bf16)
+  Their outputs are reported against ONNX Runtime's (relative L2), not checked; their ratios:
+  fused_bf16/openvino_bf16 and fused_bf16/fused.
 
 Checks, once per model, on the first output:
 - ORT vs fusert fused: rel. L2 <= 1e-4. The engines compute the same thing.
@@ -79,6 +84,16 @@ except ImportError as e:
 
 ENGINES = ["fused", "unfused", "ort", "openvino"]
 PEERS = ["ort", "openvino"]
+BF16_ENGINES = ["fused_bf16", "openvino_bf16"]  # with --bf16 (appended to ENGINES)
+
+
+def cpu_has_bf16():
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
 CACHE = os.path.join(REPO, ".cache", "bench")
 
 
@@ -153,6 +168,8 @@ def start_workers(args, m, threads):
         "unfused": serve + ["--fusion", "none"],
         "ort": [sys.executable, os.path.join(TOOLS, "ort_worker.py"), m["onnx"]] + peer,
         "openvino": [sys.executable, os.path.join(TOOLS, "ov_worker.py"), m["onnx"]] + peer,
+        "fused_bf16": serve + ["--fusion", "all", "--precision", "bf16"],
+        "openvino_bf16": [sys.executable, os.path.join(TOOLS, "ov_worker.py"), m["onnx"], "--precision", "bf16"] + peer,
     }
     workers = {}
     try:
@@ -180,6 +197,9 @@ def check_outputs(m, workers):
         c["ort_vs_torch"] = rel_l2(outs["ort"], m["reference"])
         c["fused_vs_torch"] = rel_l2(outs["fused"], m["reference"])
     c["ok"] = c["ort_vs_fused"] <= 1e-4 and c["fused_vs_unfused"] <= (1e-5 if m["kind"] == "zoo" else 1e-4)
+    for e in BF16_ENGINES:  # reported, not checked: bf16 rounding (about 1e-2)
+        if e in outs:
+            c[f"{e}_vs_ort"] = rel_l2(outs[e], outs["ort"])
     return c
 
 
@@ -188,6 +208,9 @@ def describe_check(c):
              f"OpenVINO vs ORT {c['openvino_vs_ort']:.1e}"]
     if "ort_vs_torch" in c:
         parts.append(f"ORT vs PyTorch {c['ort_vs_torch']:.1e}")
+    for e in BF16_ENGINES:
+        if f"{e}_vs_ort" in c:
+            parts.append(f"{e} vs ORT {c[e + '_vs_ort']:.1e}")
     return "rel. L2 " + ", ".join(parts) + ("" if c["ok"] else " (FAILED)")
 
 
@@ -213,6 +236,9 @@ def summarise(times, flops, peak):
                   "gflops": flops / med * 1e-6, "peak_fraction": flops / med * 1e-6 / peak}
     pairs = {"fused/ort": ("fused", ["ort"]), "fused/openvino": ("fused", ["openvino"]),
              "fused/best": ("fused", PEERS), "fused/unfused": ("fused", ["unfused"]), "unfused/ort": ("unfused", ["ort"])}
+    if "fused_bf16" in times:
+        pairs.update({"fused_bf16/openvino_bf16": ("fused_bf16", ["openvino_bf16"]),
+                      "fused_bf16/fused": ("fused_bf16", ["fused"])})
     for key, (a, bs) in pairs.items():
         q1, med, q3 = quartiles([times[a][i] / min(times[b][i] for b in bs) for i in range(len(times[a]))])
         row[key] = {"median": med, "q1": q1, "q3": q3}
@@ -388,7 +414,14 @@ def main():
                     help="idle time before every run, so that one engine's spinning threads do not slow the next")
     ap.add_argument("--no-load", action="store_true", help="skip the under-load pass")
     ap.add_argument("--out", default=os.path.join(REPO, "docs", "bench"))
+    ap.add_argument("--bf16", action="store_true",
+                    help="also fusert --precision bf16 and OpenVINO bf16 (a CPU with native bf16; skipped elsewhere)")
     args = ap.parse_args()
+    if args.bf16:
+        if cpu_has_bf16():
+            ENGINES.extend(BF16_ENGINES)
+        else:
+            log("--bf16: this CPU has no native bf16 (avx512_bf16 / amx_bf16): the bf16 engines are skipped")
     if MISSING is not None:
         sys.exit(f"cpu_bench: {MISSING}. Run it in the bench environment: `make bench`, or "
                  f"`bash tools/setup_bench.sh` once and then `.cache/bench-venv/bin/python tools/cpu_bench.py ...`")

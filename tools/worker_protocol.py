@@ -32,6 +32,8 @@ def parse_args(doc):
     ap.add_argument("model")
     ap.add_argument("--threads", type=int, default=0, help="intra-op threads (0: the engine's default)")
     ap.add_argument("--input", action="append", default=[], help="NAME=FILE.npy")
+    ap.add_argument("--precision", default="f32", choices=["f32", "bf16"],
+                    help="inference precision where the engine has a setting for it (OpenVINO)")
     return ap.parse_args()
 
 

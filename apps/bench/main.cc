@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
           "usage: bench [--runs N] [--device cpu|cuda] [--cpu-kernels onednn|reference] [--no-cuda-graph] [--tf32]\n"
           "             [model.yaml ...]\n"
           "       bench --serve model.yaml|model.onnx [--fusion all|none|raw] [--threads T] [--input NAME=F.npy]\n"
-          "                     [--shape NAME=1x3x640x640 (ONNX inputs with symbolic dims)]\n"
+          "                     [--shape NAME=1x3x640x640 (ONNX inputs with symbolic dims)] [--precision f32|bf16]\n"
           "       bench --fma-peak [--threads T]\n"
           "  (default: every zoo model, seeded weights, CPU; on the CPU with oneDNN anchors also the fused\n"
           "  plan on the reference kernels, interleaved: column 'ref all ms' and its ratio to 'all ms')\n"

@@ -78,6 +78,8 @@ std::string parse(const std::vector<std::string>& args, ServeArgs& a) {
       if (!parse_threads(v, &a.options.threads)) return "--threads: expected an integer 0..1024, got '" + v + "'";
     } else if (k == "--cpu-kernels" && has_value) {
       a.options.cpu_kernels = args[++i];
+    } else if (k == "--precision" && has_value) {  // f32 or bf16, as infer --precision
+      a.options.precision = args[++i];
     } else if (k == "--shape" && has_value) {  // ONNX: NAME=1x3x640x640, as infer --shape
       Status st = parse_shape_binding(args[++i], &a.options.input_shapes);
       if (!st.ok()) return "--shape: " + st.message();
