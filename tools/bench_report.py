@@ -5,10 +5,12 @@ import math
 import numpy as np
 
 LABELS = {"fused": "fusert fused", "unfused": "fusert unfused", "ort": "ONNX Runtime", "openvino": "OpenVINO",
-          "fused_bf16": "fusert bf16", "openvino_bf16": "OpenVINO bf16"}
+          "fused_bf16": "fusert bf16", "openvino_bf16": "OpenVINO bf16", "fused_int8": "fusert int8",
+          "ort_int8": "ONNX Runtime int8"}
 COLOURS = {"fused": "#1f77b4", "unfused": "#9ecae1", "ort": "#ff7f0e", "openvino": "#2ca02c", "fused_bf16": "#9467bd",
-           "openvino_bf16": "#98df8a"}
+           "openvino_bf16": "#98df8a", "fused_int8": "#d62728", "ort_int8": "#ffbb78"}
 BF16_PAIRS = ["fused_bf16/openvino_bf16", "fused_bf16/fused"]
+INT8_PAIRS = ["fused_int8/ort_int8", "fused_int8/fused"]
 
 
 def fmt_ratio(r):
@@ -37,6 +39,8 @@ def model_row(name, row, engines):
               fmt_ratio(row.get("fused/unfused"))]
     if "fused_bf16" in engines:
         cells += [fmt_ratio(row.get(k)) for k in BF16_PAIRS]
+    if "fused_int8" in engines:
+        cells += [fmt_ratio(row.get(k)) for k in INT8_PAIRS]
     f = row["fused"]
     cells.append(f"{f['gflops']:.0f} ({100 * f['peak_fraction']:.0f}%)")
     ref = row.get("reference_loop_pct")
@@ -63,12 +67,13 @@ def table(results):
     lines = []
     for run in results["runs"]:
         lines += [f"**{run_title(run)}**", ""]
-        bf16 = "fused_bf16" in engines
+        bf16, int8 = "fused_bf16" in engines, "fused_int8" in engines
         lines.append("| model | set | GFLOP | " + " | ".join(f"{LABELS[e]} ms" for e in engines) +
                      " | fused/best peer | fused/ORT | fused/OpenVINO | fused/unfused" +
-                     (" | bf16/OpenVINO bf16 | bf16/fused" if bf16 else "") + " | fused GFLOP/s (% peak) "
+                     (" | bf16/OpenVINO bf16 | bf16/fused" if bf16 else "") +
+                     (" | int8/ORT int8 | int8/fused" if int8 else "") + " | fused GFLOP/s (% peak) "
                      "| reference loops |")
-        lines.append("|" + "---|" * (3 + len(engines) + 6 + (2 if bf16 else 0)))
+        lines.append("|" + "---|" * (3 + len(engines) + 6 + (2 if bf16 else 0) + (2 if int8 else 0)))
         for name, row in run["models"].items():
             lines.append(model_row(name, row, engines))
         lines += [""] + summary_lines(run)

@@ -26,6 +26,11 @@ Engines, each in its own worker process (own peak RSS; loaded once; one run per 
   openvino_bf16  tools/ov_worker.py --precision bf16 (INFERENCE_PRECISION_HINT=bf16)
   Their outputs are reported against ONNX Runtime's (relative L2), not checked; their ratios:
   fused_bf16/openvino_bf16 and fused_bf16/fused.
+  With --int8, two more on one int8 file per model that tools/quantize.py writes from the model's
+  ONNX file (static QDQ calibrated on models/data for one RGB image input, else quantize_dynamic):
+  fused_int8     `bench --serve MODEL.int8.onnx --fusion all`
+  ort_int8       tools/ort_worker.py on the same file
+  fused_int8 vs ort_int8 is reported (relative L2); ratios fused_int8/ort_int8 and fused_int8/fused.
 
 Checks, once per model, on the first output:
 - ORT vs fusert fused: rel. L2 <= 1e-4. The engines compute the same thing.
@@ -85,6 +90,27 @@ except ImportError as e:
 ENGINES = ["fused", "unfused", "ort", "openvino"]
 PEERS = ["ort", "openvino"]
 BF16_ENGINES = ["fused_bf16", "openvino_bf16"]  # with --bf16 (appended to ENGINES)
+INT8_ENGINES = ["fused_int8", "ort_int8"]  # with --int8 (appended to ENGINES)
+
+
+def quantized(m):
+    """The int8 file of model m (cached beside its other files), made by tools/quantize.py."""
+    out = os.path.splitext(m["onnx"])[0] + ".int8.onnx"
+    if os.path.exists(out) and os.path.getmtime(out) >= os.path.getmtime(m["onnx"]):
+        return out
+    import onnx
+    graph = onnx.load(m["onnx"], load_external_data=False).graph
+    inits = {i.name for i in graph.initializer}
+    ins = [i for i in graph.input if i.name not in inits]
+    dims = [d.dim_value for d in ins[0].type.tensor_type.shape.dim] if len(ins) == 1 else []
+    image = len(dims) == 4 and dims[1] == 3 and ins[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT
+    how = ["--images", os.path.join(REPO, "models", "data")] if image else ["--dynamic"]
+    r = subprocess.run([sys.executable, os.path.join(TOOLS, "quantize.py"), m["onnx"], "-o", out] + how,
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"quantize.py failed: {(r.stderr or r.stdout).strip()[-400:]}")
+    log(f"{m['name']}: int8 file {os.path.basename(out)} ({'static QDQ' if image else 'dynamic'})")
+    return out
 
 
 def cpu_has_bf16():
@@ -169,6 +195,9 @@ def start_workers(args, m, threads):
         "ort": [sys.executable, os.path.join(TOOLS, "ort_worker.py"), m["onnx"]] + peer,
         "openvino": [sys.executable, os.path.join(TOOLS, "ov_worker.py"), m["onnx"]] + peer,
         "fused_bf16": serve + ["--fusion", "all", "--precision", "bf16"],
+        **({"fused_int8": [args.bench, "--serve", quantized(m), "--threads", str(threads), "--fusion", "all"] + fin,
+            "ort_int8": [sys.executable, os.path.join(TOOLS, "ort_worker.py"), quantized(m)] + peer}
+           if "fused_int8" in ENGINES else {}),
         "openvino_bf16": [sys.executable, os.path.join(TOOLS, "ov_worker.py"), m["onnx"], "--precision", "bf16"] + peer,
     }
     workers = {}
@@ -200,6 +229,8 @@ def check_outputs(m, workers):
     for e in BF16_ENGINES:  # reported, not checked: bf16 rounding (about 1e-2)
         if e in outs:
             c[f"{e}_vs_ort"] = rel_l2(outs[e], outs["ort"])
+    if "fused_int8" in outs:  # reported: the same int8 file, ONNX Runtime's arithmetic
+        c["fused_int8_vs_ort_int8"] = rel_l2(outs["fused_int8"], outs["ort_int8"])
     return c
 
 
@@ -211,6 +242,8 @@ def describe_check(c):
     for e in BF16_ENGINES:
         if f"{e}_vs_ort" in c:
             parts.append(f"{e} vs ORT {c[e + '_vs_ort']:.1e}")
+    if "fused_int8_vs_ort_int8" in c:
+        parts.append(f"fused_int8 vs ort_int8 {c['fused_int8_vs_ort_int8']:.1e}")
     return "rel. L2 " + ", ".join(parts) + ("" if c["ok"] else " (FAILED)")
 
 
@@ -239,6 +272,8 @@ def summarise(times, flops, peak):
     if "fused_bf16" in times:
         pairs.update({"fused_bf16/openvino_bf16": ("fused_bf16", ["openvino_bf16"]),
                       "fused_bf16/fused": ("fused_bf16", ["fused"])})
+    if "fused_int8" in times:
+        pairs.update({"fused_int8/ort_int8": ("fused_int8", ["ort_int8"]), "fused_int8/fused": ("fused_int8", ["fused"])})
     for key, (a, bs) in pairs.items():
         q1, med, q3 = quartiles([times[a][i] / min(times[b][i] for b in bs) for i in range(len(times[a]))])
         row[key] = {"median": med, "q1": q1, "q3": q3}
@@ -416,12 +451,16 @@ def main():
     ap.add_argument("--out", default=os.path.join(REPO, "docs", "bench"))
     ap.add_argument("--bf16", action="store_true",
                     help="also fusert --precision bf16 and OpenVINO bf16 (a CPU with native bf16; skipped elsewhere)")
+    ap.add_argument("--int8", action="store_true",
+                    help="also fusert and ONNX Runtime on an int8 file per model (tools/quantize.py writes it)")
     args = ap.parse_args()
     if args.bf16:
         if cpu_has_bf16():
             ENGINES.extend(BF16_ENGINES)
         else:
             log("--bf16: this CPU has no native bf16 (avx512_bf16 / amx_bf16): the bf16 engines are skipped")
+    if args.int8:
+        ENGINES.extend(INT8_ENGINES)
     if MISSING is not None:
         sys.exit(f"cpu_bench: {MISSING}. Run it in the bench environment: `make bench`, or "
                  f"`bash tools/setup_bench.sh` once and then `.cache/bench-venv/bin/python tools/cpu_bench.py ...`")
