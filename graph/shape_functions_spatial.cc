@@ -155,7 +155,10 @@ Status shape_Conv3D(ShapeContext& c) {
 
 Status shape_MaxPool(ShapeContext& c) {  // storage_order orders the indices only (MaxPoolWithIndices)
   FUSERT_RETURN_IF_ERROR(storage_order(c));
-  return pool_shape(c, 2);
+  FUSERT_RETURN_IF_ERROR(pool_shape(c, 2));
+  const DType t = c.in_dtype(0);
+  if (t == DType::kI8 || t == DType::kU8) c.set_out(0, c.graph.value(c.node.outputs[0]).shape, t);  // max of 8-bit
+  return Status();
 }
 Status shape_AveragePool(ShapeContext& c) { return pool_shape(c, 2); }
 Status shape_MaxPool3D(ShapeContext& c) {

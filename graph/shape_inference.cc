@@ -150,6 +150,7 @@ static bool takes_int8(OpKind op) {
     case OpKind::kConvInteger:
     case OpKind::kQLinearConv:
     case OpKind::kQLinearAdd:
+    case OpKind::kMaxPool:  // of quantised values too (ONNX opset 12), as a QDQ model's (qdq_maxpool)
     case OpKind::kIdentity:
     case OpKind::kReshape:
     case OpKind::kFlatten:
@@ -187,6 +188,8 @@ static Status check_dtypes(ShapeContext& c) {
   if (op == OpKind::kTranspose && (c.in_dtype(0) == DType::kI32 || dtype_size(c.in_dtype(0)) == 1 ||
                                    (c.in_dtype(0) == DType::kI64 && c.in(0).size() < 6)))
     return Status();  // moves 4- or 8-byte elements (NonZero's indices); an i64 one as 2 x 4 bytes, rank <= 5
+  if (op == OpKind::kMaxPool && (c.in_dtype(0) == DType::kI8 || c.in_dtype(0) == DType::kU8))
+    return Status();  // the max of 8-bit values (lower_max_pool_8bit)
   if (op == OpKind::kAdd || op == OpKind::kSub || op == OpKind::kMul || op == OpKind::kDiv)
     return Status();  // own rule
   for (size_t i = 0; i < c.num_inputs(); ++i) {

@@ -64,14 +64,16 @@ def _w(rng, shape, scale=0.3):
 
 
 def qdq_convnet_case(rng):
-    """A float network (Conv + Relu, depthwise Conv + Clip(0, 6), 1x1 Conv with a bias, a 1x1 shortcut
-    added back and a Relu: qdq_conv and qdq_add) quantised by ONNX Runtime's quantize_static: QDQ, per
-    channel, u8 activations, s8 weights, calibrated on 8 inputs."""
+    """A float network (Conv + Relu, a 3x3 MaxPool with padding, depthwise Conv + Clip(0, 6), 1x1 Conv
+    with a bias, a 1x1 shortcut added back and a Relu: qdq_conv, qdq_maxpool and qdq_add) quantised by
+    ONNX Runtime's quantize_static: QDQ, per channel, u8 activations, s8 weights, calibrated on 8
+    inputs."""
     inits = {"w1": _w(rng, [16, 3, 3, 3]), "b1": _w(rng, [16], 0.1), "w2": _w(rng, [16, 1, 3, 3]),
              "b2": _w(rng, [16], 0.1), "w3": _w(rng, [8, 16, 1, 1]), "b3": _w(rng, [8], 0.1), "w4": _w(rng, [8, 16, 1, 1]),
              "lo": np.float32(0), "hi": np.float32(6)}
     nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1] * 4, strides=[2, 2]),
-             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Relu", ["c1"], ["r0"]),
+             helper.make_node("MaxPool", ["r0"], ["r1"], kernel_shape=[3, 3], pads=[1] * 4),
              helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1] * 4, group=16),
              helper.make_node("Clip", ["c2", "lo", "hi"], ["r2"]),
              helper.make_node("Conv", ["r2", "w3", "b3"], ["c3"]),

@@ -85,6 +85,7 @@ Result<std::vector<std::string>> run_canonicalize(Graph& g, bool verify) {
     std::vector<std::unique_ptr<RewriteRule>> rules;
     rules.push_back(make_qdq_conv_rule());
     rules.push_back(make_qdq_add_rule());
+    rules.push_back(make_qdq_maxpool_rule());
     pm.add(make_pattern_rewrite_pass(std::move(rules)));
   }
   pm.add(make_constant_folding_pass())

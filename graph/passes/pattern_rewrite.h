@@ -52,6 +52,9 @@ std::unique_ptr<RewriteRule> make_qdq_conv_rule();
 /// DequantizeLinear x 2 -> Add -> [Relu | Clip] -> QuantizeLinear -> QLinearAdd (qdq_add_rule.cc), in
 /// the same pass.
 std::unique_ptr<RewriteRule> make_qdq_add_rule();
+/// DequantizeLinear -> MaxPool -> QuantizeLinear of one scale and zero point -> MaxPool of the 8-bit
+/// values (qdq_maxpool_rule.cc), in the same pass.
+std::unique_ptr<RewriteRule> make_qdq_maxpool_rule();
 
 class Pass;
 /// A rewrite pass over `rules`, tried in order at each node (make_pattern_rewrite_pass() in

@@ -105,6 +105,9 @@ struct PoolParams {
 void max_pool2d(const PoolParams& p, const float* x, float* y);
 /// max_pool2d in NHWC: x [N, H, W, C] -> y [N, OH, OW, C], the same values (NaN in a window wins).
 void max_pool2d_nhwc(const PoolParams& p, const float* x, float* y);
+/// max_pool2d of 8-bit values (a QDQ model's MaxPool, graph/passes/qdq_maxpool_rule.cc): int8
+/// (`is_signed`) or uint8, NCHW or (`nhwc`) NHWC; a window of padding alone gives the type's minimum.
+void max_pool2d_8bit(const PoolParams& p, bool is_signed, bool nhwc, const void* x, void* y);
 void avg_pool2d(const PoolParams& p, const float* x, float* y);
 /// GlobalAveragePool: [N,C,spatial] -> [N,C].
 void global_avg_pool(int64_t n, int64_t c, int64_t spatial, const float* x, float* y);

@@ -1,9 +1,11 @@
 // Max / average / global-average pooling over NCHW planes with ONNX semantics: padded positions
-// never enter a max, and the average divisor follows count_include_pad.
+// never enter a max, and the average divisor follows count_include_pad. Max pooling also of 8-bit
+// (quantised) values, NCHW or NHWC.
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/cpu_kernels.h"
@@ -43,20 +45,26 @@ PoolTaps pool_taps(const PoolParams& p) {
           axis_taps(p.ow, p.w, p.kw, p.stride_w, p.dil_w, p.pad_left, p.pad_right)};
 }
 
-// A window with no real input yields lowest() (as ONNX Runtime does); any NaN in the window
-// wins, because `v > m` alone would silently skip it.
-void max_plane(const PoolParams& p, const PoolTaps& taps, const float* x, float* y) {
+// The larger of m and v; for floats a NaN in the window wins, because `v > m` alone would
+// silently skip it.
+template <typename T>
+inline T max_of(T m, T v) {
+  if constexpr (std::is_floating_point_v<T>) return v > m || v != v ? v : m;
+  return v > m ? v : m;
+}
+
+// A window with no real input yields lowest() (as ONNX Runtime does; for 8-bit values the type's
+// minimum, which is what QuantizeLinear makes of it).
+template <typename T>
+void max_plane(const PoolParams& p, const PoolTaps& taps, const T* x, T* y) {
   for (int64_t oy = 0; oy < p.oh; ++oy) {
     const AxisTaps& ty = taps.y[oy];
     for (int64_t ox = 0; ox < p.ow; ++ox) {
       const AxisTaps& tx = taps.x[ox];
-      float m = std::numeric_limits<float>::lowest();
+      T m = std::numeric_limits<T>::lowest();
       for (int64_t i = ty.lo; i < ty.hi; ++i) {
-        const float* row = x + (ty.start + i * p.dil_h) * p.w;
-        for (int64_t j = tx.lo; j < tx.hi; ++j) {
-          const float v = row[tx.start + j * p.dil_w];
-          if (v > m || std::isnan(v)) m = v;
-        }
+        const T* row = x + (ty.start + i * p.dil_h) * p.w;
+        for (int64_t j = tx.lo; j < tx.hi; ++j) m = max_of(m, row[tx.start + j * p.dil_w]);
       }
       y[oy * p.ow + ox] = m;
     }
@@ -80,8 +88,8 @@ void avg_plane(const PoolParams& p, const PoolTaps& taps, const float* x, float*
   }
 }
 
-template <class PlaneFn>
-void for_each_plane(const PoolParams& p, const float* x, float* y, PlaneFn plane_fn) {
+template <typename T, class PlaneFn>
+void for_each_plane(const PoolParams& p, const T* x, T* y, PlaneFn plane_fn) {
   if (p.n <= 0 || p.c <= 0 || p.oh <= 0 || p.ow <= 0) return;
   const PoolTaps taps = pool_taps(p);
   const int64_t planes = p.n * p.c;
@@ -94,30 +102,33 @@ void for_each_plane(const PoolParams& p, const float* x, float* y, PlaneFn plane
 
 }  // namespace
 
-void max_pool2d(const PoolParams& p, const float* x, float* y) { for_each_plane(p, x, y, max_plane); }
+void max_pool2d(const PoolParams& p, const float* x, float* y) { for_each_plane(p, x, y, max_plane<float>); }
 
 namespace {
 
 // One output row oy of image xn (NHWC) into out [OW, C]: channels innermost, so the max over a
 // window runs along contiguous channel vectors.
-void max_row_nhwc(const PoolParams& p, const PoolTaps& taps, const float* xn, int64_t oy, float* out) {
+// out and the input are restrict: an 8-bit store may alias anything, which keeps the channel loop
+// scalar otherwise.
+template <typename T>
+void max_row_nhwc(const PoolParams& p, const PoolTaps& taps, const T* xn, int64_t oy, T* __restrict out) {
   const AxisTaps& ty = taps.y[oy];
-  for (int64_t ox = 0; ox < p.ow; ++ox, out += p.c) {
+  const int64_t channels = p.c;
+  for (int64_t ox = 0; ox < p.ow; ++ox, out += channels) {
     const AxisTaps& tx = taps.x[ox];
-    std::fill(out, out + p.c, std::numeric_limits<float>::lowest());
+    std::fill(out, out + channels, std::numeric_limits<T>::lowest());
     for (int64_t i = ty.lo; i < ty.hi; ++i) {
-      const float* row = xn + (ty.start + i * p.dil_h) * p.w * p.c;
+      const T* row = xn + (ty.start + i * p.dil_h) * p.w * channels;
       for (int64_t j = tx.lo; j < tx.hi; ++j) {
-        const float* v = row + (tx.start + j * p.dil_w) * p.c;
-        for (int64_t c = 0; c < p.c; ++c) out[c] = v[c] > out[c] || v[c] != v[c] ? v[c] : out[c];
+        const T* __restrict v = row + (tx.start + j * p.dil_w) * channels;
+        for (int64_t c = 0; c < channels; ++c) out[c] = max_of(out[c], v[c]);
       }
     }
   }
 }
 
-}  // namespace
-
-void max_pool2d_nhwc(const PoolParams& p, const float* x, float* y) {
+template <typename T>
+void max_pool_nhwc(const PoolParams& p, const T* x, T* y) {
   if (p.n <= 0 || p.c <= 0 || p.oh <= 0 || p.ow <= 0) return;
   const PoolTaps taps = pool_taps(p);
   const int64_t rows = p.n * p.oh;
@@ -125,6 +136,27 @@ void max_pool2d_nhwc(const PoolParams& p, const float* x, float* y) {
 #pragma omp parallel for num_threads(team) if (team > 1) schedule(static)
   for (int64_t r = 0; r < rows; ++r)
     max_row_nhwc(p, taps, x + (r / p.oh) * p.h * p.w * p.c, r % p.oh, y + r * p.ow * p.c);
+}
+
+template <typename T>
+void max_pool_8bit(const PoolParams& p, bool nhwc, const void* x, void* y) {
+  const T* xt = static_cast<const T*>(x);
+  T* yt = static_cast<T*>(y);
+  if (nhwc)
+    max_pool_nhwc(p, xt, yt);
+  else
+    for_each_plane(p, xt, yt, max_plane<T>);
+}
+
+}  // namespace
+
+void max_pool2d_nhwc(const PoolParams& p, const float* x, float* y) { max_pool_nhwc(p, x, y); }
+
+void max_pool2d_8bit(const PoolParams& p, bool is_signed, bool nhwc, const void* x, void* y) {
+  if (is_signed)
+    max_pool_8bit<int8_t>(p, nhwc, x, y);
+  else
+    max_pool_8bit<uint8_t>(p, nhwc, x, y);
 }
 
 void avg_pool2d(const PoolParams& p, const float* x, float* y) { for_each_plane(p, x, y, avg_plane); }

@@ -18,6 +18,8 @@ namespace {
 
 bool is_anchor(OpKind op) { return op == OpKind::kConv || op == OpKind::kGemm || op == OpKind::kMatMul; }
 bool is_pool(OpKind op) { return op == OpKind::kMaxPool || op == OpKind::kAveragePool; }
+// A pooling oneDNN may run: of f32 values (8-bit ones run our own kernel, lower_max_pool_8bit).
+bool is_f32_pool(const Graph& g, const Node& n) { return is_pool(n.op) && g.value(n.inputs[0]).dtype == DType::kF32; }
 
 // The oneDNN step of an anchor group or a pooling, or false with the reason in `why` (the
 // reference kernel runs instead).
@@ -33,13 +35,14 @@ bool try_onednn(const Graph& g, const FusionGroup& grp, bool bf16, Step* s, std:
 Result<Step> lower_group_cpu(const Graph& g, const FusionGroup& grp, CpuKernels kernels) {
   using namespace lowering;
   const OpKind head = node_at(g, grp.nodes[0]).op;
-  const bool onednn_kind = ((grp.kind == GroupKind::kSingle || grp.kind == GroupKind::kAnchorEpilogue ||
-                             grp.kind == GroupKind::kGemmLayerNorm) &&
-                            is_anchor(head)) ||
-                           (grp.kind == GroupKind::kSingle &&
-                            (is_pool(head) || head == OpKind::kQLinearConv || head == OpKind::kMatMulInteger)) ||
-                           grp.kind == GroupKind::kConvSum || grp.kind == GroupKind::kHorizontalGemm ||
-                           grp.kind == GroupKind::kPointwiseDepthwise;
+  const bool onednn_kind =
+      ((grp.kind == GroupKind::kSingle || grp.kind == GroupKind::kAnchorEpilogue ||
+        grp.kind == GroupKind::kGemmLayerNorm) &&
+       is_anchor(head)) ||
+      (grp.kind == GroupKind::kSingle &&
+       (is_f32_pool(g, node_at(g, grp.nodes[0])) || head == OpKind::kQLinearConv || head == OpKind::kMatMulInteger)) ||
+      grp.kind == GroupKind::kConvSum || grp.kind == GroupKind::kHorizontalGemm ||
+      grp.kind == GroupKind::kPointwiseDepthwise;
   std::string why;
   if (uses_onednn(kernels) && onednn_kind) {
     Step s;

@@ -52,6 +52,9 @@ Status lower_onednn(const Graph& g, const FusionGroup& grp, bool bf16, Step& s);
 Status lower_qlinear_conv_onednn(const Graph& g, int node, Step& s);
 /// A MatMulInteger by constant int8 weights (zero point 0) on oneDNN's int8 matmul (lower_quant.cc).
 Status lower_matmul_integer_onednn(const Graph& g, int node, Step& s);
+/// A MaxPool of 8-bit values (lower_quant.cc): NCHW, or NHWC where the layout pass keeps its
+/// neighbours' int8 activations in NHWC.
+Status lower_max_pool_8bit(const Graph& g, int node, Step& s);
 /// The pooling parameters of a MaxPool / AveragePool node (lower_single.cc).
 cpu::PoolParams pool_params(const Graph& g, const Node& n);
 Status lower_elementwise(const Graph& g, const FusionGroup& grp, Step& s);   ///< lower_elementwise.cc

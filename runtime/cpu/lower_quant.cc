@@ -3,6 +3,7 @@
 // DynamicQuantizeLinear's). The CUDA backend runs the same steps through its host fallback.
 #include <algorithm>
 
+#include "kernels/cpu/data_movement.h"
 #include "kernels/cpu/onednn.h"
 #include "kernels/cpu/quantize.h"
 #include "runtime/cpu/lower_cpu.h"
@@ -245,6 +246,47 @@ LOWER(QLinearConv) {
   s.inputs = {xi};
   s.run = [=](const BufferTable& b) {
     cpu::qlinear_conv(p, b.raw(xi), xt, b.raw(zxi), b.raw(wi), wt, b.raw(zwi), wz_count, r, b.raw(yi));
+  };
+  return Status();
+}
+
+namespace {
+
+// The NHWC strides of a 4-D [N, C, H, W] shape (NativeLayout's convention).
+std::vector<int64_t> nhwc_strides(const Shape& s) { return {s[1] * s[2] * s[3], 1, s[3] * s[1], s[1]}; }
+
+// x [n, c, pixels] of one-byte elements from one layout into the other (NCHW <-> NHWC).
+void relayout_bytes(const void* x, bool from_nhwc, int64_t n, int64_t c, int64_t pixels, void* y) {
+  const Shape shape = from_nhwc ? Shape{n, pixels, c} : Shape{n, c, pixels};
+  cpu::transpose_bytes(shape, {0, 2, 1}, static_cast<const uint8_t*>(x), static_cast<uint8_t*>(y));
+}
+
+}  // namespace
+
+Status lowering::lower_max_pool_8bit(const Graph& g, int node, Step& s) {
+  const Node& n = g.nodes[static_cast<size_t>(node)];
+  const cpu::PoolParams p = pool_params(g, n);
+  const bool is_signed = g.value(n.inputs[0]).dtype == DType::kI8;
+  const ValueId xi = n.inputs[0], yi = n.outputs[0];
+  struct Layouts {
+    bool x_nhwc = false, y_nhwc = false;
+  };
+  auto lay = std::make_shared<Layouts>();
+  auto l = std::make_shared<NativeLayout>();
+  l->reads = {{xi, nhwc_strides(shape_of(g, xi)), false}};
+  l->output = yi;
+  l->output_strides = nhwc_strides(shape_of(g, yi));
+  l->apply = [lay](const NativeLayout& nl) { lay->x_nhwc = nl.reads[0].used, lay->y_nhwc = nl.output_used; };
+  s.native = l;
+  s.detail = "own kernel: MaxPool of 8-bit values";
+  s.run = [=](const BufferTable& b) {
+    // The pool runs in x's layout; y in the other layout goes through a transposed copy.
+    thread_local std::vector<uint8_t> tmp;
+    const bool direct = lay->x_nhwc == lay->y_nhwc;
+    if (!direct) tmp.resize(static_cast<size_t>(p.n * p.c * p.oh * p.ow));
+    void* out = direct ? b.raw(yi) : tmp.data();
+    cpu::max_pool2d_8bit(p, is_signed, lay->x_nhwc, b.raw(xi), out);
+    if (!direct) relayout_bytes(tmp.data(), lay->x_nhwc, p.n, p.c, p.oh * p.ow, b.raw(yi));
   };
   return Status();
 }

@@ -184,6 +184,8 @@ cpu::PoolParams lowering::pool_params(const Graph& g, const Node& n) {
 }
 
 LOWER(MaxPool) {
+  const DType xt = g.value(NODE.inputs[0]).dtype;
+  if (xt == DType::kI8 || xt == DType::kU8) return lowering::lower_max_pool_8bit(g, ni, s);
   cpu::PoolParams p = lowering::pool_params(g, NODE);
   ValueId xi = NODE.inputs[0], yi = NODE.outputs[0];
   s.run = [=](const BufferTable& b) { cpu::max_pool2d(p, b.f32(xi), b.f32(yi)); };

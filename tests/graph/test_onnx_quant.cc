@@ -542,3 +542,72 @@ TEST_CASE("A QDQ chain of convolutions and a residual keeps its int8 activations
   for (const StepTime& t : *steps) native += t.detail.find("native") != std::string::npos;
   CHECK_MESSAGE(native >= 2, "no int8 activation kept in NHWC");
 }
+
+TEST_CASE("A QDQ MaxPool of one scale and zero point runs on the 8-bit values (qdq_maxpool), by hand") {
+  // x (u8) [1, 1, 4, 4] -> DequantizeLinear(0.5, 10) -> MaxPool 2x2 stride 2 -> QuantizeLinear(0.5, 10):
+  // the maximum of each 2x2 block of x itself.
+  auto build = [](float out_scale) {
+    auto m = model(13);
+    auto* g = m.mutable_graph();
+    add_input(g, "x", {1, 1, 4, 4}, "", -1, onnx::TensorProto::UINT8);
+    add_f32(g, "s", {}, {0.5f});
+    add_f32(g, "so", {}, {out_scale});
+    add_typed<uint8_t>(g, "z", onnx::TensorProto::UINT8, {}, {10});
+    add_node(g, "DequantizeLinear", {"x", "s", "z"}, {"d"}, "dq");
+    auto* pool = add_node(g, "MaxPool", {"d"}, {"p"}, "pool");
+    auto* k = pool->add_attribute();
+    k->set_name("kernel_shape");
+    k->set_type(onnx::AttributeProto::INTS);
+    k->add_ints(2), k->add_ints(2);
+    auto* st = pool->add_attribute();
+    st->set_name("strides");
+    st->set_type(onnx::AttributeProto::INTS);
+    st->add_ints(2), st->add_ints(2);
+    add_node(g, "QuantizeLinear", {"p", "so", "z"}, {"y"}, "q");
+    add_output(g, "y");
+    return m;
+  };
+  const std::vector<uint8_t> xv = {1, 200, 3, 4, 5, 6, 7, 8, 0, 0, 255, 9, 0, 11, 12, 13};
+  const TensorMap in = {{"x", typed<uint8_t>(DType::kU8, {1, 1, 4, 4}, xv)}};
+  for (const char* fusion : {"none", "all"}) {
+    SessionOptions opt;
+    opt.threads = 1;
+    opt.fusion = fusion;
+    auto s = Session::load(save(build(0.5f), "qdq_maxpool.onnx"), opt);
+    REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+    const std::string k = kernels_of(**s, in);
+    CHECK_MESSAGE(k == "MaxPool ", k);
+    auto y = (*s)->run(in);
+    REQUIRE_MESSAGE(y.ok(), y.status().to_string());
+    CHECK(ints_of<uint8_t>(y->at("y")) == std::vector<int>{200, 8, 11, 255});
+  }
+  // Another output scale: the rule does not apply; the f32 path gives (max - 10) * 0.5 / 0.25 + 10,
+  // saturated: 200 -> 390 -> 255, 8 -> 6, 11 -> 12, 255 -> 255.
+  auto s = Session::load(save(build(0.25f), "qdq_maxpool2.onnx"), SessionOptions{});
+  REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+  CHECK(kernels_of(**s, in).find("DequantizeLinear") != std::string::npos);
+  auto y = (*s)->run(in);
+  REQUIRE_MESSAGE(y.ok(), y.status().to_string());
+  CHECK(ints_of<uint8_t>(y->at("y")) == std::vector<int>{255, 6, 12, 255});
+}
+
+TEST_CASE("MaxPool of 8-bit values: NCHW and NHWC, padding never selected, by hand") {
+  // int8 x [1, 2, 3, 3], 3x3 window, pads 1, stride 2 -> [1, 2, 2, 2]; channel 1 is channel 0 negated.
+  cpu::PoolParams p;
+  p.c = 2, p.h = 3, p.w = 3, p.oh = 2, p.ow = 2, p.kh = 3, p.kw = 3, p.stride_h = 2, p.stride_w = 2;
+  p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = 1;
+  const std::vector<int8_t> c0 = {-5, -3, -9, -7, -100, -2, -8, -6, -128};
+  std::vector<int8_t> nchw(c0);
+  for (int8_t v : c0) nchw.push_back(static_cast<int8_t>(v == -128 ? 127 : -v));
+  // Windows (rows, cols) [0,1]x[0,1], [0,1]x[1,2], [1,2]x[0,1], [1,2]x[1,2] of each channel.
+  const std::vector<int> want = {-3, -2, -6, -2, 100, 100, 100, 127};
+  std::vector<int8_t> y(8);
+  cpu::max_pool2d_8bit(p, true, false, nchw.data(), y.data());
+  CHECK(std::vector<int>(y.begin(), y.end()) == want);
+  std::vector<int8_t> nhwc(18), y_nhwc(8);
+  for (int c = 0; c < 2; ++c)
+    for (int i = 0; i < 9; ++i) nhwc[static_cast<size_t>(i * 2 + c)] = nchw[static_cast<size_t>(c * 9 + i)];
+  cpu::max_pool2d_8bit(p, true, true, nhwc.data(), y_nhwc.data());
+  for (int c = 0; c < 2; ++c)
+    for (int i = 0; i < 4; ++i) CHECK(y_nhwc[static_cast<size_t>(i * 2 + c)] == want[static_cast<size_t>(c * 4 + i)]);
+}
