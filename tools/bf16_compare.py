@@ -115,10 +115,11 @@ def main():
                 srt = np.sort(want[0], axis=1)
                 gaps.append(float(((srt[:, -1] - srt[:, -2]) / (srt[:, -1] - srt[:, 0] + 1e-30)).min()))
             same32 += bool((got32[0].argmax(1) == top).all())
-        if (i + 1) % 25 == 0:
-            print(f"[bf16_compare] {i + 1}/{len(feeds)} inputs", file=sys.stderr)
+        if (i + 1) % 10 == 0 or i + 1 == len(feeds):
+            print(f"[bf16_compare] compared {i + 1}/{len(feeds)} inputs", file=sys.stderr)
     f = feeds[0]
     fns = [lambda: s32.run(names, f), lambda: s16.run(names, f)] + ([] if yaml else [lambda: ref.run(None, f)])
+    print(f"[bf16_compare] timing {len(fns)} engines: 5 interleaved blocks, a 1 s pause before each", file=sys.stderr)
     t32, t16, *tort = latencies(fns, a.runs)
     tort = tort[0] if tort else None
     print(f"{os.path.basename(a.model)}: {len(feeds)} inputs, {a.threads} threads")

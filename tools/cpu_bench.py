@@ -109,7 +109,7 @@ def quantized(m):
                        capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"quantize.py failed: {(r.stderr or r.stdout).strip()[-400:]}")
-    log(f"{m['name']}: int8 file {os.path.basename(out)} ({'static QDQ' if image else 'dynamic'})")
+    log(f"{m['name']}: int8 file {os.path.relpath(out, REPO)} ({'static QDQ' if image else 'dynamic'})")
     return out
 
 

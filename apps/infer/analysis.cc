@@ -87,10 +87,11 @@ Status print_profile(const InferOptions& o, const Session& s, const TensorMap& i
     k.second += st.ms;
   }
   std::printf(
-      "profile (%s, fusion %s, threads %d (0: all cores), median of %d run%s per step): %zu steps, %.3f ms, %.2f GFLOP "
-      "(%.1f GFLOP/s)\n",
-      s.graph().name.c_str(), s.options().fusion.c_str(), s.options().threads, o.runs, o.runs == 1 ? "" : "s",
-      steps.size(), total, flops / 1e9, flops / std::max(total, 1e-9) / 1e6);
+      "profile (%s, fusion %s%s, threads %d (0: all cores), median of %d run%s per step): %zu steps, %.3f ms, %.2f "
+      "GFLOP (%.1f GFLOP/s)\n",
+      s.graph().name.c_str(), s.options().fusion.c_str(), s.options().precision == "f32" ? "" : ", precision bf16",
+      s.options().threads, o.runs, o.runs == 1 ? "" : "s", steps.size(), total, flops / 1e9,
+      flops / std::max(total, 1e-9) / 1e6);
   std::vector<size_t> order(steps.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return steps[a].ms > steps[b].ms; });
