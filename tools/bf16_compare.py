@@ -12,12 +12,11 @@ import argparse
 import os
 import statistics
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from quantize import image_files, image_inputs, input_size, seeded_feeds  # noqa: E402
+from quantize import image_files, image_inputs, input_size, interleaved_latencies, seeded_feeds  # noqa: E402
 
 try:
     import fusert
@@ -63,23 +62,6 @@ def rel_l2(got, want):
     return float(np.linalg.norm(got.astype(np.float64) - want) / (n if n > 0 else 1))
 
 
-def latencies(fns, runs, blocks=5):
-    """Median ms of each fn over `runs` runs, timed in interleaved blocks so that the machine's drift
-    (a shared VM's neighbours) hits all alike."""
-    times = [[] for _ in fns]
-    for fn in fns:
-        fn()
-    for _ in range(blocks):
-        for fn, t in zip(fns, times):
-            time.sleep(1.0)  # ONNX Runtime's pool threads stop spinning before fusert's block
-            fn(), fn()  # and this one's wake (untimed)
-            for _ in range(max(1, runs // blocks)):
-                t0 = time.perf_counter()
-                fn()
-                t.append((time.perf_counter() - t0) * 1e3)
-    return [statistics.median(t) for t in times]
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("model", help="a float32 ONNX model")
@@ -120,7 +102,7 @@ def main():
     f = feeds[0]
     fns = [lambda: s32.run(names, f), lambda: s16.run(names, f)] + ([] if yaml else [lambda: ref.run(None, f)])
     print(f"[bf16_compare] timing {len(fns)} engines: 5 interleaved blocks, a 1 s pause before each", file=sys.stderr)
-    t32, t16, *tort = latencies(fns, a.runs)
+    t32, t16, *tort = interleaved_latencies(fns, a.runs)
     tort = tort[0] if tort else None
     print(f"{os.path.basename(a.model)}: {len(feeds)} inputs, {a.threads} threads")
     if classified:

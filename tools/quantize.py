@@ -118,6 +118,25 @@ def seeded_feeds(inputs, n, seed):
     return feeds
 
 
+def interleaved_latencies(fns, runs=50, blocks=5):
+    """Median ms of each fn, timed in interleaved blocks: a shared VM's drift hits all alike. A 1 s
+    pause and two untimed runs before each block: ONNX Runtime's pool threads keep spinning a while
+    after a run, which slows fusert's next runs in the same process (ResNet-18 int8: 10.2 ms right
+    after an ONNX Runtime block, 6.3 alone; with the pause 6.1)."""
+    ts = [[] for _ in fns]
+    for fn in fns:
+        fn()
+    for _ in range(blocks):
+        for fn, t in zip(fns, ts):
+            time.sleep(1.0)  # the other runtime's pool threads stop spinning first
+            fn(), fn()  # and this one's wake (untimed)
+            for _ in range(max(1, runs // blocks)):
+                t0 = time.perf_counter()
+                fn()
+                t.append(time.perf_counter() - t0)
+    return [1000 * float(np.median(t)) for t in ts]
+
+
 def compare(src, dst, feeds, threads):
     import onnxruntime as ort
     sys.path.insert(0, os.path.join(ROOT, "build", "python"))
@@ -142,30 +161,12 @@ def compare(src, dst, feeds, threads):
     print(f"fusert vs ONNX Runtime on {os.path.basename(dst)}, {len(feeds)} inputs: {top1}relative L2 of the outputs "
           f"{np.sqrt(num / max(den, 1e-30)):.2e}")
 
-    def latencies(fns, runs=50, blocks=5):
-        """Median ms of each, timed in interleaved blocks: a shared VM's drift hits all four alike. A 1 s
-        pause and two untimed runs before each block: ONNX Runtime's pool threads keep spinning a while
-        after a run, which slows fusert's next runs in the same process (ResNet-18 int8: 10.2 ms right
-        after an ONNX Runtime block, 6.3 alone; with the pause 6.1)."""
-        ts = [[] for _ in fns]
-        for fn in fns:
-            fn()
-        for _ in range(blocks):
-            for fn, t in zip(fns, ts):
-                time.sleep(1.0)  # the other runtime's pool threads stop spinning first
-                fn(), fn()  # and this one's wake (untimed)
-                for _ in range(runs // blocks):
-                    t0 = time.perf_counter()
-                    fn()
-                    t.append(time.perf_counter() - t0)
-        return [1000 * float(np.median(t)) for t in ts]
-
     f0 = feeds[0]
     print("[quantize] timing the four (5 interleaved blocks of 10 runs, a 1 s pause before each)", file=sys.stderr)
     ort_f = ort.InferenceSession(src, so, providers=["CPUExecutionProvider"])
     fu_f = fusert.InferenceSession(src, opt)
     names = ["fusert int8", "ONNX Runtime int8", "fusert f32", "ONNX Runtime f32"]
-    ms = latencies([lambda: fu_q.run(None, f0), lambda: ort_q.run(None, f0), lambda: fu_f.run(None, f0),
+    ms = interleaved_latencies([lambda: fu_q.run(None, f0), lambda: ort_q.run(None, f0), lambda: fu_f.run(None, f0),
                     lambda: ort_f.run(None, f0)])
     rows = list(zip(names, ms))
     print(f"latency, median of 50 runs in 5 interleaved blocks, {threads} thread(s), batch of the first input:")

@@ -191,8 +191,8 @@ void requantize_block(const Requant& r, int64_t pixels, int64_t m, const int32_t
 template <typename T>
 void requantize_rows(const Requant& r, int64_t m, const int32_t* acc, int64_t r0, int64_t r1, T* __restrict y) {
   const quant::Range range = r.out == DType::kI8 ? quant::kI8Range : quant::kU8Range;
-  const std::vector<int32_t> zero(r.bias.empty() ? static_cast<size_t>(m) : 0, 0);
-  const int32_t* __restrict bias = r.bias.empty() ? zero.data() : r.bias.data();
+  const bool has_bias = !r.bias.empty();  // a loop-invariant test (no per-call zero vector)
+  const int32_t* __restrict bias = r.bias.data();
   const float* __restrict mult = r.multiplier.data();
   const float lo = r.lo, hi = r.hi;
   const int32_t zp = r.zero_point;
@@ -200,7 +200,7 @@ void requantize_rows(const Requant& r, int64_t m, const int32_t* acc, int64_t r0
     const int32_t* __restrict a = acc + row * m;
     T* __restrict o = y + row * m;
     for (int64_t c = 0; c < m; ++c) {
-      float v = static_cast<float>(a[c] + bias[c]) * mult[c];
+      float v = static_cast<float>(a[c] + (has_bias ? bias[c] : 0)) * mult[c];
       v = v < lo ? lo : (v > hi ? hi : v);
       o[c] = static_cast<T>(quant::quantize_one(v, 1.f, zp, range));
     }
@@ -274,13 +274,17 @@ void qlinear_add(const QAddParams& p, int64_t n, const void* a, const void* b, v
     qlinear_add_b(p, n, static_cast<const uint8_t*>(a), b, y);
 }
 
+void relayout_8bit(const void* x, bool from_nhwc, int64_t n, int64_t c, int64_t pixels, void* y) {
+  const Shape shape = from_nhwc ? Shape{n, pixels, c} : Shape{n, c, pixels};
+  transpose_bytes(shape, {0, 2, 1}, static_cast<const uint8_t*>(x), static_cast<uint8_t*>(y));
+}
+
 namespace {
 
-// x [n, c, pixels] 8-bit in one layout copied into the other (NCHW <-> NHWC) in `out`.
+// x [n, c, pixels] 8-bit in one layout copied into the other in `out` (relayout_8bit).
 const void* relayout(const void* x, bool from_nhwc, const QAddLayouts& l, std::vector<uint8_t>* out) {
   out->resize(static_cast<size_t>(l.n * l.c * l.pixels));
-  const Shape shape = from_nhwc ? Shape{l.n, l.pixels, l.c} : Shape{l.n, l.c, l.pixels};
-  transpose_bytes(shape, {0, 2, 1}, static_cast<const uint8_t*>(x), out->data());
+  relayout_8bit(x, from_nhwc, l.n, l.c, l.pixels, out->data());
   return out->data();
 }
 

@@ -90,6 +90,9 @@ struct QAddLayouts {
   int64_t n = 1, c = 1, pixels = 1;
   bool a_nhwc = false, b_nhwc = false, y_nhwc = false;
 };
+/// x [n, c, pixels] of 8-bit values copied from one layout into the other: NCHW -> NHWC, or
+/// (`from_nhwc`) NHWC -> NCHW.
+void relayout_8bit(const void* x, bool from_nhwc, int64_t n, int64_t c, int64_t pixels, void* y);
 /// qlinear_add over operands in the layouts `l`: an operand in another layout than y's is read
 /// through a transposed copy (per-thread scratch), then the elementwise pass.
 void qlinear_add(const QAddParams& p, const QAddLayouts& l, const void* a, const void* b, void* y);

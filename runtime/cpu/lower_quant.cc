@@ -3,7 +3,6 @@
 // DynamicQuantizeLinear's). The CUDA backend runs the same steps through its host fallback.
 #include <algorithm>
 
-#include "kernels/cpu/data_movement.h"
 #include "kernels/cpu/onednn.h"
 #include "kernels/cpu/quantize.h"
 #include "runtime/cpu/lower_cpu.h"
@@ -255,12 +254,6 @@ namespace {
 // The NHWC strides of a 4-D [N, C, H, W] shape (NativeLayout's convention).
 std::vector<int64_t> nhwc_strides(const Shape& s) { return {s[1] * s[2] * s[3], 1, s[3] * s[1], s[1]}; }
 
-// x [n, c, pixels] of one-byte elements from one layout into the other (NCHW <-> NHWC).
-void relayout_bytes(const void* x, bool from_nhwc, int64_t n, int64_t c, int64_t pixels, void* y) {
-  const Shape shape = from_nhwc ? Shape{n, pixels, c} : Shape{n, c, pixels};
-  cpu::transpose_bytes(shape, {0, 2, 1}, static_cast<const uint8_t*>(x), static_cast<uint8_t*>(y));
-}
-
 }  // namespace
 
 Status lowering::lower_max_pool_8bit(const Graph& g, int node, Step& s) {
@@ -286,7 +279,7 @@ Status lowering::lower_max_pool_8bit(const Graph& g, int node, Step& s) {
     if (!direct) tmp.resize(static_cast<size_t>(p.n * p.c * p.oh * p.ow));
     void* out = direct ? b.raw(yi) : tmp.data();
     cpu::max_pool2d_8bit(p, is_signed, lay->x_nhwc, b.raw(xi), out);
-    if (!direct) relayout_bytes(tmp.data(), lay->x_nhwc, p.n, p.c, p.oh * p.ow, b.raw(yi));
+    if (!direct) cpu::relayout_8bit(tmp.data(), lay->x_nhwc, p.n, p.c, p.oh * p.ow, b.raw(yi));
   };
   return Status();
 }
@@ -317,7 +310,7 @@ LOWER(QLinearAdd) {
   // NHWC around it, NHWC (an operand in the other layout is read through a transposed copy).
   auto layouts = std::make_shared<cpu::QAddLayouts>();
   layouts->n = ys[0], layouts->c = ys[1], layouts->pixels = ys[2] * ys[3];
-  const std::vector<int64_t> nhwc = {ys[1] * ys[2] * ys[3], 1, ys[3] * ys[1], ys[1]};
+  const std::vector<int64_t> nhwc = nhwc_strides(ys);
   auto l = std::make_shared<NativeLayout>();
   l->reads = {{ai, nhwc, false}, {bi, nhwc, false}};
   l->output = yi;
