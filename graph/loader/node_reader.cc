@@ -1,4 +1,5 @@
 // Template expansion (use/repeat/start/chain), node and initializer entries, typed attributes.
+#include <cstdint>
 #include <cstdlib>
 
 #include "graph/loader/loader_impl.h"
@@ -6,6 +7,22 @@
 namespace fusert::detail {
 
 namespace {
+
+// Element i of an i32 / i8 / u8 constant from `a`; false unless it is an integer in the type's range.
+bool set_small_int(Tensor* t, int64_t i, const AttrValue& a) {
+  if (a.type != AttrType::kInt) return false;
+  const DType d = t->dtype();
+  const int64_t lo = d == DType::kU8 ? 0 : d == DType::kI8 ? -128 : INT32_MIN;
+  const int64_t hi = d == DType::kU8 ? 255 : d == DType::kI8 ? 127 : INT32_MAX;
+  if (a.i < lo || a.i > hi) return false;
+  if (d == DType::kI32)
+    static_cast<int32_t*>(t->raw())[i] = static_cast<int32_t>(a.i);
+  else if (d == DType::kI8)
+    static_cast<int8_t*>(t->raw())[i] = static_cast<int8_t>(a.i);
+  else
+    static_cast<uint8_t*>(t->raw())[i] = static_cast<uint8_t>(a.i);
+  return true;
+}
 
 // Classifies a substituted scalar: int, float, or string (models/FORMAT.md, "Nodes").
 AttrValue classify(const std::string& s) {
@@ -189,12 +206,17 @@ Status Loader::add_initializer(const YAML::Node& n, const Bindings& env, Graph& 
       if (a.type == AttrType::kString)
         return fail(items[i]) << "constant '" << name << "': '" << s << "' is not a number";
       double d = a.type == AttrType::kInt ? static_cast<double>(a.i) : a.f;
-      if (v.dtype == DType::kI64)
+      if (v.dtype == DType::kI64) {
         v.data.i64()[i] = a.type == AttrType::kInt ? a.i : static_cast<int64_t>(d);
-      else if (v.dtype == DType::kF32)
+      } else if (v.dtype == DType::kF32) {
         v.data.f32()[i] = static_cast<float>(d);
-      else
-        return fail(n["dtype"]) << "constants must be f32 or i64";
+      } else if (v.dtype == DType::kI32 || v.dtype == DType::kI8 || v.dtype == DType::kU8) {
+        if (!set_small_int(&v.data, static_cast<int64_t>(i), a))
+          return fail(items[i]) << "constant '" << name << "': '" << s << "' is not an integer in "
+                                << dtype_name(v.dtype) << "'s range";
+      } else {
+        return fail(n["dtype"]) << "constants must be f32, i64, i32, i8 or u8";
+      }
     }
   } else if (v.dtype != DType::kF32) {
     return fail(n) << "weight '" << name << "' must be f32 (weights are converted to f32 on load)";

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "graph/base/unary_math.h"
+#include "kernels/cpu/erf_vec.h"
 #include "kernels/cpu/fused_kernels.h"
 #include "kernels/cpu/parallel.h"
 
@@ -42,12 +43,29 @@ void sigmoid(int64_t count, const float* x, float* y) {
   }
 }
 
+// Erf and Gelu in chunks across the team, each with Eigen's vectorised erf (erf_vec.h).
+void erf_family(EpOp op, int64_t count, const float* x, float* y) {
+  if (count <= 0) return;
+  constexpr int64_t kChunk = 1 << 14;
+  const int64_t chunks = (count + kChunk - 1) / kChunk;
+  const int team = detail::team_size(count * 8);
+#pragma omp parallel for num_threads(team) if (team > 1) schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t b = c * kChunk, n = std::min(kChunk, count - b);
+    if (op == EpOp::kErf)
+      detail::erf_span(x + b, n, y + b);
+    else
+      detail::gelu_span(x + b, n, y + b);
+  }
+}
+
 }  // namespace
 
 // Ops are lambdas, not function pointers: a pointer captured into the OpenMP outlined loop
 // would be an indirect call per element.
 void unary(EpOp op, float a, float b, int64_t count, const float* x, float* y) {
   if (op == EpOp::kSigmoid) return sigmoid(count, x, y);
+  if (op == EpOp::kErf || op == EpOp::kGelu) return erf_family(op, count, x, y);
   switch (op) {
 #define FUSERT_UNARY(Name, Row, Expr, Flops, Regs, Schema, Doc) \
   case EpOp::k##Name:                                           \

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "graph/base/unary_math.h"
+#include "kernels/cpu/erf_vec.h"
 #include "kernels/cpu/fused_internal.h"
 
 namespace fusert::cpu::detail {
@@ -56,6 +57,8 @@ void apply_binary(EpOp op, bool first, const float* in, const float* t, int64_t 
 }
 
 void apply_unary(EpOp op, float a, float b, const float* in, int64_t n, float* out) {
+  if (op == EpOp::kErf) return erf_span(in, n, out);  // vectorised (erf_vec.h)
+  if (op == EpOp::kGelu) return gelu_span(in, n, out);
   switch (op) {
     // The formula of every row of graph/base/unary_ops.def, inlined into its own loop.
 #define FUSERT_UNARY(Name, Row, Expr, Flops, Regs, Schema, Doc) \

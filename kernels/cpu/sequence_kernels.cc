@@ -1,6 +1,8 @@
 // Sequence-model kernels: LayerNorm, GELU, reductions, slice/gather/where/cast.
 #include "kernels/cpu/sequence_kernels.h"
 
+#include "kernels/cpu/parallel.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -293,6 +295,14 @@ void cast_integer(int64_t count, int from, const void* x, int to, void* y) {
 }  // namespace
 
 void cast(int64_t count, int from, const void* x, int to, void* y) {
+  if (from == 6 && to == 1) {  // int32 -> float (an int8 GEMM's accumulator): one rounding, vectorised
+    const auto* __restrict xi = static_cast<const int32_t*>(x);
+    auto* __restrict yf = static_cast<float*>(y);
+    const int team = detail::team_size(count);
+#pragma omp parallel for num_threads(team) if (team > 1) schedule(static)
+    for (int64_t i = 0; i < count; ++i) yf[i] = static_cast<float>(xi[i]);
+    return;
+  }
   if (from != 1) return cast_integer(count, from, x, to, y);
   for (int64_t i = 0; i < count; ++i) {
     double v = load_as_double(from, x, i);

@@ -61,6 +61,14 @@ std::string Emitter::const_f32s(const std::vector<float>& values) {
   return n;
 }
 
+std::string Emitter::const_ints(const std::string& dtype, const Dims& shape, const std::vector<int64_t>& values) {
+  std::string n = fresh("k");
+  inits_.push_back("  - {name: " + n + ", shape: " + shape_str(shape) + ", dtype: " + dtype +
+                   ", value: " + shape_str(values) + "}");
+  shapes_[n] = shape;
+  return n;
+}
+
 std::string Emitter::node(const std::string& op, const std::vector<std::string>& inputs, const Dims& out,
                           const std::string& attrs) {
   std::string y = fresh("v");
@@ -190,6 +198,11 @@ std::string epilogue_chain(Emitter& e, Rng& r, std::string cur, int max_ops) {
 GenGraph generate(uint64_t seed, const std::set<int>& skip) {
   Rng top(seed);
   GenGraph out;
+  if (is_qdq_seed(seed)) {
+    Emitter q;
+    qdq_graph(q, seed, skip, &out);
+    return out;
+  }
   int fam = static_cast<int>(top.below(10));
   out.family = fam < 5 ? "cnn" : fam < 8 ? "dense" : "transformer";
   Emitter e;

@@ -45,6 +45,8 @@ class Emitter {
   std::string const_i64(const std::vector<int64_t>& values);
   std::string const_f32(float value);
   std::string const_f32s(const std::vector<float>& values);
+  /// An integer constant of `dtype` ("i32", "i8", "u8") and `shape`.
+  std::string const_ints(const std::string& dtype, const Dims& shape, const std::vector<int64_t>& values);
   /// A node with one output of `out` shape; `attrs` is a YAML flow map body ("" = none).
   std::string node(const std::string& op, const std::vector<std::string>& inputs, const Dims& out,
                    const std::string& attrs = "");
@@ -75,6 +77,15 @@ struct GenGraph {
 
 /// Builds the graph for `seed`, leaving out the motifs whose indices are in `skip`.
 GenGraph generate(uint64_t seed, const std::set<int>& skip = {});
+/// True when `seed`'s graph is a QDQ network (family "qdq", graph_gen_quant.cc): drawn from a stream
+/// of its own, so that the other seeds keep their graphs.
+bool is_qdq_seed(uint64_t seed);
+/// A QDQ network as ONNX Runtime's quantize_static writes one: the input quantised once, then
+/// DequantizeLinear -> Conv (int8 weights, int32 bias) -> [Relu | Clip] -> QuantizeLinear, residual Adds
+/// and MaxPools between the same pairs, dequantised at the outputs. Every value between kernels is
+/// 8-bit, so every fusion mode and kernel set must give the same bits (fusert's rewrites read each
+/// pattern as QLinearConv, QLinearAdd, an 8-bit MaxPool; tests/fuzz_planner/fuzz_planner.cc).
+void qdq_graph(Emitter& e, uint64_t seed, const std::set<int>& skip, GenGraph* out);
 
 // Motif families (graph_gen_cnn.cc, graph_gen_dense.cc): each appends to `e`, reading and
 // replacing the running value `cur`.
@@ -85,6 +96,16 @@ void transformer_motif(Emitter& e, Rng& r, std::string& cur, int64_t batch, int6
 /// upsample with a lateral conv, a ConvTranspose head, Pad before a valid conv, an Expand or
 /// Tile gate. `cur` is a computed NCHW value; the motif's name goes to `name`.
 std::string resample_motif(Emitter& e, Rng& r, const std::string& cur, std::string* name);
+
+/// A convolution's attributes (graph_gen_cnn.cc): every kernel shape, stride, pad, dilation and group.
+struct ConvSpec {
+  int64_t m = 1, kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, group = 1;
+  int64_t pt = 0, pl = 0, pb = 0, pr = 0;
+  bool bias = true;
+};
+ConvSpec random_conv(Rng& r, const Dims& x);
+Dims conv_out(const Dims& x, const ConvSpec& c);
+std::string conv_attrs(const ConvSpec& c);  ///< the YAML attrs body
 
 /// A shape that broadcasts to `s` (numpy rules): some dims set to 1, leading dims maybe dropped;
 /// covers scalar, per-channel, per-row, per-column, spatial 1x1 and full patterns.

@@ -8,18 +8,8 @@
 namespace fusert::fuzz {
 namespace {
 
-struct ConvSpec {
-  int64_t m = 1, kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, group = 1;
-  int64_t pt = 0, pl = 0, pb = 0, pr = 0;
-  bool bias = true;
-};
-
 int64_t out_dim(int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0, int64_t p1) {
   return (in + p0 + p1 - d * (k - 1) - 1) / s + 1;
-}
-
-Dims conv_out(const Dims& x, const ConvSpec& c) {
-  return {x[0], c.m, out_dim(x[2], c.kh, c.sh, c.dh, c.pt, c.pb), out_dim(x[3], c.kw, c.sw, c.dw, c.pl, c.pr)};
 }
 
 // "Same" padding for stride 1: the output keeps the input's size.
@@ -39,48 +29,11 @@ void fit(const Dims& x, ConvSpec& c) {
 const std::vector<std::pair<int64_t, int64_t>> kKernels = {{1, 1}, {3, 3}, {1, 3}, {3, 1}, {5, 5},
                                                            {2, 2}, {1, 5}, {5, 1}, {3, 3}, {1, 1}};
 
-ConvSpec random_conv(Rng& r, const Dims& x) {
-  ConvSpec c;
-  const int64_t cin = x[1];
-  c.m = r.pick(std::vector<int64_t>{1, 2, 3, 4, 6, 8, cin});
-  int64_t g = r.below(10);
-  if (g < 2) {
-    c.group = cin;  // depthwise (multiplier 1 or 2)
-    c.m = cin * (r.chance(0.8) ? 1 : 2);
-  } else if (g < 3) {
-    std::vector<int64_t> divs;
-    for (int64_t d = 2; d <= cin; ++d)
-      if (cin % d == 0) divs.push_back(d);
-    if (!divs.empty()) {
-      c.group = r.pick(divs);
-      c.m = c.group * r.range(1, 2);
-    }
-  }
-  auto k = r.pick(kKernels);
-  c.kh = k.first;
-  c.kw = k.second;
-  if (r.chance(0.25)) c.sh = c.sw = 2;
-  if (r.chance(0.1)) c.sh = 2, c.sw = 1;
-  if (r.chance(0.15)) c.dh = c.dw = 2;
-  int64_t p = r.below(5);
-  if (p < 3) {
-    same_pads(c);
-  } else if (p == 4) {
-    c.pt = r.below(c.kh), c.pb = r.below(c.kh), c.pl = r.below(c.kw), c.pr = r.below(c.kw);
-  }
-  c.bias = r.chance(0.7);
-  fit(x, c);
-  return c;
-}
-
 std::string emit_conv(Emitter& e, const std::string& x, const ConvSpec& c) {
   const Dims& xs = e.shape(x);
   std::vector<std::string> in = {x, e.weight({c.m, xs[1] / c.group, c.kh, c.kw})};
   if (c.bias) in.push_back(e.weight({c.m}, "uniform"));
-  std::string attrs = "kernel_shape: " + shape_str({c.kh, c.kw}) + ", strides: " + shape_str({c.sh, c.sw}) +
-                      ", pads: " + shape_str({c.pt, c.pl, c.pb, c.pr}) + ", dilations: " + shape_str({c.dh, c.dw});
-  if (c.group != 1) attrs += ", group: " + std::to_string(c.group);
-  return e.node("Conv", in, conv_out(xs, c), attrs);
+  return e.node("Conv", in, conv_out(xs, c), conv_attrs(c));
 }
 
 std::string emit_bn(Emitter& e, const std::string& x) {
@@ -392,6 +345,51 @@ std::string convnext_block(Emitter& e, Rng& r, std::string x) {
 }
 
 }  // namespace
+
+Dims conv_out(const Dims& x, const ConvSpec& c) {
+  return {x[0], c.m, out_dim(x[2], c.kh, c.sh, c.dh, c.pt, c.pb), out_dim(x[3], c.kw, c.sw, c.dw, c.pl, c.pr)};
+}
+
+std::string conv_attrs(const ConvSpec& c) {
+  std::string attrs = "kernel_shape: " + shape_str({c.kh, c.kw}) + ", strides: " + shape_str({c.sh, c.sw}) +
+                      ", pads: " + shape_str({c.pt, c.pl, c.pb, c.pr}) + ", dilations: " + shape_str({c.dh, c.dw});
+  if (c.group != 1) attrs += ", group: " + std::to_string(c.group);
+  return attrs;
+}
+
+ConvSpec random_conv(Rng& r, const Dims& x) {
+  ConvSpec c;
+  const int64_t cin = x[1];
+  c.m = r.pick(std::vector<int64_t>{1, 2, 3, 4, 6, 8, cin});
+  int64_t g = r.below(10);
+  if (g < 2) {
+    c.group = cin;  // depthwise (multiplier 1 or 2)
+    c.m = cin * (r.chance(0.8) ? 1 : 2);
+  } else if (g < 3) {
+    std::vector<int64_t> divs;
+    for (int64_t d = 2; d <= cin; ++d)
+      if (cin % d == 0) divs.push_back(d);
+    if (!divs.empty()) {
+      c.group = r.pick(divs);
+      c.m = c.group * r.range(1, 2);
+    }
+  }
+  auto k = r.pick(kKernels);
+  c.kh = k.first;
+  c.kw = k.second;
+  if (r.chance(0.25)) c.sh = c.sw = 2;
+  if (r.chance(0.1)) c.sh = 2, c.sw = 1;
+  if (r.chance(0.15)) c.dh = c.dw = 2;
+  int64_t p = r.below(5);
+  if (p < 3) {
+    same_pads(c);
+  } else if (p == 4) {
+    c.pt = r.below(c.kh), c.pb = r.below(c.kh), c.pl = r.below(c.kw), c.pr = r.below(c.kw);
+  }
+  c.bias = r.chance(0.7);
+  fit(x, c);
+  return c;
+}
 
 void cnn_motif(Emitter& e, Rng& r, std::string& cur, std::string* name) {
   int64_t k = r.below(128);

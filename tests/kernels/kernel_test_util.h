@@ -10,6 +10,8 @@
 #include <random>
 #include <vector>
 
+#include "kernels/cpu/cpu_kernels.h"
+
 namespace fusert::test {
 
 /// Bound for comparisons against a naive double-precision reference: err <= kTol * (1 + |ref|).
@@ -65,6 +67,21 @@ inline void expect_values(const std::vector<float>& got, const std::vector<float
       CHECK(got[i] == doctest::Approx(want[i]).epsilon(eps));
     }
   }
+}
+
+/// Conv parameters: n images of c x h x w, m filters k x k, stride, dilation, groups, pads (top, left,
+/// bottom, right); the output size from them.
+inline fusert::cpu::ConvParams conv(int64_t n, int64_t c, int64_t h, int64_t w, int64_t m, int64_t k, int64_t stride,
+                                    int64_t dil, int64_t group, int64_t pt, int64_t pl, int64_t pb, int64_t pr) {
+  fusert::cpu::ConvParams p;
+  p.n = n, p.c = c, p.h = h, p.w = w, p.m = m, p.kh = p.kw = k;
+  p.stride_h = p.stride_w = stride;
+  p.dil_h = p.dil_w = dil;
+  p.group = group;
+  p.pad_top = pt, p.pad_left = pl, p.pad_bottom = pb, p.pad_right = pr;
+  p.oh = (h + pt + pb - dil * (k - 1) - 1) / stride + 1;
+  p.ow = (w + pl + pr - dil * (k - 1) - 1) / stride + 1;
+  return p;
 }
 
 }  // namespace fusert::test

@@ -159,3 +159,27 @@ TEST_CASE("clip, hard_sigmoid, hard_swish: naive loop over odd and large counts"
     CHECK(max_rel_err(y, ref) <= kTol);
   }
 }
+
+TEST_CASE("unary: Erf and Gelu (Eigen's vectorised erf) within 1e-6 / 2e-6 of double precision; NaN, infinities") {
+  // A dense grid over [-6, 6] against std::erf in double, errors over max(|value|, 0.4). Eigen's
+  // rational approximation is off by 3.2e-7 at most (near +-3.9, about 5 ulps of 1; libm's erff 6e-8),
+  // which Gelu's 1 + erf(x / sqrt(2)) carries to 7e-7 absolute near x = -5.6 (libm: 2e-7 over 0.4).
+  std::vector<float> x;
+  for (float v = -6.f; v <= 6.f; v += 1.f / 1024) x.push_back(v);
+  for (float v : {1e-30f, -1e-20f, 3e-8f, 0.f, -0.f}) x.push_back(v);
+  const std::vector<float> erf = run_unary(cpu::EpOp::kErf, x), gelu = run_unary(cpu::EpOp::kGelu, x);
+  double worst_erf = 0, worst_gelu = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double e = std::erf(static_cast<double>(x[i]));
+    const double g = 0.5 * x[i] * (1 + std::erf(x[i] / std::sqrt(2.0)));
+    worst_erf = std::max(worst_erf, std::fabs(erf[i] - e) / std::max(std::fabs(e), 0.4));
+    worst_gelu = std::max(worst_gelu, std::fabs(gelu[i] - g) / std::max(std::fabs(g), 0.4));
+    if (std::fabs(x[i]) < 1e-3f) CHECK(std::fabs(erf[i] - e) <= 1e-6 * std::fabs(e));  // relative near 0
+  }
+  CHECK(worst_erf <= 1e-6);
+  CHECK(worst_gelu <= 2e-6);
+  // NaN anywhere in a span stays NaN (Eigen's clamp would turn it into +-1); the span's other values
+  // stay right; infinities saturate as libm's.
+  expect_values(run_unary(cpu::EpOp::kErf, {0.5f, kNaN, kInf, -kInf}), {0.5204998778f, kNaN, 1, -1});
+  expect_values(run_unary(cpu::EpOp::kGelu, {1.f, kNaN, kInf, -1.f}), {0.8413447461f, kNaN, kInf, -0.1586552539f});
+}

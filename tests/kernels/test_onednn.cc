@@ -19,6 +19,7 @@ namespace cpu = fusert::cpu;
 namespace ft = fusert::test;
 using cpu::EpOp;
 using cpu::OperandMode;
+using ft::conv;
 
 namespace {
 
@@ -116,19 +117,6 @@ double compare(const std::vector<float>& got, const std::vector<float>& want) {
     worst = std::max(worst, std::abs(static_cast<double>(a) - b) / (1 + std::abs(static_cast<double>(a))));
   }
   return worst;
-}
-
-cpu::ConvParams conv(int64_t n, int64_t c, int64_t h, int64_t w, int64_t m, int64_t k, int64_t stride, int64_t dil,
-                     int64_t group, int64_t pt, int64_t pl, int64_t pb, int64_t pr) {
-  cpu::ConvParams p;
-  p.n = n, p.c = c, p.h = h, p.w = w, p.m = m, p.kh = p.kw = k;
-  p.stride_h = p.stride_w = stride;
-  p.dil_h = p.dil_w = dil;
-  p.group = group;
-  p.pad_top = pt, p.pad_left = pl, p.pad_bottom = pb, p.pad_right = pr;
-  p.oh = (h + pt + pb - dil * (k - 1) - 1) / stride + 1;
-  p.ow = (w + pl + pr - dil * (k - 1) - 1) / stride + 1;
-  return p;
 }
 
 }  // namespace
