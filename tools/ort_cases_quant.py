@@ -126,7 +126,34 @@ def element_ops_case(rng):
     return ("quant_element_ops", model, feeds)
 
 
+def qdq_add_ties_case(rng):
+    """Residual Adds in QDQ form with power-of-two scale ratios, so that many sums land on .5 exactly, and
+    odd output zero points: ONNX Runtime's QLinearAdd adds the zero point before it rounds (fusert's
+    QLinearAdd does the same); u8 + u8 -> u8, and u8 + s8 -> Relu -> s8."""
+    inits = {"sa": np.float32(2 ** -8), "za": np.uint8(123), "sb": np.float32(2 ** -6), "zb": np.uint8(110),
+             "sy": np.float32(2 ** -6), "zy": np.uint8(105), "sc": np.float32(2 ** -7), "zc": np.int8(3),
+             "sz": np.float32(2 ** -5), "zz": np.int8(-5)}
+    nodes = [helper.make_node("DequantizeLinear", ["a", "sa", "za"], ["da"]),
+             helper.make_node("DequantizeLinear", ["b", "sb", "zb"], ["db"]),
+             helper.make_node("Add", ["da", "db"], ["s"]),
+             helper.make_node("QuantizeLinear", ["s", "sy", "zy"], ["y"]),
+             helper.make_node("DequantizeLinear", ["y", "sy", "zy"], ["dy"]),
+             helper.make_node("DequantizeLinear", ["c", "sc", "zc"], ["dc"]),
+             helper.make_node("Add", ["dy", "dc"], ["t"]), helper.make_node("Relu", ["t"], ["r"]),
+             helper.make_node("QuantizeLinear", ["r", "sz", "zz"], ["z"])]
+    shape = ["n", 4, 8, 8]
+    model = _model(nodes, [helper.make_tensor_value_info("a", TensorProto.UINT8, shape),
+                           helper.make_tensor_value_info("b", TensorProto.UINT8, shape),
+                           helper.make_tensor_value_info("c", TensorProto.INT8, shape)],
+                   [("y", TensorProto.UINT8), ("z", TensorProto.INT8)], inits, "quant_add_ties", 13)
+    feeds = [{"a": rng.integers(0, 256, [n, 4, 8, 8]).astype(np.uint8),
+              "b": rng.integers(0, 256, [n, 4, 8, 8]).astype(np.uint8),
+              "c": rng.integers(-128, 128, [n, 4, 8, 8]).astype(np.int8)} for n in (1, 2)]
+    return ("quant_add_ties", model, feeds)
+
+
 def quant_cases():
     """(name, model, [feeds per test_data_set]) of the quantised cases."""
     rng = np.random.default_rng(35)
-    return [f(rng) for f in (qlinear_conv_case, qdq_convnet_case, dynamic_mlp_case, element_ops_case)]
+    return [f(rng) for f in (qlinear_conv_case, qdq_convnet_case, dynamic_mlp_case, element_ops_case,
+                          qdq_add_ties_case)]

@@ -76,8 +76,9 @@ void requantize_nhwc(const Requant& r, int64_t n, int64_t pixels, int64_t m, con
                      bool nhwc_out = false);
 
 /// QLinearAdd over n elements: y = saturate(round_half_even(clip((a - za) * sa + (b - zb) * sb, lo, hi) / sy)
-/// + zy), the arithmetic of DequantizeLinear, Add, (Relu / Clip,) QuantizeLinear in f32; a, b, y of types
-/// `at`, `bt`, `yt` (i8 / u8).
+/// + zy), DequantizeLinear, Add, (Relu / Clip,) QuantizeLinear, in ONNX Runtime's f32 arithmetic for the
+/// same pattern (where it fuses one, its QLinearAdd kernel's scale ratios and fused multiply-adds:
+/// quantize.cc); a, b, y of types `at`, `bt`, `yt` (i8 / u8).
 struct QAddParams {
   float sa = 1, sb = 1, sy = 1, lo = -3.4e38f, hi = 3.4e38f;
   int32_t za = 0, zb = 0, zy = 0;

@@ -260,7 +260,8 @@ std::string check_model(const std::string& path, int threads) {
     std::ifstream f(path);
     std::string first;
     std::getline(f, first);
-    if (first.find(", family qdq,") != std::string::npos) return check_qdq_model(path, threads);
+    if (first.find(", family qdq") != std::string::npos)
+      return check_qdq_model(path, threads, first.find("power-of-two scales") != std::string::npos);
   }
   auto ref = open(path, nullptr, threads);
   if (!ref.ok()) return "fusion raw: load failed: " + ref.status().to_string();

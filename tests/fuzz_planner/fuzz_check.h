@@ -52,7 +52,8 @@ std::string check_symbolic(const std::string& path, int threads, const TensorMap
                            const std::map<std::string, double>& tol);
 /// Every mode on the model at `path`; empty when all agree, else what failed first.
 std::string check_model(const std::string& path, int threads);
-/// The same for a QDQ network (graph_gen.h qdq_graph): every mode and kernel set to the bit.
-std::string check_qdq_model(const std::string& path, int threads);
+/// The same for a QDQ network (graph_gen.h qdq_graph): every mode and kernel set to the bit; `pow2`:
+/// its scales are powers of two (exact ties everywhere: raw is compared more loosely).
+std::string check_qdq_model(const std::string& path, int threads, bool pow2);
 
 }  // namespace fusert::fuzz

@@ -166,7 +166,8 @@ void qdq_graph(Emitter& e, uint64_t seed, const std::set<int>& skip, GenGraph* o
     if (top.chance(0.15) && !skip.count(i)) e.mark_output(dequantize(e, cur));
   }
   dequantize(e, cur);  // the output, in f32
-  std::string header = "# fuzz_planner: seed " + std::to_string(seed) + ", family qdq, motifs:";
+  std::string header = "# fuzz_planner: seed " + std::to_string(seed) + ", family qdq" +
+                       (g_pow2 ? " (power-of-two scales)" : "") + ", motifs:";
   for (const std::string& m : out->motifs) header += " " + m + ";";
   out->yaml = e.yaml("fuzz_" + std::to_string(seed), header + "\n");
   out->nodes = e.nodes();
