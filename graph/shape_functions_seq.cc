@@ -269,9 +269,15 @@ Status shape_Cast(ShapeContext& c) {
     case 9:
       t = DType::kBool;
       break;
+    case 2:
+      t = DType::kU8;
+      break;
+    case 3:
+      t = DType::kI8;
+      break;
     default:
       return c.unsupported() << "Cast to TensorProto type " << to
-                             << " is not supported (1 float, 6 int32, 7 int64, 9 bool"
+                             << " is not supported (1 float, 2 uint8, 3 int8, 6 int32, 7 int64, 9 bool"
                              << (to == 11 ? "; SessionOptions::f64_as_f32, infer --f64-as-f32, runs a float64 model "
                                             "in float32"
                                           : "")

@@ -139,8 +139,8 @@ static bool dtype_free_input(OpKind op, size_t i) {
   }
 }
 
-// Ops that take i8 / u8 tensors: the quantisation ops, the views (no kernel of their own), Gather and
-// Transpose.
+// Ops that take i8 / u8 tensors: the quantisation ops, the views (no kernel of their own), Gather,
+// Transpose and Cast.
 // Every other op refuses them before its kernel could read a byte as a wider element.
 static bool takes_int8(OpKind op) {
   switch (op) {
@@ -157,6 +157,7 @@ static bool takes_int8(OpKind op) {
     case OpKind::kUnsqueeze:
     case OpKind::kGather:  // moves elements by size: a quantised embedding table (quantize_dynamic)
     case OpKind::kTranspose:
+    case OpKind::kCast:  // to and from 8 bits (DynamicQuantizeLinear written out, as ONNX's expanded tests do)
       return true;
     default:
       return false;

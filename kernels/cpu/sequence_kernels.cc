@@ -246,21 +246,12 @@ void where(const std::vector<int64_t>& out_shape, const std::vector<int64_t>& c_
 }
 
 namespace {
-double load_as_double(int type, const void* x, int64_t i) {
-  switch (type) {
-    case 1:
-      return static_cast<const float*>(x)[i];
-    case 6:
-      return static_cast<const int32_t*>(x)[i];
-    case 7:
-      return static_cast<double>(static_cast<const int64_t*>(x)[i]);
-    default:
-      return static_cast<const uint8_t*>(x)[i] != 0;
-  }
-}
-
 int64_t load_as_int64(int type, const void* x, int64_t i) {
   switch (type) {
+    case 2:
+      return static_cast<const uint8_t*>(x)[i];
+    case 3:
+      return static_cast<const int8_t*>(x)[i];
     case 6:
       return static_cast<const int32_t*>(x)[i];
     case 7:
@@ -270,26 +261,59 @@ int64_t load_as_int64(int type, const void* x, int64_t i) {
   }
 }
 
+// v into element i of a `to` integer or bool array: an integer keeps its low bits (two's complement
+// wrap, as numpy and ONNX Runtime do: int64 -> int32, 300 -> uint8 44).
+void store_int64(int to, int64_t v, void* y, int64_t i) {
+  const uint64_t u = static_cast<uint64_t>(v);
+  switch (to) {
+    case 2:
+      static_cast<uint8_t*>(y)[i] = static_cast<uint8_t>(u);
+      break;
+    case 3:
+      static_cast<int8_t*>(y)[i] = static_cast<int8_t>(static_cast<uint8_t>(u));
+      break;
+    case 6:
+      static_cast<int32_t*>(y)[i] = static_cast<int32_t>(static_cast<uint32_t>(u));
+      break;
+    case 7:
+      static_cast<int64_t*>(y)[i] = v;
+      break;
+    default:
+      static_cast<uint8_t*>(y)[i] = v != 0 ? 1 : 0;
+      break;
+  }
+}
+
 // Integer (or bool) to anything without a double: an i64 beyond 2^53 stays exact, i64 -> f32
-// rounds once, and i64 -> i32 keeps the low 32 bits (two's complement wrap, as numpy and ONNX
-// Runtime do).
+// rounds once.
 void cast_integer(int64_t count, int from, const void* x, int to, void* y) {
   for (int64_t i = 0; i < count; ++i) {
     const int64_t v = load_as_int64(from, x, i);
-    switch (to) {
-      case 1:
-        static_cast<float*>(y)[i] = static_cast<float>(v);
-        break;
-      case 6:
-        static_cast<int32_t*>(y)[i] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v)));
-        break;
-      case 7:
-        static_cast<int64_t*>(y)[i] = v;
-        break;
-      default:
-        static_cast<uint8_t*>(y)[i] = v != 0 ? 1 : 0;
-        break;
-    }
+    if (to == 1)
+      static_cast<float*>(y)[i] = static_cast<float>(v);
+    else
+      store_int64(to, v, y, i);
+  }
+}
+
+// float to an integer type: truncated toward zero. NaN and values out of range, which C++ leaves
+// undefined, give what x86's conversion gives (and so ONNX Runtime there): the type's minimum for
+// int32 and int64, and for 8 bits the low byte of int32's minimum, 0, as a float goes to 8 bits
+// through int32 (300.5 -> uint8 44). To bool: v != 0 (NaN is true).
+void cast_float(int64_t count, const float* x, int to, void* y) {
+  for (int64_t i = 0; i < count; ++i) {
+    const double v = x[i];
+    const bool in32 = v >= -2147483648.0 && v < 2147483648.0;
+    if (to == 9)
+      static_cast<uint8_t*>(y)[i] = v != 0 ? 1 : 0;
+    else if (to == 1)
+      static_cast<float*>(y)[i] = x[i];
+    else if (to == 7)
+      static_cast<int64_t*>(y)[i] = v >= -9.2233720368547758e18 && v < 9.2233720368547758e18
+                                        ? static_cast<int64_t>(v)
+                                        : std::numeric_limits<int64_t>::min();
+    else
+      store_int64(to, in32 ? static_cast<int32_t>(v) : std::numeric_limits<int32_t>::min(), y, i);
   }
 }
 }  // namespace
@@ -304,23 +328,7 @@ void cast(int64_t count, int from, const void* x, int to, void* y) {
     return;
   }
   if (from != 1) return cast_integer(count, from, x, to, y);
-  for (int64_t i = 0; i < count; ++i) {
-    double v = load_as_double(from, x, i);
-    switch (to) {
-      case 1:
-        static_cast<float*>(y)[i] = static_cast<float>(v);
-        break;
-      case 6:
-        static_cast<int32_t*>(y)[i] = static_cast<int32_t>(v);
-        break;
-      case 7:
-        static_cast<int64_t*>(y)[i] = static_cast<int64_t>(v);
-        break;
-      default:
-        static_cast<uint8_t*>(y)[i] = v != 0 ? 1 : 0;
-        break;
-    }
-  }
+  cast_float(count, static_cast<const float*>(x), to, y);
 }
 
 }  // namespace fusert::cpu

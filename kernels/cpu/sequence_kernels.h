@@ -61,7 +61,7 @@ void where(const std::vector<int64_t>& out_shape, const std::vector<int64_t>& c_
            const std::vector<int64_t>& a_shape, const void* a, const std::vector<int64_t>& b_shape, const void* b,
            size_t esize, void* y);
 
-/// Element type codes for cast (ONNX TensorProto): 1 float, 6 int32, 7 int64, 9 bool.
+/// Element type codes for cast (ONNX TensorProto): 1 float, 2 uint8, 3 int8, 6 int32, 7 int64, 9 bool.
 void cast(int64_t count, int from, const void* x, int to, void* y);
 
 }  // namespace fusert::cpu

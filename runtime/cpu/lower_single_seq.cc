@@ -44,7 +44,22 @@ bool trailing_axes(const Shape& x, std::vector<int64_t> axes) {
   return !axes.empty();
 }
 
-int dtype_code(DType t) { return t == DType::kF32 ? 1 : t == DType::kI32 ? 6 : t == DType::kI64 ? 7 : 9; }
+int dtype_code(DType t) {
+  switch (t) {
+    case DType::kF32:
+      return 1;
+    case DType::kU8:
+      return 2;
+    case DType::kI8:
+      return 3;
+    case DType::kI32:
+      return 6;
+    case DType::kI64:
+      return 7;
+    default:
+      return 9;
+  }
+}
 
 }  // namespace
 

@@ -4,6 +4,8 @@
 // naive loop where the op computes, and the run-time Gather range check.
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -280,4 +282,35 @@ TEST_CASE("Cast between f32, i64 and bool") {
   REQUIRE(c.at("y").dtype() == DType::kBool);
   const uint8_t* bv = static_cast<const uint8_t*>(c.at("y").raw());
   CHECK(std::vector<uint8_t>(bv, bv + 4) == std::vector<uint8_t>{0, 0, 1, 1});
+}
+
+TEST_CASE("Cast to and from 8 bits: truncation, the low byte of what leaves the range (as numpy / ONNX Runtime)") {
+  ModelBuilder to_u8;
+  to_u8.input("x", {7}).node("Cast", {"x"}, "y", "to: 2").output("y");
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  TensorMap a = run_model(to_u8, {{"x", Tensor::f32({7}, {0.f, 1.9f, 255.f, 300.5f, -1.f, -0.9f, nan})}});
+  REQUIRE(a.at("y").dtype() == DType::kU8);
+  const auto* u = static_cast<const uint8_t*>(a.at("y").raw());
+  // 300 -> 300 mod 256 = 44; -1 -> 255; -0.9 -> 0 (toward zero); NaN -> 0 (int32's minimum, low byte)
+  CHECK(std::vector<int>(u, u + 7) == std::vector<int>{0, 1, 255, 44, 255, 0, 0});
+  ModelBuilder to_i8;
+  to_i8.input("x", {5}, "i64").node("Cast", {"x"}, "y", "to: 3").output("y");
+  TensorMap b = run_model(to_i8, {{"x", i64_tensor({5}, {-128, 127, 128, -129, 1000})}});
+  REQUIRE(b.at("y").dtype() == DType::kI8);
+  const auto* s = static_cast<const int8_t*>(b.at("y").raw());
+  CHECK(std::vector<int>(s, s + 5) == std::vector<int>{-128, 127, -128, 127, -24});  // 1000 = 3 * 256 + 232
+  // And back: u8 -> f32 (the values, not the bytes as signed) and i8 -> i32.
+  ModelBuilder back;
+  back.input("x", {7})
+      .node("Cast", {"x"}, "q", "to: 2")
+      .node("Cast", {"q"}, "f", "to: 1")
+      .node("Cast", {"q"}, "i", "to: 3")
+      .node("Cast", {"i"}, "j", "to: 6")
+      .output("f")
+      .output("j");
+  TensorMap c = run_model(back, {{"x", Tensor::f32({7}, {0.f, 1.9f, 255.f, 300.5f, -1.f, -0.9f, nan})}});
+  expect_values(c.at("f"), {7}, {0, 1, 255, 44, 255, 0, 0}, 0);
+  REQUIRE(c.at("j").dtype() == DType::kI32);
+  const auto* j = static_cast<const int32_t*>(c.at("j").raw());
+  CHECK(std::vector<int>(j, j + 7) == std::vector<int>{0, 1, -1, 44, -1, 0, 0});
 }
