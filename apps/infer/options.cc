@@ -63,7 +63,9 @@ timing.
   --precision P           f32 (default) or bf16: Conv, Gemm and MatMul by weights round their
                           input and weights to bfloat16, accumulate in f32 (oneDNN; a CPU
                           with AVX512_BF16 or AMX, else an error); other ops and the tensors
-                          between steps stay f32
+                          between steps stay f32. int8 is not a precision: a quantised ONNX
+                          file (QDQ or QOperator, as tools/quantize.py writes one) runs int8
+                          as it is; --profile shows its onednn_qconv steps
   --profile-guided        run once unfused, time every op, let hot ops drive vertical
                           fusion first and cold ones horizontal
   --explain               print every fusion group, every refused candidate with its reason,
@@ -308,7 +310,10 @@ Result<InferOptions> parse_args(int argc, char** argv) {
   }
   if (o.session.precision != "f32" && o.session.precision != "bf16")
     return error(StatusCode::kInvalidArgument)
-           << "--precision: expected f32 or bf16, got '" << o.session.precision << "'";
+           << "--precision: expected f32 or bf16, got '" << o.session.precision << "'"
+           << (o.session.precision == "int8"
+                   ? " (an int8 model is a quantised ONNX file, which runs as it is: tools/quantize.py makes one)"
+                   : "");
   if (o.session.device != "cpu" && o.session.device != "cuda") {
     return error(StatusCode::kInvalidArgument) << "--device: expected cpu or cuda, got '" << o.session.device << "'";
   }

@@ -1,4 +1,5 @@
 // Template expansion (use/repeat/start/chain), node and initializer entries, typed attributes.
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 
@@ -28,8 +29,9 @@ bool set_small_int(Tensor* t, int64_t i, const AttrValue& a) {
 AttrValue classify(const std::string& s) {
   AttrValue a;
   char* end = nullptr;
+  errno = 0;
   long long i = std::strtoll(s.c_str(), &end, 10);
-  if (!s.empty() && *end == '\0') {
+  if (!s.empty() && *end == '\0' && errno != ERANGE) {  // beyond int64: a float (no integer constant takes it)
     a.type = AttrType::kInt;
     a.i = i;
     return a;
@@ -207,7 +209,9 @@ Status Loader::add_initializer(const YAML::Node& n, const Bindings& env, Graph& 
         return fail(items[i]) << "constant '" << name << "': '" << s << "' is not a number";
       double d = a.type == AttrType::kInt ? static_cast<double>(a.i) : a.f;
       if (v.dtype == DType::kI64) {
-        v.data.i64()[i] = a.type == AttrType::kInt ? a.i : static_cast<int64_t>(d);
+        if (a.type != AttrType::kInt)
+          return fail(items[i]) << "constant '" << name << "': '" << s << "' is not an integer in i64's range";
+        v.data.i64()[i] = a.i;
       } else if (v.dtype == DType::kF32) {
         v.data.f32()[i] = static_cast<float>(d);
       } else if (v.dtype == DType::kI32 || v.dtype == DType::kI8 || v.dtype == DType::kU8) {

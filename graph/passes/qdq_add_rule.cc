@@ -6,10 +6,12 @@
 //   bq -> DQ(sb, zb) --+
 //     =>  aq, bq -> QLinearAdd(sa, za, sb, zb, sy, zy; act_min, act_max) -> yq
 //
-// One pass over int8 in and out instead of four (two DequantizeLinears, the Add, the QuantizeLinear)
-// with the same arithmetic in f32, so the same bits. Conditions: every scale and zero point a
-// constant of one value; A and B 8-bit and of the output's shape (no broadcast); the Add's and the
-// activation's outputs read only along the pattern. The DequantizeLinears stay for other readers.
+// One pass over int8 in and out instead of four (two DequantizeLinears, the Add, the QuantizeLinear),
+// in ONNX Runtime's f32 arithmetic for the pattern (kernels/cpu/quantize.cc qlinear_add: its fused
+// kernel's where it fuses one, else the four ops' own, which round differently next to a tie).
+// Conditions: every scale and zero point a constant of one value (scales finite and non-zero); A and B 8-bit and of the
+// output's shape (no broadcast); the Add's and the activation's outputs read only along the pattern. The
+// DequantizeLinears stay for other readers.
 #include "graph/passes/match_util.h"
 #include "graph/passes/pattern_rewrite.h"
 #include "graph/passes/qdq_match.h"

@@ -12,8 +12,10 @@
 // weights' DequantizeLinear would fold into f32). Conditions: 2-D; x, y per tensor; w per tensor
 // or per output channel (axis 0), a constant; the bias absent or a constant int32 whose scale is
 // x_scale * w_scale (to 1e-6: quantisers round that product their own way), its zero point 0; scales and zero points
-// constants; the Conv's and the activation's outputs read only along the pattern. The DequantizeLinears stay for other
+// constants, finite and non-zero; no accumulator beyond int32 (the kernels would wrap, the f32 ops do
+// not); the Conv's and the activation's outputs read only along the pattern. The DequantizeLinears stay for other
 // readers (dead-code elimination removes them otherwise).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -48,6 +50,27 @@ ValueId int_bias(const Graph& g, const Node& dqb, float sx, const Tensor& sw) {
   return dqb.inputs[0];
 }
 
+// True when no accumulator (acc = sum (x - zx) * (w - zw), + bias) can leave int32: int8 kernels
+// (ONNX Runtime's too) would wrap where the f32 ops the pattern stands for do not.
+bool fits_int32(const Graph& g, const Node& dqx, const Node& dqw, ValueId bias) {
+  const Value* zx = constant(g, dqx.inputs[2]);
+  const Value* w = constant(g, dqw.inputs[0]);
+  const Value* zw = constant(g, dqw.inputs[2]);
+  const bool s8 = g.value(dqx.inputs[0]).dtype == DType::kI8;
+  const double z = quant::value_at(zx->data, 0),
+               x_max = std::max(std::fabs((s8 ? -128 : 0) - z), std::fabs((s8 ? 127 : 255) - z));
+  const int64_t m = w->data.shape()[0], k = w->data.numel() / std::max<int64_t>(m, 1);
+  const Value* b = bias == kNoValue ? nullptr : constant(g, bias);
+  for (int64_t c = 0; c < m; ++c) {
+    const double wz = quant::value_at(zw->data, zw->data.numel() == 1 ? 0 : c);
+    double sum = 0;
+    for (int64_t i = 0; i < k; ++i) sum += std::fabs(quant::value_at(w->data, c * k + i) - wz);
+    const double bc = b ? std::fabs(static_cast<double>(quant::value_at(b->data, c))) : 0.0;
+    if (sum * x_max + bc >= 2147483647.0) return false;
+  }
+  return true;
+}
+
 class QdqConvRule : public RewriteRule {
  public:
   const char* name() const override { return "qdq_conv"; }
@@ -69,7 +92,7 @@ class QdqConvRule : public RewriteRule {
     }
     const Value* sw = constant(g, dqw->inputs[1]);
     const Value* zw = dqw->inputs.size() > 2 ? constant(g, dqw->inputs[2]) : nullptr;
-    if (!sw || sw->data.dtype() != DType::kF32 || !zw) return false;
+    if (!sw || !usable_scales(sw->data) || !zw) return false;
     const int64_t out_ch = g.value(dqw->inputs[0]).shape[0];
     if (sw->data.numel() != 1 && (sw->data.numel() != out_ch || dqw->attr_i("axis") != 0)) return false;
     ValueId bias = kNoValue;
@@ -79,6 +102,7 @@ class QdqConvRule : public RewriteRule {
       bias = dqb ? int_bias(g, *dqb, sx, sw->data) : kNoValue;
       if (bias == kNoValue) return false;
     }
+    if (!fits_int32(g, *dqx, *dqw, bias)) return false;
     m->root = anchor;
     Node qc = make_node(OpKind::kQLinearConv, conv.name, conv.loc);
     for (const char* a : {"kernel_shape", "strides", "pads", "dilations", "group", "auto_pad"})

@@ -11,11 +11,17 @@ namespace fusert::qdq {
 
 const Value* constant(const Graph& g, ValueId v) { return fixed_data(g, v) ? &g.value(v) : nullptr; }
 
+bool usable_scales(const Tensor& s) {
+  if (s.dtype() != DType::kF32) return false;
+  for (int64_t i = 0; i < s.numel(); ++i)
+    if (!std::isfinite(s.f32()[i]) || s.f32()[i] == 0.f) return false;
+  return true;
+}
+
 bool per_tensor(const Graph& g, const Node& n) {
   const Value* s = constant(g, n.inputs[1]);
   const Value* z = n.inputs.size() > 2 ? constant(g, n.inputs[2]) : nullptr;
-  return s && s->data.numel() == 1 && s->data.dtype() == DType::kF32 &&
-         (n.inputs.size() < 3 || (z && z->data.numel() == 1));
+  return s && s->data.numel() == 1 && usable_scales(s->data) && (n.inputs.size() < 3 || (z && z->data.numel() == 1));
 }
 
 const Node* dq_of(const Graph& g, ValueId v) {

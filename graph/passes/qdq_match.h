@@ -12,8 +12,11 @@ namespace fusert::qdq {
 
 /// `v` when its data is bound and the same at every shape (graph_edit.h fixed_data), else nullptr.
 const Value* constant(const Graph& g, ValueId v);
-/// A QuantizeLinear / DequantizeLinear whose scale is one f32 constant and whose zero point (if any)
-/// is one constant.
+/// f32 scales, each finite and non-zero (an infinite or NaN scale makes 0 * inf = NaN, which the
+/// integer kernels cannot carry: such a pattern stays as its f32 ops).
+bool usable_scales(const Tensor& s);
+/// A QuantizeLinear / DequantizeLinear whose scale is one usable f32 constant and whose zero point
+/// (if any) is one constant.
 bool per_tensor(const Graph& g, const Node& n);
 /// The DequantizeLinear producing `v`, or nullptr.
 const Node* dq_of(const Graph& g, ValueId v);

@@ -7,7 +7,8 @@
 // its values, and QuantizeLinear of a dequantised 8-bit v with the same scale and zero point is v
 // ((v - z) * s / s rounds back to the integer v - z); a window of padding alone is -inf in f32, which
 // QuantizeLinear saturates to the type's minimum, what the 8-bit kernel writes. Conditions: per
-// tensor, the same scale and zero point (value and type), the MaxPool's output read only by the
+// tensor, the same positive scale (a negative one reverses the order: the max of the 8-bit values
+// would be the min of the real ones) and zero point (value and type), the MaxPool's output read only by the
 // QuantizeLinear (no activation between). The DequantizeLinear stays for other readers.
 #include "graph/base/quant_math.h"
 #include "graph/passes/match_util.h"
@@ -27,7 +28,8 @@ bool same_quantisation(const Graph& g, const Node& dq, const Node& q) {
   if (!per_tensor(g, dq) || !per_tensor(g, q) || dq.inputs.size() < 3 || q.inputs.size() < 3) return false;
   const Tensor& zd = constant(g, dq.inputs[2])->data;
   const Tensor& zq = constant(g, q.inputs[2])->data;
-  return constant(g, dq.inputs[1])->data.f32()[0] == constant(g, q.inputs[1])->data.f32()[0] &&
+  const float s = constant(g, dq.inputs[1])->data.f32()[0];
+  return s > 0.f && s == constant(g, q.inputs[1])->data.f32()[0] &&  // > 0: the dequantisation increases
          zd.dtype() == zq.dtype() && quant::value_at(zd, 0) == quant::value_at(zq, 0);
 }
 

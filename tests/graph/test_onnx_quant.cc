@@ -405,6 +405,23 @@ TEST_CASE("A QDQ Conv + Clip reads as one QLinearConv (qdq_conv): int8 in, int8 
     REQUIRE_MESSAGE(y.ok(), y.status().to_string());
     CHECK(ints_of<uint8_t>(y->at("yq")) == std::vector<int>{8, 0, 8, 8});
   }
+  // A bias of 2^31 - 3: acc + bias could leave int32, which the int8 kernels would wrap (to about
+  // -2^31: 0 after the clip). The rewrite refuses it; the f32 ops give (acc + bias) * 0.25, clipped to
+  // 1, / 0.125 = 8 everywhere.
+  auto big = m;
+  for (auto& t : *big.mutable_graph()->mutable_initializer())
+    if (t.name() == "bq") {
+      const int32_t b = 2147483645;
+      t.clear_int32_data();
+      t.set_raw_data(std::string(reinterpret_cast<const char*>(&b), 4));
+    }
+  auto s_big = Session::load(save(big, "qdq_conv_big_bias.onnx"), SessionOptions{});
+  REQUIRE_MESSAGE(s_big.ok(), s_big.status().to_string());
+  const std::string kb = kernels_of(**s_big, {{"xq", x}});
+  CHECK_MESSAGE(kb.find("qconv") == std::string::npos, kb);
+  auto y_big = (*s_big)->run({{"xq", x}});
+  REQUIRE_MESSAGE(y_big.ok(), y_big.status().to_string());
+  CHECK(ints_of<uint8_t>(y_big->at("yq")) == std::vector<int>{8, 8, 8, 8});
 }
 
 TEST_CASE("MatMulInteger by constant int8 weights: oneDNN's int8 matmul and the reference kernel agree by hand") {
@@ -546,11 +563,11 @@ TEST_CASE("A QDQ chain of convolutions and a residual keeps its int8 activations
 TEST_CASE("A QDQ MaxPool of one scale and zero point runs on the 8-bit values (qdq_maxpool), by hand") {
   // x (u8) [1, 1, 4, 4] -> DequantizeLinear(0.5, 10) -> MaxPool 2x2 stride 2 -> QuantizeLinear(0.5, 10):
   // the maximum of each 2x2 block of x itself.
-  auto build = [](float out_scale) {
+  auto build = [](float out_scale, float in_scale = 0.5f) {
     auto m = model(13);
     auto* g = m.mutable_graph();
     add_input(g, "x", {1, 1, 4, 4}, "", -1, onnx::TensorProto::UINT8);
-    add_f32(g, "s", {}, {0.5f});
+    add_f32(g, "s", {}, {in_scale});
     add_f32(g, "so", {}, {out_scale});
     add_typed<uint8_t>(g, "z", onnx::TensorProto::UINT8, {}, {10});
     add_node(g, "DequantizeLinear", {"x", "s", "z"}, {"d"}, "dq");
@@ -589,6 +606,17 @@ TEST_CASE("A QDQ MaxPool of one scale and zero point runs on the 8-bit values (q
   auto y = (*s)->run(in);
   REQUIRE_MESSAGE(y.ok(), y.status().to_string());
   CHECK(ints_of<uint8_t>(y->at("y")) == std::vector<int>{255, 6, 12, 255});
+  // A negative scale (both -0.5) reverses the order: the real maximum is each block's smallest x, which
+  // quantises back to itself. The rule must not pool the 8-bit values (it would give 200, 8, 11, 255).
+  for (const char* fusion : {"none", "all"}) {
+    SessionOptions opt;
+    opt.fusion = fusion;
+    auto sn = Session::load(save(build(-0.5f, -0.5f), "qdq_maxpool_neg.onnx"), opt);
+    REQUIRE_MESSAGE(sn.ok(), sn.status().to_string());
+    auto yn = (*sn)->run(in);
+    REQUIRE_MESSAGE(yn.ok(), yn.status().to_string());
+    CHECK_MESSAGE(ints_of<uint8_t>(yn->at("y")) == std::vector<int>({1, 3, 0, 9}), fusion);
+  }
 }
 
 TEST_CASE("MaxPool of 8-bit values: NCHW and NHWC, padding never selected, by hand") {

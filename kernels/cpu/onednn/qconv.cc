@@ -7,8 +7,8 @@
 //  - fused (the fast one): the requantisation as the primitive's epilogue, in the reference's order
 //    of f32 operations: f32 bias, binary_mul by the per-channel multiplier, clip, round (half to even),
 //    linear +zero_point, the saturating store to 8 bits. float(acc) + float(bias) is float(acc + bias)
-//    when both are exact in f32, so it is taken only when |bias| and the accumulator's bound
-//    (sum |w| * max |x - x_zero_point| per channel) are at most 2^24;
+//    when both are exact in f32, so it is taken only when |bias| and the accumulator's range over
+//    every input (per channel, from the weights' signs and x's range) are within 2^24;
 //  - else the accumulator into an NHWC s32 buffer and our requantisation pass (cpu::requantize_nhwc).
 // Weights (s8) reordered once, with the zero-point compensation oneDNN wants.
 #include <algorithm>
@@ -29,17 +29,20 @@ memory::data_type int8_type(DType t) { return t == DType::kI8 ? memory::data_typ
 
 constexpr double kExactF32 = 16777216.0;  // 2^24: every integer up to it is exact in f32
 
-// True when oneDNN's f32 epilogue reproduces requantize_one to the bit (see the file comment).
+// True when oneDNN's f32 epilogue reproduces requantize_one to the bit (see the file comment): per
+// channel, the accumulator's range over every input, sum over taps of w * (x - zx) with x - zx in
+// [qmin - zx, qmax - zx] (each weight's sign picks the end), within +-2^24, and |bias| too.
 bool requant_exact_in_f32(const ConvParams& p, DType xt, int32_t x_zero_point, const int8_t* w, const Requant& r) {
   for (int32_t b : r.bias)
     if (std::abs(static_cast<double>(b)) > kExactF32) return false;
-  const double lo = xt == DType::kI8 ? -128 : 0, hi = xt == DType::kI8 ? 127 : 255;
-  const double x_max = std::max(std::abs(lo - x_zero_point), std::abs(hi - x_zero_point));
+  const double lo = (xt == DType::kI8 ? -128.0 : 0.0) - x_zero_point,
+               hi = (xt == DType::kI8 ? 127.0 : 255.0) - x_zero_point;
   const int64_t k = p.c / p.group * p.kh * p.kw;
   for (int64_t c = 0; c < p.m; ++c) {
-    double sum = 0;
-    for (int64_t i = 0; i < k; ++i) sum += std::abs(static_cast<double>(w[c * k + i]));
-    if (sum * x_max > kExactF32) return false;
+    double pos = 0, neg = 0;  // sums of the positive and of the negative weights
+    for (int64_t i = 0; i < k; ++i) (w[c * k + i] > 0 ? pos : neg) += w[c * k + i];
+    const double acc_max = pos * hi + neg * lo, acc_min = pos * lo + neg * hi;
+    if (std::max(std::abs(acc_max), std::abs(acc_min)) > kExactF32) return false;
   }
   return true;
 }
