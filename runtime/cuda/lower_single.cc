@@ -369,6 +369,12 @@ Status lower_single_cuda(GroupLowering& gl) {
       return lower_transpose(gl, n);
     case OpKind::kConcat:
       return lower_concat(gl, n);
+    case OpKind::kSlice:
+      return lower_slice_cuda(gl, n);
+    case OpKind::kSplit:
+      return lower_split_cuda(gl, n);
+    case OpKind::kExpand:
+      return lower_expand_cuda(gl, n);
     case OpKind::kGather:
       return lower_gather(gl, n);
     case OpKind::kBatchNormalization:

@@ -71,19 +71,29 @@ std::string Emitter::const_ints(const std::string& dtype, const Dims& shape, con
 
 std::string Emitter::node(const std::string& op, const std::vector<std::string>& inputs, const Dims& out,
                           const std::string& attrs) {
-  std::string y = fresh("v");
+  return nodes(op, inputs, {out}, attrs)[0];
+}
+
+std::vector<std::string> Emitter::nodes(const std::string& op, const std::vector<std::string>& inputs,
+                                        const std::vector<Dims>& outs, const std::string& attrs) {
+  std::vector<std::string> ys;
+  for (size_t i = 0; i < outs.size(); ++i) ys.push_back(fresh("v"));
   std::string line = "  - {name: " + fresh("n") + "_" + op + ", op: " + op + ", inputs: [";
   for (size_t i = 0; i < inputs.size(); ++i) {
     line += (i ? ", " : "") + (inputs[i].empty() ? std::string("\"\"") : inputs[i]);
     used_.insert(inputs[i]);
   }
-  line += "], outputs: [" + y + "]";
+  line += "], outputs: [";
+  for (size_t i = 0; i < ys.size(); ++i) line += (i ? ", " : "") + ys[i];
+  line += "]";
   if (!attrs.empty()) line += ", attrs: {" + attrs + "}";
   nodes_.push_back(line + "}");
-  shapes_[y] = out;
-  produced_.insert(y);
-  order_.push_back(y);
-  return y;
+  for (size_t i = 0; i < ys.size(); ++i) {
+    shapes_[ys[i]] = outs[i];
+    produced_.insert(ys[i]);
+    order_.push_back(ys[i]);
+  }
+  return ys;
 }
 
 std::vector<std::string> Emitter::computed_of(const Dims& shape) const {

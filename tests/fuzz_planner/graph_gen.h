@@ -50,6 +50,9 @@ class Emitter {
   /// A node with one output of `out` shape; `attrs` is a YAML flow map body ("" = none).
   std::string node(const std::string& op, const std::vector<std::string>& inputs, const Dims& out,
                    const std::string& attrs = "");
+  /// A node with one output per entry of `outs` (their shapes), e.g. Split.
+  std::vector<std::string> nodes(const std::string& op, const std::vector<std::string>& inputs,
+                                 const std::vector<Dims>& outs, const std::string& attrs = "");
   const Dims& shape(const std::string& v) const { return shapes_.at(v); }
   bool computed(const std::string& v) const { return produced_.count(v) > 0; }
   /// Earlier computed values of exactly `shape` (residual and join partners).

@@ -153,6 +153,23 @@ std::string broadcast_gate(Emitter& e, Rng& r, const std::string& x) {
   return r.chance(0.5) ? e.node("Mul", {x, g}, xs) : e.node("Add", {g, x}, xs);
 }
 
+// A ShuffleNet-style channel split (C >= 2): Split into c1 and C - c1 channels, one part through a 1x1
+// conv (and an epilogue), the other's channels reversed by a Slice of step -1 (an end beyond the
+// dim), Concat back to C channels and a join. The CUDA backend runs Split and Slice as strided copies.
+std::string channel_split(Emitter& e, Rng& r, const std::string& x) {
+  const Dims& xs = e.shape(x);
+  const int64_t c1 = r.range(1, xs[1] - 1), c2 = xs[1] - c1;
+  const Dims sa = {xs[0], c1, xs[2], xs[3]}, sb = {xs[0], c2, xs[2], xs[3]};
+  const std::vector<std::string> parts = e.nodes("Split", {x, e.const_i64({c1, c2})}, {sa, sb}, "axis: 1");
+  std::string a = parts[0];
+  a = conv(e, a, c1, 1, 1, 0);
+  if (r.chance(0.5)) a = epilogue_chain(e, r, a, 2);
+  const std::string b = e.node(
+      "Slice", {parts[1], e.const_i64({-1}), e.const_i64({-(c2 + 10)}), e.const_i64({1}), e.const_i64({-1})}, sb);
+  const std::string y = e.node("Concat", {a, b}, xs, "axis: 1");
+  return r.chance(0.7) ? add(e, r, y, x) : y;
+}
+
 // A pixel shuffle and back: conv to 4m channels, DepthToSpace (DCR or CRD, blocksize 2) to
 // [N, m, 2H, 2W], an epilogue there, SpaceToDepth back to [N, 4m, H, W], a 1x1 conv to C and a join.
 std::string pixel_shuffle(Emitter& e, Rng& r, const std::string& x) {
@@ -280,6 +297,10 @@ std::string resample_motif(Emitter& e, Rng& r, const std::string& cur, std::stri
       *name = "volume3d";
       return volume3d(e, r, cur);
     default:
+      if (r.chance(0.5) && e.shape(cur)[1] >= 2) {
+        *name = "channel_split";
+        return channel_split(e, r, cur);
+      }
       *name = "broadcast_gate";
       return broadcast_gate(e, r, cur);
   }

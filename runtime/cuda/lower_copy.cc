@@ -1,0 +1,108 @@
+// CUDA lowering of the data-movement ops that are strided copies (kernels/cuda/layout.cuh
+// strided_copy): Slice (the source's strides scaled by the steps, a negative step too, the offset at
+// the starts), Split (one copy per output at its offset along the axis) and Expand (stride 0 where
+// the source broadcasts). One launch per output, on the device, instead of a host fallback.
+#include <algorithm>
+
+#include "kernels/cuda/layout.cuh"
+#include "runtime/cuda/cuda_lower_internal.h"
+
+namespace fusert::cuda {
+
+namespace {
+
+std::vector<int64_t> const_i64s(const Graph& g, ValueId v) {
+  const Tensor& t = g.value(v).data;
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < t.numel(); ++i)
+    out.push_back(t.dtype() == DType::kI32 ? static_cast<const int32_t*>(t.raw())[i] : t.i64()[i]);
+  return out;
+}
+
+bool copyable(const Shape& s, size_t esize) {
+  return s.size() <= static_cast<size_t>(kMaxCopyRank) && (esize == 1 || esize == 4 || esize == 8);
+}
+
+// One strided copy per entry: x (from `offset`, with `strides`) into y (contiguous), over y's shape.
+struct Copy {
+  ValueId y;
+  Shape shape;
+  int64_t offset;
+  std::vector<int64_t> strides;
+};
+
+Status run_copies(GroupLowering& gl, ValueId x, std::vector<Copy> copies, size_t esize) {
+  const std::string what = gl.grp.name;
+  gl.ds.copy_launches = static_cast<int>(copies.size());
+  gl.ds.run = [=](const RunEnv& env) -> Status {
+    for (const Copy& c : copies) {
+      if (shape_numel(c.shape) == 0) continue;
+      const std::vector<int64_t> out_strides = contiguous_strides(c.shape);
+      FUSERT_RETURN_IF_ERROR(cuda_status(
+          strided_copy(static_cast<int>(c.shape.size()), c.shape.data(), env.dev.raw(x), c.offset, c.strides.data(),
+                       env.dev.raw(c.y), 0, out_strides.data(), static_cast<int>(esize), env.ctx.stream()),
+          "strided_copy", what));
+    }
+    return Status();
+  };
+  return Status();
+}
+
+}  // namespace
+
+Status lower_slice_cuda(GroupLowering& gl, const Node& n) {
+  const Graph& g = gl.g;
+  const Shape& x = g.value(n.inputs[0]).shape;
+  const Shape& y = g.value(n.outputs[0]).shape;
+  const size_t esize = dtype_size(g.value(n.inputs[0]).dtype);
+  if (!copyable(x, esize)) return error(StatusCode::kUnsupported) << "Slice rank/dtype";
+  const std::vector<int64_t> starts = const_i64s(g, n.inputs[1]);
+  std::vector<int64_t> axes, steps(starts.size(), 1);
+  if (n.inputs.size() > 3 && n.inputs[3] != kNoValue) axes = const_i64s(g, n.inputs[3]);
+  for (size_t i = axes.size(); i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (n.inputs.size() > 4 && n.inputs[4] != kNoValue) steps = const_i64s(g, n.inputs[4]);
+  std::vector<int64_t> strides = contiguous_strides(x);
+  const std::vector<int64_t> xs = strides;
+  int64_t offset = 0;
+  for (size_t i = 0; i < starts.size(); ++i) {  // each start clamped as shape inference does (the CPU's Slice)
+    const size_t a = static_cast<size_t>(axes[i] < 0 ? axes[i] + static_cast<int64_t>(x.size()) : axes[i]);
+    const int64_t d = x[a], st = steps[i], v = starts[i] < 0 ? starts[i] + d : starts[i];
+    const int64_t begin = st > 0 ? std::min(std::max<int64_t>(v, 0), d) : std::min(std::max<int64_t>(v, 0), d - 1);
+    if (y[a] > 0) offset += begin * xs[a];
+    strides[a] = xs[a] * st;
+  }
+  return run_copies(gl, n.inputs[0], {{n.outputs[0], y, offset, strides}}, esize);
+}
+
+Status lower_split_cuda(GroupLowering& gl, const Node& n) {
+  const Graph& g = gl.g;
+  const Shape& x = g.value(n.inputs[0]).shape;
+  const size_t esize = dtype_size(g.value(n.inputs[0]).dtype);
+  if (!copyable(x, esize)) return error(StatusCode::kUnsupported) << "Split rank/dtype";
+  int64_t axis = n.attr_i("axis");
+  if (axis < 0) axis += static_cast<int64_t>(x.size());
+  const std::vector<int64_t> xs = contiguous_strides(x);
+  std::vector<Copy> copies;
+  int64_t at = 0;
+  for (ValueId o : n.outputs) {
+    const Shape& s = g.value(o).shape;
+    copies.push_back({o, s, at * xs[static_cast<size_t>(axis)], xs});
+    at += s[static_cast<size_t>(axis)];
+  }
+  return run_copies(gl, n.inputs[0], copies, esize);
+}
+
+Status lower_expand_cuda(GroupLowering& gl, const Node& n) {
+  const Graph& g = gl.g;
+  const Shape& x = g.value(n.inputs[0]).shape;
+  const Shape& y = g.value(n.outputs[0]).shape;
+  const size_t esize = dtype_size(g.value(n.inputs[0]).dtype);
+  if (!copyable(y, esize) || x.size() > y.size()) return error(StatusCode::kUnsupported) << "Expand rank/dtype";
+  const std::vector<int64_t> xs = contiguous_strides(x);
+  std::vector<int64_t> strides(y.size(), 0);  // x's dims align right; a dim of 1 broadcasts (stride 0)
+  const size_t lead = y.size() - x.size();
+  for (size_t d = 0; d < x.size(); ++d) strides[lead + d] = x[d] == 1 ? 0 : xs[d];
+  return run_copies(gl, n.inputs[0], {{n.outputs[0], y, 0, strides}}, esize);
+}
+
+}  // namespace fusert::cuda
