@@ -1,8 +1,13 @@
 // CUDA lowering of the data-movement ops that are strided copies (kernels/cuda/layout.cuh
 // strided_copy): Slice (the source's strides scaled by the steps, a negative step too, the offset at
-// the starts), Split (one copy per output at its offset along the axis) and Expand (stride 0 where
-// the source broadcasts). One launch per output, on the device, instead of a host fallback.
+// the starts), Split (one copy per output at its offset along the axis), Expand (stride 0 where the
+// source broadcasts) and Pad in constant mode (the value broadcast over the output from a device
+// scalar, stride 0, then x copied into the interior). One launch per output
+// (two for Pad), on the device, instead of a host fallback.
 #include <algorithm>
+#include <array>
+#include <cstring>
+#include <memory>
 
 #include "kernels/cuda/layout.cuh"
 #include "runtime/cuda/cuda_lower_internal.h"
@@ -46,6 +51,36 @@ Status run_copies(GroupLowering& gl, ValueId x, std::vector<Copy> copies, size_t
     return Status();
   };
   return Status();
+}
+
+// A device buffer of 8 bytes holding Pad's constant, uploaded in prepare.
+struct DeviceScalar {
+  void* dev = nullptr;
+  ~DeviceScalar() {
+    if (dev) cudaFree(dev);
+  }
+};
+
+// Pad's constant as x's element bytes: input 2 where the model gives it, else the `value` attribute
+// (as the CPU's Pad).
+std::array<uint8_t, 8> pad_value(const Graph& g, const Node& n) {
+  std::array<uint8_t, 8> out{};
+  const DType dt = g.value(n.inputs[0]).dtype;
+  const Value* cv = n.inputs.size() > 2 && n.inputs[2] != kNoValue ? &g.value(n.inputs[2]) : nullptr;
+  const double v = n.attr_f("value");
+  if (cv && cv->is_initializer && cv->data.numel() == 1 && cv->data.dtype() == dt) {
+    std::memcpy(out.data(), cv->data.raw(), dtype_size(dt));
+  } else if (dt == DType::kI64) {
+    const int64_t i = static_cast<int64_t>(v);
+    std::memcpy(out.data(), &i, sizeof i);
+  } else if (dt == DType::kI32) {
+    const int32_t i = static_cast<int32_t>(v);
+    std::memcpy(out.data(), &i, sizeof i);
+  } else {
+    const float f = static_cast<float>(v);
+    std::memcpy(out.data(), &f, sizeof f);
+  }
+  return out;
 }
 
 }  // namespace
@@ -103,6 +138,51 @@ Status lower_expand_cuda(GroupLowering& gl, const Node& n) {
   const size_t lead = y.size() - x.size();
   for (size_t d = 0; d < x.size(); ++d) strides[lead + d] = x[d] == 1 ? 0 : xs[d];
   return run_copies(gl, n.inputs[0], {{n.outputs[0], y, 0, strides}}, esize);
+}
+
+Status lower_pad_cuda(GroupLowering& gl, const Node& n) {
+  const Graph& g = gl.g;
+  const Shape& x = g.value(n.inputs[0]).shape;
+  const Shape& y = g.value(n.outputs[0]).shape;
+  const size_t esize = dtype_size(g.value(n.inputs[0]).dtype);
+  if (!copyable(y, esize) || n.attr_s("mode") != "constant")
+    return error(StatusCode::kUnsupported) << "Pad other than constant mode, or its rank/dtype";
+  const std::vector<int64_t> pads = n.attr_ints("pads");  // canonicalised by shape inference: begins, ends
+  const size_t r = x.size();
+  const std::vector<int64_t> xs = contiguous_strides(x), ys = contiguous_strides(y);
+  Shape inner(r);
+  std::vector<int64_t> zeros(r, 0);
+  int64_t src = 0, dst = 0;
+  bool border = false;
+  for (size_t d = 0; d < r; ++d) {  // x's index i lands at i + begin; the part inside y is copied
+    const int64_t begin = pads[d], lo = std::max<int64_t>(0, -begin);
+    inner[d] = std::max<int64_t>(0, std::min(x[d], y[d] - begin) - lo);
+    src += lo * xs[d];
+    dst += (lo + begin) * ys[d];
+    border |= pads[d] > 0 || pads[d + r] > 0;
+  }
+  const std::array<uint8_t, 8> value = pad_value(g, n);
+  auto scalar = std::make_shared<DeviceScalar>();
+  const ValueId xi = n.inputs[0], yi = n.outputs[0];
+  const std::string what = gl.grp.name;
+  const int rank = static_cast<int>(r), eb = static_cast<int>(esize);
+  gl.ds.copy_launches = border ? 2 : 1;
+  gl.ds.prepare = [=](Context&) -> Status {
+    if (!scalar->dev) CUDA_CHECK(cudaMalloc(&scalar->dev, value.size()), what);
+    CUDA_CHECK(cudaMemcpy(scalar->dev, value.data(), value.size(), cudaMemcpyHostToDevice), what);
+    return Status();
+  };
+  gl.ds.run = [=](const RunEnv& env) -> Status {
+    if (border)  // the constant everywhere first (stride 0 reads the one element)
+      FUSERT_RETURN_IF_ERROR(cuda_status(strided_copy(rank, y.data(), scalar->dev, 0, zeros.data(), env.dev.raw(yi), 0,
+                                                      ys.data(), eb, env.ctx.stream()),
+                                         "strided_copy", what));
+    if (shape_numel(inner) == 0) return Status();
+    return cuda_status(strided_copy(rank, inner.data(), env.dev.raw(xi), src, xs.data(), env.dev.raw(yi), dst,
+                                    ys.data(), eb, env.ctx.stream()),
+                       "strided_copy", what);
+  };
+  return Status();
 }
 
 }  // namespace fusert::cuda

@@ -2,7 +2,8 @@
 // device, no host fallback), end to end on the emulated device against the CPU backend. Copies move
 // values, so they must be equal exactly; the emulation checks every access of each copy stays inside
 // its buffers. Slice with two axes, a negative start, a negative step and an end beyond the dim;
-// Split into unequal parts along a middle axis; Expand of a [C, 1] operand to [N, C, W].
+// Split into unequal parts along a middle axis; Expand of a [C, 1] operand to [N, C, W]; constant
+// Pad with a value input, and a zero Pad of H and W.
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -24,7 +25,7 @@ name: copies
 inputs:
   - {name: x, shape: [2, 6, 5, 7]}
   - {name: e, shape: [6, 1]}
-outputs: [s, a, b, c, w]
+outputs: [s, a, b, c, w, p, q]
 initializers:
   - {name: starts, shape: [2], dtype: i64, value: [-2, 1]}
   - {name: ends, shape: [2], dtype: i64, value: [-100, 100]}
@@ -32,10 +33,15 @@ initializers:
   - {name: steps, shape: [2], dtype: i64, value: [-2, 2]}
   - {name: split, shape: [3], dtype: i64, value: [1, 3, 1]}
   - {name: to, shape: [3], dtype: i64, value: [2, 6, 4]}
+  - {name: pads, shape: [8], dtype: i64, value: [0, 1, 0, 2, 0, 0, 2, 1]}
+  - {name: half, shape: [], value: 1.5}
+  - {name: zpads, shape: [8], dtype: i64, value: [0, 0, 1, 1, 0, 0, 1, 1]}
 nodes:
   - {name: slice, op: Slice, inputs: [x, starts, ends, axes, steps], outputs: [s]}
   - {name: split, op: Split, inputs: [x, split], outputs: [a, b, c], attrs: {axis: 2}}
   - {name: expand, op: Expand, inputs: [e, to], outputs: [w]}
+  - {name: pad, op: Pad, inputs: [x, pads, half], outputs: [p]}
+  - {name: zpad, op: Pad, inputs: [x, zpads], outputs: [q]}
 )";
 
 }  // namespace
@@ -84,6 +90,17 @@ TEST_CASE("emu.copies: Slice (negative start and step), Split and Expand run on 
           for (int h = 0; h < 3; ++h)
             for (int j = 0; j < 7; ++j)
               wrong += got->at("b").f32()[((b * 6 + c) * 3 + h) * 7 + j] != x[((b * 6 + c) * 5 + 1 + h) * 7 + j];
+      // p = Pad(x, begins [0, 1, 0, 2], ends [0, 0, 2, 1], 1.5): [2, 7, 7, 10]; p[b, c, h, w] =
+      // x[b, c - 1, h, w - 2] where that is inside x, else 1.5.
+      const float* pv = got->at("p").f32();
+      for (int b = 0; b < 2; ++b)
+        for (int c = 0; c < 7; ++c)
+          for (int h = 0; h < 7; ++h)
+            for (int w = 0; w < 10; ++w) {
+              const int xc = c - 1, xw = w - 2;
+              const bool in_x = xc >= 0 && h < 5 && xw >= 0 && xw < 7;
+              wrong += pv[((b * 7 + c) * 7 + h) * 10 + w] != (in_x ? x[((b * 6 + xc) * 5 + h) * 7 + xw] : 1.5f);
+            }
       CHECK(wrong == 0);
       for (const auto& [name, t] : *want) {
         CAPTURE(name);

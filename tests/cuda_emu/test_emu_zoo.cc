@@ -128,7 +128,8 @@ void zoo_model(const std::string& model) {
   for (const char* fusion : {"none", "all"}) compare_with_cpu(kModels + model + ".yaml", fusion, model);
 }
 
-// Pad and Tile have no CUDA kernel (Slice, Split and Expand are strided copies on the device):
+// Pad in reflect mode and Tile have no CUDA kernel (Slice, Split, Expand and constant Pad are
+// strided copies on the device):
 // host-fallback steps between device steps (no CUDA Graph then), reading a device result and a
 // Reshape alias of it.
 const char* kHostFallback = R"(fusert: 1
@@ -145,7 +146,7 @@ initializers:
 nodes:
   - {name: a, op: Add, inputs: [x, w], outputs: [xa]}
   - {name: r, op: Relu, inputs: [xa], outputs: [xr]}
-  - {name: s, op: Pad, inputs: [xr, pads], outputs: [xs]}
+  - {name: s, op: Pad, inputs: [xr, pads], outputs: [xs], attrs: {mode: reflect}}
   - {name: m, op: Mul, inputs: [xs, w2], outputs: [y]}
   - {name: sp, op: Tile, inputs: [xr, reps], outputs: [p]}
   - {name: d, op: Sub, inputs: [p, w3], outputs: [pq]}
