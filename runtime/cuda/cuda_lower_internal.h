@@ -95,9 +95,10 @@ Status lower_elementwise_cuda(GroupLowering& gl);
 Status lower_row_norm_cuda(GroupLowering& gl);
 Status lower_attention_cuda(GroupLowering& gl);
 Status lower_single_cuda(GroupLowering& gl);
-/// Slice, Split, Expand and constant Pad as strided copies (lower_copy.cc).
+/// Slice, Split, Expand, Tile and constant Pad as strided copies (lower_copy.cc).
 Status lower_slice_cuda(GroupLowering& gl, const Node& n);
 Status lower_pad_cuda(GroupLowering& gl, const Node& n);
+Status lower_tile_cuda(GroupLowering& gl, const Node& n);
 Status lower_split_cuda(GroupLowering& gl, const Node& n);
 Status lower_expand_cuda(GroupLowering& gl, const Node& n);
 Status lower_anchor_cuda(GroupLowering& gl);

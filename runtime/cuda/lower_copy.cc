@@ -1,9 +1,10 @@
 // CUDA lowering of the data-movement ops that are strided copies (kernels/cuda/layout.cuh
 // strided_copy): Slice (the source's strides scaled by the steps, a negative step too, the offset at
 // the starts), Split (one copy per output at its offset along the axis), Expand (stride 0 where the
-// source broadcasts) and Pad in constant mode (the value broadcast over the output from a device
-// scalar, stride 0, then x copied into the interior). One launch per output
-// (two for Pad), on the device, instead of a host fallback.
+// source broadcasts), Tile (one copy of x per tile, at most kMaxTiles) and Pad in constant mode (the
+// value broadcast over the output from a device scalar, stride 0, then x copied into the interior).
+// One launch per output (two for Pad, one per tile for Tile), on the device, instead of a host
+// fallback.
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -28,13 +29,18 @@ bool copyable(const Shape& s, size_t esize) {
   return s.size() <= static_cast<size_t>(kMaxCopyRank) && (esize == 1 || esize == 4 || esize == 8);
 }
 
-// One strided copy per entry: x (from `offset`, with `strides`) into y (contiguous), over y's shape.
+// One strided copy per entry: x (from `offset`, with `strides`) into y over `shape`, y contiguous
+// over `shape` unless `out_strides` is given (then from `out_offset`).
 struct Copy {
   ValueId y;
   Shape shape;
   int64_t offset;
   std::vector<int64_t> strides;
+  int64_t out_offset = 0;
+  std::vector<int64_t> out_strides = {};
 };
+
+constexpr int64_t kMaxTiles = 64;
 
 Status run_copies(GroupLowering& gl, ValueId x, std::vector<Copy> copies, size_t esize) {
   const std::string what = gl.grp.name;
@@ -42,10 +48,10 @@ Status run_copies(GroupLowering& gl, ValueId x, std::vector<Copy> copies, size_t
   gl.ds.run = [=](const RunEnv& env) -> Status {
     for (const Copy& c : copies) {
       if (shape_numel(c.shape) == 0) continue;
-      const std::vector<int64_t> out_strides = contiguous_strides(c.shape);
+      const std::vector<int64_t> out_strides = c.out_strides.empty() ? contiguous_strides(c.shape) : c.out_strides;
       FUSERT_RETURN_IF_ERROR(cuda_status(
           strided_copy(static_cast<int>(c.shape.size()), c.shape.data(), env.dev.raw(x), c.offset, c.strides.data(),
-                       env.dev.raw(c.y), 0, out_strides.data(), static_cast<int>(esize), env.ctx.stream()),
+                       env.dev.raw(c.y), c.out_offset, out_strides.data(), static_cast<int>(esize), env.ctx.stream()),
           "strided_copy", what));
     }
     return Status();
@@ -183,6 +189,29 @@ Status lower_pad_cuda(GroupLowering& gl, const Node& n) {
                        "strided_copy", what);
   };
   return Status();
+}
+
+Status lower_tile_cuda(GroupLowering& gl, const Node& n) {
+  const Graph& g = gl.g;
+  const Shape& x = g.value(n.inputs[0]).shape;
+  const Shape& y = g.value(n.outputs[0]).shape;
+  const size_t esize = dtype_size(g.value(n.inputs[0]).dtype);
+  int64_t tiles = 1;
+  for (size_t d = 0; d < x.size(); ++d) tiles *= x[d] == 0 ? 1 : y[d] / x[d];
+  if (!copyable(y, esize) || x.size() != y.size() || tiles > kMaxTiles)
+    return error(StatusCode::kUnsupported) << "Tile rank/dtype, or more than " << kMaxTiles << " tiles";
+  const std::vector<int64_t> xs = contiguous_strides(x), ys = contiguous_strides(y);
+  std::vector<Copy> copies;
+  for (int64_t t = 0; t < tiles; ++t) {  // tile index t over the reps, the last dim fastest
+    int64_t rest = t, offset = 0;
+    for (size_t d = x.size(); d-- > 0;) {
+      const int64_t reps = x[d] == 0 ? 1 : y[d] / x[d];
+      offset += (rest % reps) * x[d] * ys[d];
+      rest /= reps;
+    }
+    copies.push_back({n.outputs[0], x, 0, xs, offset, ys});
+  }
+  return run_copies(gl, n.inputs[0], copies, esize);
 }
 
 }  // namespace fusert::cuda

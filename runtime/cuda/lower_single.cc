@@ -377,6 +377,8 @@ Status lower_single_cuda(GroupLowering& gl) {
       return lower_expand_cuda(gl, n);
     case OpKind::kPad:
       return lower_pad_cuda(gl, n);
+    case OpKind::kTile:
+      return lower_tile_cuda(gl, n);
     case OpKind::kGather:
       return lower_gather(gl, n);
     case OpKind::kBatchNormalization:

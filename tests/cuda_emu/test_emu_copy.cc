@@ -1,9 +1,9 @@
-// Slice, Split and Expand on the CUDA backend (runtime/cuda/lower_copy.cc: strided copies on the
+// Slice, Split, Expand, constant Pad and Tile on the CUDA backend (runtime/cuda/lower_copy.cc: strided copies on the
 // device, no host fallback), end to end on the emulated device against the CPU backend. Copies move
 // values, so they must be equal exactly; the emulation checks every access of each copy stays inside
 // its buffers. Slice with two axes, a negative start, a negative step and an end beyond the dim;
 // Split into unequal parts along a middle axis; Expand of a [C, 1] operand to [N, C, W]; constant
-// Pad with a value input, and a zero Pad of H and W.
+// Pad with a value input, and a zero Pad of H and W; Tile by [1, 2, 1, 3].
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -25,7 +25,7 @@ name: copies
 inputs:
   - {name: x, shape: [2, 6, 5, 7]}
   - {name: e, shape: [6, 1]}
-outputs: [s, a, b, c, w, p, q]
+outputs: [s, a, b, c, w, p, q, t]
 initializers:
   - {name: starts, shape: [2], dtype: i64, value: [-2, 1]}
   - {name: ends, shape: [2], dtype: i64, value: [-100, 100]}
@@ -36,17 +36,19 @@ initializers:
   - {name: pads, shape: [8], dtype: i64, value: [0, 1, 0, 2, 0, 0, 2, 1]}
   - {name: half, shape: [], value: 1.5}
   - {name: zpads, shape: [8], dtype: i64, value: [0, 0, 1, 1, 0, 0, 1, 1]}
+  - {name: reps, shape: [4], dtype: i64, value: [1, 2, 1, 3]}
 nodes:
   - {name: slice, op: Slice, inputs: [x, starts, ends, axes, steps], outputs: [s]}
   - {name: split, op: Split, inputs: [x, split], outputs: [a, b, c], attrs: {axis: 2}}
   - {name: expand, op: Expand, inputs: [e, to], outputs: [w]}
   - {name: pad, op: Pad, inputs: [x, pads, half], outputs: [p]}
   - {name: zpad, op: Pad, inputs: [x, zpads], outputs: [q]}
+  - {name: tile, op: Tile, inputs: [x, reps], outputs: [t]}
 )";
 
 }  // namespace
 
-TEST_CASE("emu.copies: Slice (negative start and step), Split and Expand run on the device, equal to the CPU") {
+TEST_CASE("emu.copies: Slice (negative start and step), Split, Expand, Pad and Tile on the device, equal to the CPU") {
   const std::string path =
       (std::filesystem::temp_directory_path() / ("fusert_emu_copies_" + std::to_string(::getpid()) + ".yaml")).string();
   {
@@ -101,6 +103,12 @@ TEST_CASE("emu.copies: Slice (negative start and step), Split and Expand run on 
               const bool in_x = xc >= 0 && h < 5 && xw >= 0 && xw < 7;
               wrong += pv[((b * 7 + c) * 7 + h) * 10 + w] != (in_x ? x[((b * 6 + xc) * 5 + h) * 7 + xw] : 1.5f);
             }
+      // t = Tile(x, [1, 2, 1, 3]): [2, 12, 5, 21]; t[b, c, h, w] = x[b, c % 6, h, w % 7].
+      for (int b = 0; b < 2; ++b)
+        for (int c = 0; c < 12; ++c)
+          for (int h = 0; h < 5; ++h)
+            for (int w = 0; w < 21; ++w)
+              wrong += got->at("t").f32()[((b * 12 + c) * 5 + h) * 21 + w] != x[((b * 6 + c % 6) * 5 + h) * 7 + w % 7];
       CHECK(wrong == 0);
       for (const auto& [name, t] : *want) {
         CAPTURE(name);
