@@ -13,6 +13,7 @@
 #include "kernels/cpu/sequence_kernels.h"
 #include "runtime/cpu/lower_single_util.h"
 #include "runtime/execution_plan.h"
+#include "runtime/lowering/spec.h"
 
 namespace fusert {
 
@@ -320,25 +321,7 @@ LOWER(Pad) {
   const std::vector<int64_t> pads = n.attr_ints("pads");  // canonicalised by shape inference
   const std::string& m = n.attr_s("mode");
   const int mode = m == "constant" ? 0 : m == "reflect" ? 1 : 2;
-  // The constant in x's dtype (f32, i32 or i64), as raw bytes: from input 2 itself where the
-  // model gives it (shape inference checked it is a scalar of x's dtype), so that an i64 beyond
-  // 2^53 is exact; else the `value` attribute (a YAML model's float).
-  const DType dt = g.value(n.inputs[0]).dtype;
-  const double v = n.attr_f("value");
-  std::array<uint8_t, 8> value{};
-  const Value* cv = n.inputs.size() > 2 && n.inputs[2] != kNoValue ? &g.value(n.inputs[2]) : nullptr;
-  if (cv && cv->is_initializer && cv->data.numel() == 1 && cv->data.dtype() == dt) {
-    std::memcpy(value.data(), cv->data.raw(), esize_of(g, n.inputs[0]));
-  } else if (dt == DType::kI64) {
-    const int64_t i = static_cast<int64_t>(v);
-    std::memcpy(value.data(), &i, sizeof i);
-  } else if (dt == DType::kI32) {
-    const int32_t i = static_cast<int32_t>(v);
-    std::memcpy(value.data(), &i, sizeof i);
-  } else {
-    const float f = static_cast<float>(v);
-    std::memcpy(value.data(), &f, sizeof f);
-  }
+  const std::array<uint8_t, 8> value = lowering::pad_constant(g, n);
   const size_t es = esize_of(g, n.inputs[0]);
   ValueId xi = n.inputs[0], yi = n.outputs[0];
   s.inputs.resize(1);

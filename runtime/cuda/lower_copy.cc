@@ -7,7 +7,6 @@
 // fallback.
 #include <algorithm>
 #include <array>
-#include <cstring>
 #include <memory>
 
 #include "kernels/cuda/layout.cuh"
@@ -66,28 +65,6 @@ struct DeviceScalar {
     if (dev) cudaFree(dev);
   }
 };
-
-// Pad's constant as x's element bytes: input 2 where the model gives it, else the `value` attribute
-// (as the CPU's Pad).
-std::array<uint8_t, 8> pad_value(const Graph& g, const Node& n) {
-  std::array<uint8_t, 8> out{};
-  const DType dt = g.value(n.inputs[0]).dtype;
-  const Value* cv = n.inputs.size() > 2 && n.inputs[2] != kNoValue ? &g.value(n.inputs[2]) : nullptr;
-  const double v = n.attr_f("value");
-  if (cv && cv->is_initializer && cv->data.numel() == 1 && cv->data.dtype() == dt) {
-    std::memcpy(out.data(), cv->data.raw(), dtype_size(dt));
-  } else if (dt == DType::kI64) {
-    const int64_t i = static_cast<int64_t>(v);
-    std::memcpy(out.data(), &i, sizeof i);
-  } else if (dt == DType::kI32) {
-    const int32_t i = static_cast<int32_t>(v);
-    std::memcpy(out.data(), &i, sizeof i);
-  } else {
-    const float f = static_cast<float>(v);
-    std::memcpy(out.data(), &f, sizeof f);
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -167,7 +144,7 @@ Status lower_pad_cuda(GroupLowering& gl, const Node& n) {
     dst += (lo + begin) * ys[d];
     border |= pads[d] > 0 || pads[d + r] > 0;
   }
-  const std::array<uint8_t, 8> value = pad_value(g, n);
+  const std::array<uint8_t, 8> value = lowering::pad_constant(g, n);
   auto scalar = std::make_shared<DeviceScalar>();
   const ValueId xi = n.inputs[0], yi = n.outputs[0];
   const std::string what = gl.grp.name;

@@ -1,6 +1,7 @@
 // Anchor parameters (conv, gemm, matmul), the members of horizontal and grouped groups, and the
 // stacked conv of a branch-merge group: backend-neutral, read by every lowering.
 #include <algorithm>
+#include <cstring>
 #include <memory>
 
 #include "runtime/lowering/spec.h"
@@ -34,6 +35,26 @@ cpu::ConvParams conv_params(const Graph& g, const Node& n) {
   p.pad_right = pd[3];
   p.group = n.attr_i("group");
   return p;
+}
+
+std::array<uint8_t, 8> pad_constant(const Graph& g, const Node& n) {
+  std::array<uint8_t, 8> out{};
+  const DType dt = g.value(n.inputs[0]).dtype;
+  const Value* cv = n.inputs.size() > 2 && n.inputs[2] != kNoValue ? &g.value(n.inputs[2]) : nullptr;
+  const double v = n.attr_f("value");
+  if (cv && cv->is_initializer && cv->data.numel() == 1 && cv->data.dtype() == dt) {
+    std::memcpy(out.data(), cv->data.raw(), dtype_size(dt));
+  } else if (dt == DType::kI64) {
+    const int64_t i = static_cast<int64_t>(v);
+    std::memcpy(out.data(), &i, sizeof i);
+  } else if (dt == DType::kI32) {
+    const int32_t i = static_cast<int32_t>(v);
+    std::memcpy(out.data(), &i, sizeof i);
+  } else {
+    const float f = static_cast<float>(v);
+    std::memcpy(out.data(), &f, sizeof f);
+  }
+  return out;
 }
 
 cpu::GemmParams gemm_params(const Graph& g, const Node& n) {

@@ -7,6 +7,9 @@
 // theirs: kernels, library calls, launches.
 #pragma once
 
+#include <array>
+#include <cstdint>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -112,6 +115,10 @@ Status branch_merge_layout(const Graph& g, const FusionGroup& grp, BranchMergeLa
 /// Copies w [M, C, kh, kw] centred into a zeroed [M, C, KH, KW] buffer at `dst` (branch balancing).
 void pad_kernel(const Tensor& w, int64_t KH, int64_t KW, float* dst);
 cpu::ConvParams conv_params(const Graph& g, const Node& n);
+/// Pad's constant as raw bytes of x's element type (f32, i32 or i64; 8 bytes, the rest 0): input 2
+/// itself where the model gives it (so that an i64 beyond 2^53 is exact), else the `value`
+/// attribute (a YAML model's float). Both backends' Pad read it.
+std::array<uint8_t, 8> pad_constant(const Graph& g, const Node& n);
 cpu::GemmParams gemm_params(const Graph& g, const Node& n);
 cpu::MatMulParams matmul_params(const Graph& g, const Node& n);
 
