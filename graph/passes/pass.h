@@ -85,6 +85,9 @@ std::unique_ptr<Pass> make_pattern_rewrite_pass();  ///< LayerNorm and GELU reco
 /// An elementwise unary op read through a view (Reshape, Flatten, ...) moves in front of it,
 /// where it can be its producer's epilogue (graph/passes/unary_hoist.cc).
 std::unique_ptr<Pass> make_unary_hoist_pass();
+/// A QDQ Gemm (DequantizeLinear operands, a QuantizeLinear after) -> a 1x1 QLinearConv between two
+/// Reshapes (qdq_gemm.cc); runs before constant folding, after the QDQ rewrite rules.
+std::unique_ptr<Pass> make_qdq_gemm_pass();
 std::unique_ptr<Pass> make_dead_code_pass();
 
 /// The canonicalisation pipeline, in order: constant_folding, bn_folding, pattern_rewrite

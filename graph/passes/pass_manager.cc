@@ -86,7 +86,7 @@ Result<std::vector<std::string>> run_canonicalize(Graph& g, bool verify) {
     rules.push_back(make_qdq_conv_rule());
     rules.push_back(make_qdq_add_rule());
     rules.push_back(make_qdq_maxpool_rule());
-    pm.add(make_pattern_rewrite_pass(std::move(rules)));
+    pm.add(make_pattern_rewrite_pass(std::move(rules))).add(make_qdq_gemm_pass());
   }
   pm.add(make_constant_folding_pass())
       .add(make_bn_folding_pass())

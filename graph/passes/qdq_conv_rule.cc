@@ -15,11 +15,6 @@
 // constants, finite and non-zero; no accumulator beyond int32 (the kernels would wrap, the f32 ops do
 // not); the Conv's and the activation's outputs read only along the pattern. The DequantizeLinears stay for other
 // readers (dead-code elimination removes them otherwise).
-#include <algorithm>
-#include <cmath>
-#include <limits>
-
-#include "graph/base/quant_math.h"
 #include "graph/passes/match_util.h"
 #include "graph/passes/pattern_rewrite.h"
 #include "graph/passes/qdq_match.h"
@@ -29,47 +24,6 @@ namespace fusert {
 namespace {
 
 using namespace qdq;
-
-// The bias DequantizeLinear's input when it is an int32 constant at scale sx * sw[c], zero point 0.
-ValueId int_bias(const Graph& g, const Node& dqb, float sx, const Tensor& sw) {
-  const Value* b = constant(g, dqb.inputs[0]);
-  const Value* s = constant(g, dqb.inputs[1]);
-  if (!b || b->data.dtype() != DType::kI32 || !s || s->data.dtype() != DType::kF32) return kNoValue;
-  if (s->data.numel() != b->data.numel() && s->data.numel() != 1) return kNoValue;
-  if (dqb.inputs.size() > 2) {
-    const Value* z = constant(g, dqb.inputs[2]);
-    if (!z) return kNoValue;
-    for (int64_t i = 0; i < z->data.numel(); ++i)
-      if (quant::value_at(z->data, i) != 0) return kNoValue;
-  }
-  for (int64_t c = 0; c < b->data.numel(); ++c) {
-    const double want = static_cast<double>(sx) * sw.f32()[sw.numel() == 1 ? 0 : c];  // within an f32 rounding:
-    if (std::fabs(s->data.f32()[s->data.numel() == 1 ? 0 : c] - want) > 1e-6 * std::fabs(want))  // writers round
-      return kNoValue;                                                                           // differently
-  }
-  return dqb.inputs[0];
-}
-
-// True when no accumulator (acc = sum (x - zx) * (w - zw), + bias) can leave int32: int8 kernels
-// (ONNX Runtime's too) would wrap where the f32 ops the pattern stands for do not.
-bool fits_int32(const Graph& g, const Node& dqx, const Node& dqw, ValueId bias) {
-  const Value* zx = constant(g, dqx.inputs[2]);
-  const Value* w = constant(g, dqw.inputs[0]);
-  const Value* zw = constant(g, dqw.inputs[2]);
-  const bool s8 = g.value(dqx.inputs[0]).dtype == DType::kI8;
-  const double z = quant::value_at(zx->data, 0),
-               x_max = std::max(std::fabs((s8 ? -128 : 0) - z), std::fabs((s8 ? 127 : 255) - z));
-  const int64_t m = w->data.shape()[0], k = w->data.numel() / std::max<int64_t>(m, 1);
-  const Value* b = bias == kNoValue ? nullptr : constant(g, bias);
-  for (int64_t c = 0; c < m; ++c) {
-    const double wz = quant::value_at(zw->data, zw->data.numel() == 1 ? 0 : c);
-    double sum = 0;
-    for (int64_t i = 0; i < k; ++i) sum += std::fabs(quant::value_at(w->data, c * k + i) - wz);
-    const double bc = b ? std::fabs(static_cast<double>(quant::value_at(b->data, c))) : 0.0;
-    if (sum * x_max + bc >= 2147483647.0) return false;
-  }
-  return true;
-}
 
 class QdqConvRule : public RewriteRule {
  public:
@@ -102,7 +56,7 @@ class QdqConvRule : public RewriteRule {
       bias = dqb ? int_bias(g, *dqb, sx, sw->data) : kNoValue;
       if (bias == kNoValue) return false;
     }
-    if (!fits_int32(g, *dqx, *dqw, bias)) return false;
+    if (!fits_int32(g, *dqx, constant(g, dqw->inputs[0])->data, constant(g, dqw->inputs[2])->data, bias)) return false;
     m->root = anchor;
     Node qc = make_node(OpKind::kQLinearConv, conv.name, conv.loc);
     for (const char* a : {"kernel_shape", "strides", "pads", "dilations", "group", "auto_pad"})

@@ -1,8 +1,11 @@
 // Matching helpers of the QDQ rewrites (graph/passes/qdq_match.h).
 #include "graph/passes/qdq_match.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+
+#include "graph/base/quant_math.h"
 
 #include "graph/passes/graph_edit.h"
 #include "graph/passes/match_util.h"
@@ -67,6 +70,42 @@ int quantised_producer(const Graph& g, int q, OpKind op, double* lo, double* hi,
   }
   erased->push_back(p);
   return p;
+}
+
+ValueId int_bias(const Graph& g, const Node& dqb, float sx, const Tensor& sw) {
+  const Value* b = constant(g, dqb.inputs[0]);
+  const Value* s = constant(g, dqb.inputs[1]);
+  if (!b || b->data.dtype() != DType::kI32 || !s || s->data.dtype() != DType::kF32) return kNoValue;
+  if (s->data.numel() != b->data.numel() && s->data.numel() != 1) return kNoValue;
+  if (dqb.inputs.size() > 2) {
+    const Value* z = constant(g, dqb.inputs[2]);
+    if (!z) return kNoValue;
+    for (int64_t i = 0; i < z->data.numel(); ++i)
+      if (quant::value_at(z->data, i) != 0) return kNoValue;
+  }
+  for (int64_t c = 0; c < b->data.numel(); ++c) {
+    const double want = static_cast<double>(sx) * sw.f32()[sw.numel() == 1 ? 0 : c];  // within an f32 rounding:
+    if (std::fabs(s->data.f32()[s->data.numel() == 1 ? 0 : c] - want) > 1e-6 * std::fabs(want))  // writers round
+      return kNoValue;                                                                           // differently
+  }
+  return dqb.inputs[0];
+}
+
+bool fits_int32(const Graph& g, const Node& dqx, const Tensor& w, const Tensor& zw, ValueId bias) {
+  const Value* zx = constant(g, dqx.inputs[2]);
+  const bool s8 = g.value(dqx.inputs[0]).dtype == DType::kI8;
+  const double z = quant::value_at(zx->data, 0),
+               x_max = std::max(std::fabs((s8 ? -128 : 0) - z), std::fabs((s8 ? 127 : 255) - z));
+  const int64_t m = w.shape()[0], k = w.numel() / std::max<int64_t>(m, 1);
+  const Value* b = bias == kNoValue ? nullptr : constant(g, bias);
+  for (int64_t c = 0; c < m; ++c) {
+    const double wz = quant::value_at(zw, zw.numel() == 1 ? 0 : c);
+    double sum = 0;
+    for (int64_t i = 0; i < k; ++i) sum += std::fabs(quant::value_at(w, c * k + i) - wz);
+    const double bc = b ? std::fabs(static_cast<double>(quant::value_at(b->data, c))) : 0.0;
+    if (sum * x_max + bc >= 2147483647.0) return false;
+  }
+  return true;
 }
 
 }  // namespace fusert::qdq

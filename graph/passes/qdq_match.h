@@ -1,4 +1,4 @@
-// Matching helpers of the QDQ rewrites (qdq_conv_rule.cc, qdq_add_rule.cc; internal to
+// Matching helpers of the QDQ rewrites (qdq_conv_rule.cc, qdq_add_rule.cc, qdq_gemm.cc; internal to
 // graph/passes): constants read through fixed_data, per-tensor quantisation parameters, the
 // DequantizeLinear behind a value, and the op a QuantizeLinear quantises through an optional Relu or
 // Clip (the activation then a clamp of the real value before the requantisation).
@@ -27,5 +27,13 @@ bool activation(const Graph& g, const Node& a, double* lo, double* hi);
 /// quantises, directly or through an activation (bounds into *lo, *hi; else +-FLT_MAX), each
 /// intermediate read only along the way; the matched nodes appended to *erased. -1 otherwise.
 int quantised_producer(const Graph& g, int q, OpKind op, double* lo, double* hi, std::vector<int>* erased);
+/// The input of the bias DequantizeLinear `dqb` when it is an int32 constant at scale sx * sw[c]
+/// (to 1e-6: quantisers round that product their own way), zero point 0; kNoValue otherwise.
+ValueId int_bias(const Graph& g, const Node& dqb, float sx, const Tensor& sw);
+/// True when no accumulator acc[c] = sum_k (x - zx) * (w[c, k] - zw[c]) + bias[c] can leave int32,
+/// whatever the 8-bit x of `dqx` (its zero point a constant): int8 kernels (ONNX Runtime's too)
+/// would wrap where the f32 ops the pattern stands for do not. `w` is [m, ...] by output channel,
+/// `zw` one value or [m]; `bias` kNoValue or an int32 constant of [m].
+bool fits_int32(const Graph& g, const Node& dqx, const Tensor& w, const Tensor& zw, ValueId bias);
 
 }  // namespace fusert::qdq

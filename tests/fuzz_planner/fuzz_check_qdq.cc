@@ -26,11 +26,11 @@ namespace {
 
 constexpr double kRawQuanta = 2.5, kRawShare = 0.05, kRawQuantaPow2 = 8;
 
-// The canonical graph's first Conv, Add or MaxPool on f32 (a QDQ pattern no rewrite took: qdq_maxpool
-// leaves an 8-bit MaxPool); "" when none.
+// The canonical graph's first Conv, Add, Gemm (but one of alpha 0.5, which qdq_gemm refuses) or MaxPool
+// on f32 (a QDQ pattern no rewrite took: qdq_maxpool leaves an 8-bit MaxPool); "" when none.
 std::string float_left(const Graph& g) {
   for (const Node& n : g.nodes)
-    if (n.op == OpKind::kConv || n.op == OpKind::kAdd ||
+    if (n.op == OpKind::kConv || n.op == OpKind::kAdd || (n.op == OpKind::kGemm && n.attr_f("alpha") == 1.0) ||
         (n.op == OpKind::kMaxPool && g.value(n.inputs[0]).dtype == DType::kF32))
       return std::string(op_name(n.op)) + " '" + n.name + "'";
   return "";

@@ -1,6 +1,7 @@
 // QDQ networks for the planner fuzzer (family "qdq"): the patterns ONNX Runtime's quantize_static
-// writes, which fusert's rewrites read as QLinearConv (graph/passes/qdq_conv_rule.cc), QLinearAdd
-// (qdq_add_rule.cc) and the 8-bit MaxPool (qdq_maxpool_rule.cc). Scales are drawn so that the 8-bit
+// writes, which fusert's rewrites read as QLinearConv (graph/passes/qdq_conv_rule.cc, and the Gemm
+// of a classifier head: qdq_gemm.cc), QLinearAdd (qdq_add_rule.cc) and the 8-bit MaxPool
+// (qdq_maxpool_rule.cc). Scales are drawn so that the 8-bit
 // values use most of their range: weights s8 at about 1 / (127 sqrt(K)) per channel, activations at
 // 0.005-0.012 (u8 with a zero point near 128, or s8 near 0).
 #include <algorithm>
@@ -103,6 +104,44 @@ QVal qmaxpool(Emitter& e, Rng& r, const QVal& x) {
   return q;
 }
 
+// The classifier head (the last motif: it leaves a matrix): DequantizeLinear -> [GlobalAveragePool]
+// -> Flatten -> QuantizeLinear -> DequantizeLinear -> Gemm (s8 weights [N, K] or [K, N], per column
+// or per tensor, an int32 bias or none) -> activation -> QuantizeLinear: read as a 1x1 QLinearConv
+// (graph/passes/qdq_gemm.cc). Now and then alpha 0.5, which the rewrite refuses.
+QVal qgemm(Emitter& e, Rng& r, const QVal& x) {
+  const Dims xs = e.shape(x.v);
+  const bool pool = r.chance(0.3);  // else the whole feature map flattened: values not averaged away
+  const int64_t k = pool ? xs[1] : xs[1] * xs[2] * xs[3], n = r.pick(std::vector<int64_t>{1, 3, 8, 17, 40});
+  std::string f = dequantize(e, x);
+  if (pool) f = e.node("GlobalAveragePool", {f}, {xs[0], xs[1], 1, 1});
+  const QVal a = quantize(e, r, e.node("Flatten", {f}, {xs[0], k}), uniform(r, 0.008f, 0.016f));
+  const bool trans_b = r.chance(0.6), per_col = r.chance(0.7);
+  std::vector<int64_t> w(static_cast<size_t>(n * k));
+  for (int64_t& v : w) v = r.range(-127, 127);
+  std::vector<float> sw(static_cast<size_t>(per_col ? n : 1));
+  for (float& s : sw)  // outputs a few times x's size: a wrong weight shows through the rounding
+    s = scale_of(uniform(r, 2.f, 5.f) / (127.f * std::sqrt(static_cast<float>(k))));
+  const std::string wq = e.const_ints("i8", trans_b ? Dims{n, k} : Dims{k, n}, w);
+  const std::string axis = per_col ? (trans_b ? "axis: 0" : "axis: 1") : "";
+  const std::string wd = e.node("DequantizeLinear",
+                                {wq, per_col ? e.const_f32s(sw) : e.const_f32(sw[0]),
+                                 e.const_ints("i8", per_col ? Dims{n} : Dims{}, std::vector<int64_t>(sw.size(), 0))},
+                                e.shape(wq), axis);
+  std::vector<std::string> in = {dequantize(e, a), wd};
+  if (r.chance(0.8)) {
+    std::vector<int64_t> b(static_cast<size_t>(n));
+    for (int64_t& v : b) v = r.range(-8000, 8000);  // a few output quanta
+    std::vector<float> sb;
+    for (float s : sw) sb.push_back(a.s * s);
+    in.push_back(e.node("DequantizeLinear",
+                        {e.const_ints("i32", {n}, b), per_col ? e.const_f32s(sb) : e.const_f32(sb[0])}, {n},
+                        per_col ? "axis: 0" : ""));
+  }
+  const std::string attrs = std::string("transB: ") + (trans_b ? "1" : "0") + (r.chance(0.1) ? ", alpha: 0.5" : "");
+  const std::string y = activation(e, r, e.node("Gemm", in, {xs[0], n}, attrs));
+  return quantize(e, r, y, uniform(r, 0.01f, 0.03f));
+}
+
 // One motif on the running value `cur`; `seen` holds the earlier quantised values (skip partners).
 void qdq_motif(Emitter& e, Rng& r, QVal& cur, std::vector<QVal>& seen, std::string* name) {
   const Dims xs = e.shape(cur.v);
@@ -164,6 +203,13 @@ void qdq_graph(Emitter& e, uint64_t seed, const std::set<int>& skip, GenGraph* o
     }
     out->motifs.push_back(name + (skip.count(i) ? " (skipped)" : ""));
     if (top.chance(0.15) && !skip.count(i)) e.mark_output(dequantize(e, cur));
+  }
+  if (top.chance(0.3)) {  // a classifier head last (motif index `motifs`, so the shrinker can skip it)
+    Rng r(seed * 0x94D049BB133111EBull + 0x3C6EF372u);
+    Emitter scratch = e;
+    const QVal head = qgemm(skip.count(motifs) ? scratch : e, r, cur);
+    if (!skip.count(motifs)) cur = head;
+    out->motifs.push_back(std::string("qdq_gemm") + (skip.count(motifs) ? " (skipped)" : ""));
   }
   dequantize(e, cur);  // the output, in f32
   std::string header = "# fuzz_planner: seed " + std::to_string(seed) + ", family qdq" +

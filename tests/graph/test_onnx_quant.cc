@@ -3,40 +3,14 @@
 // by hand: rounding half to even, saturation, per-axis scales and zero points, padding that
 // counts as the zero point, batch broadcasting, a QDQ Conv whose int8 weight folds at load, and
 // the errors (a quantised value fed to an op that computes in f32, a scale of the wrong size).
-#include <cstring>
-
 #include "kernels/cpu/quantize.h"
 #include "tests/graph/onnx_test_util.h"
+#include "tests/graph/quant_test_util.h"
 
 using namespace fusert;
 using namespace fusert::onnx_test;
 
 namespace {
-
-// An i8 / u8 / i32 / f32 initializer from raw bytes.
-template <typename T>
-void add_typed(onnx::GraphProto* g, const std::string& name, int elem, std::vector<int64_t> dims,
-               const std::vector<T>& v) {
-  auto* t = g->add_initializer();
-  t->set_name(name);
-  t->set_data_type(elem);
-  for (int64_t d : dims) t->add_dims(d);
-  t->set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T)));
-}
-
-template <typename T>
-Tensor typed(DType dt, const Shape& s, const std::vector<T>& v) {
-  Tensor x(dt, s);
-  std::memcpy(x.raw(), v.data(), v.size() * sizeof(T));
-  return x;
-}
-
-template <typename T>
-std::vector<int> ints_of(const Tensor& t) {
-  std::vector<int> v;
-  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(static_cast<int>(static_cast<const T*>(t.raw())[i]));
-  return v;
-}
 
 Tensor run_fused(const onnx::ModelProto& m, const std::string& file, const TensorMap& in, const std::string& out,
                  const char* fusion) {
@@ -48,15 +22,6 @@ Tensor run_fused(const onnx::ModelProto& m, const std::string& file, const Tenso
   auto y = (*s)->run(in);
   REQUIRE_MESSAGE(y.ok(), y.status().to_string());
   return y->at(out);
-}
-
-// The kernels of one profiled run, joined by spaces.
-std::string kernels_of(const Session& s, const TensorMap& in) {
-  auto steps = s.profile(in, 1);
-  REQUIRE_MESSAGE(steps.ok(), steps.status().to_string());
-  std::string k;
-  for (const StepTime& t : *steps) k += t.kernel + " ";
-  return k;
 }
 
 std::string load_error(const onnx::ModelProto& m, const std::string& file) {
