@@ -107,6 +107,29 @@ void dequantize_linear(const QuantAxis& a, const void* x, DType t, const float* 
 
 namespace {
 
+template <typename T>
+void dequantize_nhwc_blocks(const T* x, int64_t n, int64_t c, int64_t pixels, int32_t z, float s, float* y) {
+  constexpr int64_t kBlock = 32;  // a 32 x 32 tile: its rows of x and of y stay in L1
+  for (int64_t b = 0; b < n; ++b, x += c * pixels, y += c * pixels)
+    for (int64_t p0 = 0; p0 < pixels; p0 += kBlock)
+      for (int64_t c0 = 0; c0 < c; c0 += kBlock) {
+        const int64_t p1 = std::min(pixels, p0 + kBlock), c1 = std::min(c, c0 + kBlock);
+        for (int64_t ch = c0; ch < c1; ++ch)
+          for (int64_t p = p0; p < p1; ++p)
+            y[ch * pixels + p] = static_cast<float>(static_cast<int32_t>(x[p * c + ch]) - z) * s;
+      }
+}
+
+}  // namespace
+
+void dequantize_nhwc(const void* x, DType t, int64_t n, int64_t c, int64_t pixels, float scale, int32_t zero_point,
+                     float* y) {
+  if (t == DType::kI8) return dequantize_nhwc_blocks(static_cast<const int8_t*>(x), n, c, pixels, zero_point, scale, y);
+  dequantize_nhwc_blocks(static_cast<const uint8_t*>(x), n, c, pixels, zero_point, scale, y);
+}
+
+namespace {
+
 // min(0, x...) and max(0, x...), NaN skipped (as std::min / std::max with the running value
 // first): 16 lanes side by side, which vectorise (one running value does not), then combined; the
 // same result, as min and max are exact.

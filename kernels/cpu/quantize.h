@@ -91,6 +91,10 @@ struct QAddLayouts {
   int64_t n = 1, c = 1, pixels = 1;
   bool a_nhwc = false, b_nhwc = false, y_nhwc = false;
 };
+/// dequantize_linear per tensor of 8-bit x [n, pixels, c] (NHWC) into y [n, c, pixels] (NCHW): the
+/// same values, the transposition in the same pass.
+void dequantize_nhwc(const void* x, DType t, int64_t n, int64_t c, int64_t pixels, float scale, int32_t zero_point,
+                     float* y);
 /// x [n, c, pixels] of 8-bit values copied from one layout into the other: NCHW -> NHWC, or
 /// (`from_nhwc`) NHWC -> NCHW.
 void relayout_8bit(const void* x, bool from_nhwc, int64_t n, int64_t c, int64_t pixels, void* y);
