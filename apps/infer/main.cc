@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <new>
 
 #include "apps/infer/analysis.h"
 #include "apps/infer/images.h"
@@ -303,7 +304,14 @@ int main(int argc, char** argv) {
     list_ops();
     return 0;
   }
-  fusert::Status st = run(*opts);
+  fusert::Status st;
+  try {
+    st = run(*opts);
+  } catch (const std::bad_alloc&) {  // the seeded inputs, a batch of images or texts: larger than memory
+    st = fusert::Status(fusert::StatusCode::kIoError,
+                        "out of memory: the inputs, activations or outputs at these shapes do not fit (try a smaller "
+                        "--batch, --batch-size or --shape)");
+  }
   if (!st.ok()) {
     std::cerr << "infer: error: " << st.to_string() << "\n";
     return 1;

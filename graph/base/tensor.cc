@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <new>
 #include <sstream>
 
 namespace fusert {
@@ -96,7 +97,7 @@ static std::shared_ptr<uint8_t> alloc_buffer(size_t nbytes) {
   size_t rounded = ((nbytes + 63) / 64) * 64;
   if (rounded == 0) rounded = 64;
   void* p = std::aligned_alloc(64, rounded);
-  FUSERT_CHECK(p != nullptr) << "out of memory allocating " << nbytes << " bytes";
+  if (!p) throw std::bad_alloc();  // Session::load / run report it as an error naming the size
   std::memset(p, 0, rounded);
   return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
 }

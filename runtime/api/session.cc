@@ -2,6 +2,7 @@
 // and label helpers an application needs around it (decoding and preprocessing from
 // apps/preprocess). Sits above the runtime and preprocessing layers.
 #include <fstream>
+#include <new>
 
 #include "apps/preprocess/image.h"
 #include "graph/base/status.h"
@@ -17,14 +18,27 @@ Result<std::unique_ptr<Session>> Session::load(const std::string& model_path, co
 Session::Session(std::unique_ptr<SessionImpl> impl) : impl_(std::move(impl)) {}
 Session::~Session() = default;
 
-Result<TensorMap> Session::run(const TensorMap& inputs) { return impl_->run(inputs); }
+Result<TensorMap> Session::run(const TensorMap& inputs) {
+  try {
+    return impl_->run(inputs);
+  } catch (const std::bad_alloc&) {  // an output or a new shape's plan larger than the machine's memory
+    size_t bytes = 0;
+    for (const auto& [name, t] : inputs) bytes += t.nbytes();
+    return error(StatusCode::kIoError) << "out of memory while running (inputs of " << bytes
+                                       << " bytes): the activations or outputs at these shapes do not fit";
+  }
+}
+Result<std::vector<StepTime>> Session::profile(const TensorMap& inputs, int runs) const {
+  try {
+    return impl_->profile(inputs, runs);
+  } catch (const std::bad_alloc&) {
+    return error(StatusCode::kIoError) << "out of memory while profiling: the activations at these shapes do not fit";
+  }
+}
 std::vector<TensorInfo> Session::inputs() const { return impl_->inputs(); }
 std::vector<TensorInfo> Session::outputs() const { return impl_->outputs(); }
 TensorMap Session::seeded_inputs(uint64_t seed, const DimValues& dims) const {
   return impl_->seeded_inputs(seed, dims);
-}
-Result<std::vector<StepTime>> Session::profile(const TensorMap& inputs, int runs) const {
-  return impl_->profile(inputs, runs);
 }
 Status Session::init_device() { return impl_->init_device(); }
 std::string Session::backend_report() const { return impl_->backend_report(); }

@@ -89,6 +89,17 @@ fusert_cli_test(wrong_attribute_type 1
 fusert_cli_test(shape_mismatch 1
                 "shape_mismatch\\.yaml:9:5: node 'stem' \\(Conv\\): weight 'stem\\.weight' expected \\[16, 3, KH, KW\\] for input \\[1, 3, 8, 8\\] and group 1, got \\[16, 4, 3, 3\\]"
                 -- --model ${FUSERT_CLI_DATA}/shape_mismatch.yaml)
+# Out of memory is an error, not an abort: under a 2 GB address-space limit, the seeded input itself
+# (1,000 images of 4 MiB) and, at 200, the run's execution context.
+foreach(oom "1000;inputs, activations or outputs at these shapes do not fit" "200;out of memory while running")
+  list(GET oom 0 batch)
+  list(GET oom 1 message)
+  add_test(NAME cli_out_of_memory_batch_${batch}
+           COMMAND sh -c "ulimit -v 2000000 && exec sh \"$0\" 1 \"$1\" -- \"$2\" --model \"$3\" --batch $4"
+                   ${FUSERT_CLI_DIR}/expect.sh "${message}" $<TARGET_FILE:infer> ${FUSERT_CLI_DATA}/large_activations.yaml
+                   ${batch})
+  set_tests_properties(cli_out_of_memory_batch_${batch} PROPERTIES LABELS cli TIMEOUT 120)
+endforeach()
 fusert_cli_test(dump --stdout 0 "^graph tiny \\(4 nodes\\)" "^  weight conv\\.weight\\[2, 3, 3, 3\\] init=kaiming"
                 "^  node   conv = Conv\\(x\\[1, 3, 4, 4\\], conv\\.weight\\[2, 3, 3, 3\\], conv\\.bias\\[2\\]\\) -> c\\[1, 2, 4, 4\\]"
                 "^  output y\\[1, 2\\]"
