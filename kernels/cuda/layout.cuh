@@ -1,7 +1,7 @@
 // Data-movement and dtype kernels (kernels/cuda/layout.cu, compiled by nvcc): strided N-d copy
 // (Transpose, Slice, Expand, one input of Concat, one output of Split), Gather along an axis
-// with a run-time index range check, Cast between f32/i64/i32/bool, Where. All enqueue on
-// `stream` and return the launch status; rank <= 6.
+// with a run-time index range check, Cast between f32/i64/i32/bool, Where, and Resize of the last
+// two dims from sampling tables. All enqueue on `stream` and return the launch status; rank <= 6.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -34,5 +34,20 @@ cudaError_t cast(int64_t count, const void* x, CastType from, void* y, CastType 
 /// per operand over the output dims, 0 = broadcast).
 cudaError_t where(int rank, const int64_t* out_shape, const uint8_t* cond, const int64_t* c_strides, const float* a,
                   const int64_t* a_strides, const float* b, const int64_t* b_strides, float* y, cudaStream_t stream);
+
+/// ONNX Resize of the last two dims (cpu::resize_2d's arithmetic): x [outer, ih, iw] -> y [outer,
+/// oh, ow], f32. Output row r reads `row_taps` source rows row_index[r * row_taps + t] (weights
+/// row_weight[...]), output column o `col_taps` source columns the same way (1 tap nearest, 2
+/// linear, 4 cubic): y = sum_t row_weight * (sum_k col_weight * x[row, col]), taps in order. The
+/// four tables (runtime/lowering/resize.h) live in device memory.
+struct ResizeTables {
+  int row_taps = 1, col_taps = 1;
+  const int64_t* row_index = nullptr;
+  const float* row_weight = nullptr;
+  const int64_t* col_index = nullptr;
+  const float* col_weight = nullptr;
+};
+cudaError_t resize_2d(int64_t outer, int64_t ih, int64_t iw, int64_t oh, int64_t ow, const ResizeTables& t,
+                      const float* x, float* y, cudaStream_t stream);
 
 }  // namespace fusert::cuda

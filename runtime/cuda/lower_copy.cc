@@ -4,13 +4,19 @@
 // source broadcasts), Tile (one copy of x per tile, at most kMaxTiles) and Pad in constant mode (the
 // value broadcast over the output from a device scalar, stride 0, then x copied into the interior).
 // One launch per output (two for Pad, one per tile for Tile), on the device, instead of a host
-// fallback.
+// fallback. And Resize of the last two dims, which samples rather than copies: one launch of
+// cuda::resize_2d over the sampling tables the CPU's Resize reads (runtime/lowering/resize.h),
+// uploaded once.
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <utility>
+#include <vector>
 
+#include "kernels/cpu/resample.h"
 #include "kernels/cuda/layout.cuh"
 #include "runtime/cuda/cuda_lower_internal.h"
+#include "runtime/lowering/resize.h"
 
 namespace fusert::cuda {
 
@@ -63,6 +69,14 @@ struct DeviceScalar {
   void* dev = nullptr;
   ~DeviceScalar() {
     if (dev) cudaFree(dev);
+  }
+};
+
+// Resize's four sampling tables in device memory, uploaded in prepare.
+struct DeviceTables {
+  std::vector<void*> dev;
+  ~DeviceTables() {
+    for (void* p : dev) cudaFree(p);
   }
 };
 
@@ -164,6 +178,54 @@ Status lower_pad_cuda(GroupLowering& gl, const Node& n) {
     return cuda_status(strided_copy(rank, inner.data(), env.dev.raw(xi), src, xs.data(), env.dev.raw(yi), dst,
                                     ys.data(), eb, env.ctx.stream()),
                        "strided_copy", what);
+  };
+  return Status();
+}
+
+Status lower_resize_cuda(GroupLowering& gl, const Node& n) {
+  const Graph& g = gl.g;
+  const Shape& x = g.value(n.inputs[0]).shape;
+  const Shape& y = g.value(n.outputs[0]).shape;
+  const size_t r = x.size();
+  if (g.value(n.inputs[0]).dtype != DType::kF32 || r < 2)
+    return error(StatusCode::kUnsupported) << "Resize of a non-f32 or rank < 2 tensor";
+  for (size_t d = 0; d < r; ++d)
+    if (x[d] == 0 && y[d] > 0) return error(StatusCode::kUnsupported) << "Resize of an empty dim to a non-empty one";
+  const std::vector<cpu::ResizeAxis> axes = lowering::resize_axes(g, n);
+  for (size_t d = 0; d + 2 < r; ++d)
+    if (x[d] != y[d] || !cpu::resize_axis_is_identity(axes[d], y[d]))
+      return error(StatusCode::kUnsupported) << "Resize of a dim other than the last two";
+  const cpu::ResizeAxis rows = axes[r - 2], cols = axes[r - 1];
+  const int64_t outer = shape_numel(Shape(y.begin(), y.end() - 2)), ih = x[r - 2], iw = x[r - 1], oh = y[r - 2],
+                ow = y[r - 1];
+  auto tables = std::make_shared<DeviceTables>();
+  const ValueId xi = n.inputs[0], yi = n.outputs[0];
+  const std::string what = gl.grp.name;
+  gl.ds.copy_launches = 1;
+  gl.ds.prepare = [=](Context&) -> Status {
+    if (!tables->dev.empty()) return Status();
+    const std::vector<std::pair<const void*, size_t>> host = {{rows.index.data(), rows.index.size() * 8},
+                                                              {rows.weight.data(), rows.weight.size() * 4},
+                                                              {cols.index.data(), cols.index.size() * 8},
+                                                              {cols.weight.data(), cols.weight.size() * 4}};
+    for (const auto& [data, bytes] : host) {
+      void* d = nullptr;
+      CUDA_CHECK(cudaMalloc(&d, std::max<size_t>(bytes, 8)), what);
+      tables->dev.push_back(d);
+      if (bytes) CUDA_CHECK(cudaMemcpy(d, data, bytes, cudaMemcpyHostToDevice), what);
+    }
+    return Status();
+  };
+  gl.ds.run = [=](const RunEnv& env) -> Status {
+    ResizeTables t;
+    t.row_taps = rows.taps;
+    t.col_taps = cols.taps;
+    t.row_index = static_cast<const int64_t*>(tables->dev[0]);
+    t.row_weight = static_cast<const float*>(tables->dev[1]);
+    t.col_index = static_cast<const int64_t*>(tables->dev[2]);
+    t.col_weight = static_cast<const float*>(tables->dev[3]);
+    return cuda_status(resize_2d(outer, ih, iw, oh, ow, t, env.dev.f32(xi), env.dev.f32(yi), env.ctx.stream()),
+                       "resize_2d", what);
   };
   return Status();
 }

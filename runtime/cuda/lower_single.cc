@@ -379,6 +379,8 @@ Status lower_single_cuda(GroupLowering& gl) {
       return lower_pad_cuda(gl, n);
     case OpKind::kTile:
       return lower_tile_cuda(gl, n);
+    case OpKind::kResize:
+      return lower_resize_cuda(gl, n);
     case OpKind::kGather:
       return lower_gather(gl, n);
     case OpKind::kBatchNormalization:

@@ -214,4 +214,43 @@ cudaError_t where(int rank, const int64_t* out_shape, const uint8_t* cond, const
   return cudaSuccess;
 }
 
+cudaError_t resize_2d(int64_t outer, int64_t ih, int64_t iw, int64_t oh, int64_t ow, const ResizeTables& t,
+                      const float* x, float* y, cudaStream_t stream) {
+  if (t.row_taps < 1 || t.col_taps < 1) return cudaErrorInvalidValue;
+  if (outer * oh * ow == 0) return cudaSuccess;
+  const size_t rows = static_cast<size_t>(oh * t.row_taps), cols = static_cast<size_t>(ow * t.col_taps);
+  bool ok = emu::check_device_range(x, 4 * static_cast<size_t>(outer * ih * iw), emu::Access::kRead, "resize_2d x");
+  ok &= emu::check_device_range(y, 4 * static_cast<size_t>(outer * oh * ow), emu::Access::kWrite, "resize_2d y");
+  ok &= emu::check_device_range(t.row_index, 8 * rows, emu::Access::kRead, "resize_2d row indices");
+  ok &= emu::check_device_range(t.row_weight, 4 * rows, emu::Access::kRead, "resize_2d row weights");
+  ok &= emu::check_device_range(t.col_index, 8 * cols, emu::Access::kRead, "resize_2d column indices");
+  ok &= emu::check_device_range(t.col_weight, 4 * cols, emu::Access::kRead, "resize_2d column weights");
+  if (!ok) return cudaErrorIllegalAddress;
+  const ResizeTables tt = t;
+  emu::emu_enqueue(stream, [=] {
+    for (size_t i = 0; i < rows; ++i)  // every source index inside x (the kernel reads through them)
+      if (tt.row_index[i] < 0 || tt.row_index[i] >= ih)
+        return emu::record_violation("resize_2d: a row index outside x");
+    for (size_t i = 0; i < cols; ++i)
+      if (tt.col_index[i] < 0 || tt.col_index[i] >= iw)
+        return emu::record_violation("resize_2d: a column index outside x");
+    for (int64_t p = 0; p < outer; ++p)
+      for (int64_t r = 0; r < oh; ++r)
+        for (int64_t o = 0; o < ow; ++o) {
+          float acc = 0.0f;
+          for (int tr = 0; tr < tt.row_taps; ++tr) {
+            const float* src = x + p * ih * iw + tt.row_index[r * tt.row_taps + tr] * iw;
+            const int64_t c0 = o * tt.col_taps;
+            float v = tt.col_taps == 1 ? src[tt.col_index[c0]] : tt.col_weight[c0] * src[tt.col_index[c0]];
+            for (int k = 1; k < tt.col_taps; ++k) v += tt.col_weight[c0 + k] * src[tt.col_index[c0 + k]];
+            const float w = tt.row_weight[r * tt.row_taps + tr];
+            acc = tr == 0 ? (tt.row_taps == 1 ? v : w * v) : acc + w * v;
+          }
+          y[(p * oh + r) * ow + o] = acc;
+        }
+    emu::count_op(emu::OpKind::kCopy);
+  });
+  return cudaSuccess;
+}
+
 }  // namespace fusert::cuda
