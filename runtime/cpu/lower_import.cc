@@ -12,6 +12,7 @@
 #include "runtime/cpu/lower_single_util.h"
 #include "runtime/execution_plan.h"
 #include "runtime/lowering/resize.h"
+#include "runtime/lowering/spec.h"
 
 namespace fusert {
 
@@ -141,10 +142,7 @@ LOWER(Resize) {
 
 LOWER(ConvTranspose) {
   const Node& n = NODE;
-  const Shape x = shape_of(g, n.inputs[0]), w = shape_of(g, n.inputs[1]), y = shape_of(g, n.outputs[0]);
-  const auto st = n.attr_ints("strides"), dl = n.attr_ints("dilations"), pd = n.attr_ints("pads");
-  const cpu::ConvTransposeParams p{x[0],  x[1],  x[2],  x[3],  y[1],  y[2], y[3], w[2], w[3], n.attr_i("group"),
-                                   st[0], st[1], dl[0], dl[1], pd[0], pd[1]};
+  const cpu::ConvTransposeParams p = lowering::conv_transpose_params(g, n);
   const ValueId xi = n.inputs[0], wi = n.inputs[1], yi = n.outputs[0];
   const ValueId bi = n.inputs.size() > 2 ? n.inputs[2] : kNoValue;
   s.kernel = cpu::conv_transpose_direct(p) ? "conv_transpose_2x2" : "conv_transpose_gemm";

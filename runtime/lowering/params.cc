@@ -37,6 +37,17 @@ cpu::ConvParams conv_params(const Graph& g, const Node& n) {
   return p;
 }
 
+cpu::ConvTransposeParams conv_transpose_params(const Graph& g, const Node& n) {
+  const Shape& x = g.value(n.inputs[0]).shape;
+  const Shape& w = g.value(n.inputs[1]).shape;
+  const Shape& y = g.value(n.outputs[0]).shape;
+  const auto& st = n.attr_ints("strides");
+  const auto& dl = n.attr_ints("dilations");
+  const auto& pd = n.attr_ints("pads");
+  return {x[0],  x[1],  x[2],  x[3],  y[1],  y[2], y[3], w[2], w[3], n.attr_i("group"),
+          st[0], st[1], dl[0], dl[1], pd[0], pd[1]};
+}
+
 std::array<uint8_t, 8> pad_constant(const Graph& g, const Node& n) {
   std::array<uint8_t, 8> out{};
   const DType dt = g.value(n.inputs[0]).dtype;

@@ -16,6 +16,7 @@
 
 #include "graph/fusion/group.h"
 #include "kernels/cpu/fused_kernels.h"
+#include "kernels/cpu/import_kernels.h"
 #include "runtime/execution_plan.h"
 
 namespace fusert::lowering {
@@ -120,6 +121,9 @@ cpu::ConvParams conv_params(const Graph& g, const Node& n);
 /// attribute (a YAML model's float). Both backends' Pad read it.
 std::array<uint8_t, 8> pad_constant(const Graph& g, const Node& n);
 cpu::GemmParams gemm_params(const Graph& g, const Node& n);
+/// ConvTranspose's parameters from its shapes and (shape-inference-canonicalised) attributes; the
+/// end pads are implied by y's size. Both backends' ConvTranspose read it.
+cpu::ConvTransposeParams conv_transpose_params(const Graph& g, const Node& n);
 cpu::MatMulParams matmul_params(const Graph& g, const Node& n);
 
 }  // namespace fusert::lowering

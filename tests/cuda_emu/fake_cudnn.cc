@@ -25,70 +25,13 @@
 
 #include "tests/cuda_emu/emu.h"
 
-struct cudnnContext {
-  cudaStream_t stream = nullptr;
-};
+#include "tests/cuda_emu/fake_cudnn_internal.h"
 
-struct cudnnTensorStruct {
-  bool set = false;
-  cudnnDataType_t type = CUDNN_DATA_FLOAT;
-  int n = 0, c = 0, h = 0, w = 0;
-};
-
-struct cudnnFilterStruct {
-  bool set = false;
-  cudnnDataType_t type = CUDNN_DATA_FLOAT;
-  int k = 0, c = 0, h = 0, w = 0;
-};
-
-struct cudnnConvolutionStruct {
-  bool set = false;
-  int pad_h = 0, pad_w = 0, u = 1, v = 1, dil_h = 1, dil_w = 1;
-  cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
-  cudnnDataType_t compute = CUDNN_DATA_FLOAT;
-  int groups = 1;
-  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
-};
-
-struct cudnnActivationStruct {
-  bool set = false;
-  cudnnActivationMode_t mode = CUDNN_ACTIVATION_RELU;
-  cudnnNanPropagation_t nan = CUDNN_NOT_PROPAGATE_NAN;
-  double coef = 0;
-};
-
-namespace {
-
-namespace emu = fusert::emu;
-
-struct Handles {
-  std::set<const void*> live;  // every live handle and descriptor
-};
+namespace fake_cudnn {
 
 Handles& handles() {
   static Handles* h = new Handles();
   return *h;
-}
-
-template <typename T>
-cudnnStatus_t create(T** out) {
-  if (!out) return CUDNN_STATUS_BAD_PARAM_NULL_POINTER;
-  *out = new T();
-  handles().live.insert(*out);
-  return CUDNN_STATUS_SUCCESS;
-}
-
-template <typename T>
-cudnnStatus_t destroy(T* p) {
-  if (!p) return CUDNN_STATUS_SUCCESS;  // destroying a null descriptor is a no-op
-  if (!handles().live.erase(p)) return CUDNN_STATUS_BAD_PARAM;
-  delete p;
-  return CUDNN_STATUS_SUCCESS;
-}
-
-template <typename T>
-bool live(const T* p) {
-  return p && handles().live.count(p) != 0;
 }
 
 cudnnStatus_t fail(cudnnStatus_t st, const std::string& why) {
@@ -96,23 +39,13 @@ cudnnStatus_t fail(cudnnStatus_t st, const std::string& why) {
   return st;
 }
 
-// The plain parameters of one convolution, copied out of the descriptors at the call.
-struct Conv {
-  int n, c, h, w;   // x
-  int k, cg, r, s;  // w: k filters of cg channels, r x s
-  int oh, ow;       // y
-  int pad_h, pad_w, u, v, dil_h, dil_w, groups;
-  bool flip;  // CUDNN_CONVOLUTION: the filter is flipped
-  int64_t x_elems() const { return int64_t{n} * c * h * w; }
-  int64_t w_elems() const { return int64_t{k} * cg * r * s; }
-  int64_t y_elems() const { return int64_t{n} * k * oh * ow; }
-};
-
+namespace {
 int out_dim(int in, int pad, int filter, int dil, int stride) {
   return 1 + (in + 2 * pad - ((filter - 1) * dil + 1)) / stride;
 }
 
-// Validates descriptors and fills `cv` (x, w, conv, and y when given).
+}  // namespace
+
 cudnnStatus_t conv_of(const cudnnTensorStruct* x, const cudnnFilterStruct* w, const cudnnConvolutionStruct* cd,
                       const cudnnTensorStruct* y, Conv* cv) {
   if (!live(x) || !live(w) || !live(cd) || (y && !live(y))) return fail(CUDNN_STATUS_BAD_PARAM, "unknown descriptor");
@@ -155,6 +88,21 @@ cudnnStatus_t conv_of(const cudnnTensorStruct* x, const cudnnFilterStruct* w, co
   *cv = c;
   return CUDNN_STATUS_SUCCESS;
 }
+
+bool overlaps(const void* a, size_t an, const void* b, size_t bn) {
+  const char* pa = static_cast<const char*>(a);
+  const char* pb = static_cast<const char*>(b);
+  return pa < pb + bn && pb < pa + an;
+}
+
+bool aligned4(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 3u) == 0; }
+
+}  // namespace fake_cudnn
+
+namespace {
+
+namespace emu = fusert::emu;
+using namespace fake_cudnn;
 
 // Workspace each algorithm asks for (some nonzero, so the workspace plumbing is exercised).
 size_t algo_workspace(cudnnConvolutionFwdAlgo_t algo, const Conv& c) {
@@ -223,14 +171,6 @@ void convolve(const Conv& c, const float* x, const float* w, float* out) {
   }
 }
 
-bool overlaps(const void* a, size_t an, const void* b, size_t bn) {
-  const char* pa = static_cast<const char*>(a);
-  const char* pb = static_cast<const char*>(b);
-  return pa < pb + bn && pb < pa + an;
-}
-
-bool aligned4(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 3u) == 0; }
-
 struct Operands {
   const float* x;
   const float* w;
@@ -284,6 +224,8 @@ float activate(const cudnnActivationStruct& a, float v) {
 }
 
 }  // namespace
+
+using namespace fake_cudnn;
 
 // ---------------------------------------------------------------- handle
 size_t CUDNNWINAPI cudnnGetVersion(void) { return CUDNN_VERSION; }
