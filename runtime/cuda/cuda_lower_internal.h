@@ -101,6 +101,8 @@ Status lower_pad_cuda(GroupLowering& gl, const Node& n);
 Status lower_tile_cuda(GroupLowering& gl, const Node& n);
 /// Resize of the last two dims on the device (cuda::resize_2d; lower_copy.cc).
 Status lower_resize_cuda(GroupLowering& gl, const Node& n);
+/// ConvTranspose on cuDNN's backward-data convolution (lower_conv_transpose.cc).
+Status lower_conv_transpose_cuda(GroupLowering& gl, const Node& n);
 Status lower_split_cuda(GroupLowering& gl, const Node& n);
 Status lower_expand_cuda(GroupLowering& gl, const Node& n);
 Status lower_anchor_cuda(GroupLowering& gl);

@@ -381,6 +381,8 @@ Status lower_single_cuda(GroupLowering& gl) {
       return lower_tile_cuda(gl, n);
     case OpKind::kResize:
       return lower_resize_cuda(gl, n);
+    case OpKind::kConvTranspose:
+      return lower_conv_transpose_cuda(gl, n);
     case OpKind::kGather:
       return lower_gather(gl, n);
     case OpKind::kBatchNormalization:
