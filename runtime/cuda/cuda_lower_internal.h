@@ -103,6 +103,10 @@ Status lower_tile_cuda(GroupLowering& gl, const Node& n);
 Status lower_resize_cuda(GroupLowering& gl, const Node& n);
 /// ConvTranspose on cuDNN's backward-data convolution (lower_conv_transpose.cc).
 Status lower_conv_transpose_cuda(GroupLowering& gl, const Node& n);
+/// The reductions (ReduceSum/Mean on cuBLASLt, the others on kernels/cuda/reduce.cuh; lower_reduce.cc).
+Status lower_reduce_cuda(GroupLowering& gl, const Node& n);
+/// ArgMax / ArgMin (kernels/cuda/reduce.cuh; lower_reduce.cc).
+Status lower_arg_extreme_cuda(GroupLowering& gl, const Node& n);
 Status lower_split_cuda(GroupLowering& gl, const Node& n);
 Status lower_expand_cuda(GroupLowering& gl, const Node& n);
 Status lower_anchor_cuda(GroupLowering& gl);

@@ -1,4 +1,5 @@
-// CUDA lowering of single-op groups: pooling, layout ops, Gather, BatchNorm, Cast, reductions;
+// CUDA lowering of single-op groups: pooling, layout ops, Gather, BatchNorm, Cast (reductions:
+// lower_reduce.cc);
 // elementwise and row-norm ops alone and lone anchors go to their kind's lowering.
 #include <algorithm>
 #include <cmath>
@@ -291,66 +292,6 @@ Status lower_cast(GroupLowering& gl, const Node& n) {
 // ReduceSum / ReduceMean over one contiguous run of axes as a GEMM with a ones vector:
 // x viewed as [outer, len, inner]; y[o, :] = (1/len if mean) * ones[1, len] x[o] ([len, inner]),
 // batched over outer (or x [outer, len] * ones [len, 1] when inner == 1).
-Status lower_reduce(GroupLowering& gl, const Node& n) {
-  const Graph& g = gl.g;
-  const Shape xs = g.value(n.inputs[0]).shape;
-  std::vector<int64_t> axes = n.attr_ints("axes");
-  if (axes.empty() || g.value(n.inputs[0]).dtype != DType::kF32)
-    return error(StatusCode::kUnsupported) << "reduction without axes";
-  for (int64_t& a : axes)
-    if (a < 0) a += static_cast<int64_t>(xs.size());
-  std::sort(axes.begin(), axes.end());
-  for (size_t i = 1; i < axes.size(); ++i) {
-    if (axes[i] != axes[i - 1] + 1) return error(StatusCode::kUnsupported) << "reduction over non-adjacent axes";
-  }
-  int64_t outer = 1, len = 1, inner = 1;
-  for (size_t d = 0; d < xs.size(); ++d) {
-    const int64_t ax = static_cast<int64_t>(d);
-    if (ax < axes.front())
-      outer *= xs[d];
-    else if (ax > axes.back())
-      inner *= xs[d];
-    else
-      len *= xs[d];
-  }
-  GemmDesc d;
-  d.alpha = n.op == OpKind::kReduceMean ? 1.f / static_cast<float>(len) : 1.f;
-  const bool rows = inner == 1;
-  if (rows) {  // [outer, len] x ones[len, 1]
-    d.m = outer;
-    d.k = len;
-    d.n = 1;
-  } else {  // ones[1, len] x [len, inner], per outer
-    d.m = 1;
-    d.k = len;
-    d.n = inner;
-    d.batch = outer;
-    d.stride_a = 0;
-    d.stride_b = len * inner;
-    d.stride_c = d.stride_d = inner;
-  }
-  struct State {
-    std::unique_ptr<LtGemm> gemm;
-    ConstPtr ones;
-  };
-  auto state = std::make_shared<State>();
-  state->ones = make_const(std::vector<float>(static_cast<size_t>(len), 1.f));
-  const ValueId x = n.inputs[0], y = n.outputs[0];
-  const std::string what = gl.grp.name;
-  gl.ds.library_calls = 1;
-  gl.ds.prepare = [=](Context& ctx) -> Status {
-    FUSERT_RETURN_IF_ERROR(state->ones->upload(what));
-    FUSERT_ASSIGN_OR_RETURN(state->gemm, LtGemm::create(ctx, d, what));
-    return Status();
-  };
-  gl.ds.run = [=](const RunEnv& env) {
-    const float* a = rows ? env.dev.f32(x) : state->ones->get();
-    const float* b = rows ? state->ones->get() : env.dev.f32(x);
-    return state->gemm->run(env.ctx, a, b, nullptr, nullptr, env.dev.f32(y));
-  };
-  return Status();
-}
-
 }  // namespace
 
 Status lower_single_cuda(GroupLowering& gl) {
@@ -391,7 +332,18 @@ Status lower_single_cuda(GroupLowering& gl) {
       return lower_cast(gl, n);
     case OpKind::kReduceSum:
     case OpKind::kReduceMean:
-      return lower_reduce(gl, n);
+    case OpKind::kReduceMax:
+    case OpKind::kReduceMin:
+    case OpKind::kReduceProd:
+    case OpKind::kReduceLogSumExp:
+    case OpKind::kReduceL1:
+    case OpKind::kReduceL2:
+    case OpKind::kReduceSumSquare:
+    case OpKind::kReduceLogSum:
+      return lower_reduce_cuda(gl, n);
+    case OpKind::kArgMax:
+    case OpKind::kArgMin:
+      return lower_arg_extreme_cuda(gl, n);
     default:
       break;
   }

@@ -128,8 +128,9 @@ void zoo_model(const std::string& model) {
   for (const char* fusion : {"none", "all"}) compare_with_cpu(kModels + model + ".yaml", fusion, model);
 }
 
-// Pad in reflect mode and ReduceMax have no CUDA kernel (Slice, Split, Expand, Tile and constant
-// Pad are strided copies on the device):
+// Pad in reflect mode and a ReduceMax over non-adjacent axes have no CUDA kernel (Slice, Split,
+// Expand, Tile and constant Pad are strided copies on the device; a reduction over adjacent axes
+// runs on reduce.cuh):
 // host-fallback steps between device steps (no CUDA Graph then), reading a device result and a
 // Reshape alias of it.
 const char* kHostFallback = R"(fusert: 1
@@ -147,7 +148,7 @@ nodes:
   - {name: r, op: Relu, inputs: [xa], outputs: [xr]}
   - {name: s, op: Pad, inputs: [xr, pads], outputs: [xs], attrs: {mode: reflect}}
   - {name: m, op: Mul, inputs: [xs, w2], outputs: [y]}
-  - {name: sp, op: ReduceMax, inputs: [xr], outputs: [p], attrs: {axes: [1], keepdims: 1}}
+  - {name: sp, op: ReduceMax, inputs: [xr], outputs: [p], attrs: {axes: [0, 2], keepdims: 1}}
   - {name: d, op: Sub, inputs: [p, w3], outputs: [pq]}
   - {name: t, op: Tanh, inputs: [pq], outputs: [z]}
   - {name: rs, op: Reshape, inputs: [xr, flat], outputs: [xf]}

@@ -1,0 +1,98 @@
+// Reductions over the middle axis (kernels/cuda/reduce.cuh): one thread per output element, a
+// grid-stride loop, 64-bit indices.
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/reduce.cuh"
+
+namespace fusert::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int64_t kMaxBlocks = 8192;
+
+int blocks_for(int64_t count) {
+  const int64_t b = (count + kThreads - 1) / kThreads;
+  return static_cast<int>(b < kMaxBlocks ? b : kMaxBlocks);
+}
+
+__device__ float pre(ReduceKind::Pre p, float v) {
+  return p == ReduceKind::kAbs ? fabsf(v) : p == ReduceKind::kSquare ? v * v : v;
+}
+
+__device__ float window(int64_t len, int64_t inner, const ReduceKind& k, const float* x) {
+  if (k.combine == ReduceKind::kMax || k.combine == ReduceKind::kMin) {
+    if (len == 0) return k.combine == ReduceKind::kMax ? -INFINITY : INFINITY;
+    float acc = pre(k.pre, x[0]);
+    for (int64_t l = 1; l < len && !isnan(acc); ++l) {
+      const float v = pre(k.pre, x[l * inner]);
+      acc = isnan(v) ? v : (k.combine == ReduceKind::kMax ? fmaxf(acc, v) : fminf(acc, v));
+    }
+    return acc;
+  }
+  if (k.combine == ReduceKind::kLogSumExp) {
+    double m = -INFINITY;
+    for (int64_t l = 0; l < len; ++l) {
+      const double v = pre(k.pre, x[l * inner]);
+      if (isnan(v)) return static_cast<float>(v);
+      m = fmax(m, v);
+    }
+    if (len == 0 || isinf(m)) return static_cast<float>(m);
+    double acc = 0;
+    for (int64_t l = 0; l < len; ++l) acc += exp(static_cast<double>(pre(k.pre, x[l * inner])) - m);
+    return static_cast<float>(m + log(acc));
+  }
+  double acc = k.combine == ReduceKind::kProd ? 1.0 : 0.0;
+  for (int64_t l = 0; l < len; ++l) {
+    const double v = pre(k.pre, x[l * inner]);
+    acc = k.combine == ReduceKind::kProd ? acc * v : acc + v;
+  }
+  return static_cast<float>(acc);
+}
+
+__global__ void reduce_kernel(int64_t outer, int64_t len, int64_t inner, ReduceKind k, const float* __restrict__ x,
+                              float* __restrict__ y) {
+  const int64_t total = outer * inner;
+  for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < total; t += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t o = t / inner, i = t % inner;
+    const float r = window(len, inner, k, x + o * len * inner + i);
+    y[t] = k.post == ReduceKind::kSqrt ? sqrtf(r) : k.post == ReduceKind::kLog ? logf(r) : r;
+  }
+}
+
+__global__ void arg_kernel(int64_t outer, int64_t len, int64_t inner, bool min, bool last, const float* __restrict__ x,
+                           int64_t* __restrict__ y) {
+  const int64_t total = outer * inner;
+  for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < total; t += int64_t{gridDim.x} * blockDim.x) {
+    const float* w = x + (t / inner) * len * inner + t % inner;
+    int64_t best = 0;
+    float bv = w[0];
+    for (int64_t l = 1; l < len && !isnan(bv); ++l) {
+      const float v = w[l * inner];
+      if (isnan(v) || (min ? v < bv : v > bv) || (last && v == bv)) {
+        bv = v;
+        best = l;
+      }
+    }
+    y[t] = best;
+  }
+}
+
+}  // namespace
+
+cudaError_t reduce_axis(int64_t outer, int64_t len, int64_t inner, const ReduceKind& k, const float* x, float* y,
+                        cudaStream_t stream) {
+  if (outer * inner == 0) return cudaSuccess;
+  reduce_kernel<<<blocks_for(outer * inner), kThreads, 0, stream>>>(outer, len, inner, k, x, y);
+  return cudaGetLastError();
+}
+
+cudaError_t arg_extreme(int64_t outer, int64_t len, int64_t inner, bool min, bool last, const float* x, int64_t* y,
+                        cudaStream_t stream) {
+  if (outer * inner == 0) return cudaSuccess;
+  if (len <= 0) return cudaErrorInvalidValue;
+  arg_kernel<<<blocks_for(outer * inner), kThreads, 0, stream>>>(outer, len, inner, min, last, x, y);
+  return cudaGetLastError();
+}
+
+}  // namespace fusert::cuda

@@ -1,0 +1,146 @@
+// CUDA lowering of the reductions: ReduceSum / ReduceMean as a GEMM by a vector of ones (cuBLASLt),
+// the others (Max, Min, Prod, LogSumExp, L1, L2, SumSquare, LogSum) and ArgMax / ArgMin on the
+// kernels of kernels/cuda/reduce.cuh, in the CPU's arithmetic. Axes must be adjacent (one
+// [outer, len, inner] view); otherwise the op stays on the host.
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "kernels/cuda/reduce.cuh"
+#include "runtime/cuda/cuda_lower_internal.h"
+
+namespace fusert::cuda {
+
+namespace {
+
+// The [outer, len, inner] view of x's reduced (sorted, adjacent) axes; false when they are not
+// adjacent or absent.
+bool axis_view(const Shape& xs, std::vector<int64_t> axes, int64_t* outer, int64_t* len, int64_t* inner) {
+  if (axes.empty()) return false;
+  for (int64_t& a : axes)
+    if (a < 0) a += static_cast<int64_t>(xs.size());
+  std::sort(axes.begin(), axes.end());
+  for (size_t i = 1; i < axes.size(); ++i)
+    if (axes[i] != axes[i - 1] + 1) return false;
+  *outer = *len = *inner = 1;
+  for (size_t d = 0; d < xs.size(); ++d) {
+    const int64_t ax = static_cast<int64_t>(d);
+    (ax < axes.front() ? *outer : ax > axes.back() ? *inner : *len) *= xs[d];
+  }
+  return true;
+}
+
+// ReduceSum / ReduceMean: a GEMM by a vector of ones on cuBLASLt.
+Status reduce_by_gemm(GroupLowering& gl, const Node& n, int64_t outer, int64_t len, int64_t inner) {
+  GemmDesc d;
+  d.alpha = n.op == OpKind::kReduceMean ? 1.f / static_cast<float>(len) : 1.f;
+  const bool rows = inner == 1;
+  if (rows) {  // [outer, len] x ones[len, 1]
+    d.m = outer;
+    d.k = len;
+    d.n = 1;
+  } else {  // ones[1, len] x [len, inner], per outer
+    d.m = 1;
+    d.k = len;
+    d.n = inner;
+    d.batch = outer;
+    d.stride_a = 0;
+    d.stride_b = len * inner;
+    d.stride_c = d.stride_d = inner;
+  }
+  struct State {
+    std::unique_ptr<LtGemm> gemm;
+    ConstPtr ones;
+  };
+  auto state = std::make_shared<State>();
+  state->ones = make_const(std::vector<float>(static_cast<size_t>(len), 1.f));
+  const ValueId x = n.inputs[0], y = n.outputs[0];
+  const std::string what = gl.grp.name;
+  gl.ds.library_calls = 1;
+  gl.ds.prepare = [=](Context& ctx) -> Status {
+    FUSERT_RETURN_IF_ERROR(state->ones->upload(what));
+    FUSERT_ASSIGN_OR_RETURN(state->gemm, LtGemm::create(ctx, d, what));
+    return Status();
+  };
+  gl.ds.run = [=](const RunEnv& env) {
+    const float* a = rows ? env.dev.f32(x) : state->ones->get();
+    const float* b = rows ? state->ones->get() : env.dev.f32(x);
+    return state->gemm->run(env.ctx, a, b, nullptr, nullptr, env.dev.f32(y));
+  };
+  return Status();
+}
+
+ReduceKind reduce_kind(OpKind op) {
+  ReduceKind k;
+  switch (op) {
+    case OpKind::kReduceMax:
+      k.combine = ReduceKind::kMax;
+      break;
+    case OpKind::kReduceMin:
+      k.combine = ReduceKind::kMin;
+      break;
+    case OpKind::kReduceProd:
+      k.combine = ReduceKind::kProd;
+      break;
+    case OpKind::kReduceLogSumExp:
+      k.combine = ReduceKind::kLogSumExp;
+      break;
+    case OpKind::kReduceL1:
+      k.pre = ReduceKind::kAbs;
+      break;
+    case OpKind::kReduceL2:
+      k.pre = ReduceKind::kSquare;
+      k.post = ReduceKind::kSqrt;
+      break;
+    case OpKind::kReduceSumSquare:
+      k.pre = ReduceKind::kSquare;
+      break;
+    case OpKind::kReduceLogSum:
+      k.post = ReduceKind::kLog;
+      break;
+    default:  // ReduceSum: the plain sum
+      break;
+  }
+  return k;
+}
+
+}  // namespace
+
+Status lower_reduce_cuda(GroupLowering& gl, const Node& n) {
+  const Graph& g = gl.g;
+  const Shape xs = g.value(n.inputs[0]).shape;
+  int64_t outer, len, inner;
+  if (g.value(n.inputs[0]).dtype != DType::kF32 || !axis_view(xs, n.attr_ints("axes"), &outer, &len, &inner))
+    return error(StatusCode::kUnsupported)
+           << "a reduction of a non-f32 tensor, without axes, or over non-adjacent axes";
+  if (n.op == OpKind::kReduceSum || n.op == OpKind::kReduceMean) return reduce_by_gemm(gl, n, outer, len, inner);
+  const ReduceKind k = reduce_kind(n.op);
+  const ValueId x = n.inputs[0], y = n.outputs[0];
+  const std::string what = gl.grp.name;
+  gl.ds.copy_launches = 1;
+  gl.ds.run = [=](const RunEnv& env) {
+    return cuda_status(reduce_axis(outer, len, inner, k, env.dev.f32(x), env.dev.f32(y), env.ctx.stream()),
+                       "reduce_axis", what);
+  };
+  return Status();
+}
+
+Status lower_arg_extreme_cuda(GroupLowering& gl, const Node& n) {
+  const Graph& g = gl.g;
+  const Shape xs = g.value(n.inputs[0]).shape;
+  int64_t outer, len, inner;
+  if (g.value(n.inputs[0]).dtype != DType::kF32 || !axis_view(xs, {n.attr_i("axis")}, &outer, &len, &inner) || len == 0)
+    return error(StatusCode::kUnsupported) << "ArgMax/ArgMin of a non-f32 tensor or an empty axis";
+  const bool min = n.op == OpKind::kArgMin, last = n.attr_i("select_last_index") != 0;
+  const ValueId x = n.inputs[0], y = n.outputs[0];
+  const std::string what = gl.grp.name;
+  gl.ds.copy_launches = 1;
+  gl.ds.run = [=](const RunEnv& env) {
+    return cuda_status(arg_extreme(outer, len, inner, min, last, env.dev.f32(x), static_cast<int64_t*>(env.dev.raw(y)),
+                                   env.ctx.stream()),
+                       "arg_extreme", what);
+  };
+  return Status();
+}
+
+}  // namespace fusert::cuda

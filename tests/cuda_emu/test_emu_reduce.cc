@@ -1,0 +1,99 @@
+// The reductions on the CUDA backend (runtime/cuda/lower_reduce.cc: kernels/cuda/reduce.cuh, no host
+// fallback), end to end on the emulated device against the CPU backend (whose reductions pass ONNX's
+// conformance cases): ReduceMax, Min, Prod, LogSumExp, L1, L2, SumSquare and LogSum over a middle
+// axis, two adjacent axes and the last axis; ArgMax (first and, with select_last_index, last of equal
+// values) and ArgMin. Max, Min and the arg reductions select values: equal to the bit; the rest sum
+// in double as the CPU does: rel. L2 <= 1e-6.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "runtime/session.h"
+#include "tests/cuda_emu/emu.h"
+
+using namespace fusert;
+
+namespace {
+
+const char* kReduce = R"(fusert: 1
+name: reductions
+inputs:
+  - {name: x, shape: [3, 5, 4, 6]}
+outputs: [mx, mn, pr, lse, l1, l2, ss, ls, am, aml, an]
+nodes:
+  - {name: mx, op: ReduceMax, inputs: [x], outputs: [mx], attrs: {axes: [1], keepdims: 1}}
+  - {name: mn, op: ReduceMin, inputs: [x], outputs: [mn], attrs: {axes: [2, 3], keepdims: 0}}
+  - {name: pr, op: ReduceProd, inputs: [x], outputs: [pr], attrs: {axes: [3], keepdims: 1}}
+  - {name: lse, op: ReduceLogSumExp, inputs: [x], outputs: [lse], attrs: {axes: [1, 2], keepdims: 1}}
+  - {name: l1, op: ReduceL1, inputs: [x], outputs: [l1], attrs: {axes: [-1], keepdims: 0}}
+  - {name: l2, op: ReduceL2, inputs: [x], outputs: [l2], attrs: {axes: [1], keepdims: 1}}
+  - {name: ss, op: ReduceSumSquare, inputs: [x], outputs: [ss], attrs: {axes: [2], keepdims: 1}}
+  - {name: sq, op: Mul, inputs: [x, x], outputs: [x2]}
+  - {name: ls, op: ReduceLogSum, inputs: [x2], outputs: [ls], attrs: {axes: [3], keepdims: 1}}
+  - {name: rd, op: Round, inputs: [x], outputs: [xr]}
+  - {name: am, op: ArgMax, inputs: [xr], outputs: [am], attrs: {axis: 1, keepdims: 1}}
+  - {name: aml, op: ArgMax, inputs: [xr], outputs: [aml], attrs: {axis: 1, keepdims: 0, select_last_index: 1}}
+  - {name: an, op: ArgMin, inputs: [x], outputs: [an], attrs: {axis: 3, keepdims: 1}}
+)";
+
+}  // namespace
+
+TEST_CASE("emu.reduce: Reduce{Max,Min,Prod,LogSumExp,L1,L2,SumSquare,LogSum}, ArgMax/ArgMin on the device") {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("fusert_emu_reduce_" + std::to_string(::getpid()) + ".yaml")).string();
+  {
+    std::ofstream f(path);
+    f << kReduce;
+  }
+  SessionOptions co;
+  co.seeded = true;
+  auto cpu = Session::load(path, co);
+  REQUIRE_MESSAGE(cpu.ok(), cpu.status().to_string());
+  TensorMap in = (*cpu)->seeded_inputs(4);
+  for (int64_t i = 0; i < in.at("x").numel(); ++i) in.at("x").f32()[i] *= 3.f;  // Round then ties often
+  auto want = (*cpu)->run(in);
+  REQUIRE_MESSAGE(want.ok(), want.status().to_string());
+  emu::clear_violations();
+  for (const char* fusion : {"none", "all"}) {
+    CAPTURE(fusion);
+    SessionOptions go = co;
+    go.device = "cuda";
+    go.fusion = fusion;
+    auto gpu = Session::load(path, go);
+    REQUIRE_MESSAGE(gpu.ok(), gpu.status().to_string());
+    CHECK((*gpu)->stats().host_fallback_steps == 0);
+    auto got = (*gpu)->run(in);
+    REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+    for (const auto& [name, t] : *want) {
+      CAPTURE(name);
+      const Tensor& g = got->at(name);
+      REQUIRE(g.shape() == t.shape());
+      REQUIRE(g.dtype() == t.dtype());
+      if (t.dtype() == DType::kI64) {
+        int64_t differ = 0;
+        for (int64_t i = 0; i < t.numel(); ++i) differ += g.i64()[i] != t.i64()[i];
+        CHECK(differ == 0);
+        continue;
+      }
+      double num = 0, den = 0;
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        const double d = static_cast<double>(g.f32()[i]) - t.f32()[i];
+        num += d * d;
+        den += static_cast<double>(t.f32()[i]) * t.f32()[i];
+      }
+      CHECK(std::sqrt(num / den) <= ((name == "mx" || name == "mn") ? 0.0 : 1e-6));
+    }
+    int64_t ties_differ = 0;  // select_last_index changed some answers: the inputs have ties
+    for (int64_t i = 0; i < got->at("aml").numel(); ++i)
+      ties_differ += got->at("aml").i64()[i] != got->at("am").i64()[i];
+    CHECK(ties_differ > 0);
+  }
+  CHECK(emu::violations().empty());
+  std::remove(path.c_str());
+}
