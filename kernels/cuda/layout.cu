@@ -115,6 +115,53 @@ static __global__ void resize_2d_kernel(int64_t outer, int64_t ih, int64_t iw, i
   }
 }
 
+struct PadArgs {
+  int rank, mode;
+  int64_t numel;
+  int64_t out_shape[kMaxCopyRank], in_shape[kMaxCopyRank], begin[kMaxCopyRank];
+};
+
+// The source index of output index o along a dim (PadMode), or -1 for the constant.
+__device__ int64_t pad_source(int64_t o, int64_t begin, int64_t len, int mode) {
+  int64_t j = o - begin;
+  if (j >= 0 && j < len) return j;
+  switch (static_cast<PadMode>(mode)) {
+    case PadMode::kConstant:
+      return -1;
+    case PadMode::kReflect:
+      return j < 0 ? -j : 2 * (len - 1) - j;
+    case PadMode::kEdge:
+      return j < 0 ? 0 : len - 1;
+    default:  // kWrap
+      j %= len;
+      return j < 0 ? j + len : j;
+  }
+}
+
+template <typename T>
+static __global__ void pad_map_kernel(PadArgs p, const T* __restrict__ value, const T* __restrict__ x,
+                                      T* __restrict__ y) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < p.numel; i += int64_t{gridDim.x} * blockDim.x) {
+    int64_t rem = i, src = 0, stride = 1;
+    bool outside = false;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      const int64_t j = pad_source(rem % p.out_shape[d], p.begin[d], p.in_shape[d], p.mode);
+      rem /= p.out_shape[d];
+      outside |= j < 0;
+      src += j * stride;
+      stride *= p.in_shape[d];
+    }
+    y[i] = outside ? value[0] : x[src];
+  }
+}
+
+template <typename T>
+cudaError_t launch_pad(const PadArgs& p, const void* value, const void* x, void* y, cudaStream_t stream) {
+  pad_map_kernel<T><<<blocks_for(p.numel), kThreads, 0, stream>>>(p, static_cast<const T*>(value),
+                                                                  static_cast<const T*>(x), static_cast<T*>(y));
+  return cudaGetLastError();
+}
+
 template <typename T>
 cudaError_t launch_copy(const CopyArgs& p, const void* x, void* y, cudaStream_t stream) {
   strided_copy_kernel<T><<<blocks_for(p.numel), kThreads, 0, stream>>>(p, static_cast<const T*>(x), static_cast<T*>(y));
@@ -229,6 +276,33 @@ cudaError_t where(int rank, const int64_t* out_shape, const uint8_t* cond, const
   if (p.numel == 0) return cudaSuccess;
   where_kernel<<<blocks_for(p.numel), kThreads, 0, stream>>>(p, cond, a, b, y);
   return cudaGetLastError();
+}
+
+cudaError_t pad_map(int rank, const int64_t* out_shape, const int64_t* in_shape, const int64_t* begin, PadMode mode,
+                    const void* value, const void* x, void* y, int elem_bytes, cudaStream_t stream) {
+  if (rank < 1 || rank > kMaxCopyRank) return cudaErrorInvalidValue;
+  PadArgs p{};
+  p.rank = rank;
+  p.mode = static_cast<int>(mode);
+  p.numel = volume(rank, out_shape);
+  for (int d = 0; d < rank; ++d) {
+    if (in_shape[d] <= 0 && out_shape[d] > 0 && mode != PadMode::kConstant)
+      return cudaErrorInvalidValue;  // nothing to reflect, clamp to or wrap
+    p.out_shape[d] = out_shape[d];
+    p.in_shape[d] = in_shape[d];
+    p.begin[d] = begin[d];
+  }
+  if (p.numel == 0) return cudaSuccess;
+  switch (elem_bytes) {
+    case 1:
+      return launch_pad<uint8_t>(p, value, x, y, stream);
+    case 4:
+      return launch_pad<uint32_t>(p, value, x, y, stream);
+    case 8:
+      return launch_pad<uint64_t>(p, value, x, y, stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
 }
 
 cudaError_t resize_2d(int64_t outer, int64_t ih, int64_t iw, int64_t oh, int64_t ow, const ResizeTables& t,

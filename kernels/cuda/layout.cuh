@@ -1,5 +1,6 @@
 // Data-movement and dtype kernels (kernels/cuda/layout.cu, compiled by nvcc): strided N-d copy
-// (Transpose, Slice, Expand, one input of Concat, one output of Split), Gather along an axis
+// (Transpose, Slice, Expand, one input of Concat, one output of Split), Pad and Tile as one
+// gather, Gather along an axis
 // with a run-time index range check, Cast between f32/i64/i32/bool, Where, and Resize of the last
 // two dims from sampling tables. All enqueue on `stream` and return the launch status; rank <= 6.
 #pragma once
@@ -34,6 +35,15 @@ cudaError_t cast(int64_t count, const void* x, CastType from, void* y, CastType 
 /// per operand over the output dims, 0 = broadcast).
 cudaError_t where(int rank, const int64_t* out_shape, const uint8_t* cond, const int64_t* c_strides, const float* a,
                   const int64_t* a_strides, const float* b, const int64_t* b_strides, float* y, cudaStream_t stream);
+
+/// Pad (every mode) and Tile as one gather: y over `out_shape` (rank dims), each output index i_d
+/// read from x [in_shape] at j_d = i_d - begin[d], mapped where it falls outside [0, in_shape[d]):
+/// kConstant reads the one element at `value` (device memory) instead, kReflect mirrors without
+/// repeating the edge (|begin|, end < in_shape), kEdge clamps, kWrap takes j mod in_shape (Tile:
+/// begin 0). elem_bytes 1, 4 or 8.
+enum class PadMode { kConstant, kReflect, kEdge, kWrap };
+cudaError_t pad_map(int rank, const int64_t* out_shape, const int64_t* in_shape, const int64_t* begin, PadMode mode,
+                    const void* value, const void* x, void* y, int elem_bytes, cudaStream_t stream);
 
 /// ONNX Resize of the last two dims (cpu::resize_2d's arithmetic): x [outer, ih, iw] -> y [outer,
 /// oh, ow], f32. Output row r reads `row_taps` source rows row_index[r * row_taps + t] (weights

@@ -1,12 +1,10 @@
-// CUDA lowering of the data-movement ops that are strided copies (kernels/cuda/layout.cuh
-// strided_copy): Slice (the source's strides scaled by the steps, a negative step too, the offset at
-// the starts), Split (one copy per output at its offset along the axis), Expand (stride 0 where the
-// source broadcasts), Tile (one copy of x per tile, at most kMaxTiles) and Pad in constant mode (the
-// value broadcast over the output from a device scalar, stride 0, then x copied into the interior).
-// One launch per output (two for Pad, one per tile for Tile), on the device, instead of a host
-// fallback. And Resize of the last two dims, which samples rather than copies: one launch of
-// cuda::resize_2d over the sampling tables the CPU's Resize reads (runtime/lowering/resize.h),
-// uploaded once.
+// CUDA lowering of the data-movement ops, on the device instead of host fallback: Slice (the
+// source's strides scaled by the steps, a negative step too, the offset at the starts), Split (one
+// copy per output at its offset along the axis) and Expand (stride 0 where the source broadcasts)
+// as strided copies (kernels/cuda/layout.cuh strided_copy); Pad in every mode and Tile as one
+// gather each (pad_map: the constant read from a device scalar, reflect, edge; Tile wraps); and
+// Resize of the last two dims, which samples rather than copies: one launch of cuda::resize_2d over
+// the sampling tables the CPU's Resize reads (runtime/lowering/resize.h), uploaded once.
 #include <algorithm>
 #include <array>
 #include <memory>
@@ -44,8 +42,6 @@ struct Copy {
   int64_t out_offset = 0;
   std::vector<int64_t> out_strides = {};
 };
-
-constexpr int64_t kMaxTiles = 64;
 
 Status run_copies(GroupLowering& gl, ValueId x, std::vector<Copy> copies, size_t esize) {
   const std::string what = gl.grp.name;
@@ -142,42 +138,28 @@ Status lower_pad_cuda(GroupLowering& gl, const Node& n) {
   const Shape& x = g.value(n.inputs[0]).shape;
   const Shape& y = g.value(n.outputs[0]).shape;
   const size_t esize = dtype_size(g.value(n.inputs[0]).dtype);
-  if (!copyable(y, esize) || n.attr_s("mode") != "constant")
-    return error(StatusCode::kUnsupported) << "Pad other than constant mode, or its rank/dtype";
+  const std::string& m = n.attr_s("mode");
+  if (!copyable(y, esize) || y.empty() || (m != "constant" && m != "reflect" && m != "edge"))
+    return error(StatusCode::kUnsupported)
+           << "Pad of rank 0 or above " << kMaxCopyRank << ", its dtype, or mode '" << m << "'";
+  const PadMode mode = m == "constant" ? PadMode::kConstant : m == "reflect" ? PadMode::kReflect : PadMode::kEdge;
   const std::vector<int64_t> pads = n.attr_ints("pads");  // canonicalised by shape inference: begins, ends
-  const size_t r = x.size();
-  const std::vector<int64_t> xs = contiguous_strides(x), ys = contiguous_strides(y);
-  Shape inner(r);
-  std::vector<int64_t> zeros(r, 0);
-  int64_t src = 0, dst = 0;
-  bool border = false;
-  for (size_t d = 0; d < r; ++d) {  // x's index i lands at i + begin; the part inside y is copied
-    const int64_t begin = pads[d], lo = std::max<int64_t>(0, -begin);
-    inner[d] = std::max<int64_t>(0, std::min(x[d], y[d] - begin) - lo);
-    src += lo * xs[d];
-    dst += (lo + begin) * ys[d];
-    border |= pads[d] > 0 || pads[d + r] > 0;
-  }
+  const std::vector<int64_t> begin(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(x.size()));
   const std::array<uint8_t, 8> value = lowering::pad_constant(g, n);
   auto scalar = std::make_shared<DeviceScalar>();
   const ValueId xi = n.inputs[0], yi = n.outputs[0];
   const std::string what = gl.grp.name;
-  const int rank = static_cast<int>(r), eb = static_cast<int>(esize);
-  gl.ds.copy_launches = border ? 2 : 1;
+  const int rank = static_cast<int>(x.size()), eb = static_cast<int>(esize);
+  gl.ds.copy_launches = 1;
   gl.ds.prepare = [=](Context&) -> Status {
     if (!scalar->dev) CUDA_CHECK(cudaMalloc(&scalar->dev, value.size()), what);
     CUDA_CHECK(cudaMemcpy(scalar->dev, value.data(), value.size(), cudaMemcpyHostToDevice), what);
     return Status();
   };
   gl.ds.run = [=](const RunEnv& env) -> Status {
-    if (border)  // the constant everywhere first (stride 0 reads the one element)
-      FUSERT_RETURN_IF_ERROR(cuda_status(strided_copy(rank, y.data(), scalar->dev, 0, zeros.data(), env.dev.raw(yi), 0,
-                                                      ys.data(), eb, env.ctx.stream()),
-                                         "strided_copy", what));
-    if (shape_numel(inner) == 0) return Status();
-    return cuda_status(strided_copy(rank, inner.data(), env.dev.raw(xi), src, xs.data(), env.dev.raw(yi), dst,
-                                    ys.data(), eb, env.ctx.stream()),
-                       "strided_copy", what);
+    return cuda_status(pad_map(rank, y.data(), x.data(), begin.data(), mode, scalar->dev, env.dev.raw(xi),
+                               env.dev.raw(yi), eb, env.ctx.stream()),
+                       "pad_map", what);
   };
   return Status();
 }
@@ -235,22 +217,19 @@ Status lower_tile_cuda(GroupLowering& gl, const Node& n) {
   const Shape& x = g.value(n.inputs[0]).shape;
   const Shape& y = g.value(n.outputs[0]).shape;
   const size_t esize = dtype_size(g.value(n.inputs[0]).dtype);
-  int64_t tiles = 1;
-  for (size_t d = 0; d < x.size(); ++d) tiles *= x[d] == 0 ? 1 : y[d] / x[d];
-  if (!copyable(y, esize) || x.size() != y.size() || tiles > kMaxTiles)
-    return error(StatusCode::kUnsupported) << "Tile rank/dtype, or more than " << kMaxTiles << " tiles";
-  const std::vector<int64_t> xs = contiguous_strides(x), ys = contiguous_strides(y);
-  std::vector<Copy> copies;
-  for (int64_t t = 0; t < tiles; ++t) {  // tile index t over the reps, the last dim fastest
-    int64_t rest = t, offset = 0;
-    for (size_t d = x.size(); d-- > 0;) {
-      const int64_t reps = x[d] == 0 ? 1 : y[d] / x[d];
-      offset += (rest % reps) * x[d] * ys[d];
-      rest /= reps;
-    }
-    copies.push_back({n.outputs[0], x, 0, xs, offset, ys});
-  }
-  return run_copies(gl, n.inputs[0], copies, esize);
+  if (!copyable(y, esize) || y.empty() || x.size() != y.size())
+    return error(StatusCode::kUnsupported) << "Tile of rank 0 or above " << kMaxCopyRank << " or its dtype";
+  const std::vector<int64_t> begin(x.size(), 0);
+  const ValueId xi = n.inputs[0], yi = n.outputs[0];
+  const std::string what = gl.grp.name;
+  const int rank = static_cast<int>(x.size()), eb = static_cast<int>(esize);
+  gl.ds.copy_launches = 1;
+  gl.ds.run = [=](const RunEnv& env) -> Status {  // y[i] = x[i mod x's shape], every tile in one launch
+    return cuda_status(pad_map(rank, y.data(), x.data(), begin.data(), PadMode::kWrap, nullptr, env.dev.raw(xi),
+                               env.dev.raw(yi), eb, env.ctx.stream()),
+                       "pad_map", what);
+  };
+  return Status();
 }
 
 }  // namespace fusert::cuda

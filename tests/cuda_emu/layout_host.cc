@@ -214,6 +214,53 @@ cudaError_t where(int rank, const int64_t* out_shape, const uint8_t* cond, const
   return cudaSuccess;
 }
 
+cudaError_t pad_map(int rank, const int64_t* out_shape, const int64_t* in_shape, const int64_t* begin, PadMode mode,
+                    const void* value, const void* x, void* y, int elem_bytes, cudaStream_t stream) {
+  if (rank < 1 || rank > kMaxCopyRank) return cudaErrorInvalidValue;
+  if (elem_bytes != 1 && elem_bytes != 4 && elem_bytes != 8) return cudaErrorInvalidValue;
+  for (int d = 0; d < rank; ++d)
+    if (in_shape[d] <= 0 && out_shape[d] > 0 && mode != PadMode::kConstant) return cudaErrorInvalidValue;
+  const int64_t numel = volume(rank, out_shape), in_numel = volume(rank, in_shape);
+  if (numel == 0) return cudaSuccess;
+  const size_t eb = static_cast<size_t>(elem_bytes);
+  bool ok = emu::check_device_range(y, eb * static_cast<size_t>(numel), emu::Access::kWrite, "pad_map y");
+  if (in_numel > 0)
+    ok &= emu::check_device_range(x, eb * static_cast<size_t>(in_numel), emu::Access::kRead, "pad_map x");
+  if (mode == PadMode::kConstant) ok &= emu::check_device_range(value, eb, emu::Access::kRead, "pad_map value");
+  if (!ok) return cudaErrorIllegalAddress;
+  const std::vector<int64_t> os(out_shape, out_shape + rank), is(in_shape, in_shape + rank), bs(begin, begin + rank);
+  emu::emu_enqueue(stream, [=] {
+    for (int64_t i = 0; i < numel; ++i) {
+      int64_t rem = i, src = 0, stride = 1;
+      bool outside = false;
+      for (int d = rank - 1; d >= 0; --d) {
+        const size_t k = static_cast<size_t>(d);
+        const int64_t len = is[k];
+        int64_t j = rem % os[k] - bs[k];
+        rem /= os[k];
+        if (j < 0 || j >= len) {
+          if (mode == PadMode::kConstant) {
+            outside = true;
+          } else if (mode == PadMode::kReflect) {
+            j = j < 0 ? -j : 2 * (len - 1) - j;
+          } else if (mode == PadMode::kEdge) {
+            j = j < 0 ? 0 : len - 1;
+          } else {
+            j = ((j % len) + len) % len;
+          }
+          if (!outside && (j < 0 || j >= len)) return emu::record_violation("pad_map: a source index outside x");
+        }
+        src += j * stride;
+        stride *= len;
+      }
+      std::memcpy(static_cast<char*>(y) + i * elem_bytes,
+                  outside ? value : static_cast<const char*>(x) + src * elem_bytes, eb);
+    }
+    emu::count_op(emu::OpKind::kCopy);
+  });
+  return cudaSuccess;
+}
+
 cudaError_t resize_2d(int64_t outer, int64_t ih, int64_t iw, int64_t oh, int64_t ow, const ResizeTables& t,
                       const float* x, float* y, cudaStream_t stream) {
   if (t.row_taps < 1 || t.col_taps < 1) return cudaErrorInvalidValue;

@@ -1,7 +1,8 @@
 // Slice, Split, Expand, constant Pad and Tile on the CUDA backend (runtime/cuda/lower_copy.cc: strided copies on the
 // device, no host fallback), end to end on the emulated device against the CPU backend. Copies move
 // values, so they must be equal exactly; the emulation checks every access of each copy stays inside
-// its buffers. Slice with two axes, a negative start, a negative step and an end beyond the dim;
+// its buffers. Pad in reflect mode and in edge mode, and a Tile of 72 tiles
+// (one gather, pad_map). Slice with two axes, a negative start, a negative step and an end beyond the dim;
 // Split into unequal parts along a middle axis; Expand of a [C, 1] operand to [N, C, W]; constant
 // Pad with a value input, and a zero Pad of H and W; Tile by [1, 2, 1, 3].
 #include <doctest/doctest.h>
@@ -25,7 +26,7 @@ name: copies
 inputs:
   - {name: x, shape: [2, 6, 5, 7]}
   - {name: e, shape: [6, 1]}
-outputs: [s, a, b, c, w, p, q, t]
+outputs: [s, a, b, c, w, p, q, t, rp, ep, bt]
 initializers:
   - {name: starts, shape: [2], dtype: i64, value: [-2, 1]}
   - {name: ends, shape: [2], dtype: i64, value: [-100, 100]}
@@ -37,6 +38,9 @@ initializers:
   - {name: half, shape: [], value: 1.5}
   - {name: zpads, shape: [8], dtype: i64, value: [0, 0, 1, 1, 0, 0, 1, 1]}
   - {name: reps, shape: [4], dtype: i64, value: [1, 2, 1, 3]}
+  - {name: rpads, shape: [8], dtype: i64, value: [0, 2, 4, 1, 0, 3, 0, 6]}
+  - {name: epads, shape: [8], dtype: i64, value: [1, 0, 2, 0, 0, 1, 3, 2]}
+  - {name: breps, shape: [4], dtype: i64, value: [1, 1, 9, 8]}
 nodes:
   - {name: slice, op: Slice, inputs: [x, starts, ends, axes, steps], outputs: [s]}
   - {name: split, op: Split, inputs: [x, split], outputs: [a, b, c], attrs: {axis: 2}}
@@ -44,6 +48,9 @@ nodes:
   - {name: pad, op: Pad, inputs: [x, pads, half], outputs: [p]}
   - {name: zpad, op: Pad, inputs: [x, zpads], outputs: [q]}
   - {name: tile, op: Tile, inputs: [x, reps], outputs: [t]}
+  - {name: rpad, op: Pad, inputs: [x, rpads], outputs: [rp], attrs: {mode: reflect}}
+  - {name: epad, op: Pad, inputs: [x, epads], outputs: [ep], attrs: {mode: edge}}
+  - {name: btile, op: Tile, inputs: [x, breps], outputs: [bt]}
 )";
 
 }  // namespace
@@ -109,6 +116,25 @@ TEST_CASE("emu.copies: Slice (negative start and step), Split, Expand, Pad and T
           for (int h = 0; h < 5; ++h)
             for (int w = 0; w < 21; ++w)
               wrong += got->at("t").f32()[((b * 12 + c) * 5 + h) * 21 + w] != x[((b * 6 + c % 6) * 5 + h) * 7 + w % 7];
+      CHECK(wrong == 0);
+      // rp = Pad(x, begins [0, 2, 4, 1], ends [0, 3, 0, 6], reflect): [2, 11, 9, 14]; along each dim
+      // the index j = o - begin mirrored (-j below 0, 2 (len - 1) - j above).
+      const auto mirror = [](int o, int b, int len) {
+        const int j = o - b;
+        return j < 0 ? -j : j >= len ? 2 * (len - 1) - j : j;
+      };
+      CHECK(got->at("rp").shape() == Shape{2, 11, 9, 14});
+      for (int b = 0; b < 2; ++b)
+        for (int c = 0; c < 11; ++c)
+          for (int h = 0; h < 9; ++h)
+            for (int w = 0; w < 14; ++w)
+              wrong += got->at("rp").f32()[((b * 11 + c) * 9 + h) * 14 + w] !=
+                       x[((b * 6 + mirror(c, 2, 6)) * 5 + mirror(h, 4, 5)) * 7 + mirror(w, 1, 7)];
+      // bt = Tile(x, [1, 1, 9, 8]): 72 tiles in one launch; bt[b, c, h, w] = x[b, c, h % 5, w % 7].
+      for (int p = 0; p < 12; ++p)
+        for (int h = 0; h < 45; ++h)
+          for (int w = 0; w < 56; ++w)
+            wrong += got->at("bt").f32()[(p * 45 + h) * 56 + w] != x[(p * 5 + h % 5) * 7 + w % 7];
       CHECK(wrong == 0);
       for (const auto& [name, t] : *want) {
         CAPTURE(name);
