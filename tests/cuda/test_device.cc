@@ -18,64 +18,20 @@
 #include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/cudnn_conv.h"
 #include "kernels/cuda/layout.cuh"
+#include "tests/cuda/device_test_util.h"
 #include "tests/kernels/kernel_test_util.h"
 
 namespace cpu = fusert::cpu;
 namespace cu = fusert::cuda;
 using fusert::StatusCode;
+using fusert::cudatest::DevBuf;
+using fusert::cudatest::have_device;
+using fusert::cudatest::make_context;
 using fusert::test::kTol;
 using fusert::test::max_rel_err;
 using fusert::test::random_floats;
 
 namespace {
-
-bool have_device() {
-  int n = 0;
-  const bool ok = cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
-  cudaGetLastError();  // clear the "no driver / no device" error for later checks
-  return ok;
-}
-
-#define FUSERT_REQUIRE_DEVICE()         \
-  if (!have_device()) {                 \
-    MESSAGE("skipped: no CUDA device"); \
-    return;                             \
-  }
-
-std::unique_ptr<cu::Context> make_context() {
-  auto ctx = cu::Context::create();
-  REQUIRE_MESSAGE(ctx.ok(), ctx.status().message());
-  return std::move(ctx).value();
-}
-
-/// A device copy of a host vector; all transfers are ordered on the context's stream.
-template <typename T>
-class DevBuf {
- public:
-  DevBuf(cu::Context& ctx, size_t n) : ctx_(ctx), n_(n) {
-    REQUIRE(cudaMalloc(reinterpret_cast<void**>(&p_), sizeof(T) * (n ? n : 1)) == cudaSuccess);
-  }
-  DevBuf(cu::Context& ctx, const std::vector<T>& h) : DevBuf(ctx, h.size()) {
-    REQUIRE(cudaMemcpyAsync(p_, h.data(), sizeof(T) * n_, cudaMemcpyHostToDevice, ctx_.stream()) == cudaSuccess);
-    REQUIRE(cudaStreamSynchronize(ctx_.stream()) == cudaSuccess);
-  }
-  ~DevBuf() { cudaFree(p_); }
-  DevBuf(const DevBuf&) = delete;
-  DevBuf& operator=(const DevBuf&) = delete;
-  T* get() const { return p_; }
-  std::vector<T> host() const {
-    std::vector<T> h(n_);
-    REQUIRE(cudaStreamSynchronize(ctx_.stream()) == cudaSuccess);
-    REQUIRE(cudaMemcpyAsync(h.data(), p_, sizeof(T) * n_, cudaMemcpyDeviceToHost, ctx_.stream()) == cudaSuccess);
-    REQUIRE(cudaStreamSynchronize(ctx_.stream()) == cudaSuccess);
-    return h;
-  }
-
- private:
-  cu::Context& ctx_;
-  size_t n_;
-  T* p_ = nullptr;
-};
 
 // ---------------------------------------------------------------- cuDNN conv
 cpu::ConvParams conv_params(int64_t n, int64_t c, int64_t h, int64_t w, int64_t m, int64_t k, int64_t stride,

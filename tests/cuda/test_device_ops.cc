@@ -1,0 +1,144 @@
+// The device kernels that took ops off the host fallback, against naive loops written here (and
+// the CPU oracle cpu::conv_transpose, double accumulation): pad_map (constant, reflect, edge, wrap
+// = Tile), resize_2d (nearest and linear tables by hand), reduce_axis (L2, a NaN in a max,
+// LogSumExp), arg_extreme (ties, last index), and ConvTranspose on cuDNN's backward data. They run
+// on a GPU (test_cuda, tests/gpu/run.sh) and on the emulated device (test_cuda_emu); each skips with
+// a message when no device is present.
+#include <cuda_runtime_api.h>
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "kernels/cpu/import_kernels.h"
+#include "kernels/cuda/cudnn_conv_transpose.h"
+#include "kernels/cuda/layout.cuh"
+#include "kernels/cuda/reduce.cuh"
+#include "tests/cuda/device_test_util.h"
+#include "tests/kernels/kernel_test_util.h"
+
+namespace cpu = fusert::cpu;
+namespace cu = fusert::cuda;
+using fusert::cudatest::DevBuf;
+using fusert::cudatest::make_context;
+using fusert::test::max_rel_err;
+using fusert::test::random_floats;
+
+TEST_CASE("device.pad_map: constant, reflect, edge and wrap (Tile)") {
+  FUSERT_REQUIRE_DEVICE();
+  auto ctx = make_context();
+  const std::vector<float> x = {1, 2, 3, 4, 5, 6};  // [2, 3]
+  DevBuf<float> dx(*ctx, x), dv(*ctx, std::vector<float>{-9}), dy(*ctx, 2 * 7);
+  const int64_t in[] = {2, 3}, out[] = {2, 7}, begin[] = {0, 2};  // 2 before, 2 after along dim 1
+  REQUIRE(cu::pad_map(2, out, in, begin, cu::PadMode::kConstant, dv.get(), dx.get(), dy.get(), 4, ctx->stream()) ==
+          cudaSuccess);
+  CHECK(dy.host() == std::vector<float>{-9, -9, 1, 2, 3, -9, -9, -9, -9, 4, 5, 6, -9, -9});
+  REQUIRE(cu::pad_map(2, out, in, begin, cu::PadMode::kReflect, nullptr, dx.get(), dy.get(), 4, ctx->stream()) ==
+          cudaSuccess);
+  CHECK(dy.host() == std::vector<float>{3, 2, 1, 2, 3, 2, 1, 6, 5, 4, 5, 6, 5, 4});
+  REQUIRE(cu::pad_map(2, out, in, begin, cu::PadMode::kEdge, nullptr, dx.get(), dy.get(), 4, ctx->stream()) ==
+          cudaSuccess);
+  CHECK(dy.host() == std::vector<float>{1, 1, 1, 2, 3, 3, 3, 4, 4, 4, 5, 6, 6, 6});
+  // Tile [2, 3] by [2, 3]: [4, 9], y[i, j] = x[i % 2, j % 3]; int64 elements.
+  const std::vector<int64_t> xi = {1, 2, 3, 4, 5, 6};
+  DevBuf<int64_t> dxi(*ctx, xi), dyi(*ctx, 36);
+  const int64_t tout[] = {4, 9}, zero[] = {0, 0};
+  REQUIRE(cu::pad_map(2, tout, in, zero, cu::PadMode::kWrap, nullptr, dxi.get(), dyi.get(), 8, ctx->stream()) ==
+          cudaSuccess);
+  const auto yt = dyi.host();
+  int wrong = 0;
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 9; ++j)
+      wrong += yt[static_cast<size_t>(i * 9 + j)] != xi[static_cast<size_t>((i % 2) * 3 + j % 3)];
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("device.resize_2d: nearest rows, linear columns, tables by hand") {
+  FUSERT_REQUIRE_DEVICE();
+  auto ctx = make_context();
+  const std::vector<float> x = {1, 2, 3, 10, 20, 30};  // [1, 2, 3]
+  // Rows: 2 -> 3, nearest (0, 0, 1). Columns: 3 -> 2, linear at 0.5 and 1.75.
+  DevBuf<int64_t> ri(*ctx, std::vector<int64_t>{0, 0, 1}), ci(*ctx, std::vector<int64_t>{0, 1, 1, 2});
+  DevBuf<float> rw(*ctx, std::vector<float>{1, 1, 1}), cw(*ctx, std::vector<float>{0.5f, 0.5f, 0.25f, 0.75f});
+  DevBuf<float> dx(*ctx, x), dy(*ctx, 6);
+  cu::ResizeTables t;
+  t.row_taps = 1;
+  t.col_taps = 2;
+  t.row_index = ri.get();
+  t.row_weight = rw.get();
+  t.col_index = ci.get();
+  t.col_weight = cw.get();
+  REQUIRE(cu::resize_2d(1, 2, 3, 3, 2, t, dx.get(), dy.get(), ctx->stream()) == cudaSuccess);
+  CHECK(dy.host() == std::vector<float>{1.5f, 2.75f, 1.5f, 2.75f, 15.f, 27.5f});
+}
+
+TEST_CASE("device.reduce_axis and arg_extreme: L2, a NaN in a max, LogSumExp, ties") {
+  FUSERT_REQUIRE_DEVICE();
+  auto ctx = make_context();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // x [2, 3, 2]: reduce the middle axis.
+  const std::vector<float> x = {3, 1, 4, nan, 0, 2, -1, 5, -2, 5, -3, 0};
+  DevBuf<float> dx(*ctx, x), dy(*ctx, 4);
+  cu::ReduceKind l2;
+  l2.pre = cu::ReduceKind::kSquare;
+  l2.post = cu::ReduceKind::kSqrt;
+  REQUIRE(cu::reduce_axis(2, 3, 2, l2, dx.get(), dy.get(), ctx->stream()) == cudaSuccess);
+  auto y = dy.host();
+  CHECK(y[0] == doctest::Approx(5.f));  // sqrt(9 + 16 + 0)
+  CHECK(std::isnan(y[1]));
+  CHECK(y[2] == doctest::Approx(std::sqrt(1.f + 4 + 9)));
+  CHECK(y[3] == doctest::Approx(std::sqrt(25.f + 25 + 0)));
+  cu::ReduceKind mx;
+  mx.combine = cu::ReduceKind::kMax;
+  REQUIRE(cu::reduce_axis(2, 3, 2, mx, dx.get(), dy.get(), ctx->stream()) == cudaSuccess);
+  y = dy.host();
+  CHECK(y[0] == 4.f);
+  CHECK(std::isnan(y[1]));  // the NaN wins
+  CHECK(y[2] == -1.f);
+  CHECK(y[3] == 5.f);
+  cu::ReduceKind lse;
+  lse.combine = cu::ReduceKind::kLogSumExp;
+  REQUIRE(cu::reduce_axis(2, 3, 2, lse, dx.get(), dy.get(), ctx->stream()) == cudaSuccess);
+  y = dy.host();
+  CHECK(y[0] == doctest::Approx(std::log(std::exp(3.0) + std::exp(4.0) + 1.0)).epsilon(1e-6));
+  DevBuf<int64_t> di(*ctx, 4);
+  REQUIRE(cu::arg_extreme(2, 3, 2, false, false, dx.get(), di.get(), ctx->stream()) == cudaSuccess);
+  CHECK(di.host() == std::vector<int64_t>{1, 1, 0, 0});  // the NaN at 1; 5 first at 0 (tie with 1)
+  REQUIRE(cu::arg_extreme(2, 3, 2, false, true, dx.get(), di.get(), ctx->stream()) == cudaSuccess);
+  CHECK(di.host() == std::vector<int64_t>{1, 1, 0, 1});  // select_last_index: the tie's last
+  REQUIRE(cu::arg_extreme(2, 3, 2, true, false, dx.get(), di.get(), ctx->stream()) == cudaSuccess);
+  CHECK(di.host() == std::vector<int64_t>{2, 1, 2, 2});
+}
+
+TEST_CASE("device.conv_transpose: cuDNN backward data + bias against the CPU oracle") {
+  FUSERT_REQUIRE_DEVICE();
+  auto ctx = make_context();
+  struct Case {
+    cpu::ConvTransposeParams p;
+    bool bias;
+  };
+  // {n, c, h, w, m, oh, ow, kh, kw, group, sh, sw, dh, dw, pt, pl}
+  const Case cases[] = {{{2, 6, 5, 7, 4, 10, 14, 2, 2, 1, 2, 2, 1, 1, 0, 0}, true},  // DBNet's 2x2 stride 2
+                        {{1, 4, 5, 4, 6, 10, 8, 3, 3, 2, 2, 2, 1, 1, 1, 1}, false},  // output_padding 1, 2 groups
+                        {{1, 3, 6, 5, 2, 10, 9, 3, 3, 1, 1, 1, 2, 2, 0, 0}, true}};  // dilation 2
+  uint32_t seed = 40;
+  for (const Case& k : cases) {
+    const cpu::ConvTransposeParams& p = k.p;
+    std::string why;
+    REQUIRE_MESSAGE(cu::conv_transpose_fits(p, p.pt, p.pl, &why), why);
+    const auto x = random_floats(p.n * p.c * p.h * p.w, seed++);
+    const auto w = random_floats(p.c * (p.m / p.group) * p.kh * p.kw, seed++);
+    const auto b = random_floats(p.m, seed++);
+    std::vector<float> ref(static_cast<size_t>(p.n * p.m * p.oh * p.ow));
+    cpu::conv_transpose(p, x.data(), w.data(), k.bias ? b.data() : nullptr, ref.data());
+    auto ct = cu::CudnnConvTranspose::create(*ctx, p, k.bias, "test conv_transpose");
+    REQUIRE_MESSAGE(ct.ok(), ct.status().message());
+    REQUIRE(ctx->reserve_workspace(ct.value()->workspace_bytes()).ok());
+    DevBuf<float> dx(*ctx, x), dw(*ctx, w), db(*ctx, b), dy(*ctx, ref.size());
+    const auto st = ct.value()->run(*ctx, dx.get(), dw.get(), k.bias ? db.get() : nullptr, dy.get());
+    REQUIRE_MESSAGE(st.ok(), st.message());
+    CHECK(max_rel_err(dy.host(), ref) <= 1e-5);
+  }
+}
