@@ -26,7 +26,8 @@ Status lower_conv_transpose_cuda(GroupLowering& gl, const Node& n) {
     return error(StatusCode::kUnsupported) << "ConvTranspose other than 2-D f32";
   if (shape_numel(xs) == 0 || shape_numel(ys) == 0) return error(StatusCode::kUnsupported) << "an empty tensor";
   const cpu::ConvTransposeParams p = lowering::conv_transpose_params(g, n);
-  const auto& pads = n.attr_ints("pads");
+  const auto& pads = n.attr_ints("pads");  // canonicalised by shape inference: 4 values
+  if (pads.size() != 4) return error(StatusCode::kUnsupported) << "pads not canonicalised";
   std::string why;
   if (!conv_transpose_fits(p, pads[2], pads[3], &why)) return error(StatusCode::kUnsupported) << "cuDNN: " << why;
   const bool bias = n.inputs.size() > 2 && n.inputs[2] != kNoValue;
