@@ -4,12 +4,16 @@
 //   xq -> DQ(sx, zx) ----+
 //   wq -> DQ(sw, zw) ----+--> Conv -> [Relu | Clip(lo, hi)] -> Q(sy, zy) -> yq
 //   bq -> DQ(sx * sw) ---+
-//     =>  xq -> QLinearConv(sx, zx, wq, sw, zw, sy, zy, bq; act_min, act_max) -> yq
+//     =>  xq -> QLinearConv(sx, zx, wq, sw, zw, sy, zy, bq) -> yq
 //
 // ONNX Runtime reads the same pattern as its QLinearConv: the accumulator exact in int32, the bias
-// added in int32, one requantisation (x_scale * w_scale / y_scale), the activation as a clamp
-// before it. The int8 value then flows from kernel to kernel. Run before constant folding (the
-// weights' DequantizeLinear would fold into f32). Conditions: 2-D; x, y per tensor; w per tensor
+// added in int32, one requantisation (x_scale * w_scale / y_scale). The int8 value then flows from
+// kernel to kernel. Taken only where ONNX Runtime fuses it, so that the two give the same bits
+// (elsewhere both run the f32 ops): x and y of one type, an int8 x with int8 w (qdq::ort_types); a
+// Relu or Clip only where ONNX Runtime drops it as redundant with y's range (a Relu before a zero
+// point at the type's lowest value, a Clip wider than y's range: qdq::ort_drops_activation; what
+// quantize_static writes). Run before constant folding (the weights' DequantizeLinear would fold
+// into f32). Further conditions: 2-D; x, y per tensor; w per tensor
 // or per output channel (axis 0), a constant; the bias absent or a constant int32 whose scale is
 // x_scale * w_scale (to 1e-6: quantisers round that product their own way), its zero point 0; scales and zero points
 // constants, finite and non-zero; no accumulator beyond int32 (the kernels would wrap, the f32 ops do
@@ -31,9 +35,8 @@ class QdqConvRule : public RewriteRule {
 
   bool matches(const Graph& g, int anchor, RewriteMatch* m) const override {
     const Node& q = g.nodes[static_cast<size_t>(anchor)];
-    double lo, hi;
     m->erased.clear();
-    const int ci = quantised_producer(g, anchor, OpKind::kConv, &lo, &hi, &m->erased);
+    const int ci = quantised_anchor(g, anchor, OpKind::kConv, &m->erased);
     if (ci < 0) return false;
     const Node& conv = g.nodes[static_cast<size_t>(ci)];
     if (g.value(conv.inputs[0]).shape.size() != 4) return false;
@@ -44,6 +47,8 @@ class QdqConvRule : public RewriteRule {
       const DType t = g.value(v).dtype;
       if (t != DType::kI8 && t != DType::kU8) return false;
     }
+    if (!ort_types(g.value(dqx->inputs[0]).dtype, g.value(dqw->inputs[0]).dtype, g.value(q.outputs[0]).dtype))
+      return false;
     const Value* sw = constant(g, dqw->inputs[1]);
     const Value* zw = dqw->inputs.size() > 2 ? constant(g, dqw->inputs[2]) : nullptr;
     if (!sw || !usable_scales(sw->data) || !zw) return false;
@@ -61,8 +66,6 @@ class QdqConvRule : public RewriteRule {
     Node qc = make_node(OpKind::kQLinearConv, conv.name, conv.loc);
     for (const char* a : {"kernel_shape", "strides", "pads", "dilations", "group", "auto_pad"})
       qc.attrs[a] = conv.attrs.at(a);
-    qc.attrs["act_min"].f = lo;
-    qc.attrs["act_max"].f = hi;
     qc.inputs = {dqx->inputs[0], dqx->inputs[1], dqx->inputs[2], dqw->inputs[0],
                  dqw->inputs[1], dqw->inputs[2], q.inputs[1],    q.inputs[2]};
     if (bias != kNoValue) qc.inputs.push_back(bias);

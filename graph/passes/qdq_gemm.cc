@@ -9,10 +9,12 @@
 //
 // A 1x1 convolution of M images of one pixel is the matrix product, and QLinearConv's arithmetic
 // is QGemm's: the accumulator exact in int32, the int32 bias added, one requantisation by
-// sx * sw[n] / sy, the activation a clamp before it. So the product runs on the int8 convolution
-// (oneDNN's, VNNI where the CPU has it) on 8-bit weights, a quarter of the f32 weights' bytes:
+// sx * sw[n] / sy (a Relu or Clip only where ONNX Runtime drops it as redundant, as qdq_conv). So the product runs on
+// the int8 convolution (oneDNN's, VNNI where the CPU has it) on 8-bit weights, a quarter of the f32 weights' bytes:
 // MobileNetV2's classifier read 5 MB of f32 weights per image. Conditions, as qdq_conv's: x and y
-// per tensor, 8-bit; w a constant 8-bit matrix, per tensor or per output column (axis 0 of B^T);
+// per tensor, 8-bit, of one type (and w int8 with an int8 x: where ONNX Runtime fuses, so that the
+// two give the same bits; elsewhere both compute the f32 ops); w a constant 8-bit matrix, per tensor
+// or per output column (axis 0 of B^T);
 // transA 0, alpha 1, beta 1; the bias absent or a 1-D int32 constant at scale sx * sw; no
 // accumulator beyond int32; the Gemm's and the activation's outputs read only along the pattern.
 // A rewrite of three nodes, so a pass of its own rather than a one-node RewriteRule.
@@ -69,7 +71,7 @@ Node reshape(const std::string& name, const SourceLoc& loc, ValueId in, ValueId 
 }
 
 // The Gemm's operands when they match (dqx, dqw, the bias value); false otherwise. Reads only.
-bool gemm_operands(const Graph& g, const Node& gemm, const Node** dqx, const Node** dqw, ValueId* bias) {
+bool gemm_operands(const Graph& g, const Node& gemm, DType y_type, const Node** dqx, const Node** dqw, ValueId* bias) {
   if (gemm.attr_i("transA") != 0 || gemm.attr_f("alpha") != 1.0) return false;
   *dqx = dq_of(g, gemm.inputs[0]);
   *dqw = dq_of(g, gemm.inputs[1]);
@@ -77,6 +79,7 @@ bool gemm_operands(const Graph& g, const Node& gemm, const Node** dqx, const Nod
   if (!is_8bit(g.value((*dqx)->inputs[0]).dtype) || !constant(g, (*dqw)->inputs[0])) return false;
   const Tensor& w = constant(g, (*dqw)->inputs[0])->data;
   if (!is_8bit(w.dtype()) || w.shape().size() != 2 || (*dqw)->inputs.size() < 3) return false;
+  if (!ort_types(g.value((*dqx)->inputs[0]).dtype, w.dtype(), y_type)) return false;
   const Value* sw = constant(g, (*dqw)->inputs[1]);
   const Value* zw = constant(g, (*dqw)->inputs[2]);
   const bool trans_b = gemm.attr_i("transB") != 0;
@@ -100,14 +103,14 @@ bool gemm_operands(const Graph& g, const Node& gemm, const Node** dqx, const Nod
 // Matches at QuantizeLinear `q` and adds the new values and weights to `g` (the rewrite proper
 // happens once every match is found). False, with `g` untouched, otherwise.
 bool match(Graph& g, int q, GemmMatch* m) {
-  double lo, hi;
-  const int gi = quantised_producer(g, q, OpKind::kGemm, &lo, &hi, &m->erased);
+  const int gi = quantised_anchor(g, q, OpKind::kGemm, &m->erased);
   if (gi < 0) return false;
   const Node gemm = g.nodes[static_cast<size_t>(gi)];
   const Node* dqx;
   const Node* dqw;
   ValueId bias;
-  if (!gemm_operands(g, gemm, &dqx, &dqw, &bias)) return false;
+  if (!gemm_operands(g, gemm, g.value(g.nodes[static_cast<size_t>(q)].outputs[0]).dtype, &dqx, &dqw, &bias))
+    return false;
   const Tensor w = conv_weights(constant(g, dqw->inputs[0])->data, gemm.attr_i("transB") != 0);
   if (!fits_int32(g, *dqx, w, constant(g, dqw->inputs[2])->data, bias)) return false;
   const Node qn = g.nodes[static_cast<size_t>(q)];
@@ -116,10 +119,8 @@ bool match(Graph& g, int q, GemmMatch* m) {
   qc.attrs["kernel_shape"].ints = {1, 1};  // in full: the lowering reads them as shape inference fills them
   qc.attrs["strides"].ints = qc.attrs["dilations"].ints = {1, 1};
   qc.attrs["pads"].ints = {0, 0, 0, 0};
-  qc.attrs["act_min"].f = lo;
-  qc.attrs["act_max"].f = hi;
   const int64_t rows = g.value(xq).shape[0], cols = w.shape()[0];
-  const ValueId wq = add_initializer(g, g.value(dqw->inputs[0]).name + ".1x1", w, true, gemm.loc);
+  const ValueId wq = add_initializer(g, unique_value_name(g, g.value(dqw->inputs[0]).name + ".1x1"), w, true, gemm.loc);
   const ValueId x4 = new_value(g, g.value(xq).name + ".1x1", g.value(xq).dtype, {rows, w.shape()[1], 1, 1}, gemm.loc);
   const ValueId y4 = new_value(g, g.value(yq).name + ".1x1", g.value(yq).dtype, {rows, cols, 1, 1}, gemm.loc);
   qc.inputs = {x4, dqx->inputs[1], dqx->inputs[2], wq, dqw->inputs[1], dqw->inputs[2], qn.inputs[1], qn.inputs[2]};

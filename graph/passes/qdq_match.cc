@@ -72,6 +72,36 @@ int quantised_producer(const Graph& g, int q, OpKind op, double* lo, double* hi,
   return p;
 }
 
+bool ort_drops_activation(const Graph& g, const Node& q, const Node& act) {
+  const Value* z = q.inputs.size() > 2 ? constant(g, q.inputs[2]) : nullptr;
+  const Value* s = constant(g, q.inputs[1]);
+  if (!z || !s || z->data.numel() != 1 || s->data.numel() != 1) return false;
+  const bool s8 = z->data.dtype() == DType::kI8;
+  const int32_t zp = static_cast<int32_t>(quant::value_at(z->data, 0)), qmin = s8 ? -128 : 0, qmax = s8 ? 127 : 255;
+  if (act.op == OpKind::kRelu) return zp == qmin;
+  double lo, hi;
+  if (!activation(g, act, &lo, &hi)) return false;
+  const float scale = s->data.f32()[0], lower = scale * static_cast<float>(qmin - zp),
+              upper = scale * static_cast<float>(qmax - zp), eps = std::numeric_limits<float>::epsilon();
+  return !(eps < static_cast<float>(lo) - lower) && !(eps < upper - static_cast<float>(hi));
+}
+
+int quantised_anchor(const Graph& g, int q, OpKind op, std::vector<int>* erased) {
+  double lo, hi;
+  const size_t before = erased->size();
+  const int p = quantised_producer(g, q, op, &lo, &hi, erased);
+  if (p < 0) return -1;
+  const bool with_activation = erased->size() - before == 2;  // the activation first, then the anchor
+  if (with_activation &&
+      !ort_drops_activation(g, g.nodes[static_cast<size_t>(q)], g.nodes[static_cast<size_t>((*erased)[before])])) {
+    erased->resize(before);
+    return -1;
+  }
+  return p;
+}
+
+bool ort_types(DType x, DType w, DType y) { return x == y && (x != DType::kI8 || w == DType::kI8); }
+
 ValueId int_bias(const Graph& g, const Node& dqb, float sx, const Tensor& sw) {
   const Value* b = constant(g, dqb.inputs[0]);
   const Value* s = constant(g, dqb.inputs[1]);

@@ -27,6 +27,17 @@ bool activation(const Graph& g, const Node& a, double* lo, double* hi);
 /// quantises, directly or through an activation (bounds into *lo, *hi; else +-FLT_MAX), each
 /// intermediate read only along the way; the matched nodes appended to *erased. -1 otherwise.
 int quantised_producer(const Graph& g, int q, OpKind op, double* lo, double* hi, std::vector<int>* erased);
+/// The operand types ONNX Runtime fuses a QDQ Conv / Gemm for: x and y of one type, and an int8 x
+/// with int8 weights. Elsewhere it runs the f32 ops, and so must we to give its bits.
+bool ort_types(DType x, DType w, DType y);
+/// Whether ONNX Runtime removes the activation `act` (Relu or Clip) before the QuantizeLinear `q` as
+/// redundant, which its fusion of the anchor needs: Relu when y's zero point is the type's lowest
+/// value (ReluQuantFusion), Clip when the quantised range [s (qmin - z), s (qmax - z)] lies within
+/// [min, max] up to FLT_EPSILON (ClipQuantFusion). Else it runs the f32 ops, and so must we.
+bool ort_drops_activation(const Graph& g, const Node& q, const Node& act);
+/// quantised_producer for an anchor ONNX Runtime fuses (Conv, Gemm): an activation between it and `q`
+/// only where ONNX Runtime drops it (ort_drops_activation), so the clamp is a no-op; -1 otherwise.
+int quantised_anchor(const Graph& g, int q, OpKind op, std::vector<int>* erased);
 /// The input of the bias DequantizeLinear `dqb` when it is an int32 constant at scale sx * sw[c]
 /// (to 1e-6: quantisers round that product their own way), zero point 0; kNoValue otherwise.
 ValueId int_bias(const Graph& g, const Node& dqb, float sx, const Tensor& sw);

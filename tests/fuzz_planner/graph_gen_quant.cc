@@ -16,6 +16,7 @@ namespace {
 struct QVal {
   std::string v, scale, zp;
   float s = 1;
+  bool s8 = false;  // int8, else uint8
 };
 
 // Scales that are powers of two (one graph in three): their ratios are powers of two too, so a
@@ -33,11 +34,21 @@ std::string dequantize(Emitter& e, const QVal& q) {
   return e.node("DequantizeLinear", {q.v, q.scale, q.zp}, e.shape(q.v));
 }
 
-QVal quantize(Emitter& e, Rng& r, const std::string& x, float scale) {
+// x quantised at `scale`: uint8 (zero point near 128) or int8 (near 0), drawn, or the type of `like`
+// (a convolution's or a Gemm's output has its input's type, as quantize_static writes it and ONNX
+// Runtime requires to fuse; qdq::ort_types).
+// With `floor`, the zero point is the type's lowest value: a Relu or Clip(0, 6) before it is then
+// redundant with y's range (what quantize_static calibrates; ONNX Runtime drops it and fuses the
+// anchor: qdq::ort_drops_activation).
+QVal quantize(Emitter& e, Rng& r, const std::string& x, float scale, const QVal* like = nullptr, bool floor = false) {
   QVal q;
   q.s = scale;
   q.scale = e.const_f32(scale);
-  q.zp = r.chance(0.7) ? e.const_ints("u8", {}, {r.range(100, 150)}) : e.const_ints("i8", {}, {r.range(-10, 10)});
+  q.s8 = like ? like->s8 : !r.chance(0.7);
+  if (floor)
+    q.zp = q.s8 ? e.const_ints("i8", {}, {-128}) : e.const_ints("u8", {}, {0});
+  else
+    q.zp = q.s8 ? e.const_ints("i8", {}, {r.range(-10, 10)}) : e.const_ints("u8", {}, {r.range(100, 150)});
   q.v = e.node("QuantizeLinear", {x, q.scale, q.zp}, e.shape(x));
   return q;
 }
@@ -79,8 +90,8 @@ QVal qconv(Emitter& e, Rng& r, const QVal& x, const ConvSpec& c) {
     in.push_back(e.node("DequantizeLinear", {bq, per_channel ? e.const_f32s(sb) : e.const_f32(sb[0])}, {c.m},
                         per_channel ? "axis: 0" : ""));
   }
-  const std::string y = activation(e, r, e.node("Conv", in, conv_out(xs, c), conv_attrs(c)));
-  return quantize(e, r, y, uniform(r, 0.005f, 0.012f));
+  const std::string conv = e.node("Conv", in, conv_out(xs, c), conv_attrs(c)), y = activation(e, r, conv);
+  return quantize(e, r, y, uniform(r, 0.005f, 0.012f), &x, y != conv);  // 255 * 0.012 < 6: Clip(0, 6) drops
 }
 
 // DequantizeLinear a and b -> Add -> activation -> QuantizeLinear (a skip connection).
@@ -138,8 +149,8 @@ QVal qgemm(Emitter& e, Rng& r, const QVal& x) {
                         per_col ? "axis: 0" : ""));
   }
   const std::string attrs = std::string("transB: ") + (trans_b ? "1" : "0") + (r.chance(0.1) ? ", alpha: 0.5" : "");
-  const std::string y = activation(e, r, e.node("Gemm", in, {xs[0], n}, attrs));
-  return quantize(e, r, y, uniform(r, 0.01f, 0.03f));
+  const std::string gemm = e.node("Gemm", in, {xs[0], n}, attrs), y = activation(e, r, gemm);
+  return quantize(e, r, y, uniform(r, 0.01f, 0.02f), &a, y != gemm);  // 255 * 0.02 < 6 (2^-6 as a power of two)
 }
 
 // One motif on the running value `cur`; `seen` holds the earlier quantised values (skip partners).

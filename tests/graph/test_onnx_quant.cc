@@ -318,10 +318,13 @@ TEST_CASE("QLinearConv: per-channel scales and an int32 bias, on oneDNN, the ref
   }
 }
 
-TEST_CASE("A QDQ Conv + Clip reads as one QLinearConv (qdq_conv): int8 in, int8 out, the clip a clamp") {
+TEST_CASE("A QDQ Conv + Clip: one QLinearConv where ONNX Runtime drops the Clip, the f32 ops where it does not") {
   // xq (u8, scale 0.5, zp 128) -> DQ -> Conv (w i8 [1, 1, 1, 1] = 3 at scale 0.5, bias i32 4 at scale 0.25)
   // -> Clip(0, 1) -> Q (scale 0.125, zp 0, u8). x - 128 = [2, -2, 1, 0]: acc = 3 * that + 4 = [10, -2, 7, 4];
-  // real = acc * 0.25 = [2.5, -0.5, 1.75, 1]; clipped [1, 0, 1, 1]; / 0.125 = [8, 0, 8, 8].
+  // real = acc * 0.25 = [2.5, -0.5, 1.75, 1]; clipped [1, 0, 1, 1]; / 0.125 = [8, 0, 8, 8]. y's range
+  // [0, 31.875] is wider than the Clip, which ONNX Runtime therefore keeps (and runs the f32 ops): so
+  // do we. With Clip(0, 32) it is redundant (ONNX Runtime drops it and fuses): one QLinearConv,
+  // [20, 0, 14, 8].
   auto m = model(13);
   auto* g = m.mutable_graph();
   add_input(g, "xq", {1, 1, 2, 2}, "", -1, onnx::TensorProto::UINT8);
@@ -358,6 +361,12 @@ TEST_CASE("A QDQ Conv + Clip reads as one QLinearConv (qdq_conv): int8 in, int8 
   auto y_inv = (*s_inv)->run({{"xq", x}});
   REQUIRE_MESSAGE(y_inv.ok(), y_inv.status().to_string());
   CHECK(ints_of<uint8_t>(y_inv->at("yq")) == std::vector<int>{0, 0, 0, 0});
+  auto wide = m;  // Clip(0, 32): redundant with y's range
+  for (auto& t : *wide.mutable_graph()->mutable_initializer())
+    if (t.name() == "hi") {
+      const float v = 32.f;
+      t.set_raw_data(std::string(reinterpret_cast<const char*>(&v), 4));
+    }
   for (const char* fusion : {"none", "all"}) {
     SessionOptions opt;
     opt.threads = 1;
@@ -365,15 +374,22 @@ TEST_CASE("A QDQ Conv + Clip reads as one QLinearConv (qdq_conv): int8 in, int8 
     auto s = Session::load(save(m, "qdq_conv.onnx"), opt);
     REQUIRE_MESSAGE(s.ok(), s.status().to_string());
     const std::string k = kernels_of(**s, {{"xq", x}});
-    CHECK_MESSAGE((k == "onednn_qconv " || k == "QLinearConv "), k);  // one step: no f32 conv, no Q / DQ
+    CHECK_MESSAGE(k.find("qconv") == std::string::npos, k);  // the Clip is not redundant: f32 ops
     auto y = (*s)->run({{"xq", x}});
     REQUIRE_MESSAGE(y.ok(), y.status().to_string());
     CHECK(ints_of<uint8_t>(y->at("yq")) == std::vector<int>{8, 0, 8, 8});
+    auto sw = Session::load(save(wide, "qdq_conv_wide.onnx"), opt);
+    REQUIRE_MESSAGE(sw.ok(), sw.status().to_string());
+    const std::string kw = kernels_of(**sw, {{"xq", x}});
+    CHECK_MESSAGE((kw == "onednn_qconv " || kw == "QLinearConv "), kw);  // one step: no f32 conv, no Q / DQ
+    auto yw = (*sw)->run({{"xq", x}});
+    REQUIRE_MESSAGE(yw.ok(), yw.status().to_string());
+    CHECK(ints_of<uint8_t>(yw->at("yq")) == std::vector<int>{20, 0, 14, 8});
   }
-  // A bias of 2^31 - 3: acc + bias could leave int32, which the int8 kernels would wrap (to about
-  // -2^31: 0 after the clip). The rewrite refuses it; the f32 ops give (acc + bias) * 0.25, clipped to
-  // 1, / 0.125 = 8 everywhere.
-  auto big = m;
+  // A bias of 2^31 - 3 (with the redundant Clip(0, 32)): acc + bias could leave int32, which the int8
+  // kernels would wrap (to about -2^31: 0). The rewrite refuses it; the f32 ops give (acc + bias) *
+  // 0.25, clipped to 32, / 0.125 = 256, saturated to 255 everywhere.
+  auto big = wide;
   for (auto& t : *big.mutable_graph()->mutable_initializer())
     if (t.name() == "bq") {
       const int32_t b = 2147483645;
@@ -386,7 +402,7 @@ TEST_CASE("A QDQ Conv + Clip reads as one QLinearConv (qdq_conv): int8 in, int8 
   CHECK_MESSAGE(kb.find("qconv") == std::string::npos, kb);
   auto y_big = (*s_big)->run({{"xq", x}});
   REQUIRE_MESSAGE(y_big.ok(), y_big.status().to_string());
-  CHECK(ints_of<uint8_t>(y_big->at("yq")) == std::vector<int>{8, 8, 8, 8});
+  CHECK(ints_of<uint8_t>(y_big->at("yq")) == std::vector<int>{255, 255, 255, 255});
 }
 
 TEST_CASE("MatMulInteger by constant int8 weights: oneDNN's int8 matmul and the reference kernel agree by hand") {

@@ -13,7 +13,7 @@ namespace {
 // xq (u8 [2, 3], scale 0.5, zp 128) -> DQ -> Gemm(B = DQ(wq, [0.5, 0.25] per column), C = DQ(bias
 // [10, 20] at sx * sw = [0.25, 0.125])) -> Relu -> Q (scale 0.125, zp 0, u8). The columns of B are
 // [1, 3, -1] and [-2, 0, 4].
-onnx::ModelProto qdq_gemm(bool trans_b, float alpha) {
+onnx::ModelProto qdq_gemm(bool trans_b, float alpha, int y_type = onnx::TensorProto::UINT8) {
   auto m = model(13);
   auto* g = m.mutable_graph();
   add_input(g, "xq", {2, 3}, "", -1, onnx::TensorProto::UINT8);
@@ -28,7 +28,10 @@ onnx::ModelProto qdq_gemm(bool trans_b, float alpha) {
   add_typed<int32_t>(g, "bq", onnx::TensorProto::INT32, {2}, {10, 20});
   add_f32(g, "sb", {2}, {0.25f, 0.125f});
   add_f32(g, "sy", {}, {0.125f});
-  add_typed<uint8_t>(g, "zy", onnx::TensorProto::UINT8, {}, {0});
+  if (y_type == onnx::TensorProto::UINT8)
+    add_typed<uint8_t>(g, "zy", onnx::TensorProto::UINT8, {}, {0});
+  else
+    add_typed<int8_t>(g, "zy", onnx::TensorProto::INT8, {}, {0});
   add_node(g, "DequantizeLinear", {"xq", "sx", "zx"}, {"x"}, "dqx");
   int_attr(add_node(g, "DequantizeLinear", {"wq", "sw", "zw"}, {"w"}, "dqw"), "axis", trans_b ? 0 : 1);
   int_attr(add_node(g, "DequantizeLinear", {"bq", "sb"}, {"b"}, "dqb"), "axis", 0);
@@ -85,4 +88,39 @@ TEST_CASE("A QDQ Gemm of alpha 0.5 stays as its f32 ops (qdq_gemm refuses it), b
   auto y = (*s)->run(in);
   REQUIRE_MESSAGE(y.ok(), y.status().to_string());
   CHECK(ints_of<uint8_t>(y->at("yq")) == std::vector<int>{15, 20, 37, 4});
+}
+
+TEST_CASE("Two QDQ Gemms reading one weight, beside a value named like the rewrite's: both rewritten, by hand") {
+  // The second Gemm reads the same DequantizeLinears (x, w, bias); a graph output is named "wq.1x1",
+  // the name the rewrite would give B^T's 1x1 weights: each rewrite takes a fresh name.
+  auto m = qdq_gemm(false, 1.f);
+  auto* g = m.mutable_graph();
+  add_node(g, "Gemm", {"x", "w", "b"}, {"c2"}, "fc2");
+  add_node(g, "Relu", {"c2"}, {"r2"}, "relu2");
+  add_node(g, "QuantizeLinear", {"r2", "sy", "zy"}, {"yq2"}, "q2");
+  add_node(g, "Identity", {"x"}, {"wq.1x1"}, "clash");
+  add_output(g, "yq2");
+  add_output(g, "wq.1x1");
+  const TensorMap in = {{"xq", typed<uint8_t>(DType::kU8, {2, 3}, {130, 126, 129, 128, 131, 120})}};
+  auto s = Session::load(save(m, "qdq_gemm_shared.onnx"), SessionOptions{});
+  REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+  const std::string k = kernels_of(**s, in);
+  CHECK_MESSAGE(k.find("gemm") == std::string::npos, k);
+  auto y = (*s)->run(in);
+  REQUIRE_MESSAGE(y.ok(), y.status().to_string());
+  CHECK(ints_of<uint8_t>(y->at("yq")) == std::vector<int>{10, 20, 54, 0});
+  CHECK(ints_of<uint8_t>(y->at("yq2")) == std::vector<int>{10, 20, 54, 0});
+  CHECK(y->at("wq.1x1").f32()[0] == 1.f);  // (130 - 128) * 0.5
+}
+
+TEST_CASE("A QDQ Gemm of uint8 x and int8 y stays as its f32 ops (ONNX Runtime fuses only one type), by hand") {
+  // The same reals as above, quantised to int8 at 0.125, zero point 0: [10, 20, 54, 0].
+  const TensorMap in = {{"xq", typed<uint8_t>(DType::kU8, {2, 3}, {130, 126, 129, 128, 131, 120})}};
+  auto s = Session::load(save(qdq_gemm(true, 1.f, onnx::TensorProto::INT8), "qdq_gemm_mixed.onnx"), SessionOptions{});
+  REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+  const std::string k = kernels_of(**s, in);
+  CHECK_MESSAGE(k.find("qconv") == std::string::npos, k);
+  auto y = (*s)->run(in);
+  REQUIRE_MESSAGE(y.ok(), y.status().to_string());
+  CHECK(ints_of<int8_t>(y->at("yq")) == std::vector<int>{10, 20, 54, 0});
 }
