@@ -30,7 +30,9 @@ bool axis_view(const Shape& xs, std::vector<int64_t> axes, int64_t* outer, int64
   return true;
 }
 
-// ReduceSum / ReduceMean: a GEMM by a vector of ones on cuBLASLt.
+// ReduceSum / ReduceMean over one contiguous run of axes as a GEMM with a ones vector on cuBLASLt:
+// x viewed as [outer, len, inner]; y[o, :] = (1/len if mean) * ones[1, len] x[o] ([len, inner]),
+// batched over outer (or x [outer, len] * ones [len, 1] when inner == 1).
 Status reduce_by_gemm(GroupLowering& gl, const Node& n, int64_t outer, int64_t len, int64_t inner) {
   GemmDesc d;
   d.alpha = n.op == OpKind::kReduceMean ? 1.f / static_cast<float>(len) : 1.f;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 
 #include "graph/unary.h"
 #include "kernels/cuda/layout.cuh"
@@ -289,64 +290,62 @@ Status lower_cast(GroupLowering& gl, const Node& n) {
   return Status();
 }
 
-// ReduceSum / ReduceMean over one contiguous run of axes as a GEMM with a ones vector:
-// x viewed as [outer, len, inner]; y[o, :] = (1/len if mean) * ones[1, len] x[o] ([len, inner]),
-// batched over outer (or x [outer, len] * ones [len, 1] when inner == 1).
+using NodeLowering = Status (*)(GroupLowering&, const Node&);
+
+// The single ops with a CUDA lowering of their own (elementwise ops, row norms and anchors go to
+// their kind's), by op: pools, data movement, resampling, ConvTranspose, reductions, logic.
+const std::map<OpKind, NodeLowering>& single_lowerings() {
+  static const std::map<OpKind, NodeLowering> table = {
+      {OpKind::kMaxPool, lower_pool},
+      {OpKind::kAveragePool, lower_pool},
+      {OpKind::kGlobalAveragePool, lower_pool},
+      {OpKind::kTranspose, lower_transpose},
+      {OpKind::kConcat, lower_concat},
+      {OpKind::kSlice, lower_slice_cuda},
+      {OpKind::kSplit, lower_split_cuda},
+      {OpKind::kExpand, lower_expand_cuda},
+      {OpKind::kPad, lower_pad_cuda},
+      {OpKind::kTile, lower_tile_cuda},
+      {OpKind::kResize, lower_resize_cuda},
+      {OpKind::kConvTranspose, lower_conv_transpose_cuda},
+      {OpKind::kGather, lower_gather},
+      {OpKind::kBatchNormalization, lower_batch_norm},
+      {OpKind::kCast, lower_cast},
+      {OpKind::kReduceSum, lower_reduce_cuda},
+      {OpKind::kReduceMean, lower_reduce_cuda},
+      {OpKind::kReduceMax, lower_reduce_cuda},
+      {OpKind::kReduceMin, lower_reduce_cuda},
+      {OpKind::kReduceProd, lower_reduce_cuda},
+      {OpKind::kReduceLogSumExp, lower_reduce_cuda},
+      {OpKind::kReduceL1, lower_reduce_cuda},
+      {OpKind::kReduceL2, lower_reduce_cuda},
+      {OpKind::kReduceSumSquare, lower_reduce_cuda},
+      {OpKind::kReduceLogSum, lower_reduce_cuda},
+      {OpKind::kArgMax, lower_arg_extreme_cuda},
+      {OpKind::kArgMin, lower_arg_extreme_cuda},
+      {OpKind::kEqual, lower_logic_cuda},
+      {OpKind::kLess, lower_logic_cuda},
+      {OpKind::kGreater, lower_logic_cuda},
+      {OpKind::kLessOrEqual, lower_logic_cuda},
+      {OpKind::kGreaterOrEqual, lower_logic_cuda},
+      {OpKind::kAnd, lower_logic_cuda},
+      {OpKind::kOr, lower_logic_cuda},
+      {OpKind::kXor, lower_logic_cuda},
+      {OpKind::kNot, lower_logic_cuda},
+      {OpKind::kWhere, lower_where_cuda},
+  };
+  return table;
+}
+
 }  // namespace
 
 Status lower_single_cuda(GroupLowering& gl) {
   const Node& n = node_at(gl.g, gl.grp.nodes[0]);
   if (op_info(n.op).pattern == PatternKind::kAnchor) return lower_anchor_cuda(gl);
   if (elementwise_op(n.op)) return lower_elementwise_cuda(gl);
-  switch (n.op) {
-    case OpKind::kLayerNormalization:
-    case OpKind::kSoftmax:
-      return lower_row_norm_cuda(gl);
-    case OpKind::kMaxPool:
-    case OpKind::kAveragePool:
-    case OpKind::kGlobalAveragePool:
-      return lower_pool(gl, n);
-    case OpKind::kTranspose:
-      return lower_transpose(gl, n);
-    case OpKind::kConcat:
-      return lower_concat(gl, n);
-    case OpKind::kSlice:
-      return lower_slice_cuda(gl, n);
-    case OpKind::kSplit:
-      return lower_split_cuda(gl, n);
-    case OpKind::kExpand:
-      return lower_expand_cuda(gl, n);
-    case OpKind::kPad:
-      return lower_pad_cuda(gl, n);
-    case OpKind::kTile:
-      return lower_tile_cuda(gl, n);
-    case OpKind::kResize:
-      return lower_resize_cuda(gl, n);
-    case OpKind::kConvTranspose:
-      return lower_conv_transpose_cuda(gl, n);
-    case OpKind::kGather:
-      return lower_gather(gl, n);
-    case OpKind::kBatchNormalization:
-      return lower_batch_norm(gl, n);
-    case OpKind::kCast:
-      return lower_cast(gl, n);
-    case OpKind::kReduceSum:
-    case OpKind::kReduceMean:
-    case OpKind::kReduceMax:
-    case OpKind::kReduceMin:
-    case OpKind::kReduceProd:
-    case OpKind::kReduceLogSumExp:
-    case OpKind::kReduceL1:
-    case OpKind::kReduceL2:
-    case OpKind::kReduceSumSquare:
-    case OpKind::kReduceLogSum:
-      return lower_reduce_cuda(gl, n);
-    case OpKind::kArgMax:
-    case OpKind::kArgMin:
-      return lower_arg_extreme_cuda(gl, n);
-    default:
-      break;
-  }
+  if (n.op == OpKind::kLayerNormalization || n.op == OpKind::kSoftmax) return lower_row_norm_cuda(gl);
+  const auto it = single_lowerings().find(n.op);
+  if (it != single_lowerings().end()) return it->second(gl, n);
   return error(StatusCode::kUnsupported) << op_name(n.op) << " has no CUDA kernel";
 }
 

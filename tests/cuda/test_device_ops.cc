@@ -1,5 +1,6 @@
 // The device kernels that took ops off the host fallback, against naive loops written here (and
-// the CPU oracle cpu::conv_transpose, double accumulation): pad_map (constant, reflect, edge, wrap
+// the CPU oracle cpu::conv_transpose, double accumulation): compare / logical_not / where with
+// broadcasting, pad_map (constant, reflect, edge, wrap
 // = Tile), resize_2d (nearest and linear tables by hand), reduce_axis (L2, a NaN in a max,
 // LogSumExp), arg_extreme (ties, last index), and ConvTranspose on cuDNN's backward data. They run
 // on a GPU (test_cuda, tests/gpu/run.sh) and on the emulated device (test_cuda_emu); each skips with
@@ -15,6 +16,7 @@
 #include "kernels/cpu/import_kernels.h"
 #include "kernels/cuda/cudnn_conv_transpose.h"
 #include "kernels/cuda/layout.cuh"
+#include "kernels/cuda/logic.cuh"
 #include "kernels/cuda/reduce.cuh"
 #include "tests/cuda/device_test_util.h"
 #include "tests/kernels/kernel_test_util.h"
@@ -141,4 +143,39 @@ TEST_CASE("device.conv_transpose: cuDNN backward data + bias against the CPU ora
     REQUIRE_MESSAGE(st.ok(), st.message());
     CHECK(max_rel_err(dy.host(), ref) <= 1e-5);
   }
+}
+
+TEST_CASE("device.compare, logical_not and where: broadcasting by hand") {
+  FUSERT_REQUIRE_DEVICE();
+  auto ctx = make_context();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // a [2, 3] against b [3] (broadcast along dim 0): a <= b, and a == b (NaN equals nothing).
+  DevBuf<float> da(*ctx, std::vector<float>{1, 5, nan, 2, 2, 3}), db(*ctx, std::vector<float>{2, 2, nan});
+  DevBuf<uint8_t> dy(*ctx, 6), dn(*ctx, 6);
+  const int64_t shape[] = {2, 3}, as[] = {3, 1}, bs[] = {0, 1};
+  REQUIRE(cu::compare(2, shape, cu::LogicOp::kLessOrEqual, cu::LogicType::kF32, da.get(), as, db.get(), bs, dy.get(),
+                      ctx->stream()) == cudaSuccess);
+  CHECK(dy.host() == std::vector<uint8_t>{1, 0, 0, 1, 1, 0});
+  REQUIRE(cu::compare(2, shape, cu::LogicOp::kEqual, cu::LogicType::kF32, da.get(), as, db.get(), bs, dy.get(),
+                      ctx->stream()) == cudaSuccess);
+  CHECK(dy.host() == std::vector<uint8_t>{0, 0, 0, 1, 1, 0});
+  REQUIRE(cu::logical_not(6, dy.get(), dn.get(), ctx->stream()) == cudaSuccess);
+  CHECK(dn.host() == std::vector<uint8_t>{1, 1, 1, 0, 0, 1});
+  // i64 Greater with a scalar b; bool Xor.
+  DevBuf<int64_t> ia(*ctx, std::vector<int64_t>{-3, 0, int64_t{1} << 40}), ib(*ctx, std::vector<int64_t>{0});
+  DevBuf<uint8_t> g3(*ctx, 3);
+  const int64_t s3[] = {3}, one[] = {1}, zero[] = {0};
+  REQUIRE(cu::compare(1, s3, cu::LogicOp::kGreater, cu::LogicType::kI64, ia.get(), one, ib.get(), zero, g3.get(),
+                      ctx->stream()) == cudaSuccess);
+  CHECK(g3.host() == std::vector<uint8_t>{0, 0, 1});
+  DevBuf<uint8_t> ba(*ctx, std::vector<uint8_t>{0, 1, 1}), bb(*ctx, std::vector<uint8_t>{1, 1, 0});
+  REQUIRE(cu::compare(1, s3, cu::LogicOp::kXor, cu::LogicType::kBool, ba.get(), one, bb.get(), one, g3.get(),
+                      ctx->stream()) == cudaSuccess);
+  CHECK(g3.host() == std::vector<uint8_t>{1, 0, 1});
+  // where(cond [2, 1], a [2, 3], b scalar).
+  DevBuf<uint8_t> dc(*ctx, std::vector<uint8_t>{0, 1});
+  DevBuf<float> wa(*ctx, std::vector<float>{1, 2, 3, 4, 5, 6}), wb(*ctx, std::vector<float>{-7}), wy(*ctx, 6);
+  const int64_t cs[] = {1, 0}, was[] = {3, 1}, wbs[] = {0, 0};
+  REQUIRE(cu::where(2, shape, dc.get(), cs, wa.get(), was, wb.get(), wbs, wy.get(), ctx->stream()) == cudaSuccess);
+  CHECK(wy.host() == std::vector<float>{-7, -7, -7, 4, 5, 6});
 }
