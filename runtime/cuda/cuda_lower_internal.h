@@ -110,6 +110,8 @@ Status lower_arg_extreme_cuda(GroupLowering& gl, const Node& n);
 /// Comparisons, And/Or/Xor/Not (kernels/cuda/logic.cuh) and Where (lower_logic.cc).
 Status lower_logic_cuda(GroupLowering& gl, const Node& n);
 Status lower_where_cuda(GroupLowering& gl, const Node& n);
+/// Max, Min, Sum, Mean of f32 inputs and PRelu (kernels/cuda/nary.cuh; lower_logic.cc).
+Status lower_nary_cuda(GroupLowering& gl, const Node& n);
 Status lower_split_cuda(GroupLowering& gl, const Node& n);
 Status lower_expand_cuda(GroupLowering& gl, const Node& n);
 Status lower_anchor_cuda(GroupLowering& gl);

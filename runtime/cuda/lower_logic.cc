@@ -1,9 +1,11 @@
 // CUDA lowering of the comparisons and logic (Equal, Less, Greater, LessOrEqual, GreaterOrEqual,
-// And, Or, Xor, Not: kernels/cuda/logic.cuh) and of Where (kernels/cuda/layout.cuh where, f32
-// values), each one launch with numpy broadcasting, instead of host fallback. Rank above
-// kMaxCopyRank, or Where of other than f32 values, stays on the host.
+// And, Or, Xor, Not: kernels/cuda/logic.cuh), of Where (kernels/cuda/layout.cuh where, f32 values)
+// and of the element-wise ops of several f32 inputs (Max, Min, Sum, Mean, PRelu:
+// kernels/cuda/nary.cuh), each one launch with numpy broadcasting, instead of host fallback. Rank
+// above kMaxCopyRank, other dtypes, or more than kMaxNaryInputs inputs stay on the host.
 #include "kernels/cuda/layout.cuh"
 #include "kernels/cuda/logic.cuh"
+#include "kernels/cuda/nary.cuh"
 #include "runtime/cuda/cuda_lower_internal.h"
 
 namespace fusert::cuda {
@@ -101,6 +103,38 @@ Status lower_where_cuda(GroupLowering& gl, const Node& n) {
     return cuda_status(where(rank, out.data(), static_cast<const uint8_t*>(env.dev.raw(c)), cs.data(), env.dev.f32(a),
                              as.data(), env.dev.f32(b), bs.data(), env.dev.f32(y), env.ctx.stream()),
                        "where", what);
+  };
+  return Status();
+}
+
+Status lower_nary_cuda(GroupLowering& gl, const Node& n) {
+  const Graph& g = gl.g;
+  const Shape out = g.value(n.outputs[0]).shape;
+  if (out.size() > static_cast<size_t>(kMaxCopyRank) || n.inputs.size() > static_cast<size_t>(kMaxNaryInputs))
+    return error(StatusCode::kUnsupported)
+           << "rank above " << kMaxCopyRank << " or more than " << kMaxNaryInputs << " inputs";
+  for (ValueId v : n.inputs)
+    if (g.value(v).dtype != DType::kF32) return error(StatusCode::kUnsupported) << "an input other than f32";
+  const NaryOp op = n.op == OpKind::kMax    ? NaryOp::kMax
+                    : n.op == OpKind::kMin  ? NaryOp::kMin
+                    : n.op == OpKind::kSum  ? NaryOp::kSum
+                    : n.op == OpKind::kMean ? NaryOp::kMean
+                                            : NaryOp::kPRelu;
+  std::vector<int64_t> strides;
+  for (ValueId v : n.inputs) {
+    const std::vector<int64_t> s = broadcast_strides(g.value(v).shape, out);
+    strides.insert(strides.end(), s.begin(), s.end());
+  }
+  const std::vector<ValueId> ins = n.inputs;
+  const ValueId y = n.outputs[0];
+  const int rank = static_cast<int>(out.size()), count = static_cast<int>(ins.size());
+  const std::string what = gl.grp.name;
+  gl.ds.copy_launches = 1;
+  gl.ds.run = [=](const RunEnv& env) {
+    std::vector<const float*> xs;
+    for (ValueId v : ins) xs.push_back(env.dev.f32(v));
+    return cuda_status(nary(rank, out.data(), op, count, xs.data(), strides.data(), env.dev.f32(y), env.ctx.stream()),
+                       "nary", what);
   };
   return Status();
 }

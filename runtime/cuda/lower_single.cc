@@ -333,6 +333,11 @@ const std::map<OpKind, NodeLowering>& single_lowerings() {
       {OpKind::kXor, lower_logic_cuda},
       {OpKind::kNot, lower_logic_cuda},
       {OpKind::kWhere, lower_where_cuda},
+      {OpKind::kMax, lower_nary_cuda},
+      {OpKind::kMin, lower_nary_cuda},
+      {OpKind::kSum, lower_nary_cuda},
+      {OpKind::kMean, lower_nary_cuda},
+      {OpKind::kPRelu, lower_nary_cuda},
   };
   return table;
 }

@@ -1,6 +1,6 @@
 // The device kernels that took ops off the host fallback, against naive loops written here (and
 // the CPU oracle cpu::conv_transpose, double accumulation): compare / logical_not / where with
-// broadcasting, pad_map (constant, reflect, edge, wrap
+// broadcasting, nary (Max with a NaN, Mean, PRelu), pad_map (constant, reflect, edge, wrap
 // = Tile), resize_2d (nearest and linear tables by hand), reduce_axis (L2, a NaN in a max,
 // LogSumExp), arg_extreme (ties, last index), and ConvTranspose on cuDNN's backward data. They run
 // on a GPU (test_cuda, tests/gpu/run.sh) and on the emulated device (test_cuda_emu); each skips with
@@ -17,6 +17,7 @@
 #include "kernels/cuda/cudnn_conv_transpose.h"
 #include "kernels/cuda/layout.cuh"
 #include "kernels/cuda/logic.cuh"
+#include "kernels/cuda/nary.cuh"
 #include "kernels/cuda/reduce.cuh"
 #include "tests/cuda/device_test_util.h"
 #include "tests/kernels/kernel_test_util.h"
@@ -178,4 +179,35 @@ TEST_CASE("device.compare, logical_not and where: broadcasting by hand") {
   const int64_t cs[] = {1, 0}, was[] = {3, 1}, wbs[] = {0, 0};
   REQUIRE(cu::where(2, shape, dc.get(), cs, wa.get(), was, wb.get(), wbs, wy.get(), ctx->stream()) == cudaSuccess);
   CHECK(wy.host() == std::vector<float>{-7, -7, -7, 4, 5, 6});
+}
+
+TEST_CASE("device.nary: Max with a NaN, Mean of three, PRelu by a broadcast slope, by hand") {
+  FUSERT_REQUIRE_DEVICE();
+  auto ctx = make_context();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  DevBuf<float> a(*ctx, std::vector<float>{1, -2, 3, nan}), b(*ctx, std::vector<float>{0, 5}),
+      c(*ctx, std::vector<float>{-1});
+  DevBuf<float> y(*ctx, 4);
+  // a [2, 2], b [2] (broadcast along dim 0), c scalar.
+  const int64_t shape[] = {2, 2}, strides[] = {2, 1, 0, 1, 0, 0};
+  const float* xs[] = {a.get(), b.get(), c.get()};
+  REQUIRE(cu::nary(2, shape, cu::NaryOp::kMax, 3, xs, strides, y.get(), ctx->stream()) == cudaSuccess);
+  auto h = y.host();
+  CHECK(h[0] == 1.f);
+  CHECK(h[1] == 5.f);
+  CHECK(h[2] == 3.f);
+  CHECK(std::isnan(h[3]));
+  REQUIRE(cu::nary(2, shape, cu::NaryOp::kMean, 3, xs, strides, y.get(), ctx->stream()) == cudaSuccess);
+  h = y.host();
+  CHECK(h[0] == 0.f);  // (1 + 0 - 1) / 3
+  CHECK(h[1] == doctest::Approx(2.f / 3.f));
+  CHECK(h[2] == doctest::Approx(2.f / 3.f));
+  // PRelu: a times the slope b where a < 0; the NaN stays.
+  const float* pr[] = {a.get(), b.get()};
+  REQUIRE(cu::nary(2, shape, cu::NaryOp::kPRelu, 2, pr, strides, y.get(), ctx->stream()) == cudaSuccess);
+  h = y.host();
+  CHECK(h[0] == 1.f);
+  CHECK(h[1] == -10.f);
+  CHECK(h[2] == 3.f);
+  CHECK(std::isnan(h[3]));
 }

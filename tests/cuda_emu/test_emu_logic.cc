@@ -1,9 +1,11 @@
-// Comparisons, logic and Where on the CUDA backend (runtime/cuda/lower_logic.cc: kernels/cuda/logic.cu
-// and layout.cu's where, no host fallback), end to end on the emulated device against the CPU
-// backend: Equal / Less of rounded f32 (ties are common) / GreaterOrEqual with broadcasting, Greater of i64, And / Or /
-// Xor of the results, Not, and Where choosing between a broadcast f32 operand and x; then the transformer encoder `make
-// onnx-models` exports (an attention mask built with Equal and Where), when present. Booleans and selections are exact:
-// equal to the bit.
+// Comparisons, logic, Where and the element-wise ops of several inputs on the CUDA backend
+// (runtime/cuda/lower_logic.cc: kernels/cuda/logic.cu, layout.cu's where, nary.cu; no host
+// fallback), end to end on the emulated device against the CPU backend: Equal / Less of rounded f32
+// (ties are common) / GreaterOrEqual with broadcasting, Greater of i64, And / Or / Xor of the
+// results, Not, Where choosing between a broadcast f32 operand and x; Max and Min of three inputs
+// (NaNs from a Log of negative values win), Sum of three, Mean of four, PRelu by a [3, 1] slope;
+// then the transformer encoder `make onnx-models` exports (an attention mask built with Equal and
+// Where), when present. Booleans, selections and the CPU's order of f32 sums: equal to the bit.
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -28,7 +30,7 @@ inputs:
   - {name: x, shape: [2, 3, 4]}
   - {name: t, shape: [3, 1]}
   - {name: k, shape: [2, 1, 4], dtype: i64}
-outputs: [eq, lt, ge, gt, both, either, diff, no, w]
+outputs: [eq, lt, ge, gt, both, either, diff, no, w, mx, mn, sm, mean, pr]
 initializers:
   - {name: zero, shape: [], value: 0.0}
   - {name: kk, shape: [4], dtype: i64, value: [0, 1, 2, 3]}
@@ -45,6 +47,12 @@ nodes:
   - {name: diff, op: Xor, inputs: [lt, ge], outputs: [diff]}
   - {name: no, op: Not, inputs: [both], outputs: [no]}
   - {name: w, op: Where, inputs: [lt, fill, x], outputs: [w]}
+  - {name: lg, op: Log, inputs: [x], outputs: [lx]}
+  - {name: mx, op: Max, inputs: [lx, t, fill], outputs: [mx]}
+  - {name: mn, op: Min, inputs: [x, lx, t], outputs: [mn]}
+  - {name: sm, op: Sum, inputs: [x, t, fill], outputs: [sm]}
+  - {name: mean, op: Mean, inputs: [x, t, fill, x], outputs: [mean]}
+  - {name: pr, op: PRelu, inputs: [x, t], outputs: [pr]}
 )";
 
 bool same_bits(const Tensor& a, const Tensor& b) {
@@ -85,7 +93,7 @@ void compare_with_cpu(const std::string& path, const SessionOptions& co, const T
 
 }  // namespace
 
-TEST_CASE("emu.logic: comparisons, And/Or/Xor/Not and Where on the device, equal to the CPU to the bit") {
+TEST_CASE("emu.logic: comparisons, And/Or/Xor/Not, Where, Max/Min/Sum/Mean and PRelu on the device, to the bit") {
   const std::string path =
       (std::filesystem::temp_directory_path() / ("fusert_emu_logic_" + std::to_string(::getpid()) + ".yaml")).string();
   {
