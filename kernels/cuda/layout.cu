@@ -3,19 +3,15 @@
 // and takes its shape/strides (rank <= kMaxCopyRank) in one small struct passed by value.
 #include <cuda_runtime.h>
 
+#include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/layout.cuh"
 
 namespace fusert::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = 8192;  // the grid-stride loop covers the rest
-
-int blocks_for(int64_t count) {
-  const int64_t b = (count + kThreads - 1) / kThreads;
-  return static_cast<int>(b < kMaxBlocks ? b : kMaxBlocks);
-}
+using grid::blocks_for;
+using grid::kThreads;
 
 struct CopyArgs {
   int rank;

@@ -2,6 +2,7 @@
 // grid-stride loop, 64-bit indices, the operands' offsets from their broadcast strides.
 #include <cuda_runtime.h>
 
+#include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/layout.cuh"
 #include "kernels/cuda/logic.cuh"
 
@@ -9,13 +10,8 @@ namespace fusert::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = 8192;
-
-int blocks_for(int64_t count) {
-  const int64_t b = (count + kThreads - 1) / kThreads;
-  return static_cast<int>(b < kMaxBlocks ? b : kMaxBlocks);
-}
+using grid::blocks_for;
+using grid::kThreads;
 
 struct CompareArgs {
   int rank, op;

@@ -2,14 +2,15 @@
 // thread, a grid-stride loop, 64-bit indices.
 #include <cuda_runtime.h>
 
+#include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/nary.cuh"
 
 namespace fusert::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = 8192;
+using grid::blocks_for;
+using grid::kThreads;
 
 struct NaryArgs {
   int rank, op, n;
@@ -66,8 +67,7 @@ cudaError_t nary(int rank, const int64_t* out_shape, NaryOp op, int n, const flo
     for (int d = 0; d < rank; ++d) p.strides[k][d] = strides[k * rank + d];
   }
   if (p.numel == 0) return cudaSuccess;
-  const int64_t b = (p.numel + kThreads - 1) / kThreads;
-  nary_kernel<<<static_cast<int>(b < kMaxBlocks ? b : kMaxBlocks), kThreads, 0, stream>>>(p, y);
+  nary_kernel<<<blocks_for(p.numel), kThreads, 0, stream>>>(p, y);
   return cudaGetLastError();
 }
 

@@ -2,19 +2,15 @@
 // grid-stride loop, 64-bit indices.
 #include <cuda_runtime.h>
 
+#include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/reduce.cuh"
 
 namespace fusert::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = 8192;
-
-int blocks_for(int64_t count) {
-  const int64_t b = (count + kThreads - 1) / kThreads;
-  return static_cast<int>(b < kMaxBlocks ? b : kMaxBlocks);
-}
+using grid::blocks_for;
+using grid::kThreads;
 
 __device__ float pre(ReduceKind::Pre p, float v) {
   return p == ReduceKind::kAbs ? fabsf(v) : p == ReduceKind::kSquare ? v * v : v;

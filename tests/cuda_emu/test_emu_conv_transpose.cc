@@ -5,18 +5,10 @@
 // output_padding 1, 2 groups; a dilated 3x3; and asymmetric pads, which cuDNN cannot express and
 // stay on the host (named by --explain), equal all the same. The emulation checks every buffer
 // and the workspace of the algorithm (an exact one: the heuristic lists Winograd and FFT first).
-#include <doctest/doctest.h>
-
-#include <unistd.h>
-
-#include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <string>
 
-#include "runtime/session.h"
-#include "tests/cuda_emu/emu.h"
+#include "tests/cuda_emu/emu_compare.h"
 
 using namespace fusert;
 
@@ -41,57 +33,26 @@ nodes:
   - {name: asym, op: ConvTranspose, inputs: [x, w_asym], outputs: [asym], attrs: {pads: [0, 1, 2, 0]}}
 )";
 
-double rel_l2(const Tensor& got, const Tensor& want) {
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    const double d = static_cast<double>(got.f32()[i]) - want.f32()[i];
-    num += d * d;
-    den += static_cast<double>(want.f32()[i]) * want.f32()[i];
-  }
-  return std::sqrt(num / den);
-}
-
 }  // namespace
 
 TEST_CASE("emu.conv_transpose: ConvTranspose on cuDNN's backward data on the device, equal to the CPU's") {
-  const std::string path =
-      (std::filesystem::temp_directory_path() / ("fusert_emu_conv_transpose_" + std::to_string(::getpid()) + ".yaml"))
-          .string();
-  {
-    std::ofstream f(path);
-    f << kConvTranspose;
-  }
+  const std::string path = emutest::write_model("conv_transpose", kConvTranspose);
   SessionOptions co;
   co.seeded = true;
   auto cpu = Session::load(path, co);
   REQUIRE_MESSAGE(cpu.ok(), cpu.status().to_string());
   const TensorMap in = (*cpu)->seeded_inputs(9);
-  auto want = (*cpu)->run(in);
-  REQUIRE_MESSAGE(want.ok(), want.status().to_string());
-  CHECK(want->at("up").shape() == Shape{2, 3, 12, 10});
-  CHECK(want->at("odd").shape() == Shape{2, 6, 12, 10});  // 2 (6 - 1) - 2 + 3 + 1
-  CHECK(want->at("dil").shape() == Shape{2, 2, 10, 9});
-  emu::clear_violations();
-  for (const char* fusion : {"none", "all"}) {
-    CAPTURE(fusion);
-    SessionOptions go = co;
-    go.device = "cuda";
-    go.fusion = fusion;
-    auto gpu = Session::load(path, go);
-    REQUIRE_MESSAGE(gpu.ok(), gpu.status().to_string());
-    CHECK((*gpu)->stats().host_fallback_steps == 1);  // asym only
-    const std::string explain = (*gpu)->explain();
-    CHECK_MESSAGE(explain.find("asym(ConvTranspose): cuDNN: asymmetric pads") != std::string::npos, explain);
-    for (int rep = 0; rep < 2; ++rep) {
-      auto got = (*gpu)->run(in);
-      REQUIRE_MESSAGE(got.ok(), got.status().to_string());
-      for (const auto& [name, t] : *want) {
-        CAPTURE(name);
-        REQUIRE(got->at(name).shape() == t.shape());
-        CHECK(rel_l2(got->at(name), t) <= 1e-6);
-      }
-    }
-  }
-  CHECK(emu::violations().empty());
+  const TensorMap got = emutest::check_on_device(
+      path, co, in, [](const std::string&) { return 1e-6; }, 1);  // asym
+  CHECK(got.at("up").shape() == Shape{2, 3, 12, 10});
+  CHECK(got.at("odd").shape() == Shape{2, 6, 12, 10});  // 2 (6 - 1) - 2 + 3 + 1
+  CHECK(got.at("dil").shape() == Shape{2, 2, 10, 9});
+  SessionOptions go = co;
+  go.device = "cuda";
+  go.plan_only = true;
+  auto plan = Session::load(path, go);
+  REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
+  const std::string explain = (*plan)->explain();
+  CHECK_MESSAGE(explain.find("asym(ConvTranspose): cuDNN: asymmetric pads") != std::string::npos, explain);
   std::remove(path.c_str());
 }

@@ -6,19 +6,12 @@
 // (NaNs from a Log of negative values win), Sum of three, Mean of four, PRelu by a [3, 1] slope;
 // then the transformer encoder `make onnx-models` exports (an attention mask built with Equal and
 // Where), when present. Booleans, selections and the CPU's order of f32 sums: equal to the bit.
-#include <doctest/doctest.h>
-
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <string>
 
-#include "runtime/session.h"
-#include "tests/cuda_emu/emu.h"
+#include "tests/cuda_emu/emu_compare.h"
 
 using namespace fusert;
 
@@ -55,51 +48,10 @@ nodes:
   - {name: pr, op: PRelu, inputs: [x, t], outputs: [pr]}
 )";
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() && a.dtype() == b.dtype() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
-}
-
-void compare_with_cpu(const std::string& path, const SessionOptions& co, const TensorMap& in, double tol) {
-  auto cpu = Session::load(path, co);
-  REQUIRE_MESSAGE(cpu.ok(), cpu.status().to_string());
-  auto want = (*cpu)->run(in);
-  REQUIRE_MESSAGE(want.ok(), want.status().to_string());
-  for (const char* fusion : {"none", "all"}) {
-    CAPTURE(fusion);
-    SessionOptions go = co;
-    go.device = "cuda";
-    go.fusion = fusion;
-    auto gpu = Session::load(path, go);
-    REQUIRE_MESSAGE(gpu.ok(), gpu.status().to_string());
-    CHECK((*gpu)->stats().host_fallback_steps == 0);
-    auto got = (*gpu)->run(in);
-    REQUIRE_MESSAGE(got.ok(), got.status().to_string());
-    for (const auto& [name, t] : *want) {
-      CAPTURE(name);
-      if (tol == 0 || t.dtype() != DType::kF32) {
-        CHECK(same_bits(got->at(name), t));
-        continue;
-      }
-      double num = 0, den = 0;
-      for (int64_t i = 0; i < t.numel(); ++i) {
-        const double d = static_cast<double>(got->at(name).f32()[i]) - t.f32()[i];
-        num += d * d;
-        den += static_cast<double>(t.f32()[i]) * t.f32()[i];
-      }
-      CHECK(std::sqrt(num / den) <= tol);
-    }
-  }
-}
-
 }  // namespace
 
 TEST_CASE("emu.logic: comparisons, And/Or/Xor/Not, Where, Max/Min/Sum/Mean and PRelu on the device, to the bit") {
-  const std::string path =
-      (std::filesystem::temp_directory_path() / ("fusert_emu_logic_" + std::to_string(::getpid()) + ".yaml")).string();
-  {
-    std::ofstream f(path);
-    f << kLogic;
-  }
+  const std::string path = emutest::write_model("logic", kLogic);
   SessionOptions co;
   co.seeded = true;
   auto cpu = Session::load(path, co);
@@ -107,11 +59,8 @@ TEST_CASE("emu.logic: comparisons, And/Or/Xor/Not, Where, Max/Min/Sum/Mean and P
   TensorMap in = (*cpu)->seeded_inputs(6);
   for (int64_t i = 0; i < in.at("x").numel(); ++i) in.at("x").f32()[i] *= 2.f;  // Round then meets ties
   for (int64_t i = 0; i < in.at("k").numel(); ++i) in.at("k").i64()[i] = (i * 7) % 5 - 1;
-  emu::clear_violations();
-  compare_with_cpu(path, co, in, 0);
+  const TensorMap got = emutest::check_on_device(path, co, in, [](const std::string&) { return 0.0; });
   // By hand: w = lt ? fill : x, fill broadcast along the last dim.
-  auto got = (*cpu)->run(in);
-  REQUIRE(got.ok());
   int64_t wrong = 0;
   for (int i = 0; i < 2; ++i)
     for (int j = 0; j < 3; ++j)
@@ -119,10 +68,9 @@ TEST_CASE("emu.logic: comparisons, And/Or/Xor/Not, Where, Max/Min/Sum/Mean and P
         const size_t e = static_cast<size_t>((i * 3 + j) * 4 + l);
         const bool lt =
             std::nearbyint(in.at("x").f32()[e]) < std::nearbyint(in.at("t").f32()[j]);  // Round: half to even
-        wrong += got->at("w").f32()[e] != (lt ? -1.f - static_cast<float>(l) : in.at("x").f32()[e]);
+        wrong += got.at("w").f32()[e] != (lt ? -1.f - static_cast<float>(l) : in.at("x").f32()[e]);
       }
   CHECK(wrong == 0);
-  CHECK(emu::violations().empty());
   std::remove(path.c_str());
 }
 
@@ -135,7 +83,5 @@ TEST_CASE("emu.logic: the exported transformer encoder (Equal and Where in its a
   SessionOptions co;  // ids and mask [batch, seq], planned at the default sizes
   auto cpu = Session::load(file, co);
   REQUIRE_MESSAGE(cpu.ok(), cpu.status().to_string());
-  emu::clear_violations();
-  compare_with_cpu(file, co, (*cpu)->seeded_inputs(2), 1e-5);
-  CHECK(emu::violations().empty());
+  emutest::check_on_device(file, co, (*cpu)->seeded_inputs(2), [](const std::string&) { return 1e-5; });
 }

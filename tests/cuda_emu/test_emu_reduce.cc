@@ -4,18 +4,10 @@
 // axis, two adjacent axes and the last axis; ArgMax (first and, with select_last_index, last of equal
 // values) and ArgMin. Max, Min and the arg reductions select values: equal to the bit; the rest sum
 // in double as the CPU does: rel. L2 <= 1e-6.
-#include <doctest/doctest.h>
-
-#include <unistd.h>
-
-#include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <string>
 
-#include "runtime/session.h"
-#include "tests/cuda_emu/emu.h"
+#include "tests/cuda_emu/emu_compare.h"
 
 using namespace fusert;
 
@@ -45,55 +37,17 @@ nodes:
 }  // namespace
 
 TEST_CASE("emu.reduce: Reduce{Max,Min,Prod,LogSumExp,L1,L2,SumSquare,LogSum}, ArgMax/ArgMin on the device") {
-  const std::string path =
-      (std::filesystem::temp_directory_path() / ("fusert_emu_reduce_" + std::to_string(::getpid()) + ".yaml")).string();
-  {
-    std::ofstream f(path);
-    f << kReduce;
-  }
+  const std::string path = emutest::write_model("reduce", kReduce);
   SessionOptions co;
   co.seeded = true;
   auto cpu = Session::load(path, co);
   REQUIRE_MESSAGE(cpu.ok(), cpu.status().to_string());
   TensorMap in = (*cpu)->seeded_inputs(4);
   for (int64_t i = 0; i < in.at("x").numel(); ++i) in.at("x").f32()[i] *= 3.f;  // Round then ties often
-  auto want = (*cpu)->run(in);
-  REQUIRE_MESSAGE(want.ok(), want.status().to_string());
-  emu::clear_violations();
-  for (const char* fusion : {"none", "all"}) {
-    CAPTURE(fusion);
-    SessionOptions go = co;
-    go.device = "cuda";
-    go.fusion = fusion;
-    auto gpu = Session::load(path, go);
-    REQUIRE_MESSAGE(gpu.ok(), gpu.status().to_string());
-    CHECK((*gpu)->stats().host_fallback_steps == 0);
-    auto got = (*gpu)->run(in);
-    REQUIRE_MESSAGE(got.ok(), got.status().to_string());
-    for (const auto& [name, t] : *want) {
-      CAPTURE(name);
-      const Tensor& g = got->at(name);
-      REQUIRE(g.shape() == t.shape());
-      REQUIRE(g.dtype() == t.dtype());
-      if (t.dtype() == DType::kI64) {
-        int64_t differ = 0;
-        for (int64_t i = 0; i < t.numel(); ++i) differ += g.i64()[i] != t.i64()[i];
-        CHECK(differ == 0);
-        continue;
-      }
-      double num = 0, den = 0;
-      for (int64_t i = 0; i < t.numel(); ++i) {
-        const double d = static_cast<double>(g.f32()[i]) - t.f32()[i];
-        num += d * d;
-        den += static_cast<double>(t.f32()[i]) * t.f32()[i];
-      }
-      CHECK(std::sqrt(num / den) <= ((name == "mx" || name == "mn") ? 0.0 : 1e-6));
-    }
-    int64_t ties_differ = 0;  // select_last_index changed some answers: the inputs have ties
-    for (int64_t i = 0; i < got->at("aml").numel(); ++i)
-      ties_differ += got->at("aml").i64()[i] != got->at("am").i64()[i];
-    CHECK(ties_differ > 0);
-  }
-  CHECK(emu::violations().empty());
+  const TensorMap got = emutest::check_on_device(
+      path, co, in, [](const std::string& name) { return name == "mx" || name == "mn" ? 0.0 : 1e-6; });
+  int64_t ties_differ = 0;  // select_last_index changed some answers: the inputs have ties
+  for (int64_t i = 0; i < got.at("aml").numel(); ++i) ties_differ += got.at("aml").i64()[i] != got.at("am").i64()[i];
+  CHECK(ties_differ > 0);
   std::remove(path.c_str());
 }

@@ -4,18 +4,10 @@
 // nearest round_prefer_ceil by sizes, linear half_pixel up by 1.5, linear align_corners down, cubic
 // (a = -0.75, exclude_outside) by sizes, on [2, 3, H, W] inputs. The emulation checks every table
 // index lies inside x.
-#include <doctest/doctest.h>
-
-#include <unistd.h>
-
-#include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <string>
 
-#include "runtime/session.h"
-#include "tests/cuda_emu/emu.h"
+#include "tests/cuda_emu/emu_compare.h"
 
 using namespace fusert;
 
@@ -47,53 +39,22 @@ nodes:
 }  // namespace
 
 TEST_CASE("emu.resize: nearest, linear and cubic Resize on the device, equal to the CPU's (ONNX-checked) Resize") {
-  const std::string path =
-      (std::filesystem::temp_directory_path() / ("fusert_emu_resize_" + std::to_string(::getpid()) + ".yaml")).string();
-  {
-    std::ofstream f(path);
-    f << kResize;
-  }
+  const std::string path = emutest::write_model("resize", kResize);
   SessionOptions co;
   co.seeded = true;
   auto cpu = Session::load(path, co);
   REQUIRE_MESSAGE(cpu.ok(), cpu.status().to_string());
-  emu::clear_violations();
   const TensorMap in = (*cpu)->seeded_inputs(5);
-  auto want = (*cpu)->run(in);
-  REQUIRE_MESSAGE(want.ok(), want.status().to_string());
-  for (const char* fusion : {"none", "all"}) {
-    CAPTURE(fusion);
-    SessionOptions go = co;
-    go.device = "cuda";
-    go.fusion = fusion;
-    auto gpu = Session::load(path, go);
-    REQUIRE_MESSAGE(gpu.ok(), gpu.status().to_string());
-    CHECK((*gpu)->stats().host_fallback_steps == 0);
-    for (int rep = 0; rep < 2; ++rep) {
-      auto got = (*gpu)->run(in);
-      REQUIRE_MESSAGE(got.ok(), got.status().to_string());
-      // By hand: near2[b, c, h, w] = x[b, c, h / 2, w / 2], [2, 3, 10, 14].
-      const Tensor& n2 = got->at("near2");
-      REQUIRE(n2.shape() == Shape{2, 3, 10, 14});
-      int64_t wrong = 0;
-      for (int p = 0; p < 6; ++p)
-        for (int h = 0; h < 10; ++h)
-          for (int w = 0; w < 14; ++w)
-            wrong += n2.f32()[(p * 10 + h) * 14 + w] != in.at("x").f32()[(p * 5 + h / 2) * 7 + w / 2];
-      CHECK(wrong == 0);
-      for (const auto& [name, t] : *want) {
-        CAPTURE(name);
-        REQUIRE(got->at(name).shape() == t.shape());
-        double num = 0, den = 0;
-        for (int64_t i = 0; i < t.numel(); ++i) {
-          const double d = static_cast<double>(got->at(name).f32()[i]) - t.f32()[i];
-          num += d * d;
-          den += static_cast<double>(t.f32()[i]) * t.f32()[i];
-        }
-        CHECK(std::sqrt(num / den) <= 1e-6);  // the same taps and weights; the sums' rounding at most
-      }
-    }
-  }
-  CHECK(emu::violations().empty());
+  // The same taps and weights as the CPU; the sums' rounding at most.
+  const TensorMap got = emutest::check_on_device(path, co, in, [](const std::string&) { return 1e-6; });
+  // By hand: near2[b, c, h, w] = x[b, c, h / 2, w / 2], [2, 3, 10, 14].
+  const Tensor& n2 = got.at("near2");
+  REQUIRE(n2.shape() == Shape{2, 3, 10, 14});
+  int64_t wrong = 0;
+  for (int p = 0; p < 6; ++p)
+    for (int h = 0; h < 10; ++h)
+      for (int w = 0; w < 14; ++w)
+        wrong += n2.f32()[(p * 10 + h) * 14 + w] != in.at("x").f32()[(p * 5 + h / 2) * 7 + w / 2];
+  CHECK(wrong == 0);
   std::remove(path.c_str());
 }
