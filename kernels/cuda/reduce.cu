@@ -74,7 +74,30 @@ __global__ void arg_kernel(int64_t outer, int64_t len, int64_t inner, bool min, 
   }
 }
 
+__global__ void lrn_kernel(int64_t n, int64_t c, int64_t s, int64_t size, float alpha, float beta, float bias,
+                           const float* __restrict__ x, float* __restrict__ y) {
+  const int64_t total = n * c * s, lo = (size - 1) / 2, hi = size - 1 - lo;
+  for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < total; t += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t i = t % s, ch = (t / s) % c, b = t / (s * c);
+    double sq = 0;
+    for (int64_t k = ch - lo < 0 ? 0 : ch - lo; k <= (ch + hi < c - 1 ? ch + hi : c - 1); ++k) {
+      const double v = x[(b * c + k) * s + i];
+      sq += v * v;
+    }
+    const double scale = static_cast<double>(alpha) / static_cast<double>(size);
+    y[t] = static_cast<float>(x[t] / pow(bias + scale * sq, static_cast<double>(beta)));
+  }
+}
+
 }  // namespace
+
+cudaError_t lrn(int64_t n, int64_t c, int64_t s, int64_t size, float alpha, float beta, float bias, const float* x,
+                float* y, cudaStream_t stream) {
+  if (size < 1) return cudaErrorInvalidValue;
+  if (n * c * s == 0) return cudaSuccess;
+  lrn_kernel<<<blocks_for(n * c * s), kThreads, 0, stream>>>(n, c, s, size, alpha, beta, bias, x, y);
+  return cudaGetLastError();
+}
 
 cudaError_t reduce_axis(int64_t outer, int64_t len, int64_t inner, const ReduceKind& k, const float* x, float* y,
                         cudaStream_t stream) {

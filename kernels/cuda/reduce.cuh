@@ -1,7 +1,7 @@
 // Reductions over the middle axis of an [outer, len, inner] view that cuBLASLt's ones-GEMM does not
 // cover (kernels/cuda/reduce.cu, compiled by nvcc): ReduceMax/Min, Prod, LogSumExp, L1, L2,
-// SumSquare, LogSum, and ArgMax/ArgMin. One thread per output, in the CPU kernels' arithmetic
-// (kernels/cpu/sequence_kernels.h: double accumulation, the element map in f32, NaN rules). All
+// SumSquare, LogSum, ArgMax/ArgMin, and LRN (a sum over neighbouring channels). One thread per output, in the CPU
+// kernels' arithmetic (kernels/cpu/sequence_kernels.h: double accumulation, the element map in f32, NaN rules). All
 // enqueue on `stream` and return the launch status.
 #pragma once
 
@@ -27,5 +27,11 @@ cudaError_t reduce_axis(int64_t outer, int64_t len, int64_t inner, const ReduceK
 /// on ties); a NaN counts as the extreme (numpy). y is int64 [outer, inner].
 cudaError_t arg_extreme(int64_t outer, int64_t len, int64_t inner, bool min, bool last, const float* x, int64_t* y,
                         cudaStream_t stream);
+
+/// ONNX LRN across channels (cpu::lrn's arithmetic): x, y [n, c, s]; y = x / (bias + alpha / size *
+/// sum of x^2 over channels c - (size-1)/2 .. c + size/2 inside [0, c))^beta, the sum and the power in
+/// double.
+cudaError_t lrn(int64_t n, int64_t c, int64_t s, int64_t size, float alpha, float beta, float bias, const float* x,
+                float* y, cudaStream_t stream);
 
 }  // namespace fusert::cuda

@@ -1,7 +1,8 @@
 // CUDA lowering of the reductions: ReduceSum / ReduceMean as a GEMM by a vector of ones (cuBLASLt),
 // the others (Max, Min, Prod, LogSumExp, L1, L2, SumSquare, LogSum) and ArgMax / ArgMin on the
 // kernels of kernels/cuda/reduce.cuh, in the CPU's arithmetic. Axes must be adjacent (one
-// [outer, len, inner] view); otherwise the op stays on the host.
+// [outer, len, inner] view); otherwise the op stays on the host. LRN (a sum over neighbouring
+// channels) on reduce.cuh too.
 #include <algorithm>
 #include <memory>
 #include <vector>
@@ -141,6 +142,25 @@ Status lower_arg_extreme_cuda(GroupLowering& gl, const Node& n) {
     return cuda_status(arg_extreme(outer, len, inner, min, last, env.dev.f32(x), static_cast<int64_t*>(env.dev.raw(y)),
                                    env.ctx.stream()),
                        "arg_extreme", what);
+  };
+  return Status();
+}
+
+Status lower_lrn_cuda(GroupLowering& gl, const Node& n) {
+  const Graph& g = gl.g;
+  const Shape xs = g.value(n.inputs[0]).shape;
+  if (g.value(n.inputs[0]).dtype != DType::kF32 || xs.size() < 2 || n.attr_i("size") < 1)
+    return error(StatusCode::kUnsupported) << "LRN of a non-f32 tensor, rank below 2, or size below 1";
+  const int64_t batch = xs[0], c = xs[1], s = shape_numel(xs) / std::max<int64_t>(1, xs[0] * xs[1]),
+                size = n.attr_i("size");
+  const float alpha = static_cast<float>(n.attr_f("alpha")), beta = static_cast<float>(n.attr_f("beta")),
+              bias = static_cast<float>(n.attr_f("bias"));
+  const ValueId x = n.inputs[0], y = n.outputs[0];
+  const std::string what = gl.grp.name;
+  gl.ds.copy_launches = 1;
+  gl.ds.run = [=](const RunEnv& env) {
+    return cuda_status(lrn(batch, c, s, size, alpha, beta, bias, env.dev.f32(x), env.dev.f32(y), env.ctx.stream()),
+                       "lrn", what);
   };
   return Status();
 }

@@ -323,6 +323,7 @@ const std::map<OpKind, NodeLowering>& single_lowerings() {
       {OpKind::kReduceLogSum, lower_reduce_cuda},
       {OpKind::kArgMax, lower_arg_extreme_cuda},
       {OpKind::kArgMin, lower_arg_extreme_cuda},
+      {OpKind::kLRN, lower_lrn_cuda},
       {OpKind::kEqual, lower_logic_cuda},
       {OpKind::kLess, lower_logic_cuda},
       {OpKind::kGreater, lower_logic_cuda},

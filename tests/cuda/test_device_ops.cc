@@ -211,3 +211,16 @@ TEST_CASE("device.nary: Max with a NaN, Mean of three, PRelu by a broadcast slop
   CHECK(h[2] == 3.f);
   CHECK(std::isnan(h[3]));
 }
+
+TEST_CASE("device.lrn: a window of 3 channels clipped at the edges, by hand") {
+  FUSERT_REQUIRE_DEVICE();
+  auto ctx = make_context();
+  // x [1, 3, 1]: channels 1, 2, 3; size 3, alpha 3 (alpha / size = 1), beta 1, bias 1:
+  // y_c = x_c / (1 + sum of x^2 over c-1..c+1): 1 / (1 + 1 + 4), 2 / (1 + 1 + 4 + 9), 3 / (1 + 4 + 9).
+  DevBuf<float> dx(*ctx, std::vector<float>{1, 2, 3}), dy(*ctx, 3);
+  REQUIRE(cu::lrn(1, 3, 1, 3, 3.f, 1.f, 1.f, dx.get(), dy.get(), ctx->stream()) == cudaSuccess);
+  const auto y = dy.host();
+  CHECK(y[0] == doctest::Approx(1.0 / 6));
+  CHECK(y[1] == doctest::Approx(2.0 / 15));
+  CHECK(y[2] == doctest::Approx(3.0 / 14));
+}

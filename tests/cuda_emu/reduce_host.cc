@@ -1,6 +1,7 @@
 // Host implementations of kernels/cuda/reduce.cuh for fusert_emu (in place of reduce.cu): the same
 // functions and argument checks, written from the header's contract; each call checks its read and
 // write ranges against the device allocations, then enqueues the work on the stream.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -93,6 +94,30 @@ cudaError_t arg_extreme(int64_t outer, int64_t len, int64_t inner, bool min, boo
         }
       }
       y[t] = best;
+    }
+    emu::count_op(emu::OpKind::kCopy);
+  });
+  return cudaSuccess;
+}
+
+cudaError_t lrn(int64_t n, int64_t c, int64_t s, int64_t size, float alpha, float beta, float bias, const float* x,
+                float* y, cudaStream_t stream) {
+  if (size < 1) return cudaErrorInvalidValue;
+  const int64_t total = n * c * s;
+  if (total == 0) return cudaSuccess;
+  if (!ranges_ok(x, 4 * static_cast<size_t>(total), y, 4 * static_cast<size_t>(total), "lrn"))
+    return cudaErrorIllegalAddress;
+  emu::emu_enqueue(stream, [=] {
+    const int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
+    const double scale = static_cast<double>(alpha) / static_cast<double>(size);
+    for (int64_t t = 0; t < total; ++t) {
+      const int64_t i = t % s, ch = (t / s) % c, b = t / (s * c);
+      double sq = 0;
+      for (int64_t k = std::max<int64_t>(0, ch - lo); k <= std::min(c - 1, ch + hi); ++k) {
+        const double v = x[(b * c + k) * s + i];
+        sq += v * v;
+      }
+      y[t] = static_cast<float>(x[t] / std::pow(bias + scale * sq, static_cast<double>(beta)));
     }
     emu::count_op(emu::OpKind::kCopy);
   });

@@ -2,8 +2,8 @@
 // fallback), end to end on the emulated device against the CPU backend (whose reductions pass ONNX's
 // conformance cases): ReduceMax, Min, Prod, LogSumExp, L1, L2, SumSquare and LogSum over a middle
 // axis, two adjacent axes and the last axis; ArgMax (first and, with select_last_index, last of equal
-// values) and ArgMin. Max, Min and the arg reductions select values: equal to the bit; the rest sum
-// in double as the CPU does: rel. L2 <= 1e-6.
+// values) and ArgMin; LRN of sizes 3 and 4 (an even window: one more channel after than before). Max, Min and the arg
+// reductions select values: equal to the bit; the rest sum in double as the CPU does: rel. L2 <= 1e-6.
 #include <cstdio>
 #include <string>
 
@@ -17,7 +17,7 @@ const char* kReduce = R"(fusert: 1
 name: reductions
 inputs:
   - {name: x, shape: [3, 5, 4, 6]}
-outputs: [mx, mn, pr, lse, l1, l2, ss, ls, am, aml, an]
+outputs: [mx, mn, pr, lse, l1, l2, ss, ls, am, aml, an, lrn3, lrn4]
 nodes:
   - {name: mx, op: ReduceMax, inputs: [x], outputs: [mx], attrs: {axes: [1], keepdims: 1}}
   - {name: mn, op: ReduceMin, inputs: [x], outputs: [mn], attrs: {axes: [2, 3], keepdims: 0}}
@@ -32,6 +32,8 @@ nodes:
   - {name: am, op: ArgMax, inputs: [xr], outputs: [am], attrs: {axis: 1, keepdims: 1}}
   - {name: aml, op: ArgMax, inputs: [xr], outputs: [aml], attrs: {axis: 1, keepdims: 0, select_last_index: 1}}
   - {name: an, op: ArgMin, inputs: [x], outputs: [an], attrs: {axis: 3, keepdims: 1}}
+  - {name: lrn3, op: LRN, inputs: [x], outputs: [lrn3], attrs: {size: 3}}
+  - {name: lrn4, op: LRN, inputs: [x], outputs: [lrn4], attrs: {size: 4, alpha: 0.5, beta: 0.5, bias: 2.0}}
 )";
 
 }  // namespace
