@@ -89,7 +89,45 @@ __global__ void lrn_kernel(int64_t n, int64_t c, int64_t s, int64_t size, float 
   }
 }
 
+template <typename T, typename Acc>
+__global__ void cumsum_kernel(int64_t outer, int64_t len, int64_t inner, bool exclusive, bool reverse,
+                              const T* __restrict__ x, T* __restrict__ y) {
+  for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < outer * inner;
+       t += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t o = t / inner, i = t % inner;
+    Acc acc = 0;
+    for (int64_t s = 0; s < len; ++s) {
+      const int64_t at = (o * len + (reverse ? len - 1 - s : s)) * inner + i;
+      const T xv = x[at];
+      if (exclusive) y[at] = static_cast<T>(acc);
+      acc = static_cast<Acc>(acc + static_cast<Acc>(xv));
+      if (!exclusive) y[at] = static_cast<T>(acc);
+    }
+  }
+}
+
 }  // namespace
+
+cudaError_t cumsum(int64_t outer, int64_t len, int64_t inner, bool exclusive, bool reverse, ScanType t, const void* x,
+                   void* y, cudaStream_t stream) {
+  if (outer * inner == 0 || len == 0) return cudaSuccess;
+  const int blocks = blocks_for(outer * inner);
+  switch (t) {
+    case ScanType::kF32:
+      cumsum_kernel<float, double><<<blocks, kThreads, 0, stream>>>(
+          outer, len, inner, exclusive, reverse, static_cast<const float*>(x), static_cast<float*>(y));
+      break;
+    case ScanType::kI32:
+      cumsum_kernel<int32_t, uint32_t><<<blocks, kThreads, 0, stream>>>(
+          outer, len, inner, exclusive, reverse, static_cast<const int32_t*>(x), static_cast<int32_t*>(y));
+      break;
+    case ScanType::kI64:
+      cumsum_kernel<int64_t, uint64_t><<<blocks, kThreads, 0, stream>>>(
+          outer, len, inner, exclusive, reverse, static_cast<const int64_t*>(x), static_cast<int64_t*>(y));
+      break;
+  }
+  return cudaGetLastError();
+}
 
 cudaError_t lrn(int64_t n, int64_t c, int64_t s, int64_t size, float alpha, float beta, float bias, const float* x,
                 float* y, cudaStream_t stream) {

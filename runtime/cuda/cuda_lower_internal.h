@@ -109,6 +109,8 @@ Status lower_reduce_cuda(GroupLowering& gl, const Node& n);
 Status lower_arg_extreme_cuda(GroupLowering& gl, const Node& n);
 /// LRN across channels (kernels/cuda/reduce.cuh; lower_reduce.cc).
 Status lower_lrn_cuda(GroupLowering& gl, const Node& n);
+/// CumSum along a constant axis (kernels/cuda/reduce.cuh; lower_reduce.cc).
+Status lower_cumsum_cuda(GroupLowering& gl, const Node& n);
 /// Comparisons, And/Or/Xor/Not (kernels/cuda/logic.cuh) and Where (lower_logic.cc).
 Status lower_logic_cuda(GroupLowering& gl, const Node& n);
 Status lower_where_cuda(GroupLowering& gl, const Node& n);

@@ -2,7 +2,7 @@
 // the others (Max, Min, Prod, LogSumExp, L1, L2, SumSquare, LogSum) and ArgMax / ArgMin on the
 // kernels of kernels/cuda/reduce.cuh, in the CPU's arithmetic. Axes must be adjacent (one
 // [outer, len, inner] view); otherwise the op stays on the host. LRN (a sum over neighbouring
-// channels) on reduce.cuh too.
+// channels) and CumSum (a scan) on reduce.cuh too.
 #include <algorithm>
 #include <memory>
 #include <vector>
@@ -142,6 +142,31 @@ Status lower_arg_extreme_cuda(GroupLowering& gl, const Node& n) {
     return cuda_status(arg_extreme(outer, len, inner, min, last, env.dev.f32(x), static_cast<int64_t*>(env.dev.raw(y)),
                                    env.ctx.stream()),
                        "arg_extreme", what);
+  };
+  return Status();
+}
+
+Status lower_cumsum_cuda(GroupLowering& gl, const Node& n) {
+  const Graph& g = gl.g;
+  const Shape xs = g.value(n.inputs[0]).shape;
+  const DType dt = g.value(n.inputs[0]).dtype;
+  const Tensor& a = g.value(n.inputs[1]).data;
+  if ((dt != DType::kF32 && dt != DType::kI32 && dt != DType::kI64) || a.numel() != 1 || xs.empty())
+    return error(StatusCode::kUnsupported)
+           << "CumSum of a dtype other than f32, i32, i64, or an axis computed at run time";
+  int64_t axis = a.dtype() == DType::kI32 ? *static_cast<const int32_t*>(a.raw()) : a.i64()[0];
+  if (axis < 0) axis += static_cast<int64_t>(xs.size());
+  int64_t outer, len, inner;
+  if (!axis_view(xs, {axis}, &outer, &len, &inner)) return error(StatusCode::kUnsupported) << "CumSum's axis";
+  const bool exclusive = n.attr_i("exclusive") != 0, reverse = n.attr_i("reverse") != 0;
+  const ScanType t = dt == DType::kF32 ? ScanType::kF32 : dt == DType::kI32 ? ScanType::kI32 : ScanType::kI64;
+  const ValueId x = n.inputs[0], y = n.outputs[0];
+  const std::string what = gl.grp.name;
+  gl.ds.copy_launches = 1;
+  gl.ds.run = [=](const RunEnv& env) {
+    return cuda_status(
+        cumsum(outer, len, inner, exclusive, reverse, t, env.dev.raw(x), env.dev.raw(y), env.ctx.stream()), "cumsum",
+        what);
   };
   return Status();
 }

@@ -324,6 +324,7 @@ const std::map<OpKind, NodeLowering>& single_lowerings() {
       {OpKind::kArgMax, lower_arg_extreme_cuda},
       {OpKind::kArgMin, lower_arg_extreme_cuda},
       {OpKind::kLRN, lower_lrn_cuda},
+      {OpKind::kCumSum, lower_cumsum_cuda},
       {OpKind::kEqual, lower_logic_cuda},
       {OpKind::kLess, lower_logic_cuda},
       {OpKind::kGreater, lower_logic_cuda},

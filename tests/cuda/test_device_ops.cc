@@ -224,3 +224,17 @@ TEST_CASE("device.lrn: a window of 3 channels clipped at the edges, by hand") {
   CHECK(y[1] == doctest::Approx(2.0 / 15));
   CHECK(y[2] == doctest::Approx(3.0 / 14));
 }
+
+TEST_CASE("device.cumsum: inclusive, exclusive and reverse, f32 and a wrapping int32, by hand") {
+  FUSERT_REQUIRE_DEVICE();
+  auto ctx = make_context();
+  DevBuf<float> dx(*ctx, std::vector<float>{1, 2, 3, 4}), dy(*ctx, 4);  // [1, 4, 1]
+  REQUIRE(cu::cumsum(1, 4, 1, false, false, cu::ScanType::kF32, dx.get(), dy.get(), ctx->stream()) == cudaSuccess);
+  CHECK(dy.host() == std::vector<float>{1, 3, 6, 10});
+  REQUIRE(cu::cumsum(1, 4, 1, true, true, cu::ScanType::kF32, dx.get(), dy.get(), ctx->stream()) == cudaSuccess);
+  CHECK(dy.host() == std::vector<float>{9, 7, 4, 0});
+  // [2, 2] along axis 0 (outer 1, len 2, inner 2): the int32 maximum plus 1 wraps.
+  DevBuf<int32_t> ix(*ctx, std::vector<int32_t>{2147483647, 5, 1, -5}), iy(*ctx, 4);
+  REQUIRE(cu::cumsum(1, 2, 2, false, false, cu::ScanType::kI32, ix.get(), iy.get(), ctx->stream()) == cudaSuccess);
+  CHECK(iy.host() == std::vector<int32_t>{2147483647, 5, -2147483647 - 1, 0});
+}

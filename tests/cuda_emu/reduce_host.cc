@@ -100,6 +100,50 @@ cudaError_t arg_extreme(int64_t outer, int64_t len, int64_t inner, bool min, boo
   return cudaSuccess;
 }
 
+namespace {
+
+template <typename T, typename Acc>
+void scan(int64_t outer, int64_t len, int64_t inner, bool exclusive, bool reverse, const T* x, T* y) {
+  for (int64_t t = 0; t < outer * inner; ++t) {
+    const int64_t o = t / inner, i = t % inner;
+    Acc acc = 0;
+    for (int64_t s = 0; s < len; ++s) {
+      const int64_t at = (o * len + (reverse ? len - 1 - s : s)) * inner + i;
+      const T xv = x[at];
+      if (exclusive) y[at] = static_cast<T>(acc);
+      acc = static_cast<Acc>(acc + static_cast<Acc>(xv));
+      if (!exclusive) y[at] = static_cast<T>(acc);
+    }
+  }
+}
+
+}  // namespace
+
+cudaError_t cumsum(int64_t outer, int64_t len, int64_t inner, bool exclusive, bool reverse, ScanType t, const void* x,
+                   void* y, cudaStream_t stream) {
+  if (outer * inner == 0 || len == 0) return cudaSuccess;
+  const size_t bytes = (t == ScanType::kI64 ? 8 : 4) * static_cast<size_t>(outer * len * inner);
+  if (!ranges_ok(x, bytes, y, bytes, "cumsum")) return cudaErrorIllegalAddress;
+  emu::emu_enqueue(stream, [=] {
+    switch (t) {
+      case ScanType::kF32:
+        scan<float, double>(outer, len, inner, exclusive, reverse, static_cast<const float*>(x),
+                            static_cast<float*>(y));
+        break;
+      case ScanType::kI32:
+        scan<int32_t, uint32_t>(outer, len, inner, exclusive, reverse, static_cast<const int32_t*>(x),
+                                static_cast<int32_t*>(y));
+        break;
+      case ScanType::kI64:
+        scan<int64_t, uint64_t>(outer, len, inner, exclusive, reverse, static_cast<const int64_t*>(x),
+                                static_cast<int64_t*>(y));
+        break;
+    }
+    emu::count_op(emu::OpKind::kCopy);
+  });
+  return cudaSuccess;
+}
+
 cudaError_t lrn(int64_t n, int64_t c, int64_t s, int64_t size, float alpha, float beta, float bias, const float* x,
                 float* y, cudaStream_t stream) {
   if (size < 1) return cudaErrorInvalidValue;
