@@ -3,6 +3,7 @@
 // generated kernel with the operand-aliasing guard.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,22 +14,29 @@
 
 namespace fusert::cuda {
 
-/// A host constant (concatenated weights, scaled biases) uploaded once in prepare().
+/// A host constant (concatenated weights, scaled biases, Pad's value, Resize's sampling tables)
+/// uploaded once in prepare().
 class DeviceConstant {
  public:
-  explicit DeviceConstant(std::vector<float> host) : host_(std::move(host)) {}
+  explicit DeviceConstant(std::vector<uint8_t> bytes) : host_(std::move(bytes)) {}
   ~DeviceConstant();
   DeviceConstant(const DeviceConstant&) = delete;
   DeviceConstant& operator=(const DeviceConstant&) = delete;
   Status upload(const std::string& what);
-  const float* get() const { return dev_; }
+  const float* get() const { return static_cast<const float*>(dev_); }
+  const void* raw() const { return dev_; }
 
  private:
-  std::vector<float> host_;
-  float* dev_ = nullptr;
+  std::vector<uint8_t> host_;
+  void* dev_ = nullptr;
 };
 using ConstPtr = std::shared_ptr<DeviceConstant>;
-inline ConstPtr make_const(std::vector<float> v) { return std::make_shared<DeviceConstant>(std::move(v)); }
+/// A constant of `n` bytes at `data`.
+inline ConstPtr make_const_bytes(const void* data, size_t n) {
+  const auto* b = static_cast<const uint8_t*>(data);
+  return std::make_shared<DeviceConstant>(std::vector<uint8_t>(b, b + n));
+}
+inline ConstPtr make_const(const std::vector<float>& v) { return make_const_bytes(v.data(), v.size() * sizeof(float)); }
 
 /// Where a program input or output lives at run time.
 struct Binding {

@@ -60,22 +60,6 @@ Status run_copies(GroupLowering& gl, ValueId x, std::vector<Copy> copies, size_t
   return Status();
 }
 
-// A device buffer of 8 bytes holding Pad's constant, uploaded in prepare.
-struct DeviceScalar {
-  void* dev = nullptr;
-  ~DeviceScalar() {
-    if (dev) cudaFree(dev);
-  }
-};
-
-// Resize's four sampling tables in device memory, uploaded in prepare.
-struct DeviceTables {
-  std::vector<void*> dev;
-  ~DeviceTables() {
-    for (void* p : dev) cudaFree(p);
-  }
-};
-
 }  // namespace
 
 Status lower_slice_cuda(GroupLowering& gl, const Node& n) {
@@ -146,18 +130,14 @@ Status lower_pad_cuda(GroupLowering& gl, const Node& n) {
   const std::vector<int64_t> pads = n.attr_ints("pads");  // canonicalised by shape inference: begins, ends
   const std::vector<int64_t> begin(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(x.size()));
   const std::array<uint8_t, 8> value = lowering::pad_constant(g, n);
-  auto scalar = std::make_shared<DeviceScalar>();
+  const ConstPtr scalar = make_const_bytes(value.data(), value.size());
   const ValueId xi = n.inputs[0], yi = n.outputs[0];
   const std::string what = gl.grp.name;
   const int rank = static_cast<int>(x.size()), eb = static_cast<int>(esize);
   gl.ds.copy_launches = 1;
-  gl.ds.prepare = [=](Context&) -> Status {
-    if (!scalar->dev) CUDA_CHECK(cudaMalloc(&scalar->dev, value.size()), what);
-    CUDA_CHECK(cudaMemcpy(scalar->dev, value.data(), value.size(), cudaMemcpyHostToDevice), what);
-    return Status();
-  };
+  gl.ds.prepare = [=](Context&) { return scalar->upload(what); };
   gl.ds.run = [=](const RunEnv& env) -> Status {
-    return cuda_status(pad_map(rank, y.data(), x.data(), begin.data(), mode, scalar->dev, env.dev.raw(xi),
+    return cuda_status(pad_map(rank, y.data(), x.data(), begin.data(), mode, scalar->raw(), env.dev.raw(xi),
                                env.dev.raw(yi), eb, env.ctx.stream()),
                        "pad_map", what);
   };
@@ -180,32 +160,24 @@ Status lower_resize_cuda(GroupLowering& gl, const Node& n) {
   const cpu::ResizeAxis rows = axes[r - 2], cols = axes[r - 1];
   const int64_t outer = shape_numel(Shape(y.begin(), y.end() - 2)), ih = x[r - 2], iw = x[r - 1], oh = y[r - 2],
                 ow = y[r - 1];
-  auto tables = std::make_shared<DeviceTables>();
+  const std::vector<ConstPtr> tables = {
+      make_const_bytes(rows.index.data(), rows.index.size() * 8), make_const(rows.weight),
+      make_const_bytes(cols.index.data(), cols.index.size() * 8), make_const(cols.weight)};
   const ValueId xi = n.inputs[0], yi = n.outputs[0];
   const std::string what = gl.grp.name;
   gl.ds.copy_launches = 1;
   gl.ds.prepare = [=](Context&) -> Status {
-    if (!tables->dev.empty()) return Status();
-    const std::vector<std::pair<const void*, size_t>> host = {{rows.index.data(), rows.index.size() * 8},
-                                                              {rows.weight.data(), rows.weight.size() * 4},
-                                                              {cols.index.data(), cols.index.size() * 8},
-                                                              {cols.weight.data(), cols.weight.size() * 4}};
-    for (const auto& [data, bytes] : host) {
-      void* d = nullptr;
-      CUDA_CHECK(cudaMalloc(&d, std::max<size_t>(bytes, 8)), what);
-      tables->dev.push_back(d);
-      if (bytes) CUDA_CHECK(cudaMemcpy(d, data, bytes, cudaMemcpyHostToDevice), what);
-    }
+    for (const ConstPtr& c : tables) FUSERT_RETURN_IF_ERROR(c->upload(what));
     return Status();
   };
   gl.ds.run = [=](const RunEnv& env) -> Status {
     ResizeTables t;
     t.row_taps = rows.taps;
     t.col_taps = cols.taps;
-    t.row_index = static_cast<const int64_t*>(tables->dev[0]);
-    t.row_weight = static_cast<const float*>(tables->dev[1]);
-    t.col_index = static_cast<const int64_t*>(tables->dev[2]);
-    t.col_weight = static_cast<const float*>(tables->dev[3]);
+    t.row_index = static_cast<const int64_t*>(tables[0]->raw());
+    t.row_weight = tables[1]->get();
+    t.col_index = static_cast<const int64_t*>(tables[2]->raw());
+    t.col_weight = tables[3]->get();
     return cuda_status(resize_2d(outer, ih, iw, oh, ow, t, env.dev.f32(xi), env.dev.f32(yi), env.ctx.stream()),
                        "resize_2d", what);
   };

@@ -13,8 +13,8 @@ DeviceConstant::~DeviceConstant() {
 
 Status DeviceConstant::upload(const std::string& what) {
   if (dev_ || host_.empty()) return Status();
-  CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&dev_), host_.size() * sizeof(float)), what);
-  CUDA_CHECK(cudaMemcpy(dev_, host_.data(), host_.size() * sizeof(float), cudaMemcpyHostToDevice), what);
+  CUDA_CHECK(cudaMalloc(&dev_, host_.size()), what);
+  CUDA_CHECK(cudaMemcpy(dev_, host_.data(), host_.size(), cudaMemcpyHostToDevice), what);
   return Status();
 }
 
