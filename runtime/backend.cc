@@ -1,76 +1,113 @@
-// The backend registry: which backends this build includes and how the session gets one.
+// The backend registry: which backends this build includes, which ones an application added,
+// and how the session gets one.
 #include "runtime/backend.h"
 
-#include "kernels/cpu/onednn.h"
-#include "runtime/cpu/lower_cpu.h"
+#include "fusert/fusert.h"
+
+#include <deque>
+#include <mutex>
 
 namespace fusert {
 
-// Each backend's factory lives beside its implementation (runtime/cpu/cpu_backend.cc,
-// runtime/cuda/cuda_backend.cc); this is the one place that knows which are built in.
-std::unique_ptr<Backend> make_cpu_backend(const SessionOptions& options);
+// Each built-in backend's entry lives beside its implementation (runtime/cpu/cpu_backend.cc,
+// runtime/cuda/cuda_backend.cc); this list is the one place that knows which are built in.
+const BackendInfo& cpu_backend_info();
 #ifdef FUSERT_HAVE_CUDA
-std::unique_ptr<Backend> make_cuda_backend(const SessionOptions& options);
+const BackendInfo& cuda_backend_info();
 #endif
 
 namespace {
 
-struct Entry {
-  const char* name;
-  std::unique_ptr<Backend> (*make)(const SessionOptions&);
+struct Registry {
+  std::mutex mu;
+  std::deque<BackendInfo> entries;  // a deque: find_backend's pointers stay valid as it grows
 };
 
-const std::vector<Entry>& registry() {
-  static const std::vector<Entry> entries = {
-      {"cpu", make_cpu_backend},
+Registry& registry() {
+  static Registry* r = [] {
+    auto* reg = new Registry;
+    reg->entries.push_back(cpu_backend_info());
 #ifdef FUSERT_HAVE_CUDA
-      {"cuda", make_cuda_backend},
+    reg->entries.push_back(cuda_backend_info());
 #endif
-  };
-  return entries;
-}
-
-// SessionOptions::precision: "f32", or "bf16" on the CPU's oneDNN anchors where the CPU runs
-// bf16 natively.
-Status check_precision(const SessionOptions& options, CpuKernels kernels) {
-  if (options.precision == "f32") return Status();
-  if (options.precision != "bf16")
-    return error(StatusCode::kInvalidArgument) << "precision: expected f32 or bf16, got '" << options.precision << "'";
-  if (options.device != "cpu")
-    return error(StatusCode::kUnsupported) << "precision bf16 runs on the CPU backend only (device '" << options.device
-                                           << "' runs f32; CUDA fp16/bf16 is not built yet)";
-  if (kernels != CpuKernels::kOneDnn)
-    return error(StatusCode::kInvalidArgument)
-           << "precision bf16 needs the oneDNN kernels (cpu_kernels onednn); the reference kernels are f32 only";
-  if (!cpu::onednn::built())
-    return error(StatusCode::kUnsupported) << "precision bf16 needs oneDNN, which this build does not link";
-  if (!cpu::onednn::bf16_native())
-    return error(StatusCode::kUnsupported)
-           << "precision bf16: this CPU has no native bf16 arithmetic (AVX512_BF16 or AMX, as oneDNN sees it; "
-              "ONEDNN_MAX_CPU_ISA may lower it); run in f32";
-  return Status();
+    return reg;
+  }();
+  return *r;
 }
 
 }  // namespace
 
+Status register_backend(const BackendInfo& info) {
+  if (info.name.empty()) return error(StatusCode::kInvalidArgument) << "register_backend: the backend has no name";
+  if (!info.make)
+    return error(StatusCode::kInvalidArgument) << "register_backend: backend '" << info.name << "' has no factory";
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  for (const BackendInfo& e : r.entries) {
+    if (e.name == info.name)
+      return error(StatusCode::kInvalidArgument)
+             << "register_backend: a backend named '" << info.name << "' is registered already";
+  }
+  r.entries.push_back(info);
+  return Status();
+}
+
+const BackendInfo* find_backend(const std::string& name) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  for (const BackendInfo& e : r.entries) {
+    if (e.name == name) return &e;
+  }
+  return nullptr;
+}
+
 std::vector<std::string> backend_names() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
   std::vector<std::string> names;
-  for (const Entry& e : registry()) names.push_back(e.name);
+  for (const BackendInfo& e : r.entries) names.push_back(e.name);
   return names;
 }
 
+std::vector<std::string> devices() { return backend_names(); }
+
+std::string backend_list() {
+  std::string s;
+  for (const std::string& n : backend_names()) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+std::string backend_choices() {
+  const std::vector<std::string> names = backend_names();
+  std::string s;
+  for (size_t i = 0; i < names.size(); ++i) s += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  return s;
+}
+
+Status set_planner_backend(const std::string& name, FusionOptions* o) {
+  const BackendInfo* info = find_backend(name);
+  if (!info)
+    return error(StatusCode::kInvalidArgument) << "unknown backend '" << name << "' (" << backend_list() << ")";
+  o->backend = info->name;
+  o->roofline = info->roofline;
+  return Status();
+}
+
+Status configure_planner(Backend& b, const SessionOptions& options, FusionOptions* o) {
+  FUSERT_RETURN_IF_ERROR(set_planner_backend(b.name(), o));
+  b.configure_planner(o, true);
+  return options.plan_for.empty() ? Status() : set_planner_backend(options.plan_for, o);
+}
+
 Result<std::unique_ptr<Backend>> create_backend(const SessionOptions& options) {
-  CpuKernels kernels;
-  if (!parse_cpu_kernels(options.cpu_kernels, &kernels)) {
+  const BackendInfo* info = find_backend(options.device);
+  if (!info) {
+    if (options.device == "cuda") return check_cuda_device();  // a build without the CUDA backend says so
     return error(StatusCode::kInvalidArgument)
-           << "cpu kernels: expected onednn or reference, got '" << options.cpu_kernels << "'";
+           << "unknown device '" << options.device << "' (" << backend_list() << ")";
   }
-  FUSERT_RETURN_IF_ERROR(check_precision(options, kernels));
-  for (const Entry& e : registry()) {
-    if (options.device == e.name) return e.make(options);
-  }
-  if (options.device == "cuda") return check_cuda_device();  // a build without the CUDA backend says so
-  return error(StatusCode::kInvalidArgument) << "unknown device '" << options.device << "' (cpu, cuda)";
+  if (info->check_options) FUSERT_RETURN_IF_ERROR(info->check_options(options));
+  return info->make(options);
 }
 
 }  // namespace fusert

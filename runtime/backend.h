@@ -22,16 +22,17 @@ class Backend {
  public:
   virtual ~Backend() = default;
 
-  /// "cpu" or "cuda": the device string that selects it and the planner's cost-model name.
+  /// Its registry name ("cpu", "cuda"): the device string that selects it.
   virtual std::string name() const = 0;
 
   /// OK when this machine can run the backend; else kDeviceError saying why (no driver, no
   /// device, not built in). Cheap; called before planning unless only the plan is wanted.
   virtual Status available() const = 0;
 
-  /// Sets the planner's view of this backend in `o`: o->backend (cost model), and for a backend
-  /// that will lower the plan (`will_lower`) its capability check and register probe, so
-  /// groups it cannot run as one launch are refused, with the reason, before they are formed.
+  /// Sets the planner's view of this backend in `o` (the session has set o->backend and
+  /// o->roofline from the registry entry): for a backend that will lower the plan
+  /// (`will_lower`) its capability check and register probe, so groups it cannot run as one
+  /// launch are refused, with the reason, before they are formed.
   virtual void configure_planner(FusionOptions* o, bool will_lower) = 0;
 
   /// Lowers every kernel group of `plan` into one step each (buffers for the memory planner).
@@ -69,12 +70,51 @@ class Backend {
   virtual size_t execution_contexts() const { return 0; }
 };
 
-/// The backend for `options.device` ("cpu", "cuda"). Errors: kInvalidArgument for an unknown
-/// device (the known ones listed), kDeviceError for a backend this build does not include.
+/// A backend as the registry knows it (ggml's backend registry, ONNX Runtime's execution
+/// provider factories): the device string that selects it, the machine the planner prices on,
+/// the session options it owns, and its factory. The built-in backends are one line each in
+/// runtime/backend.cc; an application or a test adds its own with register_backend().
+struct BackendInfo {
+  std::string name;     ///< the device string ("cpu", "cuda")
+  std::string summary;  ///< one line for --help and error messages
+  Roofline roofline;    ///< the planner's cost constants (FusionOptions::roofline)
+  /// Checks the session options this backend reads (precision, CPU kernel set, ...) before
+  /// anything is loaded: kInvalidArgument for a bad value, kUnsupported for one this machine
+  /// or backend cannot run, each saying why. Null: the backend reads none.
+  Status (*check_options)(const SessionOptions& options) = nullptr;
+  /// Makes one (called after check_options passed).
+  std::unique_ptr<Backend> (*make)(const SessionOptions& options) = nullptr;
+};
+
+/// Adds a backend to the registry (before the sessions that use it are loaded). Errors:
+/// kInvalidArgument for an empty name, a name taken, or no factory.
+Status register_backend(const BackendInfo& info);
+
+/// The registered backend called `name`, or null.
+const BackendInfo* find_backend(const std::string& name);
+
+/// The backend for `options.device`, after its check_options. Errors: kInvalidArgument for an
+/// unknown device (the known ones listed), kDeviceError for CUDA in a build without it.
 Result<std::unique_ptr<Backend>> create_backend(const SessionOptions& options);
 
-/// Devices this build includes, e.g. {"cpu", "cuda"}.
+/// Devices this build includes, in registration order, e.g. {"cpu", "cuda"}.
 std::vector<std::string> backend_names();
+
+/// backend_names() joined: "cpu, cuda".
+std::string backend_list();
+/// backend_names() as a choice: "cpu or cuda", "cpu, cuda or ref".
+std::string backend_choices();
+/// True when `name` is a registered backend.
+inline bool is_backend(const std::string& name) { return find_backend(name) != nullptr; }
+
+/// Sets the planner's name and cost constants (o->backend, o->roofline) to backend `name`'s.
+/// Errors: kInvalidArgument for a name not registered.
+Status set_planner_backend(const std::string& name, FusionOptions* o);
+
+/// The planner's view of backend `b` for a session: name and roofline from its registry entry,
+/// then b.configure_planner(o, true); with options.plan_for set, that backend's name and
+/// roofline instead (testing another backend's cost model). Errors: a name not registered.
+Status configure_planner(Backend& b, const SessionOptions& options, FusionOptions* o);
 
 /// OK when a CUDA device can be used; otherwise kDeviceError saying why (no CUDA in this
 /// build, no driver, no device).

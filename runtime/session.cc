@@ -172,8 +172,9 @@ namespace {
 Status check_options(const SessionOptions& options, FusionOptions* fopt) {
   std::string why;
   if (!parse_fusion_mode(options.fusion, fopt, &why)) return error(StatusCode::kInvalidArgument) << "--fusion: " << why;
-  if (!options.plan_for.empty() && options.plan_for != "cpu" && options.plan_for != "cuda") {
-    return error(StatusCode::kInvalidArgument) << "unknown plan backend '" << options.plan_for << "' (cpu, cuda)";
+  if (!options.plan_for.empty() && !find_backend(options.plan_for)) {
+    return error(StatusCode::kInvalidArgument)
+           << "unknown plan backend '" << options.plan_for << "' (" << backend_list() << ")";
   }
   if (options.threads < 0)
     return error(StatusCode::kInvalidArgument) << "threads must be >= 0, got " << options.threads;
@@ -275,8 +276,7 @@ Status SessionImpl::plan_model(FusionOptions fopt) {
   }
   s->stats_.canonicalize_ms = ms_since(t1);
   s->fusion_options_ = fopt;
-  s->backend_->configure_planner(&fopt, true);
-  if (!options.plan_for.empty()) fopt.backend = options.plan_for;  // testing: another backend's cost model
+  FUSERT_RETURN_IF_ERROR(configure_planner(*s->backend_, options, &fopt));
   FUSERT_ASSIGN_OR_RETURN(s->fusion_, plan_fusion(g, fopt));
   FUSERT_ASSIGN_OR_RETURN(s->plan_.steps, s->backend_->lower(g, s->fusion_));
   record_measurements(*s->backend_, &s->fusion_);

@@ -176,8 +176,7 @@ Result<std::shared_ptr<ShapeInstance>> SessionImpl::build_instance(const DimValu
   Graph& g = inst->graph;
   FUSERT_ASSIGN_OR_RETURN(inst->backend, create_backend(options_));
   FusionOptions fopt = fusion_options_;
-  inst->backend->configure_planner(&fopt, true);
-  if (!options_.plan_for.empty()) fopt.backend = options_.plan_for;
+  FUSERT_RETURN_IF_ERROR(configure_planner(*inst->backend, options_, &fopt));
   inst->fusion = fusion_;
   Result<std::vector<Step>> steps = error(StatusCode::kUnsupported) << "plan does not rebind";
   if (rebind_plan(g, &inst->fusion).ok()) steps = inst->backend->lower(g, inst->fusion);

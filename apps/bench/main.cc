@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "apps/bench/serve.h"
+#include "runtime/backend.h"
 #include "runtime/session.h"
 
 using namespace fusert;
@@ -126,8 +127,8 @@ int main(int argc, char** argv) {
     } else
       models.push_back(argv[i]);
   }
-  if (base.device != "cpu" && base.device != "cuda") {
-    std::fprintf(stderr, "bench: --device: expected cpu or cuda, got '%s'\n", base.device.c_str());
+  if (!is_backend(base.device)) {
+    std::fprintf(stderr, "bench: --device: expected %s, got '%s'\n", backend_choices().c_str(), base.device.c_str());
     return 2;
   }
   const bool cuda = base.device == "cuda";

@@ -18,6 +18,7 @@
 #include "graph/fusion/explain.h"
 #include "graph/onnx/onnx_import.h"
 #include "graph/printer.h"
+#include "runtime/backend.h"
 #include "runtime/npy.h"
 
 namespace fusert::app {
@@ -298,6 +299,7 @@ int main(int argc, char** argv) {
   }
   if (opts->help) {
     std::fputs(usage(), stdout);
+    std::printf("\nDevices in this build: %s.\n", fusert::backend_list().c_str());
     return 0;
   }
   if (opts->list_ops) {

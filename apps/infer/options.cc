@@ -2,6 +2,7 @@
 #include "apps/infer/options.h"
 
 #include "graph/onnx/onnx_import.h"
+#include "runtime/backend.h"
 
 #include <cctype>
 #include <cstdlib>
@@ -314,10 +315,11 @@ Result<InferOptions> parse_args(int argc, char** argv) {
            << (o.session.precision == "int8"
                    ? " (an int8 model is a quantised ONNX file, which runs as it is: tools/quantize.py makes one)"
                    : "");
-  if (o.session.device != "cpu" && o.session.device != "cuda") {
-    return error(StatusCode::kInvalidArgument) << "--device: expected cpu or cuda, got '" << o.session.device << "'";
+  if (!is_backend(o.session.device)) {
+    return error(StatusCode::kInvalidArgument)
+           << "--device: expected " << backend_choices() << ", got '" << o.session.device << "'";
   }
-  if (o.session.device == "cuda" && (o.verify || o.ablation || o.profile || o.session.profile_guided)) {
+  if (o.session.device != "cpu" && (o.verify || o.ablation || o.profile || o.session.profile_guided)) {
     return error(StatusCode::kInvalidArgument)
            << "--verify, --ablation, --profile and --profile-guided run on the CPU backend only; "
               "use --compare-cpu to check --device cuda against the CPU (and Nsight Systems for a CUDA profile)";

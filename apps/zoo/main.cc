@@ -24,6 +24,7 @@
 
 #include "apps/zoo/manifest.h"
 #include "apps/zoo/report.h"
+#include "runtime/backend.h"
 #include "runtime/npy.h"
 #include "runtime/session.h"
 
@@ -375,9 +376,12 @@ std::optional<int> parse_args(int argc, char** argv, Args* a) {
     std::fprintf(stderr, "fusert-zoo: --update-baseline needs --baseline FILE\n");
     return 2;
   }
-  if (!a->device.empty() && a->device != "cpu" && a->device != "cuda" && a->device != "all") {
-    std::fprintf(stderr, "fusert-zoo: --device must be cpu, cuda or all\n");
-    return 2;
+  for (const std::string& d : split(a->device)) {
+    if (d != "all" && !is_backend(d)) {
+      std::fprintf(stderr, "fusert-zoo: --device must be %s, a comma list of them, or all; got '%s'\n",
+                   backend_list().c_str(), d.c_str());
+      return 2;
+    }
   }
   return std::nullopt;
 }
@@ -394,7 +398,7 @@ bool select_models(const std::vector<ZooModel>& all, const Args& a, std::vector<
   }
   for (ZooModel m : all) {
     if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), m.name) == wanted.end()) continue;
-    if (!a.device.empty()) m.devices = a.device == "all" ? std::vector<std::string>{"cpu", "cuda"} : split(a.device);
+    if (!a.device.empty()) m.devices = a.device == "all" ? backend_names() : split(a.device);
     if (!a.fusion.empty()) m.fusion = split(a.fusion);
     // The unfused run comes first: every other mode is compared with it.
     m.fusion.erase(std::remove(m.fusion.begin(), m.fusion.end(), "none"), m.fusion.end());

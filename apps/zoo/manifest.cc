@@ -8,6 +8,7 @@
 #include <set>
 
 #include "graph/base/status.h"
+#include "runtime/backend.h"
 
 namespace fs = std::filesystem;
 
@@ -82,7 +83,7 @@ struct Reader {
     if (key == "devices") {
       FUSERT_RETURN_IF_ERROR(strings(v, "devices", &m->devices));
       for (const auto& d : m->devices)
-        if (d != "cpu" && d != "cuda") return fail(v) << "device '" << d << "' (cpu or cuda)";
+        if (!is_backend(d)) return fail(v) << "device '" << d << "' (" << backend_choices() << ")";
     } else if (key == "fusion") {
       FUSERT_RETURN_IF_ERROR(strings(v, "fusion", &m->fusion));
     } else if (key == "runs") {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "fusert/fusert.h"
 #include "fusert/status.h"
 
 namespace fusert::zoo {
@@ -23,19 +24,19 @@ struct ZooBounds {
 /// manifest's directory).
 struct ZooModel {
   std::string name;
-  std::string model;                                   ///< YAML or ONNX file
-  std::map<std::string, std::vector<int64_t>> shapes;  ///< ONNX: bindings of symbolic dims
-  std::string weights = "model";                       ///< "model" (its own file, else seeded), "seeded" or a path
-  uint64_t seed = 0;                                   ///< seeded weights
-  std::string fetch;                                   ///< how to get a missing file (shown in the error)
-  uint64_t input_seed = 0;                             ///< seeded inputs
-  std::string image;                                   ///< the first input from an image (model's preprocessing)
-  std::map<std::string, std::string> npy_inputs;       ///< named inputs from .npy files
-  std::string reference_npy;                           ///< expected output(s), flattened
-  std::string reference_command;                       ///< or a command writing it: {model} {inputs} {output}
-  std::vector<std::string> reference_outputs;          ///< outputs compared (default: the first)
-  double tolerance = 1e-4;                             ///< rel. L2 vs the reference and vs fusion none
-  std::vector<std::string> devices{"cpu", "cuda"};
+  std::string model;                                     ///< YAML or ONNX file
+  std::map<std::string, std::vector<int64_t>> shapes;    ///< ONNX: bindings of symbolic dims
+  std::string weights = "model";                         ///< "model" (its own file, else seeded), "seeded" or a path
+  uint64_t seed = 0;                                     ///< seeded weights
+  std::string fetch;                                     ///< how to get a missing file (shown in the error)
+  uint64_t input_seed = 0;                               ///< seeded inputs
+  std::string image;                                     ///< the first input from an image (model's preprocessing)
+  std::map<std::string, std::string> npy_inputs;         ///< named inputs from .npy files
+  std::string reference_npy;                             ///< expected output(s), flattened
+  std::string reference_command;                         ///< or a command writing it: {model} {inputs} {output}
+  std::vector<std::string> reference_outputs;            ///< outputs compared (default: the first)
+  double tolerance = 1e-4;                               ///< rel. L2 vs the reference and vs fusion none
+  std::vector<std::string> devices = fusert::devices();  ///< every backend of this build
   std::vector<std::string> fusion{"none", "all"};
   int runs = 5, warmup = 1, threads = 1;
   double latency_margin = 1.5;  ///< allowed ratio growth against the baseline

@@ -68,25 +68,21 @@ int64_t node_flops(const Graph& g, int ni) {
   }
 }
 
-double launch_cost_us(const std::string& backend) { return backend == "cuda" ? 5.0 : 5.0; }
-
-double roofline_ms(const std::string& backend, double flops, double bytes) {
-  const bool gpu = backend == "cuda";
-  const double peak = gpu ? 60e12 : 50e9, bw = gpu ? 4300e9 : 15e9;
-  return 1e3 * std::max(flops / peak, bytes / bw);
+double roofline_ms(const Roofline& r, double flops, double bytes) {
+  return 1e3 * std::max(flops / r.peak_flops, bytes / r.bytes_per_s);
 }
 
-FusionDecision check_balancing_pays(const std::string& backend, int64_t extra_flops, int64_t bytes_saved,
+FusionDecision check_balancing_pays(const FusionOptions& o, int64_t extra_flops, int64_t bytes_saved,
                                     int launches_saved) {
-  double cost = roofline_ms(backend, static_cast<double>(extra_flops), 0);
+  double cost = roofline_ms(o.roofline, static_cast<double>(extra_flops), 0);
   double gain =
-      roofline_ms(backend, 0, static_cast<double>(bytes_saved)) + launches_saved * launch_cost_us(backend) / 1e3;
+      roofline_ms(o.roofline, 0, static_cast<double>(bytes_saved)) + launches_saved * o.roofline.launch_us / 1e3;
   if (cost <= gain) return FusionDecision::yes();
   char buf[200];
   std::snprintf(buf, sizeof buf,
                 "balancing by zero-padding adds %.1f MFLOP (+%.3f ms) for %.2f MiB less traffic (-%.3f ms) on %s",
                 static_cast<double>(extra_flops) / 1e6, cost, static_cast<double>(bytes_saved) / 1048576.0, gain,
-                backend.c_str());
+                o.backend.c_str());
   return FusionDecision::no("balancing_cost", buf);
 }
 

@@ -20,18 +20,13 @@ int64_t value_bytes(const Graph& g, ValueId v);
 /// (ONNX shapes), elementwise/reduction ops one FLOP per output element (transcendentals 8).
 int64_t node_flops(const Graph& g, int node);
 
-/// Per-launch overhead in microseconds used to price launches: CPU step dispatch and a pass
-/// over the thread pool (~5 us), CUDA kernel launch (~5 us, CUDA Graphs lower it).
-double launch_cost_us(const std::string& backend);
-
-/// Roofline time estimate in ms of moving `bytes` and computing `flops` on a backend:
-/// max(flops / peak, bytes / bandwidth). Constants: cpu 50 GFLOP/s and 15 GB/s (2-core
-/// development machine), cuda 60 TFLOP/s fp32 and 4300 GB/s (H200, measured copy bandwidth).
-double roofline_ms(const std::string& backend, double flops, double bytes);
+/// Roofline time estimate in ms of moving `bytes` and computing `flops` on machine `r`:
+/// max(flops / peak, bytes / bandwidth).
+double roofline_ms(const Roofline& r, double flops, double bytes);
 
 /// Whether zero-padding a branch (extra_flops more work) pays for the traffic and launches a
-/// merge removes, by the roofline estimate; the refusal names both sides in ms.
-FusionDecision check_balancing_pays(const std::string& backend, int64_t extra_flops, int64_t bytes_saved,
+/// merge removes, by the roofline estimate of `o`'s backend; the refusal names both sides in ms.
+FusionDecision check_balancing_pays(const FusionOptions& o, int64_t extra_flops, int64_t bytes_saved,
                                     int launches_saved);
 
 /// Register-pressure estimate of a fused group, in registers per thread: an anchor's

@@ -234,7 +234,7 @@ void cross_at_join(PlanState& st, int join) {
         std::vector<int> all = a.nodes;
         all.insert(all.end(), b.nodes.begin(), b.nodes.end());
         all.push_back(join);
-        d = check_balancing_pays(st.opt.backend, extra, bytes_saved(st.g, all, {st.node(join).outputs[0]}),
+        d = check_balancing_pays(st.opt, extra, bytes_saved(st.g, all, {st.node(join).outputs[0]}),
                                  static_cast<int>(all.size()) - 1);
       }
       if (d) {

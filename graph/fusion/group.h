@@ -93,6 +93,16 @@ struct Rejection {
   std::string reason;  ///< "not fused: branch FLOP ratio 9.0 > 3.0"
 };
 
+/// The machine the planner prices a merge on (roofline model): peak arithmetic, memory bandwidth
+/// and the overhead of one launch. Each backend hands its own to the planner (its registry entry,
+/// runtime/backend.h); the default is the CPU backend's (runtime/cpu/cpu_backend.cc), for a
+/// planner run without a backend.
+struct Roofline {
+  double peak_flops = 50e9;   ///< FLOP/s
+  double bytes_per_s = 15e9;  ///< memory bandwidth, bytes/s
+  double launch_us = 5.0;     ///< microseconds per launch (step dispatch, kernel launch)
+};
+
 /// Which strategies run, and knobs of the cost model.
 struct FusionOptions {
   std::set<Strategy> enabled = {Strategy::kVertical, Strategy::kHorizontal, Strategy::kCross, Strategy::kCompound};
@@ -100,7 +110,8 @@ struct FusionOptions {
   int register_budget = 64;                  ///< registers per thread for full occupancy (CPU: vector regs)
   double max_peak_growth = 0.25;             ///< refuse a merge raising peak activation bytes by more
   std::map<std::string, double> profile_ms;  ///< profile-guided: measured ms per node name
-  std::string backend = "cpu";               ///< "cpu" or "cuda": capability set and launch cost
+  std::string backend = "cpu";               ///< the backend's name (refusals name it)
+  Roofline roofline;                         ///< the backend's cost constants
   /// Measured register pressure (CUDA): compiles the kernel a candidate group would get and
   /// reports registers per thread and spill bytes; false when it has no generated kernel;
   /// registers -1 when the candidate cannot be generated (the reason in the string).

@@ -2,6 +2,7 @@
 // executor core on the CPU device (one execution context per concurrent run).
 #include <new>
 
+#include "kernels/cpu/onednn.h"
 #include "runtime/backend.h"
 #include "runtime/cpu/lower_cpu.h"
 #include "runtime/executor.h"
@@ -23,7 +24,6 @@ class CpuBackend final : public Backend {
   Status available() const override { return Status(); }
   void configure_planner(FusionOptions* o, bool will_lower) override {
     (void)will_lower;
-    o->backend = "cpu";
     // Every group kind has a CPU kernel, but a 1x1 + depthwise block only pays as one oneDNN
     // primitive (the dw post-op, lower_onednn.cc): the reference kernels would
     // run the two convolutions one after the other anyway. The check creates the primitive
@@ -119,11 +119,53 @@ class CpuBackend final : public Backend {
 
 }  // namespace
 
+namespace {
+
+// SessionOptions::precision: "f32", or "bf16" on the oneDNN anchors where the CPU runs bf16
+// natively.
+Status check_precision(const SessionOptions& options, CpuKernels kernels) {
+  if (options.precision == "f32") return Status();
+  if (options.precision != "bf16")
+    return error(StatusCode::kInvalidArgument) << "precision: expected f32 or bf16, got '" << options.precision << "'";
+  if (kernels != CpuKernels::kOneDnn)
+    return error(StatusCode::kInvalidArgument)
+           << "precision bf16 needs the oneDNN kernels (cpu_kernels onednn); the reference kernels are f32 only";
+  if (!cpu::onednn::built())
+    return error(StatusCode::kUnsupported) << "precision bf16 needs oneDNN, which this build does not link";
+  if (!cpu::onednn::bf16_native())
+    return error(StatusCode::kUnsupported)
+           << "precision bf16: this CPU has no native bf16 arithmetic (AVX512_BF16 or AMX, as oneDNN sees it; "
+              "ONEDNN_MAX_CPU_ISA may lower it); run in f32";
+  return Status();
+}
+
+Status check_cpu_options(const SessionOptions& options) {
+  CpuKernels kernels;
+  FUSERT_RETURN_IF_ERROR(check_cpu_kernels(options, &kernels));
+  return check_precision(options, kernels);
+}
+
 std::unique_ptr<Backend> make_cpu_backend(const SessionOptions& options) {
   CpuKernels kernels = CpuKernels::kOneDnn;
-  parse_cpu_kernels(options.cpu_kernels, &kernels);                    // validated by create_backend
-  if (options.precision == "bf16") kernels = CpuKernels::kOneDnnBf16;  // validated by create_backend too
+  parse_cpu_kernels(options.cpu_kernels, &kernels);                    // checked by check_cpu_options
+  if (options.precision == "bf16") kernels = CpuKernels::kOneDnnBf16;  // checked there too
   return std::make_unique<CpuBackend>(options, kernels);
+}
+
+}  // namespace
+
+Status check_cpu_kernels(const SessionOptions& options, CpuKernels* kernels) {
+  if (parse_cpu_kernels(options.cpu_kernels, kernels)) return Status();
+  return error(StatusCode::kInvalidArgument)
+         << "cpu kernels: expected onednn or reference, got '" << options.cpu_kernels << "'";
+}
+
+// The planner's machine: the 2-core development VM (about 50 GFLOP/s f32 at the kernels' usual
+// efficiency, 15 GB/s of memory traffic per step) and a step's dispatch over the thread pool.
+const BackendInfo& cpu_backend_info() {
+  static const BackendInfo info{"cpu", "host CPU: oneDNN primitives and fusert's fused kernels",
+                                Roofline{50e9, 15e9, 5.0}, check_cpu_options, make_cpu_backend};
+  return info;
 }
 
 }  // namespace fusert

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/lowering/spec.h"
+#include "runtime/options.h"
 
 namespace fusert {
 
@@ -24,6 +25,9 @@ enum class CpuKernels {
 inline bool uses_onednn(CpuKernels k) { return k != CpuKernels::kReference; }
 /// "reference" or "onednn"; false for anything else.
 bool parse_cpu_kernels(const std::string& s, CpuKernels* out);
+/// SessionOptions::cpu_kernels parsed into *kernels; kInvalidArgument naming the value otherwise.
+/// Every backend that runs CPU kernels (the CUDA backend's host-fallback steps) checks it.
+Status check_cpu_kernels(const SessionOptions& options, CpuKernels* kernels);
 
 /// One step per kernel group of `plan`, in the plan's order. Single-op groups use the
 /// unfused lowering; Reshape/Flatten/Unsqueeze/Identity become alias steps (no kernel).

@@ -1,6 +1,7 @@
 // The CUDA backend: lowering + kernel dump + stats + executor behind the Backend interface.
 #include "runtime/cuda/cuda_backend.h"
 
+#include "runtime/cpu/lower_cpu.h"
 #include "runtime/cuda/cuda_lowering.h"
 
 #include <sys/stat.h>
@@ -53,7 +54,6 @@ std::string cache_state(const std::string& dir) {
 Status CudaBackend::available() const { return check_cuda_device(); }
 
 void CudaBackend::configure_planner(FusionOptions* o, bool will_lower) {
-  o->backend = "cuda";
   if (!will_lower) return;
   o->supports = check_capability;
   compiled_before_ = compile_counters();  // every compile of this load, the planner's probes included
@@ -153,7 +153,33 @@ std::string CudaBackend::report(const Graph& g) const {
 }  // namespace fusert::cuda
 
 namespace fusert {
+
+namespace {
+
+// The options the CUDA backend reads besides its own (SessionOptions' CUDA block): the CPU kernel
+// set of its host-fallback steps, and the precision (f32 only for now).
+Status check_cuda_options(const SessionOptions& options) {
+  CpuKernels kernels;
+  FUSERT_RETURN_IF_ERROR(check_cpu_kernels(options, &kernels));
+  if (options.precision == "f32") return Status();
+  if (options.precision != "bf16")
+    return error(StatusCode::kInvalidArgument) << "precision: expected f32 or bf16, got '" << options.precision << "'";
+  return error(StatusCode::kUnsupported) << "precision bf16 runs on the CPU backend only (device '" << options.device
+                                         << "' runs f32; CUDA fp16/bf16 is not built yet)";
+}
+
 std::unique_ptr<Backend> make_cuda_backend(const SessionOptions& options) {
   return std::make_unique<cuda::CudaBackend>(options);
 }
+
+}  // namespace
+
+// The planner's machine: an H200 (60 TFLOP/s fp32, 4300 GB/s measured copy bandwidth) and a
+// kernel launch (about 5 us; CUDA Graphs lower it).
+const BackendInfo& cuda_backend_info() {
+  static const BackendInfo info{"cuda", "NVIDIA GPU: cuDNN, cuBLASLt and NVRTC-generated fused kernels",
+                                Roofline{60e12, 4300e9, 5.0}, check_cuda_options, make_cuda_backend};
+  return info;
+}
+
 }  // namespace fusert

@@ -21,6 +21,7 @@
 #include "graph/fusion/planner.h"
 #include "graph/loader/model_loader.h"
 #include "graph/passes/pass.h"
+#include "runtime/backend.h"
 #include "runtime/session.h"
 #include "runtime/weights.h"
 

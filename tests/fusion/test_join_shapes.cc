@@ -170,7 +170,7 @@ TEST_CASE("join shapes: 3x1 beside 1x3 stacks as one 3x3 conv; misaligned pads d
   CHECK(sc.kw == 3);
   CHECK(sc.pads == std::vector<int64_t>{1, 1, 1, 1});
   FusionOptions cuda;
-  cuda.backend = "cuda";  // the roofline where balancing pays: one branch-merge kernel
+  REQUIRE(set_planner_backend("cuda", &cuda).ok());  // the roofline where balancing pays: one branch-merge kernel
   FusionPlan p = plan(g, cuda);
   INFO(plan_dump(g, p));
   const FusionGroup& grp =

@@ -37,7 +37,7 @@ lib=$(ls "$prefix"/lib*/libfusert.so | head -n1)
 # std:: symbols, weak, and filtered out.)
 leaked=$(nm -DC --defined-only "$lib" | cut -d' ' -f3- | grep -E '^fusert::' | grep -vE '^[^(<]* std::' |
   grep -vE '^fusert::(Session|Tensor|Status)::' |
-  grep -vE '^fusert::(status_code_name|dtype_name|parse_dtype|dtype_size|shape_numel|checked_numel|shape_str|relative_l2|max_abs_diff|version)(\[abi:cxx11\])?\(' || true)
+  grep -vE '^fusert::(status_code_name|dtype_name|parse_dtype|dtype_size|shape_numel|checked_numel|shape_str|relative_l2|max_abs_diff|version|devices)(\[abi:cxx11\])?\(' || true)
 [ -z "$leaked" ] || fail "libfusert.so exports internals:
 $(echo "$leaked" | head -n 20)"
 echo "[install] libfusert.so exports $(nm -DC --defined-only "$lib" | cut -d' ' -f3- | grep -c '^fusert::') fusert symbols, all of the public API"

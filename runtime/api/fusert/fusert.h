@@ -189,4 +189,10 @@ class FUSERT_API Session {
 /// The library's version, "MAJOR.MINOR.PATCH".
 FUSERT_API const char* version();
 
+/// The devices this build runs (SessionOptions::device values), in registration order: "cpu",
+/// then "cuda" where the library was built with the CUDA toolkit (whether a GPU is there is
+/// checked when a session loads), then any backend registered in-tree (runtime/backend.h's
+/// register_backend, as the tests' plug-in backend is).
+FUSERT_API std::vector<std::string> devices();
+
 }  // namespace fusert
