@@ -1,5 +1,5 @@
 // Fast ONNX ConvTranspose (2-D NCHW, groups, strides, dilations, pads; ConvTransposeParams of
-// kernels/cpu/import_kernels.h) as a GEMM and a col2im scatter: per image, group and band of
+// kernels/common/params.h) as a GEMM and a col2im scatter: per image, group and band of
 // input rows, cols [Mg*KH*KW, rows*W] = w_g^T [Mg*KH*KW, Cg] x x_g [Cg, rows*W] (Eigen's blocked,
 // threaded GEMM, no copy of the weights), then each column adds its value into the output pixel
 // it maps to (or, when kernel == stride with no pads, each output pixel is written once with its

@@ -5,7 +5,19 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/common/params.h"
+
 namespace fusert::cpu {
+
+// The shared parameter structs (kernels/common/params.h), by their CPU names.
+using kern::AttentionParams;
+using kern::batch_pattern;
+using kern::BatchPattern;
+using kern::ConvParams;
+using kern::ConvTransposeParams;
+using kern::GemmParams;
+using kern::MatMulParams;
+using kern::ResizeAxis;
 
 /// The CPU kernels' thread count for the calling thread while alive; the previous count is
 /// restored on destruction. The OpenMP teams the kernels fork (num_threads clauses) and Eigen's
@@ -47,40 +59,15 @@ class CorePinScope {
 /// Y[M,N] = alpha * op(A) * op(B) + beta * C, op(X) = X or X^T (ONNX Gemm, opset 13).
 /// A is [M,K] (or [K,M] when trans_a), B is [K,N] (or [N,K] when trans_b), row-major.
 /// C (nullable) is unidirectionally broadcast to [M,N]: c_rows is 1 or M, c_cols is 1 or N.
-struct GemmParams {
-  int64_t m = 0, n = 0, k = 0;
-  bool trans_a = false, trans_b = false;
-  float alpha = 1.f, beta = 1.f;
-  int64_t c_rows = 0, c_cols = 0;  // shape of C after padding to rank 2 ([N] -> [1,N])
-};
 void gemm(const GemmParams& p, const float* a, const float* b, const float* c, float* y);
 
 /// Batched MatMul (numpy semantics, ONNX MatMul): Y[b] = A[b'] * B[b''] with [M,K] x [K,N].
 /// a_batch_index[i] / b_batch_index[i] give the broadcast source matrix of output batch i.
-struct MatMulParams {
-  int64_t batch = 1, m = 0, n = 0, k = 0;
-  std::vector<int64_t> a_batch_index, b_batch_index;  // size batch; empty = identity
-};
 void matmul(const MatMulParams& p, const float* a, const float* b, float* y);
-/// How an operand's batch index maps output batch b to an operand matrix: all zero (kShared:
-/// one matrix for every batch; checked first, so batch 1 is kShared), the identity (kPerBatch:
-/// 0, 1, 2, ...; an empty index too), or anything else (kIrregular). The library GEMMs
-/// (cuBLASLt strided batches, oneDNN matmul broadcast) take only the first two.
-enum class BatchPattern { kShared, kPerBatch, kIrregular };
-BatchPattern batch_pattern(const std::vector<int64_t>& index);
-
 // ---------------------------------------------------------------- Convolution
 /// 2-D convolution, NCHW input [N,C,H,W], weight [M, C/group, KH, KW], bias [M] (nullable),
 /// output [N,M,OH,OW]. Pads are explicit (auto_pad already resolved). ONNX Conv semantics.
 /// Uses im2col + GEMM per group; group == C == M takes a direct depthwise path.
-struct ConvParams {
-  int64_t n = 1, c = 0, h = 0, w = 0;  // input
-  int64_t m = 0, kh = 1, kw = 1;       // output channels, kernel
-  int64_t oh = 0, ow = 0;              // output spatial
-  int64_t stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1;
-  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
-  int64_t group = 1;
-};
 void conv2d(const ConvParams& p, const float* x, const float* w, const float* bias, float* y);
 
 /// BatchNormalization (inference): y = scale * (x - mean) / sqrt(var + epsilon) + bias, per

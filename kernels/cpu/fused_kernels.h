@@ -8,77 +8,27 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/common/epilogue.h"
 #include "kernels/cpu/cpu_kernels.h"
 
 namespace fusert::cpu {
 
+// The shared epilogue vocabulary (kernels/common/epilogue.h), by its CPU names.
+using kern::ElementwiseInstr;
+using kern::ElementwiseProgram;
+using kern::Epilogue;
+using kern::EpilogueStep;
+using kern::EpOp;
+using kern::EpTail;
+using kern::is_tensor_op;
+using kern::OperandMode;
+using kern::RowNorm;
+
 // ---------------------------------------------------------------- Epilogues
-/// One elementwise operation of an epilogue, applied in order to the running value v.
-enum class EpOp {
-  kAddTensor,  ///< v = v + t   (or t + v)
-  kSubTensor,  ///< v = v - t   (or t - v when operand_first)
-  kMulTensor,  ///< v = v * t
-  kDivTensor,  ///< v = v / t   (or t / v when operand_first)
-  kPowTensor,  ///< v = pow(v, t) (or pow(t, v) when operand_first)
-// One per row of graph/base/unary_ops.def (kRelu, kClip, kSigmoid, kHardSwish, kGelu, ...):
-// v = the row's expression of v and the step's parameters a, b.
-#define FUSERT_UNARY(Name, Row, Expr, Flops, Regs, Schema, Doc) k##Name,
-#include "graph/base/unary_ops.def"
-#undef FUSERT_UNARY
-};
-
-/// True for the ops that read a tensor operand (Add/Sub/Mul/Div/Pow); the rest are unary.
-inline bool is_tensor_op(EpOp op) {
-  return op == EpOp::kAddTensor || op == EpOp::kSubTensor || op == EpOp::kMulTensor || op == EpOp::kDivTensor ||
-         op == EpOp::kPowTensor;
-}
-
 /// Unfused unary op: y[i] = op(x[i]; a, b) for i in [0, count), the formula of
 /// graph/base/unary_ops.def (the same as the fused epilogue step), split across the OpenMP team
 /// for large counts. `op` must not be a tensor op. In-place (x == y) allowed.
 void unary(EpOp op, float a, float b, int64_t count, const float* x, float* y);
-
-/// How a tensor operand is indexed relative to the output element (logical index).
-enum class OperandMode {
-  kFull,        ///< same shape as the output, same flat index
-  kPerChannel,  ///< conv: index = channel c of [N, C, HW]; gemm: index = column n of [M, N]
-  kPerRow,      ///< gemm: index = row m of [M, N]
-                ///< (in general flat / (channels * spatial): the image n for conv, the
-                ///< flattened row b * M + m for matmul_fused)
-  kScalar,      ///< operand[0]
-  kStrided,     ///< general numpy broadcast: offset = sum_d idx_d * strides[d] over out_shape
-};
-
-struct EpilogueStep {
-  EpOp op = EpOp::kIdentity;
-  float a = 0.f, b = 0.f;          ///< Clip bounds, HardSigmoid alpha/beta
-  const float* operand = nullptr;  ///< tensor ops only; bound per run
-  OperandMode mode = OperandMode::kFull;
-  std::vector<int64_t> strides;  ///< kStrided: one per output dim (0 = broadcast)
-  bool operand_first = false;    ///< t op v instead of v op t (Sub, Div, Pow)
-};
-
-/// Reduction applied after the elementwise steps.
-enum class EpTail {
-  kNone,
-  kGlobalAvgPool,  ///< conv only: y is [N, M] = mean over OH*OW of the epilogue result
-  kLayerNorm,      ///< gemm only: each output row of N values normalised (ONNX LayerNormalization
-                   ///< over the last axis): (v - mean) / sqrt(var + eps) * scale[n] + shift[n]
-};
-
-struct Epilogue {
-  std::vector<EpilogueStep> steps;
-  EpTail tail = EpTail::kNone;
-  const float* ln_scale = nullptr;  ///< kLayerNorm: [N]
-  const float* ln_shift = nullptr;  ///< kLayerNorm: [N], nullable
-  float ln_epsilon = 1e-5f;
-  std::vector<EpilogueStep> post;  ///< steps applied after the tail (e.g. Relu after LayerNorm)
-  std::vector<int64_t> out_shape;  ///< logical output shape, for kStrided operands
-                                   ///< `steps` (and `post` without a tail) index this shape; for
-                                   ///< conv it is the pre-pool [N, M, OH, OW]; `post` after
-                                   ///< kGlobalAvgPool indexes the pooled [N, M] instead
-                                   ///< (kStrided post strides over a 4-D shape: first two used)
-};
 
 /// Applies `ep.steps` to a contiguous run of `count` values starting at logical flat output
 /// index `flat0`, with conv/gemm channel index rules given by (channels, spatial): for conv the
@@ -145,28 +95,6 @@ struct GroupedGemmMember {
 void gemm_grouped(int64_t m, int64_t n, int64_t k, std::vector<GroupedGemmMember>& members);
 
 // ---------------------------------------------------------------- Elementwise programs
-/// A straight-line program over the elements of one output shape: register 0 is loaded from
-/// `inputs[0]` (broadcast per its strides), then each instruction updates a register. Values
-/// marked in `stores` are written to their outputs. Runs in one parallel pass, in chunks.
-/// Register 0 is loaded from inputs[0] only when no entry of `loads` targets it. An output may
-/// alias an input only when that input is read with contiguous strides (in-place update).
-struct ElementwiseInstr {
-  EpOp op = EpOp::kIdentity;
-  int dst = 0;     ///< register written
-  int src = 0;     ///< register read as v
-  int src2 = -1;   ///< register used as the tensor operand t (binary ops), or -1
-  int input = -1;  ///< or: input index used as t (binary ops), -1 if none
-  float a = 0.f, b = 0.f;
-  bool operand_first = false;
-};
-struct ElementwiseProgram {
-  std::vector<int64_t> out_shape;
-  std::vector<std::vector<int64_t>> input_strides;  ///< per input: element strides over out_shape
-  int num_registers = 1;
-  std::vector<std::pair<int, int>> loads;  ///< (register, input) loaded before the code
-  std::vector<ElementwiseInstr> code;
-  std::vector<std::pair<int, int>> stores;  ///< (register, output index)
-};
 void run_elementwise_program(const ElementwiseProgram& prog, const std::vector<const float*>& inputs,
                              const std::vector<float*>& outputs);
 
@@ -174,7 +102,6 @@ void run_elementwise_program(const ElementwiseProgram& prog, const std::vector<c
 /// Per row of an [outer, inner] view: x' = prologue(x) (epilogue steps with out_shape
 /// {outer, inner}), then LayerNorm (scale/shift [inner], eps) or Softmax, then `post`.
 /// Softmax: max-subtracted; a row of all -inf gives zeros, never NaN. x may equal y.
-enum class RowNorm { kLayerNorm, kSoftmax };
 void norm_rows_fused(int64_t outer, int64_t inner, const float* x, const std::vector<EpilogueStep>& prologue,
                      RowNorm kind, const float* scale, const float* shift, float eps,
                      const std::vector<EpilogueStep>& post, float* y);
@@ -186,13 +113,6 @@ void norm_rows_fused(int64_t outer, int64_t inner, const float* x, const std::ve
 /// q_col + h*D (so Q/K/V may live in one concatenated QKV buffer); y is [B * S, H * D].
 /// mask (nullable, additive) is indexed mask[b * mask_b_stride + i * mask_i_stride + j]
 /// (strides 0 broadcast). Fully masked rows (all -inf) give zeros, never NaN.
-struct AttentionParams {
-  int64_t batch = 1, heads = 1, seq = 1, head_dim = 1;
-  int64_t q_stride = 0, k_stride = 0, v_stride = 0;  ///< row strides (elements)
-  int64_t q_col = 0, k_col = 0, v_col = 0;           ///< column offsets of head 0
-  float scale = 1.f;
-  int64_t mask_b_stride = 0, mask_i_stride = 0;
-};
 void attention(const AttentionParams& p, const float* q, const float* k, const float* v, const float* mask, float* y);
 
 }  // namespace fusert::cpu

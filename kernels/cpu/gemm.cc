@@ -94,16 +94,6 @@ void gemm(const GemmParams& p, const float* a, const float* b, const float* c, f
   }
 }
 
-BatchPattern batch_pattern(const std::vector<int64_t>& index) {
-  bool seq = true, zero = true;
-  for (size_t i = 0; i < index.size(); ++i) {
-    seq &= index[i] == static_cast<int64_t>(i);
-    zero &= index[i] == 0;
-  }
-  if (index.empty()) return BatchPattern::kPerBatch;
-  return zero ? BatchPattern::kShared : seq ? BatchPattern::kPerBatch : BatchPattern::kIrregular;
-}
-
 void matmul(const MatMulParams& p, const float* a, const float* b, float* y) {
   if (p.batch <= 0 || p.m <= 0 || p.n <= 0) return;
   assert(p.a_batch_index.empty() || static_cast<int64_t>(p.a_batch_index.size()) == p.batch);

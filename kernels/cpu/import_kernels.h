@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "graph/base/tensor.h"
+#include "kernels/cpu/cpu_kernels.h"
 
 namespace fusert::cpu {
 
@@ -43,19 +44,11 @@ void prelu(const Shape& xs, const float* x, const Shape& ss, const float* slope,
 /// dim d, `index[d]` and `weight[d]` hold for each output coordinate `taps` source indices and
 /// weights (1 tap for nearest, 2 for linear; computed by the lowering from the coordinate
 /// transformation). y[o] = sum over the taps' product of x[i].
-struct ResizeAxis {
-  int taps = 1;
-  std::vector<int64_t> index;  ///< [out_len * taps]
-  std::vector<float> weight;   ///< [out_len * taps]
-};
 void resize(const Shape& xs, const Shape& ys, const std::vector<ResizeAxis>& axes, const float* x, float* y);
 
 /// ONNX ConvTranspose, 2-D NCHW: x [N, C, H, W], w [C, M/group, KH, KW], bias [M] or null,
 /// y [N, M, OH, OW] with y[n, g*Mg+m, h*sh - pt + kh*dh, w*sw - pl + kw*dw] += x[n, g*Cg+c, h, w] *
 /// w[g*Cg+c, m, kh, kw] (the gradient of Conv; ONNX operator spec). Accumulates in double.
-struct ConvTransposeParams {
-  int64_t n, c, h, w, m, oh, ow, kh, kw, group, sh, sw, dh, dw, pt, pl;
-};
 void conv_transpose(const ConvTransposeParams& p, const float* x, const float* w, const float* bias, float* y);
 
 }  // namespace fusert::cpu

@@ -51,19 +51,6 @@ void output_row(const ResizeAxis& c, int64_t ow, const ResizeAxis& rows, int64_t
 
 }  // namespace
 
-bool resize_axis_is_identity(const ResizeAxis& a, int64_t len) {
-  for (int64_t o = 0; o < len; ++o) {
-    float w = 0.0f;
-    for (int t = 0; t < a.taps; ++t) {
-      const size_t e = static_cast<size_t>(o * a.taps + t);
-      if (a.weight[e] != 0.0f && a.index[e] != o) return false;
-      if (a.index[e] == o) w += a.weight[e];
-    }
-    if (w != 1.0f) return false;
-  }
-  return true;
-}
-
 void resize_2d(int64_t outer, int64_t ih, int64_t iw, int64_t oh, int64_t ow, const ResizeAxis& rows,
                const ResizeAxis& cols, const float* x, float* y) {
   const ResizeAxis& c = cols;  // the lowering's tables, read as they are: no per-call copy

@@ -1,6 +1,6 @@
 // Fast ONNX Resize for the shape exporters produce: only the last two dims resized (NCHW
 // upsampling of FPN/U-Net heads, nearest or linear), threaded over output rows and vectorisable
-// along them. The sampling tables (ResizeAxis, kernels/cpu/import_kernels.h) are the lowering's,
+// along them. The sampling tables (kern::ResizeAxis, kernels/common/params.h) are the lowering's,
 // built once; the general any-rank reference, cpu::resize, stays the oracle for the tests.
 #pragma once
 
@@ -10,9 +10,7 @@
 
 namespace fusert::cpu {
 
-/// True when `a` maps each of `len` output coordinates to the same input coordinate with
-/// weight 1 (a dim Resize leaves as it is).
-bool resize_axis_is_identity(const ResizeAxis& a, int64_t len);
+using kern::resize_axis_is_identity;
 
 /// y [outer, oh, ow] = x [outer, ih, iw] sampled by `rows` (oh coordinates, 1 or 2 taps) and
 /// `cols` (ow coordinates, 1 or 2 taps): per output element the sum over the taps of

@@ -13,7 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cpu/fused_kernels.h"
+#include "kernels/common/epilogue.h"
+#include "kernels/common/params.h"
 
 namespace fusert::cuda {
 
@@ -26,17 +27,17 @@ struct KernelSource {
 
 /// How the launcher sizes the grid for each generator (documented per function below).
 
-/// Elementwise program (cpu::ElementwiseProgram semantics; prog.out_shape rank <= 6, up to 8
+/// Elementwise program (kern::ElementwiseProgram semantics; prog.out_shape rank <= 6, up to 8
 /// inputs and 4 outputs). Args: FzEwArgs. Grid: 1-D grid-stride loop over numel, block
 /// KernelSource::block; the launcher uses min(ceil(numel / block), 132 * 16) blocks.
 /// Specialisation: an input whose strides are the contiguous strides of out_shape is read at
 /// the flat index; an all-zero-stride input is read at [0]; others decompose the index.
-KernelSource gen_elementwise(const cpu::ElementwiseProgram& prog);
+KernelSource gen_elementwise(const kern::ElementwiseProgram& prog);
 
 /// Horizontal multi-tensor group: up to 4 member programs in one launch; blockIdx.y = member,
 /// each member a grid-stride loop over its own FzEwArgs (args.m[member]).
 /// Grid: (max over members of the 1-D size above, members).
-KernelSource gen_elementwise_multi(const std::vector<cpu::ElementwiseProgram>& progs);
+KernelSource gen_elementwise_multi(const std::vector<kern::ElementwiseProgram>& progs);
 
 /// Row-wise LayerNorm or Softmax with fused prologue and post programs, over [outer, inner].
 /// `pre` computes x' per element (register 0 loaded from input 0 unless `pre.loads` says
@@ -48,11 +49,11 @@ KernelSource gen_elementwise_multi(const std::vector<cpu::ElementwiseProgram>& p
 /// post refer to the same FzRowArgs::in array. Grid: outer blocks of KernelSource::block threads;
 /// the row is kept in dynamic shared memory (inner floats): shared_bytes(inner) below.
 struct RowNormSpec {
-  cpu::RowNorm kind = cpu::RowNorm::kLayerNorm;
+  kern::RowNorm kind = kern::RowNorm::kLayerNorm;
   float eps = 1e-5f;
   int scale_input = -1, shift_input = -1;  ///< LayerNorm: indices into FzRowArgs::in (-1 none)
-  cpu::ElementwiseProgram pre;             ///< out_shape ignored; input_strides unused (args)
-  cpu::ElementwiseProgram post;
+  kern::ElementwiseProgram pre;            ///< out_shape ignored; input_strides unused (args)
+  kern::ElementwiseProgram post;
 };
 KernelSource gen_row_norm(const RowNormSpec& spec);
 size_t row_norm_shared_bytes(int64_t inner);
@@ -68,8 +69,8 @@ struct PoolSpec {
   int64_t pad_top = 0, pad_left = 0;
   int64_t pad_bottom = 0, pad_right = 0;  ///< count_include_pad: the padded extent's far edges
   bool count_include_pad = false;
-  cpu::ElementwiseProgram pre;   ///< empty code = identity
-  cpu::ElementwiseProgram post;  ///< empty code = identity
+  kern::ElementwiseProgram pre;   ///< empty code = identity
+  kern::ElementwiseProgram post;  ///< empty code = identity
 };
 KernelSource gen_pool(const PoolSpec& spec);
 

@@ -20,9 +20,9 @@
 
 namespace fusert::cuda::detail {
 
-using cpu::ElementwiseInstr;
-using cpu::ElementwiseProgram;
-using cpu::EpOp;
+using kern::ElementwiseInstr;
+using kern::ElementwiseProgram;
+using kern::EpOp;
 
 constexpr int kEwBlock = 256, kRowBlock = 256, kPoolBlock = 256, kAttnBlock = 128;
 constexpr int kMaxRank = 6, kMaxInputs = 8, kMaxOutputs = 4, kMaxMembers = 4;

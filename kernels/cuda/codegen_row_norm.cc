@@ -61,7 +61,7 @@ void emit_softmax(std::ostringstream& os) {
 // Each thread owns columns tid, tid + BLOCK, ...: it writes and later re-reads only its own
 // shared-memory slots, so the only barriers needed are inside the block reductions.
 KernelSource gen_row_norm(const RowNormSpec& spec) {
-  const bool ln = spec.kind == cpu::RowNorm::kLayerNorm;
+  const bool ln = spec.kind == kern::RowNorm::kLayerNorm;
   std::ostringstream os;
   os << math_helpers() << kReduceHelpers;
   const std::string params = "const fz_i64 row, const fz_i64 col";

@@ -16,7 +16,7 @@ constexpr size_t kMaxConvWorkspace = 256u << 20;
 
 bool fits_int(int64_t v) { return v >= 0 && v <= std::numeric_limits<int>::max(); }
 
-Status check_params(const cpu::ConvParams& p, const std::string& what) {
+Status check_params(const kern::ConvParams& p, const std::string& what) {
   if (p.pad_top != p.pad_bottom || p.pad_left != p.pad_right) {
     return error(StatusCode::kUnsupported)
            << what << ": cuDNN needs symmetric pads, got top/bottom " << p.pad_top << "/" << p.pad_bottom
@@ -36,7 +36,7 @@ Status check_params(const cpu::ConvParams& p, const std::string& what) {
 
 }  // namespace
 
-Result<std::unique_ptr<CudnnConv>> CudnnConv::create(Context& ctx, const cpu::ConvParams& p, const ConvEpilogue& ep,
+Result<std::unique_ptr<CudnnConv>> CudnnConv::create(Context& ctx, const kern::ConvParams& p, const ConvEpilogue& ep,
                                                      const std::string& what) {
   FUSERT_RETURN_IF_ERROR(check_params(p, what));
   std::unique_ptr<CudnnConv> cv(new CudnnConv());

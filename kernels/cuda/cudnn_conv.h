@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/common/params.h"
 #include "kernels/cuda/context.h"
 
 namespace fusert::cuda {
@@ -25,7 +25,7 @@ class CudnnConv {
   /// kUnsupported so the caller can pad or fall back) and picks the algorithm with
   /// cudnnGetConvolutionForwardAlgorithm_v7 (IMPLICIT_PRECOMP_GEMM when there is no
   /// activation, as cuDNN requires for IDENTITY). `what` names the node/group in errors.
-  static Result<std::unique_ptr<CudnnConv>> create(Context& ctx, const cpu::ConvParams& p, const ConvEpilogue& ep,
+  static Result<std::unique_ptr<CudnnConv>> create(Context& ctx, const kern::ConvParams& p, const ConvEpilogue& ep,
                                                    const std::string& what);
   ~CudnnConv();
   /// Workspace the chosen algorithm needs; reserve it on the context before running.

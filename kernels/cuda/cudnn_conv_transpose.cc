@@ -20,7 +20,7 @@ bool approximate(cudnnConvolutionBwdDataAlgo_t a) {
 
 }  // namespace
 
-bool conv_transpose_fits(const cpu::ConvTransposeParams& p, int64_t pad_bottom, int64_t pad_right, std::string* why) {
+bool conv_transpose_fits(const kern::ConvTransposeParams& p, int64_t pad_bottom, int64_t pad_right, std::string* why) {
   if (p.pt != pad_bottom || p.pl != pad_right) {
     *why = "asymmetric pads (cuDNN's convolution descriptor has one pad per dim)";
     return false;
@@ -45,7 +45,7 @@ bool conv_transpose_fits(const cpu::ConvTransposeParams& p, int64_t pad_bottom, 
   return true;
 }
 
-Result<std::unique_ptr<CudnnConvTranspose>> CudnnConvTranspose::create(Context& ctx, const cpu::ConvTransposeParams& p,
+Result<std::unique_ptr<CudnnConvTranspose>> CudnnConvTranspose::create(Context& ctx, const kern::ConvTransposeParams& p,
                                                                        bool bias, const std::string& what) {
   std::unique_ptr<CudnnConvTranspose> ct(new CudnnConvTranspose());
   ct->what_ = what;

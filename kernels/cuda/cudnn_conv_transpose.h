@@ -8,20 +8,20 @@
 #include <memory>
 #include <string>
 
-#include "kernels/cpu/conv_transpose.h"
+#include "kernels/common/params.h"
 #include "kernels/cuda/context.h"
 
 namespace fusert::cuda {
 
 /// True when cuDNN's backward-data convolution computes `p` (see the file comment); else the reason.
-bool conv_transpose_fits(const cpu::ConvTransposeParams& p, int64_t pad_bottom, int64_t pad_right, std::string* why);
+bool conv_transpose_fits(const kern::ConvTransposeParams& p, int64_t pad_bottom, int64_t pad_right, std::string* why);
 
 class CudnnConvTranspose {
  public:
   /// Descriptors for `p` (w [C, M/group, KH, KW] is the forward filter [K = C, M/group, KH, KW]) and
   /// the algorithm from cudnnGetConvolutionBackwardDataAlgorithm_v7: exact fp32 unless ctx.tf32, no
   /// FFT or Winograd, ALGO_1 when nothing else fits. `what` names the node in errors.
-  static Result<std::unique_ptr<CudnnConvTranspose>> create(Context& ctx, const cpu::ConvTransposeParams& p, bool bias,
+  static Result<std::unique_ptr<CudnnConvTranspose>> create(Context& ctx, const kern::ConvTransposeParams& p, bool bias,
                                                             const std::string& what);
   ~CudnnConvTranspose();
   size_t workspace_bytes() const { return workspace_bytes_; }

@@ -37,7 +37,7 @@
     const float* in[FZ_MAX_INPUTS];                                                               \
     float* out;                                                                                   \
   };                                                                                              \
-  /* Multi-head attention, token-major Q/K/V rows (see cpu::AttentionParams). */                  \
+  /* Multi-head attention, token-major Q/K/V rows (see kern::AttentionParams). */                 \
   struct FzAttnArgs {                                                                             \
     fz_i64 batch, heads, seq;                                                                     \
     fz_i64 q_stride, k_stride, v_stride, q_col, k_col, v_col;                                     \

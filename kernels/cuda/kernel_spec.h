@@ -15,7 +15,7 @@ namespace fusert::cuda {
 /// One generator's input (codegen.h): elementwise program, horizontal multi-program, row norm,
 /// pooling, attention.
 using KernelSpec =
-    std::variant<cpu::ElementwiseProgram, std::vector<cpu::ElementwiseProgram>, RowNormSpec, PoolSpec, AttentionSpec>;
+    std::variant<kern::ElementwiseProgram, std::vector<kern::ElementwiseProgram>, RowNormSpec, PoolSpec, AttentionSpec>;
 
 /// Records the spec of generated entry `entry` (equal entries have equal semantics, so a second
 /// registration is ignored). Thread-safe.

@@ -8,6 +8,8 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/cpu/fused_kernels.h"
+#include "kernels/cpu/import_kernels.h"
 #include "runtime/lowering/spec.h"
 #include "runtime/options.h"
 

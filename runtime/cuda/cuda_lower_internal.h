@@ -44,8 +44,8 @@ bool row_strides(const Shape& v, const Shape& shape, std::vector<int64_t>* strid
 bool add_row_input(const Graph& g, BoundProgram& bp, ValueId v, const Shape& shape, int* index);
 /// Appends epilogue steps to a row program, their operands as row inputs; false if one is not
 /// row-indexable.
-bool append_row_steps(const Graph& g, BoundProgram& bp, const std::vector<cpu::EpilogueStep>& steps,
-                      const std::vector<ValueId>& operands, const Shape& shape, cpu::ElementwiseProgram* prog);
+bool append_row_steps(const Graph& g, BoundProgram& bp, const std::vector<kern::EpilogueStep>& steps,
+                      const std::vector<ValueId>& operands, const Shape& shape, kern::ElementwiseProgram* prog);
 
 /// FzRowArgs for a row program whose inputs are `bp.inputs` with 2-D strides in
 /// bp.prog.input_strides.
@@ -75,7 +75,7 @@ struct Remainder {
   int block = 256;
   std::shared_ptr<BoundProgram> bp;  ///< program (elementwise), or pre/post inputs (pool, row)
   int64_t outer = 0, inner = 0;      ///< row norm
-  cpu::ConvParams p;                 ///< pool: the conv output dims
+  kern::ConvParams p;                ///< pool: the conv output dims
   size_t shared = 0;
 };
 
@@ -83,7 +83,7 @@ struct Remainder {
 /// (and the tail), reading the anchor's result from scratch offset 0 with logical shape
 /// `shape` (remainder.cc; used by the anchor and conv-sum lowerings).
 Status build_remainder(GroupLowering& gl, const lowering::EpilogueTemplate& t, size_t from, const Shape& shape,
-                       const cpu::ConvParams* conv, Remainder* r);
+                       const kern::ConvParams* conv, Remainder* r);
 /// Enqueues the remainder `r` writing `y`.
 Status run_remainder(const RunEnv& env, const Remainder& r, ValueId y, const std::string& what);
 

@@ -43,11 +43,11 @@ int BoundProgram::add_binding(const Binding& b, const std::vector<int64_t>& stri
   return static_cast<int>(inputs.size() - 1);
 }
 
-void BoundProgram::append_steps(const Graph& g, const std::vector<cpu::EpilogueStep>& steps,
+void BoundProgram::append_steps(const Graph& g, const std::vector<kern::EpilogueStep>& steps,
                                 const std::vector<ValueId>& operands, int reg) {
   for (size_t i = 0; i < steps.size(); ++i) {
-    const cpu::EpilogueStep& e = steps[i];
-    cpu::ElementwiseInstr in;
+    const kern::EpilogueStep& e = steps[i];
+    kern::ElementwiseInstr in;
     in.op = e.op;
     in.dst = in.src = reg;
     in.a = e.a;

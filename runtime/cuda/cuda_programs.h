@@ -48,7 +48,7 @@ struct Binding {
 
 /// An elementwise program plus the buffers its inputs and outputs bind to.
 struct BoundProgram {
-  cpu::ElementwiseProgram prog;
+  kern::ElementwiseProgram prog;
   std::vector<Binding> inputs;
   std::vector<Binding> outputs;
 
@@ -57,7 +57,7 @@ struct BoundProgram {
   /// Adds an input read with explicit element strides over prog.out_shape.
   int add_binding(const Binding& b, const std::vector<int64_t>& strides);
   /// Appends epilogue steps (from build_epilogue) applied to register `reg`.
-  void append_steps(const Graph& g, const std::vector<cpu::EpilogueStep>& steps, const std::vector<ValueId>& operands,
+  void append_steps(const Graph& g, const std::vector<kern::EpilogueStep>& steps, const std::vector<ValueId>& operands,
                     int reg);
 };
 

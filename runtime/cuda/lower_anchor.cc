@@ -47,11 +47,11 @@ size_t cudnn_epilogue(const Graph& g, const lowering::EpilogueTemplate& t, const
                       ValueId* z) {
   size_t used = 0;
   const auto& steps = t.ep.steps;
-  if (used < steps.size() && steps[used].op == cpu::EpOp::kAddTensor && is_full(g, t.step_operands[used], shape)) {
+  if (used < steps.size() && steps[used].op == kern::EpOp::kAddTensor && is_full(g, t.step_operands[used], shape)) {
     *z = t.step_operands[used++];
     ep->z = true;
   }
-  if (used < steps.size() && steps[used].op == cpu::EpOp::kRelu) {
+  if (used < steps.size() && steps[used].op == kern::EpOp::kRelu) {
     ep->relu = true;
     ++used;
   }
@@ -62,10 +62,10 @@ size_t cudnn_epilogue(const Graph& g, const lowering::EpilogueTemplate& t, const
 // copying x into a zeroed, padded scratch image first, and the conv then runs unpadded.
 struct PadCopy {
   bool on = false;
-  cpu::ConvParams conv;  ///< the conv cuDNN runs (unpadded when on)
-  int64_t elems = 0;     ///< scratch floats of the padded image (64-aligned)
+  kern::ConvParams conv;  ///< the conv cuDNN runs (unpadded when on)
+  int64_t elems = 0;      ///< scratch floats of the padded image (64-aligned)
   int64_t shape[4] = {}, src_strides[4] = {}, dst_strides[4] = {}, offset = 0;
-  explicit PadCopy(const cpu::ConvParams& p) : on(p.pad_top != p.pad_bottom || p.pad_left != p.pad_right), conv(p) {
+  explicit PadCopy(const kern::ConvParams& p) : on(p.pad_top != p.pad_bottom || p.pad_left != p.pad_right), conv(p) {
     if (!on) return;
     conv.h = p.h + p.pad_top + p.pad_bottom;
     conv.w = p.w + p.pad_left + p.pad_right;
@@ -91,7 +91,7 @@ struct PadCopy {
 Status lower_conv_anchor(GroupLowering& gl, const lowering::EpilogueTemplate& t, const Shape& shape) {
   const Graph& g = gl.g;
   const Node& a = node_at(g, gl.grp.nodes[0]);
-  const cpu::ConvParams p = lowering::conv_params(g, a);
+  const kern::ConvParams p = lowering::conv_params(g, a);
   const PadCopy pad(p);
   ConvEpilogue ep;
   ep.bias = opt_input(a, 2) != kNoValue;
@@ -110,7 +110,7 @@ Status lower_conv_anchor(GroupLowering& gl, const lowering::EpilogueTemplate& t,
   auto state = std::make_shared<AnchorState>();
   const ValueId x = a.inputs[0], w = a.inputs[1], b = opt_input(a, 2), y = gl.grp.outputs.at(0);
   const std::string what = gl.grp.name;
-  const cpu::ConvParams pc = pad.conv;
+  const kern::ConvParams pc = pad.conv;
   gl.ds.prepare = [=](Context& ctx) -> Status {
     FUSERT_ASSIGN_OR_RETURN(state->conv, CudnnConv::create(ctx, pc, ep, what));
     return ctx.reserve_workspace(state->conv->workspace_bytes());
@@ -127,9 +127,9 @@ Status lower_conv_anchor(GroupLowering& gl, const lowering::EpilogueTemplate& t,
 
 // A MatMul batch index that cuBLASLt can stride: 0, 1, 2, ... (step 1) or all 0 (step 0).
 bool regular_batch(const std::vector<int64_t>& idx, int64_t* step) {
-  const cpu::BatchPattern b = cpu::batch_pattern(idx);
-  *step = b == cpu::BatchPattern::kShared ? 0 : 1;
-  return b != cpu::BatchPattern::kIrregular;
+  const kern::BatchPattern b = kern::batch_pattern(idx);
+  *step = b == kern::BatchPattern::kShared ? 0 : 1;
+  return b != kern::BatchPattern::kIrregular;
 }
 
 // What a GEMM anchor hands cuBLASLt, and how far into the epilogue the library goes.
@@ -142,7 +142,7 @@ struct GemmAnchor {
 };
 
 Status gemm_anchor(const Graph& g, const Node& a, GemmAnchor* ga) {
-  const cpu::GemmParams p = lowering::gemm_params(g, a);
+  const kern::GemmParams p = lowering::gemm_params(g, a);
   ga->d.m = p.m;
   ga->d.n = p.n;
   ga->d.k = p.k;
@@ -159,7 +159,7 @@ Status gemm_anchor(const Graph& g, const Node& a, GemmAnchor* ga) {
 }
 
 Status matmul_anchor(const Graph& g, const Node& a, const lowering::EpilogueTemplate& t, GemmAnchor* ga) {
-  const cpu::MatMulParams p = lowering::matmul_params(g, a);
+  const kern::MatMulParams p = lowering::matmul_params(g, a);
   int64_t sa = 0, sb = 0;
   if (!regular_batch(p.a_batch_index, &sa) || !regular_batch(p.b_batch_index, &sb))
     return error(StatusCode::kUnsupported) << "MatMul batch broadcast pattern";
@@ -177,7 +177,7 @@ Status matmul_anchor(const Graph& g, const Node& a, const lowering::EpilogueTemp
   }
   // A leading Add of a per-column vector becomes the bias.
   const auto& steps = t.ep.steps;
-  if (!steps.empty() && steps[0].op == cpu::EpOp::kAddTensor && t.step_operands[0] != kNoValue) {
+  if (!steps.empty() && steps[0].op == kern::EpOp::kAddTensor && t.step_operands[0] != kNoValue) {
     const Value& v = g.value(t.step_operands[0]);
     if (shape_numel(v.shape) == p.n && !v.shape.empty() && v.shape.back() == p.n) {
       ga->bias_value = t.step_operands[0];
@@ -194,15 +194,15 @@ void gemm_library_epilogue(const Graph& g, const lowering::EpilogueTemplate& t, 
   const auto& steps = t.ep.steps;
   size_t& used = ga->used;
   if (!ga->bias.empty()) ga->d.bias = true;
-  if (ga->C == kNoValue && used < steps.size() && steps[used].op == cpu::EpOp::kAddTensor &&
+  if (ga->C == kNoValue && used < steps.size() && steps[used].op == kern::EpOp::kAddTensor &&
       is_full(g, t.step_operands[used], shape)) {
     ga->C = t.step_operands[used++];
     ga->d.beta = 1.f;
   }
-  if (used < steps.size() && steps[used].op == cpu::EpOp::kRelu) {
+  if (used < steps.size() && steps[used].op == kern::EpOp::kRelu) {
     ga->d.act = GemmDesc::kRelu;
     ++used;
-  } else if (used < steps.size() && steps[used].op == cpu::EpOp::kGeluTanh) {
+  } else if (used < steps.size() && steps[used].op == kern::EpOp::kGeluTanh) {
     ga->d.act = GemmDesc::kGeluTanh;
     ++used;
   }

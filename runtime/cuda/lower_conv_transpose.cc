@@ -25,7 +25,7 @@ Status lower_conv_transpose_cuda(GroupLowering& gl, const Node& n) {
   if (xs.size() != 4 || g.value(n.inputs[0]).dtype != DType::kF32)
     return error(StatusCode::kUnsupported) << "ConvTranspose other than 2-D f32";
   if (shape_numel(xs) == 0 || shape_numel(ys) == 0) return error(StatusCode::kUnsupported) << "an empty tensor";
-  const cpu::ConvTransposeParams p = lowering::conv_transpose_params(g, n);
+  const kern::ConvTransposeParams p = lowering::conv_transpose_params(g, n);
   const auto& pads = n.attr_ints("pads");  // canonicalised by shape inference: 4 values
   if (pads.size() != 4) return error(StatusCode::kUnsupported) << "pads not canonicalised";
   std::string why;

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/cpu/resample.h"
+#include "kernels/common/params.h"
 #include "kernels/cuda/layout.cuh"
 #include "runtime/cuda/cuda_lower_internal.h"
 #include "runtime/lowering/resize.h"
@@ -153,11 +153,11 @@ Status lower_resize_cuda(GroupLowering& gl, const Node& n) {
     return error(StatusCode::kUnsupported) << "Resize of a non-f32 or rank < 2 tensor";
   for (size_t d = 0; d < r; ++d)
     if (x[d] == 0 && y[d] > 0) return error(StatusCode::kUnsupported) << "Resize of an empty dim to a non-empty one";
-  const std::vector<cpu::ResizeAxis> axes = lowering::resize_axes(g, n);
+  const std::vector<kern::ResizeAxis> axes = lowering::resize_axes(g, n);
   for (size_t d = 0; d + 2 < r; ++d)
-    if (x[d] != y[d] || !cpu::resize_axis_is_identity(axes[d], y[d]))
+    if (x[d] != y[d] || !kern::resize_axis_is_identity(axes[d], y[d]))
       return error(StatusCode::kUnsupported) << "Resize of a dim other than the last two";
-  const cpu::ResizeAxis rows = axes[r - 2], cols = axes[r - 1];
+  const kern::ResizeAxis rows = axes[r - 2], cols = axes[r - 1];
   const int64_t outer = shape_numel(Shape(y.begin(), y.end() - 2)), ih = x[r - 2], iw = x[r - 1], oh = y[r - 2],
                 ow = y[r - 1];
   const std::vector<ConstPtr> tables = {

@@ -47,8 +47,8 @@ Result<std::shared_ptr<BoundProgram>> merge_program(const Graph& g, const loweri
     bp->prog.loads.push_back({1, bp->add_binding(half_b, half_strides)});
     bp->append_steps(g, ep_a.ep.steps, ep_a.step_operands, 0);
     bp->append_steps(g, ep_b.ep.steps, ep_b.step_operands, 1);
-    cpu::ElementwiseInstr add;
-    add.op = cpu::EpOp::kAddTensor;
+    kern::ElementwiseInstr add;
+    add.op = kern::EpOp::kAddTensor;
     add.dst = add.src = 0;
     add.src2 = 1;
     bp->prog.code.push_back(add);
@@ -80,8 +80,8 @@ Status lower_conv_sum_cuda(GroupLowering& gl) {
   std::vector<int> chain(grp.nodes.begin() + 3, grp.nodes.end());
   if (!lowering::build_epilogue(g, chain, join.outputs[0], shape, true, &t, &why))
     return error(StatusCode::kUnsupported) << why;
-  cpu::ConvParams p1 = lowering::conv_params(g, c1), p2 = lowering::conv_params(g, c2);
-  for (const cpu::ConvParams* p : {&p1, &p2}) {
+  kern::ConvParams p1 = lowering::conv_params(g, c1), p2 = lowering::conv_params(g, c2);
+  for (const kern::ConvParams* p : {&p1, &p2}) {
     if (p->pad_top != p->pad_bottom || p->pad_left != p->pad_right)
       return error(StatusCode::kUnsupported) << "asymmetric pads";
   }
@@ -91,7 +91,7 @@ Status lower_conv_sum_cuda(GroupLowering& gl) {
   ep1.bias = true;
   ep1.z = true;
   size_t used = 0;
-  if (!t.ep.steps.empty() && t.ep.steps[0].op == cpu::EpOp::kRelu) {
+  if (!t.ep.steps.empty() && t.ep.steps[0].op == kern::EpOp::kRelu) {
     ep1.relu = true;
     used = 1;
   }
@@ -141,7 +141,7 @@ Status lower_branch_merge_cuda(GroupLowering& gl) {
   const Node& cb = node_at(g, L.conv_b);
   const Node& jn = node_at(g, L.join);
   const Shape out = g.value(jn.outputs[0]).shape;
-  const cpu::ConvParams p = L.p;
+  const kern::ConvParams p = L.p;
   if (p.pad_top != p.pad_bottom || p.pad_left != p.pad_right)
     return error(StatusCode::kUnsupported) << "asymmetric pads";
   gl.ds.skip_weights.insert(gl.ds.skip_weights.end(), ca.inputs.begin() + 1, ca.inputs.end());
@@ -154,8 +154,8 @@ Status lower_branch_merge_cuda(GroupLowering& gl) {
       !lowering::build_epilogue(g, L.chain_b, cb.outputs[0], out, true, &ep_b, &why)) {
     return error(StatusCode::kUnsupported) << why;
   }
-  if (ep_merge.ep.tail != cpu::EpTail::kNone || ep_a.ep.tail != cpu::EpTail::kNone ||
-      ep_b.ep.tail != cpu::EpTail::kNone) {
+  if (ep_merge.ep.tail != kern::EpTail::kNone || ep_a.ep.tail != kern::EpTail::kNone ||
+      ep_b.ep.tail != kern::EpTail::kNone) {
     return error(StatusCode::kUnsupported) << "branch-merge with a pooling tail";
   }
   FUSERT_ASSIGN_OR_RETURN(auto bp, merge_program(g, L, ep_a, ep_b, ep_merge, out, grp.outputs.at(0)));

@@ -47,7 +47,7 @@ Status lower_row_norm_cuda(GroupLowering& gl) {
   int xi = 0;
   if (!add_row_input(g, *bp, r.x, shape, &xi) || xi != 0) return error(StatusCode::kUnsupported) << "row-norm input";
   RowNormSpec spec;
-  spec.kind = r.layer_norm ? cpu::RowNorm::kLayerNorm : cpu::RowNorm::kSoftmax;
+  spec.kind = r.layer_norm ? kern::RowNorm::kLayerNorm : kern::RowNorm::kSoftmax;
   if (!append_row_steps(g, *bp, r.pro.ep.steps, r.pro.step_operands, shape, &spec.pre) ||
       !append_row_steps(g, *bp, r.post.ep.steps, r.post.step_operands, shape, &spec.post)) {
     return error(StatusCode::kUnsupported) << "row-norm operand is not row-indexable";

@@ -79,8 +79,8 @@ std::vector<std::shared_ptr<BoundProgram>> bias_programs(const std::vector<Value
     bias.kind = Binding::kConstant;
     bias.constant = b;
     bias.offset = static_cast<int64_t>(i) * n;
-    cpu::ElementwiseInstr add;
-    add.op = cpu::EpOp::kAddTensor;
+    kern::ElementwiseInstr add;
+    add.op = kern::EpOp::kAddTensor;
     add.input = bp->add_binding(bias, {0, 1});
     bp->prog.code.push_back(add);
     bp->prog.stores.push_back({0, 0});

@@ -89,7 +89,7 @@ Result<RowMember> row_member(GroupLowering& gl, const lowering::EpilogueTemplate
 Result<std::shared_ptr<BoundProgram>> member_program(const Graph& g, const lowering::EpilogueTemplate& t,
                                                      const Shape& shape, int64_t offset,
                                                      const std::vector<int64_t>& strides, ValueId y) {
-  if (t.ep.tail != cpu::EpTail::kNone) return error(StatusCode::kUnsupported) << "horizontal member tail";
+  if (t.ep.tail != kern::EpTail::kNone) return error(StatusCode::kUnsupported) << "horizontal member tail";
   auto bp = std::make_shared<BoundProgram>();
   bp->prog.out_shape = shape;
   Binding s;
@@ -137,7 +137,7 @@ Status lower_horizontal_conv_cuda(GroupLowering& gl) {
   const Graph& g = gl.g;
   auto chains = lowering::member_chains(g, gl.grp);
   const Node& first = node_at(g, chains[0][0]);
-  cpu::ConvParams p = lowering::conv_params(g, first);
+  kern::ConvParams p = lowering::conv_params(g, first);
   if (p.pad_top != p.pad_bottom || p.pad_left != p.pad_right)
     return error(StatusCode::kUnsupported) << "asymmetric pads";
   const int64_t hw = p.oh * p.ow;
@@ -151,7 +151,7 @@ Status lower_horizontal_conv_cuda(GroupLowering& gl) {
     lowering::EpilogueTemplate t;
     std::string why;
     if (!lowering::build_epilogue(g, lowering::tail_of_chain(chains[i]), n.outputs[0], shape, true, &t, &why) ||
-        t.ep.tail != cpu::EpTail::kNone) {
+        t.ep.tail != kern::EpTail::kNone) {
       return error(StatusCode::kUnsupported)
              << "horizontal conv member '" << n.name << "': " << (why.empty() ? "reducing tail" : why);
     }
@@ -213,7 +213,7 @@ Status lower_horizontal_cuda(GroupLowering& gl) {
     const Shape shape = {m, cg.cols[i].second};
     if (!lowering::build_epilogue(g, lowering::tail_of_chain(chains[i]), n.outputs[0], shape, false, &t, &why))
       return error(StatusCode::kUnsupported) << why;
-    if (t.ep.tail == cpu::EpTail::kLayerNorm) {
+    if (t.ep.tail == kern::EpTail::kLayerNorm) {
       FUSERT_ASSIGN_OR_RETURN(RowMember rm, row_member(gl, t, shape, cg.cols[i].first, cg.total, y));
       row_members.push_back(rm);
     } else {

@@ -236,8 +236,8 @@ Status lower_batch_norm(GroupLowering& gl, const Node& n) {
     Binding bind;
     bind.kind = Binding::kConstant;
     bind.constant = k;
-    cpu::ElementwiseInstr in;
-    in.op = k == ca ? cpu::EpOp::kMulTensor : cpu::EpOp::kAddTensor;
+    kern::ElementwiseInstr in;
+    in.op = k == ca ? kern::EpOp::kMulTensor : kern::EpOp::kAddTensor;
     in.input = bp->add_binding(bind, broadcast_strides(per_channel, xs));
     bp->prog.code.push_back(in);
   }

@@ -11,7 +11,7 @@ namespace {
 
 // The steps of `t` from `from` on and their operands.
 struct RemainderSteps {
-  std::vector<cpu::EpilogueStep> steps;
+  std::vector<kern::EpilogueStep> steps;
   std::vector<ValueId> ops;
   RemainderSteps(const lowering::EpilogueTemplate& t, size_t from)
       : steps(t.ep.steps.begin() + static_cast<long>(from), t.ep.steps.end()),
@@ -49,7 +49,7 @@ Status elementwise_remainder(GroupLowering& gl, const RemainderSteps& rs, const 
 
 // Global-average-pool tail: the chain before the pool, the pool, the chain after, in one kernel.
 Status pool_remainder(GroupLowering& gl, const lowering::EpilogueTemplate& t, const RemainderSteps& rs,
-                      const Shape& shape, const cpu::ConvParams* conv, Remainder* r) {
+                      const Shape& shape, const kern::ConvParams* conv, Remainder* r) {
   const Graph& g = gl.g;
   const auto& steps = rs.steps;
   const auto& ops = rs.ops;
@@ -64,7 +64,7 @@ Status pool_remainder(GroupLowering& gl, const lowering::EpilogueTemplate& t, co
   spec.pre.loads.push_back({0, bp.add_binding(scratch, contiguous_strides(shape))});
   bp.prog.out_shape = shape;
   for (size_t i = 0; i < steps.size(); ++i) {
-    cpu::ElementwiseInstr in;
+    kern::ElementwiseInstr in;
     in.op = steps[i].op;
     in.a = steps[i].a;
     in.b = steps[i].b;
@@ -76,7 +76,7 @@ Status pool_remainder(GroupLowering& gl, const lowering::EpilogueTemplate& t, co
   const Shape pooled = {shape[0], shape[1], 1, 1};
   bp.prog.out_shape = pooled;
   for (size_t i = 0; i < t.ep.post.size(); ++i) {
-    cpu::ElementwiseInstr in;
+    kern::ElementwiseInstr in;
     in.op = t.ep.post[i].op;
     in.a = t.ep.post[i].a;
     in.b = t.ep.post[i].b;
@@ -110,7 +110,7 @@ Status row_norm_remainder(GroupLowering& gl, const lowering::EpilogueTemplate& t
   r->inner = shape.back();
   r->outer = shape_numel(shape) / r->inner;
   RowNormSpec spec;
-  spec.kind = cpu::RowNorm::kLayerNorm;
+  spec.kind = kern::RowNorm::kLayerNorm;
   spec.eps = t.ep.ln_epsilon;
   spec.pre.loads.push_back({0, bp.add_binding(scratch, {r->inner, 1})});
   if (!append_row_steps(g, bp, steps, ops, shape, &spec.pre) ||
@@ -137,15 +137,15 @@ Status row_norm_remainder(GroupLowering& gl, const lowering::EpilogueTemplate& t
 }  // namespace
 
 Status build_remainder(GroupLowering& gl, const lowering::EpilogueTemplate& t, size_t from, const Shape& shape,
-                       const cpu::ConvParams* conv, Remainder* r) {
+                       const kern::ConvParams* conv, Remainder* r) {
   const RemainderSteps rs(t, from);
   r->bp = std::make_shared<BoundProgram>();
   switch (t.ep.tail) {
-    case cpu::EpTail::kNone:
+    case kern::EpTail::kNone:
       return rs.steps.empty() ? Status() : elementwise_remainder(gl, rs, shape, r);
-    case cpu::EpTail::kGlobalAvgPool:
+    case kern::EpTail::kGlobalAvgPool:
       return pool_remainder(gl, t, rs, shape, conv, r);
-    case cpu::EpTail::kLayerNorm:
+    case kern::EpTail::kLayerNorm:
       return row_norm_remainder(gl, t, rs, shape, r);
   }
   return error(StatusCode::kUnsupported) << "epilogue tail";

@@ -26,7 +26,7 @@ Result<int> GroupLowering::kernel(const KernelSource& src) {
 
 Status MultiLaunch::build(GroupLowering& gl) {
   for (size_t i = 0; i < progs.size(); i += FZ_MAX_MEMBERS) {
-    std::vector<cpu::ElementwiseProgram> part;
+    std::vector<kern::ElementwiseProgram> part;
     for (size_t j = i; j < progs.size() && j < i + FZ_MAX_MEMBERS; ++j) part.push_back(progs[j]->prog);
     KernelSource src = gen_elementwise_multi(part);
     FUSERT_ASSIGN_OR_RETURN(int k, gl.kernel(src));
@@ -104,10 +104,10 @@ bool add_row_input(const Graph& g, BoundProgram& bp, ValueId v, const Shape& sha
 }
 
 // Appends epilogue steps to a row program (operands row-indexed); false if one is not.
-bool append_row_steps(const Graph& g, BoundProgram& bp, const std::vector<cpu::EpilogueStep>& steps,
-                      const std::vector<ValueId>& operands, const Shape& shape, cpu::ElementwiseProgram* prog) {
+bool append_row_steps(const Graph& g, BoundProgram& bp, const std::vector<kern::EpilogueStep>& steps,
+                      const std::vector<ValueId>& operands, const Shape& shape, kern::ElementwiseProgram* prog) {
   for (size_t i = 0; i < steps.size(); ++i) {
-    cpu::ElementwiseInstr in;
+    kern::ElementwiseInstr in;
     in.op = steps[i].op;
     in.a = steps[i].a;
     in.b = steps[i].b;

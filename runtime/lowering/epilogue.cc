@@ -1,4 +1,4 @@
-// The epilogue builder (a chain of graph nodes -> cpu::EpOp steps with operands), the step
+// The epilogue builder (a chain of graph nodes -> kern::EpOp steps with operands), the step
 // skeleton of a group and the view decision: backend-neutral, read by every lowering.
 #include <set>
 
@@ -11,13 +11,13 @@ namespace lowering {
 
 namespace {
 
-bool unary_op(const Node& n, cpu::EpilogueStep* e, const Graph& g) {
+bool unary_op(const Node& n, kern::EpilogueStep* e, const Graph& g) {
   switch (n.op) {
 #define FUSERT_UNARY(Name, Row, Expr, Flops, Regs, Schema, Doc) FUSERT_UNARY_STEP_##Row(Name)
 #define FUSERT_UNARY_STEP_0(Name)
 #define FUSERT_UNARY_STEP_1(Name)  \
   case OpKind::k##Name:            \
-    e->op = cpu::EpOp::k##Name;    \
+    e->op = kern::EpOp::k##Name;   \
     unary_params(n, &e->a, &e->b); \
     return true;
 #define FUSERT_UNARY_STEP_2(Name)
@@ -27,13 +27,13 @@ bool unary_op(const Node& n, cpu::EpilogueStep* e, const Graph& g) {
 #undef FUSERT_UNARY_STEP_1
 #undef FUSERT_UNARY_STEP_2
     case OpKind::kIdentity:
-      e->op = cpu::EpOp::kIdentity;
+      e->op = kern::EpOp::kIdentity;
       return true;
     case OpKind::kGelu:
-      e->op = n.attr_s("approximate") == "tanh" ? cpu::EpOp::kGeluTanh : cpu::EpOp::kGelu;
+      e->op = n.attr_s("approximate") == "tanh" ? kern::EpOp::kGeluTanh : kern::EpOp::kGelu;
       return true;
     case OpKind::kClip:
-      e->op = cpu::EpOp::kClip;
+      e->op = kern::EpOp::kClip;
       e->a = static_cast<float>(n.attr_f("min"));
       e->b = static_cast<float>(n.attr_f("max"));
       if (n.inputs.size() > 1 && n.inputs[1] != kNoValue) e->a = g.value(n.inputs[1]).data.f32()[0];
@@ -45,16 +45,16 @@ bool unary_op(const Node& n, cpu::EpilogueStep* e, const Graph& g) {
 }
 
 // Operand indexing of `t` against the running value's logical shape.
-void operand_mode(const Shape& t_shape, const Shape& out, bool conv, cpu::EpilogueStep* e) {
+void operand_mode(const Shape& t_shape, const Shape& out, bool conv, kern::EpilogueStep* e) {
   Shape t = t_shape;
   t.insert(t.begin(), out.size() > t.size() ? out.size() - t.size() : 0, 1);
   int64_t numel = shape_numel(t);
   if (t == out) {
-    e->mode = cpu::OperandMode::kFull;
+    e->mode = kern::OperandMode::kFull;
     return;
   }
   if (numel == 1) {
-    e->mode = cpu::OperandMode::kScalar;
+    e->mode = kern::OperandMode::kScalar;
     return;
   }
   // GEMM / MatMul outputs of any rank: per column is the last dim alone ([N], [1, 1, N]), per
@@ -65,14 +65,14 @@ void operand_mode(const Shape& t_shape, const Shape& out, bool conv, cpu::Epilog
   bool per_col = !conv && out.size() >= 2 && t[last] == out[last] && numel == out[last];
   bool per_row = !conv && out.size() >= 2 && t[last] == 1 && numel * out[last] == shape_numel(out);
   if (per_channel || per_col) {
-    e->mode = cpu::OperandMode::kPerChannel;
+    e->mode = kern::OperandMode::kPerChannel;
     return;
   }
   if (per_row) {
-    e->mode = cpu::OperandMode::kPerRow;
+    e->mode = kern::OperandMode::kPerRow;
     return;
   }
-  e->mode = cpu::OperandMode::kStrided;
+  e->mode = kern::OperandMode::kStrided;
   e->strides.assign(out.size(), 0);
   int64_t stride = 1;
   for (size_t d = out.size(); d-- > 0;) {
@@ -81,22 +81,22 @@ void operand_mode(const Shape& t_shape, const Shape& out, bool conv, cpu::Epilog
   }
 }
 
-bool binary_op(OpKind op, cpu::EpOp* out) {
+bool binary_op(OpKind op, kern::EpOp* out) {
   switch (op) {
     case OpKind::kAdd:
-      *out = cpu::EpOp::kAddTensor;
+      *out = kern::EpOp::kAddTensor;
       return true;
     case OpKind::kSub:
-      *out = cpu::EpOp::kSubTensor;
+      *out = kern::EpOp::kSubTensor;
       return true;
     case OpKind::kMul:
-      *out = cpu::EpOp::kMulTensor;
+      *out = kern::EpOp::kMulTensor;
       return true;
     case OpKind::kDiv:
-      *out = cpu::EpOp::kDivTensor;
+      *out = kern::EpOp::kDivTensor;
       return true;
     case OpKind::kPow:
-      *out = cpu::EpOp::kPowTensor;
+      *out = kern::EpOp::kPowTensor;
       return true;
     default:
       return false;
@@ -105,8 +105,8 @@ bool binary_op(OpKind op, cpu::EpOp* out) {
 
 }  // namespace
 
-cpu::Epilogue EpilogueTemplate::bind(const BufferTable& b) const {
-  cpu::Epilogue e = ep;
+kern::Epilogue EpilogueTemplate::bind(const BufferTable& b) const {
+  kern::Epilogue e = ep;
   for (size_t i = 0; i < e.steps.size(); ++i)
     if (step_operands[i] != kNoValue) e.steps[i].operand = b.f32(step_operands[i]);
   for (size_t i = 0; i < e.post.size(); ++i)
@@ -122,13 +122,13 @@ bool build_epilogue(const Graph& g, const std::vector<int>& nodes, ValueId cur, 
   bool after_tail = false;
   for (int ni : nodes) {
     const Node& n = g.nodes[static_cast<size_t>(ni)];
-    cpu::EpilogueStep e;
+    kern::EpilogueStep e;
     ValueId operand = kNoValue;
     if (n.op == OpKind::kGlobalAveragePool && conv && !after_tail) {
-      t->ep.tail = cpu::EpTail::kGlobalAvgPool;
+      t->ep.tail = kern::EpTail::kGlobalAvgPool;
       after_tail = true;
     } else if (n.op == OpKind::kLayerNormalization && !conv && !after_tail) {
-      t->ep.tail = cpu::EpTail::kLayerNorm;
+      t->ep.tail = kern::EpTail::kLayerNorm;
       t->ep.ln_epsilon = static_cast<float>(n.attr_f("epsilon"));
       t->ln_scale = n.inputs[1];
       t->ln_shift = n.inputs.size() > 2 ? n.inputs[2] : kNoValue;
@@ -163,8 +163,8 @@ void bias_as_epilogue(const Graph& g, const Node& n, const Shape& out, EpilogueT
   const float beta = static_cast<float>(n.attr_f("beta"));
   auto scaled = std::make_shared<std::vector<float>>(c.f32(), c.f32() + c.numel());
   for (float& v : *scaled) v *= beta;
-  cpu::EpilogueStep e;
-  e.op = cpu::EpOp::kAddTensor;
+  kern::EpilogueStep e;
+  e.op = kern::EpOp::kAddTensor;
   operand_mode(c.shape(), out, false, &e);
   e.operand = scaled->data();
   t->ep.steps.insert(t->ep.steps.begin(), e);

@@ -8,11 +8,11 @@
 
 namespace fusert::lowering {
 
-cpu::ConvParams conv_params(const Graph& g, const Node& n) {
+kern::ConvParams conv_params(const Graph& g, const Node& n) {
   const Shape& x = g.value(n.inputs[0]).shape;
   const Shape& w = g.value(n.inputs[1]).shape;
   const Shape& y = g.value(n.outputs[0]).shape;
-  cpu::ConvParams p;
+  kern::ConvParams p;
   p.n = x[0];
   p.c = x[1];
   p.h = x[2];
@@ -37,7 +37,7 @@ cpu::ConvParams conv_params(const Graph& g, const Node& n) {
   return p;
 }
 
-cpu::ConvTransposeParams conv_transpose_params(const Graph& g, const Node& n) {
+kern::ConvTransposeParams conv_transpose_params(const Graph& g, const Node& n) {
   const Shape& x = g.value(n.inputs[0]).shape;
   const Shape& w = g.value(n.inputs[1]).shape;
   const Shape& y = g.value(n.outputs[0]).shape;
@@ -68,8 +68,8 @@ std::array<uint8_t, 8> pad_constant(const Graph& g, const Node& n) {
   return out;
 }
 
-cpu::GemmParams gemm_params(const Graph& g, const Node& n) {
-  cpu::GemmParams p;
+kern::GemmParams gemm_params(const Graph& g, const Node& n) {
+  kern::GemmParams p;
   const Shape& a = g.value(n.inputs[0]).shape;
   const Shape& y = g.value(n.outputs[0]).shape;
   p.trans_a = n.attr_i("transA") != 0;
@@ -88,11 +88,11 @@ cpu::GemmParams gemm_params(const Graph& g, const Node& n) {
   return p;
 }
 
-cpu::MatMulParams matmul_params(const Graph& g, const Node& n) {
+kern::MatMulParams matmul_params(const Graph& g, const Node& n) {
   Shape a = g.value(n.inputs[0]).shape, bsh = g.value(n.inputs[1]).shape;
   if (a.size() == 1) a.insert(a.begin(), 1);
   if (bsh.size() == 1) bsh.push_back(1);
-  cpu::MatMulParams p;
+  kern::MatMulParams p;
   p.m = a[a.size() - 2];
   p.k = a.back();
   p.n = bsh.back();

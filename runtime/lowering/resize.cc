@@ -44,11 +44,11 @@ std::array<double, 4> cubic_weights(double r, double a) {
   return {far(r + 1), near(r), near(1 - r), far(2 - r)};
 }
 
-cpu::ResizeAxis resize_axis(const Node& n, int64_t in, int64_t out, double scale) {
+kern::ResizeAxis resize_axis(const Node& n, int64_t in, int64_t out, double scale) {
   const std::string mode = n.attr_s("mode");
   const bool linear = mode == "linear", cubic = mode == "cubic";
   const std::string ct = n.attr_s("coordinate_transformation_mode"), nm = n.attr_s("nearest_mode");
-  cpu::ResizeAxis a;
+  kern::ResizeAxis a;
   a.taps = cubic ? 4 : linear ? 2 : 1;
   for (int64_t o = 0; o < out; ++o) {
     double x = source_coord(ct, o, in, scale);
@@ -87,11 +87,11 @@ cpu::ResizeAxis resize_axis(const Node& n, int64_t in, int64_t out, double scale
 
 }  // namespace
 
-std::vector<cpu::ResizeAxis> resize_axes(const Graph& g, const Node& n) {
+std::vector<kern::ResizeAxis> resize_axes(const Graph& g, const Node& n) {
   const Shape& xs = g.value(n.inputs[0]).shape;
   const Shape& ys = g.value(n.outputs[0]).shape;
   const bool has_scales = n.inputs.size() > 2 && n.inputs[2] != kNoValue && g.value(n.inputs[2]).data.numel() > 0;
-  std::vector<cpu::ResizeAxis> axes;
+  std::vector<kern::ResizeAxis> axes;
   for (size_t d = 0; d < xs.size(); ++d) {
     const double scale = has_scales ? static_cast<double>(g.value(n.inputs[2]).data.f32()[d])
                                     : static_cast<double>(ys[d]) / static_cast<double>(xs[d]);

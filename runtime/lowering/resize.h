@@ -6,12 +6,12 @@
 #include <vector>
 
 #include "graph/ir.h"
-#include "kernels/cpu/import_kernels.h"
+#include "kernels/common/params.h"
 
 namespace fusert::lowering {
 
 /// One table per dim of x (`ResizeAxis`: taps, source index and weight per output coordinate),
 /// from the node's attributes and its scales (input 2) or, without them, out / in per dim.
-std::vector<cpu::ResizeAxis> resize_axes(const Graph& g, const Node& n);
+std::vector<kern::ResizeAxis> resize_axes(const Graph& g, const Node& n);
 
 }  // namespace fusert::lowering

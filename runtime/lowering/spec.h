@@ -1,7 +1,7 @@
 // The backend-neutral lowering spec of a fusion group: what both the CPU and the CUDA lowering
 // read from a group instead of decoding it each on its own. The planner records the decoded
 // patterns (FusionGroup::attention, ::branch_merge); from the group and the graph this layer
-// derives the epilogue (EpilogueTemplate: the chain as cpu::EpOp steps with their operands),
+// derives the epilogue (EpilogueTemplate: the chain as kern::EpOp steps with their operands),
 // the anchor parameters (conv/gemm/matmul), the members of horizontal and grouped groups, the
 // stacked branch-merge conv, and whether a single op is a view. Backends add only what is
 // theirs: kernels, library calls, launches.
@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "graph/fusion/group.h"
-#include "kernels/cpu/fused_kernels.h"
-#include "kernels/cpu/import_kernels.h"
+#include "kernels/common/epilogue.h"
+#include "kernels/common/params.h"
 #include "runtime/execution_plan.h"
 
 namespace fusert::lowering {
@@ -46,12 +46,12 @@ Step view_step(const Graph& g, int ni);
 
 /// An epilogue whose tensor operands are value ids, bound to pointers at run time.
 struct EpilogueTemplate {
-  cpu::Epilogue ep;
+  kern::Epilogue ep;
   std::vector<ValueId> step_operands;  ///< per ep.steps entry (kNoValue for none)
   std::vector<ValueId> post_operands;  ///< per ep.post entry
   ValueId ln_scale = kNoValue, ln_shift = kNoValue;
   std::vector<std::shared_ptr<const std::vector<float>>> constants;  ///< operands made at lowering
-  cpu::Epilogue bind(const BufferTable& b) const;
+  kern::Epilogue bind(const BufferTable& b) const;
 };
 
 /// Builds the epilogue for the chain `nodes` applied to running value `cur` whose logical
@@ -107,23 +107,23 @@ struct BranchMergeLayout {
   int conv_a = -1, conv_b = -1, join = -1;
   std::vector<int> chain_a, chain_b, post;
   bool linear = false;
-  int64_t ma = 0;     ///< channels of each branch (both equal the join's)
-  cpu::ConvParams p;  ///< the stacked conv: kernel, pads and p.m = Ma or Ma + Mb
+  int64_t ma = 0;      ///< channels of each branch (both equal the join's)
+  kern::ConvParams p;  ///< the stacked conv: kernel, pads and p.m = Ma or Ma + Mb
   std::vector<float> w, bias;
 };
 Status branch_merge_layout(const Graph& g, const FusionGroup& grp, BranchMergeLayout* out);
 
 /// Copies w [M, C, kh, kw] centred into a zeroed [M, C, KH, KW] buffer at `dst` (branch balancing).
 void pad_kernel(const Tensor& w, int64_t KH, int64_t KW, float* dst);
-cpu::ConvParams conv_params(const Graph& g, const Node& n);
+kern::ConvParams conv_params(const Graph& g, const Node& n);
 /// Pad's constant as raw bytes of x's element type (f32, i32 or i64; 8 bytes, the rest 0): input 2
 /// itself where the model gives it (so that an i64 beyond 2^53 is exact), else the `value`
 /// attribute (a YAML model's float). Both backends' Pad read it.
 std::array<uint8_t, 8> pad_constant(const Graph& g, const Node& n);
-cpu::GemmParams gemm_params(const Graph& g, const Node& n);
+kern::GemmParams gemm_params(const Graph& g, const Node& n);
 /// ConvTranspose's parameters from its shapes and (shape-inference-canonicalised) attributes; the
 /// end pads are implied by y's size. Both backends' ConvTranspose read it.
-cpu::ConvTransposeParams conv_transpose_params(const Graph& g, const Node& n);
-cpu::MatMulParams matmul_params(const Graph& g, const Node& n);
+kern::ConvTransposeParams conv_transpose_params(const Graph& g, const Node& n);
+kern::MatMulParams matmul_params(const Graph& g, const Node& n);
 
 }  // namespace fusert::lowering

@@ -13,22 +13,22 @@
 #include "kernels/cuda/kernel_abi.h"
 #include "kernels/cuda/nvrtc_compiler.h"
 
-namespace cpu = fusert::cpu;
+namespace kern = fusert::kern;
 namespace cu = fusert::cuda;
-using cpu::EpOp;
+using kern::EpOp;
 
 namespace {
 
-cpu::ElementwiseInstr instr(EpOp op, int input = -1, float a = 0.f, float b = 0.f) {
-  cpu::ElementwiseInstr i;
+kern::ElementwiseInstr instr(EpOp op, int input = -1, float a = 0.f, float b = 0.f) {
+  kern::ElementwiseInstr i;
   i.op = op, i.input = input, i.a = a, i.b = b;
   return i;
 }
 
 // A one-register program over `shape` whose inputs have the given strides.
-cpu::ElementwiseProgram program(std::vector<int64_t> shape, std::vector<std::vector<int64_t>> strides,
-                                std::vector<cpu::ElementwiseInstr> code) {
-  cpu::ElementwiseProgram p;
+kern::ElementwiseProgram program(std::vector<int64_t> shape, std::vector<std::vector<int64_t>> strides,
+                                 std::vector<kern::ElementwiseInstr> code) {
+  kern::ElementwiseProgram p;
   p.out_shape = std::move(shape);
   p.input_strides = std::move(strides);
   p.code = std::move(code);
@@ -39,17 +39,17 @@ cpu::ElementwiseProgram program(std::vector<int64_t> shape, std::vector<std::vec
 const std::vector<int64_t> kShape = {2, 8, 5, 5};
 const std::vector<int64_t> kContig = {200, 25, 5, 1};
 
-cpu::ElementwiseProgram relu_prog() { return program(kShape, {kContig}, {instr(EpOp::kRelu)}); }
-cpu::ElementwiseProgram bias_relu_prog() {
+kern::ElementwiseProgram relu_prog() { return program(kShape, {kContig}, {instr(EpOp::kRelu)}); }
+kern::ElementwiseProgram bias_relu_prog() {
   return program(kShape, {kContig, {0, 1, 0, 0}}, {instr(EpOp::kAddTensor, 1), instr(EpOp::kRelu)});
 }
-cpu::ElementwiseProgram clip_prog(float hi) { return program(kShape, {kContig}, {instr(EpOp::kClip, -1, 0.f, hi)}); }
-cpu::ElementwiseProgram gelu_prog() { return program(kShape, {kContig}, {instr(EpOp::kGelu)}); }
+kern::ElementwiseProgram clip_prog(float hi) { return program(kShape, {kContig}, {instr(EpOp::kClip, -1, 0.f, hi)}); }
+kern::ElementwiseProgram gelu_prog() { return program(kShape, {kContig}, {instr(EpOp::kGelu)}); }
 
 // LayerNorm over rows with a residual add before (in[1]) and affine scale/shift (in[2], in[3]).
 cu::RowNormSpec layer_norm_spec() {
   cu::RowNormSpec s;
-  s.kind = cpu::RowNorm::kLayerNorm;
+  s.kind = kern::RowNorm::kLayerNorm;
   s.scale_input = 2, s.shift_input = 3;
   s.pre.code = {instr(EpOp::kAddTensor, 1)};
   s.pre.stores = {{0, 0}};
@@ -60,10 +60,10 @@ cu::RowNormSpec layer_norm_spec() {
 // is loaded into register 1 and added as a register operand.
 cu::RowNormSpec softmax_spec() {
   cu::RowNormSpec s;
-  s.kind = cpu::RowNorm::kSoftmax;
+  s.kind = kern::RowNorm::kSoftmax;
   s.pre.num_registers = 2;
   s.pre.loads = {{1, 2}};
-  cpu::ElementwiseInstr add_mask = instr(EpOp::kAddTensor);
+  kern::ElementwiseInstr add_mask = instr(EpOp::kAddTensor);
   add_mask.src2 = 1;
   s.pre.code = {instr(EpOp::kMulTensor, 1), add_mask};
   s.pre.stores = {{0, 0}};
@@ -110,10 +110,10 @@ void check_common(const cu::KernelSource& k, const std::string& kind) {
 
 // Every generator's output for the golden programs, plus a multi-member and an odd rank one.
 std::vector<std::pair<std::string, cu::KernelSource>> all_kernels() {
-  cpu::ElementwiseProgram strided = program({3, 7}, {{1, 3}, {7, 1}}, {instr(EpOp::kPowTensor, 1)});
+  kern::ElementwiseProgram strided = program({3, 7}, {{1, 3}, {7, 1}}, {instr(EpOp::kPowTensor, 1)});
   strided.code[0].operand_first = true;
   strided.stores = {{0, 0}, {0, 1}};
-  cpu::ElementwiseProgram tanh_gelu = program({13}, {{1}, {0}}, {instr(EpOp::kSubTensor, 1), instr(EpOp::kGeluTanh)});
+  kern::ElementwiseProgram tanh_gelu = program({13}, {{1}, {0}}, {instr(EpOp::kSubTensor, 1), instr(EpOp::kGeluTanh)});
   cu::AttentionSpec attn;
   attn.head_dim = 64, attn.has_mask = true;
   cu::AttentionSpec attn_wide;
@@ -182,7 +182,7 @@ TEST_CASE("codegen.deterministic_and_structural_entries") {
   }
   CHECK(cu::gen_elementwise(clip_prog(6.f)).entry != cu::gen_elementwise(clip_prog(5.f)).entry);
   // Sizes are not structure: a [4, 16, 9, 9] relu is the same kernel as the [2, 8, 5, 5] one.
-  const cpu::ElementwiseProgram bigger = program({4, 16, 9, 9}, {{1296, 81, 9, 1}}, {instr(EpOp::kRelu)});
+  const kern::ElementwiseProgram bigger = program({4, 16, 9, 9}, {{1296, 81, 9, 1}}, {instr(EpOp::kRelu)});
   CHECK(cu::gen_elementwise(bigger).entry == cu::gen_elementwise(relu_prog()).entry);
   cu::RowNormSpec eps = layer_norm_spec();
   eps.eps = 1e-6f;

@@ -22,6 +22,7 @@
 #include "tests/kernels/kernel_test_util.h"
 
 namespace cpu = fusert::cpu;
+namespace kern = fusert::kern;
 namespace cu = fusert::cuda;
 using fusert::StatusCode;
 using fusert::cudatest::DevBuf;
@@ -34,9 +35,9 @@ using fusert::test::random_floats;
 namespace {
 
 // ---------------------------------------------------------------- cuDNN conv
-cpu::ConvParams conv_params(int64_t n, int64_t c, int64_t h, int64_t w, int64_t m, int64_t k, int64_t stride,
-                            int64_t pad, int64_t group) {
-  cpu::ConvParams p;
+kern::ConvParams conv_params(int64_t n, int64_t c, int64_t h, int64_t w, int64_t m, int64_t k, int64_t stride,
+                             int64_t pad, int64_t group) {
+  kern::ConvParams p;
   p.n = n, p.c = c, p.h = h, p.w = w, p.m = m, p.kh = k, p.kw = k;
   p.stride_h = p.stride_w = stride;
   p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = pad;
@@ -46,7 +47,7 @@ cpu::ConvParams conv_params(int64_t n, int64_t c, int64_t h, int64_t w, int64_t 
   return p;
 }
 
-void check_conv(cu::Context& ctx, const cpu::ConvParams& p, const cu::ConvEpilogue& ep, uint32_t seed) {
+void check_conv(cu::Context& ctx, const kern::ConvParams& p, const cu::ConvEpilogue& ep, uint32_t seed) {
   INFO("bias=" << ep.bias << " z=" << ep.z << " relu=" << ep.relu << " group=" << p.group);
   const int64_t ny = p.n * p.m * p.oh * p.ow;
   const auto x = random_floats(p.n * p.c * p.h * p.w, seed);

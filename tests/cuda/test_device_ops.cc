@@ -23,6 +23,7 @@
 #include "tests/kernels/kernel_test_util.h"
 
 namespace cpu = fusert::cpu;
+namespace kern = fusert::kern;
 namespace cu = fusert::cuda;
 using fusert::cudatest::DevBuf;
 using fusert::cudatest::make_context;
@@ -119,7 +120,7 @@ TEST_CASE("device.conv_transpose: cuDNN backward data + bias against the CPU ora
   FUSERT_REQUIRE_DEVICE();
   auto ctx = make_context();
   struct Case {
-    cpu::ConvTransposeParams p;
+    kern::ConvTransposeParams p;
     bool bias;
   };
   // {n, c, h, w, m, oh, ow, kh, kw, group, sh, sw, dh, dw, pt, pl}
@@ -128,7 +129,7 @@ TEST_CASE("device.conv_transpose: cuDNN backward data + bias against the CPU ora
                         {{1, 3, 6, 5, 2, 10, 9, 3, 3, 1, 1, 1, 2, 2, 0, 0}, true}};  // dilation 2
   uint32_t seed = 40;
   for (const Case& k : cases) {
-    const cpu::ConvTransposeParams& p = k.p;
+    const kern::ConvTransposeParams& p = k.p;
     std::string why;
     REQUIRE_MESSAGE(cu::conv_transpose_fits(p, p.pt, p.pl, &why), why);
     const auto x = random_floats(p.n * p.c * p.h * p.w, seed++);

@@ -28,8 +28,9 @@
 #include "tests/cuda_oracle/kernel_reference.h"
 
 namespace cpu = fusert::cpu;
+namespace kern = fusert::kern;
 namespace cu = fusert::cuda;
-using cpu::EpOp;
+using kern::EpOp;
 
 namespace {
 
@@ -95,20 +96,20 @@ const cu::KernelReference& reference_of(const cu::KernelSource& k) {
   return *r;
 }
 
-cpu::ElementwiseInstr instr(EpOp op, int input = -1, float a = 0.f, float b = 0.f) {
-  cpu::ElementwiseInstr i;
+kern::ElementwiseInstr instr(EpOp op, int input = -1, float a = 0.f, float b = 0.f) {
+  kern::ElementwiseInstr i;
   i.op = op, i.input = input, i.a = a, i.b = b;
   return i;
 }
 
-cpu::ElementwiseInstr reg_instr(EpOp op, int dst, int src, int src2 = -1) {
-  cpu::ElementwiseInstr i;
+kern::ElementwiseInstr reg_instr(EpOp op, int dst, int src, int src2 = -1) {
+  kern::ElementwiseInstr i;
   i.op = op, i.dst = dst, i.src = src, i.src2 = src2;
   return i;
 }
 
-cpu::ElementwiseProgram program(Shape shape, Strides strides, std::vector<cpu::ElementwiseInstr> code) {
-  cpu::ElementwiseProgram p;
+kern::ElementwiseProgram program(Shape shape, Strides strides, std::vector<kern::ElementwiseInstr> code) {
+  kern::ElementwiseProgram p;
   p.out_shape = std::move(shape);
   p.input_strides = std::move(strides);
   p.code = std::move(code);
@@ -117,7 +118,7 @@ cpu::ElementwiseProgram program(Shape shape, Strides strides, std::vector<cpu::E
 }
 
 // As cuda_programs.cc ew_args: shape and strides right-aligned to FZ_MAX_RANK, padded with 1 / 0.
-FzEwArgs ew_args(const cpu::ElementwiseProgram& p, const std::vector<const float*>& in,
+FzEwArgs ew_args(const kern::ElementwiseProgram& p, const std::vector<const float*>& in,
                  const std::vector<float*>& out) {
   FzEwArgs a;
   std::memset(&a, 0, sizeof a);
@@ -137,7 +138,7 @@ FzEwArgs ew_args(const cpu::ElementwiseProgram& p, const std::vector<const float
 }
 
 // The highest register a program names, + 1 (the CPU kernel's register file size).
-int registers_of(const cpu::ElementwiseProgram& p) {
+int registers_of(const kern::ElementwiseProgram& p) {
   int n = 1;
   for (const auto& [r, in] : p.loads) n = std::max(n, r + 1);
   for (const auto& ins : p.code) n = std::max({n, ins.dst + 1, ins.src + 1, ins.src2 + 1});
@@ -146,7 +147,7 @@ int registers_of(const cpu::ElementwiseProgram& p) {
 }
 
 // Runs `prog` on the CPU and through its generated kernel's reference; compares every output.
-void check_elementwise(cpu::ElementwiseProgram prog, const std::vector<const float*>& in, size_t outputs,
+void check_elementwise(kern::ElementwiseProgram prog, const std::vector<const float*>& in, size_t outputs,
                        const std::string& what) {
   prog.num_registers = registers_of(prog);
   const size_t n = static_cast<size_t>(numel(prog.out_shape));
@@ -162,9 +163,9 @@ void check_elementwise(cpu::ElementwiseProgram prog, const std::vector<const flo
 // The CPU side of a row/pool value program: `prog` over `shape` with the kernel's inputs and
 // strides, returning the register the kernel returns. With `preset`, register 0 starts as
 // preset[flat] (a load prepended: the kernel presets register 0 before the program's loads).
-Vec cpu_value_program(const cpu::ElementwiseProgram& prog, const Shape& shape, std::vector<const float*> in,
+Vec cpu_value_program(const kern::ElementwiseProgram& prog, const Shape& shape, std::vector<const float*> in,
                       const Strides& strides, const float* preset) {
-  cpu::ElementwiseProgram p = prog;
+  kern::ElementwiseProgram p = prog;
   p.out_shape = shape;
   p.input_strides = strides;
   const int result = prog.code.empty() || prog.stores.empty() ? 0 : prog.stores.front().first;
@@ -186,16 +187,16 @@ TEST_CASE("codegen.reference_registry") {
   CHECK(cu::find_kernel_reference("fz_no_such_kernel") == nullptr);
   CHECK(cu::find_kernel_spec("fz_no_such_kernel") == nullptr);
   // The generator records the spec (data, in libfusert); the oracle builds the reference from it.
-  const cpu::ElementwiseProgram relu = program({4}, {{1}}, {instr(EpOp::kRelu)});
+  const kern::ElementwiseProgram relu = program({4}, {{1}}, {instr(EpOp::kRelu)});
   const cu::KernelSource k = cu::gen_elementwise(relu);
   const cu::KernelSpec* spec = cu::find_kernel_spec(k.entry);
   REQUIRE(spec != nullptr);
-  CHECK(std::holds_alternative<cpu::ElementwiseProgram>(*spec));
+  CHECK(std::holds_alternative<kern::ElementwiseProgram>(*spec));
   // A second registration of an entry is ignored: the first spec stays.
   cu::register_kernel_spec(k.entry, program({4}, {{1}}, {instr(EpOp::kTanh)}));
   CHECK(cu::find_kernel_spec(k.entry) == spec);
-  CHECK(std::get<cpu::ElementwiseProgram>(*spec).code.size() == relu.code.size());
-  CHECK(std::get<cpu::ElementwiseProgram>(*spec).code[0].op == EpOp::kRelu);
+  CHECK(std::get<kern::ElementwiseProgram>(*spec).code.size() == relu.code.size());
+  CHECK(std::get<kern::ElementwiseProgram>(*spec).code[0].op == EpOp::kRelu);
   const cu::KernelReference* first = cu::find_kernel_reference(k.entry);
   CHECK(first != nullptr);
   CHECK(cu::find_kernel_reference(cu::gen_elementwise(relu).entry) == first);  // stable
@@ -237,9 +238,9 @@ TEST_CASE("codegen.reference_elementwise_every_op") {
     const bool tensor = oc.op <= EpOp::kPowTensor;
     for (bool first : {false, true}) {
       if (first && !tensor) continue;
-      cpu::ElementwiseInstr ins = instr(oc.op, tensor ? 1 : -1, oc.a, oc.b);
+      kern::ElementwiseInstr ins = instr(oc.op, tensor ? 1 : -1, oc.a, oc.b);
       ins.operand_first = first;
-      const cpu::ElementwiseProgram p = program(shape, {{13, 1}, {0, 1}}, {ins});
+      const kern::ElementwiseProgram p = program(shape, {{13, 1}, {0, 1}}, {ins});
       check_elementwise(p, {x.data(), t.data()}, 1,
                         "op " + std::to_string(static_cast<int>(oc.op)) + (first ? " operand_first" : ""));
     }
@@ -251,11 +252,11 @@ TEST_CASE("codegen.reference_elementwise_registers_and_broadcast") {
   // operand (strides {1, 0, 0, 0}); a scalar. Three registers, three outputs.
   const Shape shape = {2, 3, 1, 13};
   const Vec x = random_vec(78, 3), tt = random_vec(78, 4), per_image = random_vec(2, 5), scalar = {1.75f};
-  cpu::ElementwiseProgram p = program(shape, {contiguous(shape), {1, 2, 0, 6}, {1, 0, 0, 0}, {0, 0, 0, 0}}, {});
+  kern::ElementwiseProgram p = program(shape, {contiguous(shape), {1, 2, 0, 6}, {1, 0, 0, 0}, {0, 0, 0, 0}}, {});
   p.loads = {{1, 1}};
-  cpu::ElementwiseInstr sub = instr(EpOp::kSubTensor, 2);
+  kern::ElementwiseInstr sub = instr(EpOp::kSubTensor, 2);
   sub.dst = sub.src = 2, sub.operand_first = true;
-  cpu::ElementwiseInstr div = instr(EpOp::kDivTensor, 3);
+  kern::ElementwiseInstr div = instr(EpOp::kDivTensor, 3);
   div.dst = div.src = 2;
   p.code = {reg_instr(EpOp::kMulTensor, 2, 0, 1), sub, reg_instr(EpOp::kTanh, 0, 0), div, reg_instr(EpOp::kExp, 1, 1),
             reg_instr(EpOp::kAddTensor, 0, 0, 2)};
@@ -271,19 +272,19 @@ TEST_CASE("codegen.reference_elementwise_registers_and_broadcast") {
 
   // Rank 1 (127) with a scalar operand first; rank 0; an explicit load into register 0.
   const Vec x1 = random_vec(127, 8), s1 = {-2.5f};
-  cpu::ElementwiseInstr rdiv = instr(EpOp::kDivTensor, 1);
+  kern::ElementwiseInstr rdiv = instr(EpOp::kDivTensor, 1);
   rdiv.operand_first = true;
   check_elementwise(program({127}, {{1}, {0}}, {rdiv}), {x1.data(), s1.data()}, 1, "rank 1 scalar");
   const Vec x0 = {0.3f};
   check_elementwise(program({}, {{}}, {instr(EpOp::kSigmoid)}), {x0.data()}, 1, "rank 0");
-  cpu::ElementwiseProgram load1 = program({127}, {{0}, {1}}, {instr(EpOp::kMulTensor, 0)});
+  kern::ElementwiseProgram load1 = program({127}, {{0}, {1}}, {instr(EpOp::kMulTensor, 0)});
   load1.loads = {{0, 1}};  // register 0 from input 1, times input 0 (a broadcast scalar)
   check_elementwise(load1, {s1.data(), x1.data()}, 1, "explicit load");
 }
 
 TEST_CASE("codegen.reference_elementwise_in_place_and_errors") {
   // Output 0 aliases contiguous input 0 (the in-place update the runtime allows).
-  const cpu::ElementwiseProgram p =
+  const kern::ElementwiseProgram p =
       program({13, 3}, {{3, 1}, {1, 0}}, {instr(EpOp::kAddTensor, 1), instr(EpOp::kRelu)});
   Vec want = random_vec(39, 9), got = want;
   const Vec bias = random_vec(13, 10);
@@ -293,7 +294,7 @@ TEST_CASE("codegen.reference_elementwise_in_place_and_errors") {
   check_close(got, want, kEwTol, "in place");
 
   // A program the generator rejects (its source has #error): the reference refuses to run.
-  cpu::ElementwiseProgram bad = program({4}, {{1}}, {instr(EpOp::kRelu)});
+  kern::ElementwiseProgram bad = program({4}, {{1}}, {instr(EpOp::kRelu)});
   bad.stores = {{0, FZ_MAX_OUTPUTS}};
   const cu::KernelSource k = cu::gen_elementwise(bad);
   CHECK(k.source.find("#error") != std::string::npos);
@@ -302,10 +303,10 @@ TEST_CASE("codegen.reference_elementwise_in_place_and_errors") {
 }
 
 TEST_CASE("codegen.reference_elementwise_multi") {
-  cpu::ElementwiseProgram relu = program({127}, {{1}}, {instr(EpOp::kRelu)});
-  cpu::ElementwiseProgram bias = program({3, 13}, {{13, 1}, {0, 1}}, {instr(EpOp::kAddTensor, 1), instr(EpOp::kRelu)});
-  cpu::ElementwiseProgram gelu = program({1}, {{1}}, {instr(EpOp::kGeluTanh)});
-  const std::vector<cpu::ElementwiseProgram> progs = {relu, bias, gelu};
+  kern::ElementwiseProgram relu = program({127}, {{1}}, {instr(EpOp::kRelu)});
+  kern::ElementwiseProgram bias = program({3, 13}, {{13, 1}, {0, 1}}, {instr(EpOp::kAddTensor, 1), instr(EpOp::kRelu)});
+  kern::ElementwiseProgram gelu = program({1}, {{1}}, {instr(EpOp::kGeluTanh)});
+  const std::vector<kern::ElementwiseProgram> progs = {relu, bias, gelu};
   const Vec x0 = random_vec(127, 11), x1 = random_vec(39, 12), b1 = random_vec(13, 13), x2 = {0.7f};
   const std::vector<std::vector<const float*>> ins = {{x0.data()}, {x1.data(), b1.data()}, {x2.data()}};
   std::vector<Vec> want, got;
@@ -344,29 +345,29 @@ TEST_CASE("codegen.reference_layer_norm") {
                   sh = random_vec(static_cast<size_t>(inner), 23), s = {-1.5f},
                   per_row = random_vec(static_cast<size_t>(outer), 24);
         cu::RowNormSpec spec;
-        spec.kind = cpu::RowNorm::kLayerNorm;
+        spec.kind = kern::RowNorm::kLayerNorm;
         spec.eps = 1e-5f;
         spec.pre.code = {instr(EpOp::kAddTensor, 1)};
         spec.pre.stores = {{0, 0}};
         spec.scale_input = 2;
         spec.shift_input = shift ? 3 : -1;
-        spec.post.code = shift ? std::vector<cpu::ElementwiseInstr>{instr(EpOp::kMulTensor, 4), instr(EpOp::kRelu)}
-                               : std::vector<cpu::ElementwiseInstr>{instr(EpOp::kAddTensor, 5)};
+        spec.post.code = shift ? std::vector<kern::ElementwiseInstr>{instr(EpOp::kMulTensor, 4), instr(EpOp::kRelu)}
+                               : std::vector<kern::ElementwiseInstr>{instr(EpOp::kAddTensor, 5)};
         spec.post.stores = {{0, 0}};
 
-        std::vector<cpu::EpilogueStep> pro(1), post;
+        std::vector<kern::EpilogueStep> pro(1), post;
         pro[0].op = EpOp::kAddTensor, pro[0].operand = res.data();
         if (shift) {
           post.resize(2);
-          post[0].op = EpOp::kMulTensor, post[0].operand = s.data(), post[0].mode = cpu::OperandMode::kScalar;
+          post[0].op = EpOp::kMulTensor, post[0].operand = s.data(), post[0].mode = kern::OperandMode::kScalar;
           post[1].op = EpOp::kRelu;
         } else {
           post.resize(1);
           post[0].op = EpOp::kAddTensor, post[0].operand = per_row.data();
-          post[0].mode = cpu::OperandMode::kStrided, post[0].strides = {1, 0};
+          post[0].mode = kern::OperandMode::kStrided, post[0].strides = {1, 0};
         }
         Vec want(n, kSentinel), got(n, kSentinel);
-        cpu::norm_rows_fused(outer, inner, x.data(), pro, cpu::RowNorm::kLayerNorm, scale.data(),
+        cpu::norm_rows_fused(outer, inner, x.data(), pro, kern::RowNorm::kLayerNorm, scale.data(),
                              shift ? sh.data() : nullptr, spec.eps, post, want.data());
 
         FzRowArgs a;
@@ -406,7 +407,7 @@ TEST_CASE("codegen.reference_softmax") {
       const Vec scale = {0.5f}, per_row = random_vec(static_cast<size_t>(outer), 32);
 
       cu::RowNormSpec spec;
-      spec.kind = cpu::RowNorm::kSoftmax;
+      spec.kind = kern::RowNorm::kSoftmax;
       spec.pre.num_registers = 2;
       spec.pre.loads = {{1, 2}};
       spec.pre.code = {instr(EpOp::kMulTensor, 1), reg_instr(EpOp::kAddTensor, 0, 0, 1)};
@@ -416,17 +417,17 @@ TEST_CASE("codegen.reference_softmax") {
         spec.post.stores = {{0, 0}};
       }
 
-      std::vector<cpu::EpilogueStep> pro(2), post;
-      pro[0].op = EpOp::kMulTensor, pro[0].operand = scale.data(), pro[0].mode = cpu::OperandMode::kScalar;
+      std::vector<kern::EpilogueStep> pro(2), post;
+      pro[0].op = EpOp::kMulTensor, pro[0].operand = scale.data(), pro[0].mode = kern::OperandMode::kScalar;
       pro[1].op = EpOp::kAddTensor, pro[1].operand = mask.data();
-      pro[1].mode = cpu::OperandMode::kStrided, pro[1].strides = {0, 1};
+      pro[1].mode = kern::OperandMode::kStrided, pro[1].strides = {0, 1};
       if (with_post) {
         post.resize(1);
         post[0].op = EpOp::kMulTensor, post[0].operand = per_row.data();
-        post[0].mode = cpu::OperandMode::kStrided, post[0].strides = {1, 0};
+        post[0].mode = kern::OperandMode::kStrided, post[0].strides = {1, 0};
       }
       Vec want(n, kSentinel), got(n, kSentinel);
-      cpu::norm_rows_fused(outer, inner, x.data(), pro, cpu::RowNorm::kSoftmax, nullptr, nullptr, 0.f, post,
+      cpu::norm_rows_fused(outer, inner, x.data(), pro, kern::RowNorm::kSoftmax, nullptr, nullptr, 0.f, post,
                            want.data());
       for (int64_t c = 0; c < inner; ++c) CHECK(want[static_cast<size_t>(inner + c)] == 0.f);  // -inf row
 
@@ -586,7 +587,7 @@ TEST_CASE("codegen.reference_attention") {
     const std::string name = ac.name;
     CAPTURE(name);
     const int64_t b = ac.batch, h = ac.heads, s = ac.seq, d = ac.head_dim, hd = h * d;
-    cpu::AttentionParams p;
+    kern::AttentionParams p;
     p.batch = b, p.heads = h, p.seq = s, p.head_dim = d;
     p.scale = 1.f / std::sqrt(static_cast<float>(d));
     Vec qkv, q, k, v;

@@ -29,8 +29,8 @@ KernelReference build(const KernelSpec& spec) {
   return std::visit(
       [](const auto& s) -> KernelReference {
         using T = std::decay_t<decltype(s)>;
-        if constexpr (std::is_same_v<T, cpu::ElementwiseProgram>) return detail::elementwise_reference(s);
-        if constexpr (std::is_same_v<T, std::vector<cpu::ElementwiseProgram>>)
+        if constexpr (std::is_same_v<T, kern::ElementwiseProgram>) return detail::elementwise_reference(s);
+        if constexpr (std::is_same_v<T, std::vector<kern::ElementwiseProgram>>)
           return detail::elementwise_multi_reference(s);
         if constexpr (std::is_same_v<T, RowNormSpec>) return detail::row_norm_reference(s);
         if constexpr (std::is_same_v<T, PoolSpec>) return detail::pool_reference(s);

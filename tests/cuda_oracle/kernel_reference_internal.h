@@ -18,8 +18,8 @@
 
 namespace fusert::cuda::detail {
 
-KernelReference elementwise_reference(const cpu::ElementwiseProgram& prog);
-KernelReference elementwise_multi_reference(const std::vector<cpu::ElementwiseProgram>& progs);
+KernelReference elementwise_reference(const kern::ElementwiseProgram& prog);
+KernelReference elementwise_multi_reference(const std::vector<kern::ElementwiseProgram>& progs);
 KernelReference row_norm_reference(const RowNormSpec& spec);
 KernelReference pool_reference(const PoolSpec& spec);
 KernelReference attention_reference(const AttentionSpec& spec);

@@ -19,9 +19,9 @@
 namespace fusert::cuda::detail {
 namespace {
 
-using cpu::ElementwiseInstr;
-using cpu::ElementwiseProgram;
-using cpu::EpOp;
+using kern::ElementwiseInstr;
+using kern::ElementwiseProgram;
+using kern::EpOp;
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
@@ -260,7 +260,7 @@ void run_row(const RowState& s, const FzRowArgs& a, int64_t row, std::vector<flo
   x.resize(static_cast<size_t>(inner));
   for (int64_t col = 0; col < inner; ++col) x[static_cast<size_t>(col)] = pre(at(col));
   float* const out = a.out + row * inner;
-  if (s.spec.kind == cpu::RowNorm::kLayerNorm) {
+  if (s.spec.kind == kern::RowNorm::kLayerNorm) {
     double sum = 0.0;
     for (float v : x) sum += v;
     const double mean_d = sum / static_cast<double>(inner);

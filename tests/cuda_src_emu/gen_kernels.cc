@@ -27,17 +27,17 @@
 #include "kernels/cuda/codegen.h"
 #include "kernels/cuda/kernel_abi.h"
 
-namespace cpu = fusert::cpu;
+namespace kern = fusert::kern;
 namespace cu = fusert::cuda;
-using cpu::EpOp;
+using kern::EpOp;
 using Shape = std::vector<int64_t>;
 
 namespace fusert_src_emu {
 namespace {
 
-cpu::ElementwiseInstr op(EpOp o, int dst, int src, int input = -1, int src2 = -1, bool operand_first = false,
-                         float a = 0.f, float b = 0.f) {
-  cpu::ElementwiseInstr i;
+kern::ElementwiseInstr op(EpOp o, int dst, int src, int input = -1, int src2 = -1, bool operand_first = false,
+                          float a = 0.f, float b = 0.f) {
+  kern::ElementwiseInstr i;
   i.op = o, i.dst = dst, i.src = src, i.input = input, i.src2 = src2, i.operand_first = operand_first;
   i.a = a, i.b = b;
   return i;
@@ -59,8 +59,8 @@ std::vector<Shape> ew_shapes() { return {{1, 1, 1, 1}, {1, 3, 13, 1}, {2, 3, 5, 
 
 // Inputs: 0 x contiguous; 1 a scalar; 2 per channel (strides {0, 1, 0, 0}); 3 a transposed view
 // of a [w, h, c, n] buffer. Four registers, three outputs.
-cpu::ElementwiseProgram ew_mixed_program(const Shape& s) {
-  cpu::ElementwiseProgram p;
+kern::ElementwiseProgram ew_mixed_program(const Shape& s) {
+  kern::ElementwiseProgram p;
   p.out_shape = s;
   p.input_strides = {contiguous(s), {0, 0, 0, 0}, {0, 1, 0, 0}, {1, s[0], s[0] * s[1], s[0] * s[1] * s[2]}};
   p.loads = {{1, 3}};
@@ -73,8 +73,8 @@ cpu::ElementwiseProgram ew_mixed_program(const Shape& s) {
 }
 
 // Every op of the elementwise language over eight registers; input 1 per channel.
-cpu::ElementwiseProgram ew_ops_program(const Shape& s) {
-  cpu::ElementwiseProgram p;
+kern::ElementwiseProgram ew_ops_program(const Shape& s) {
+  kern::ElementwiseProgram p;
   p.out_shape = s;
   p.input_strides = {contiguous(s), {0, 1, 0, 0}};
   p.code = {op(EpOp::kHardSigmoid, 1, 0, -1, -1, false, 0.2f, 0.5f),
@@ -103,9 +103,9 @@ cpu::ElementwiseProgram ew_ops_program(const Shape& s) {
 
 // Three members: Relu over the flat [numel]; a per-column bias + Relu over [n*c*h, w]; GeluTanh
 // times a scalar over [n, c, h, w].
-std::vector<cpu::ElementwiseProgram> ew_multi_programs(const Shape& s) {
+std::vector<kern::ElementwiseProgram> ew_multi_programs(const Shape& s) {
   const int64_t numel = s[0] * s[1] * s[2] * s[3];
-  cpu::ElementwiseProgram relu, bias, gelu;
+  kern::ElementwiseProgram relu, bias, gelu;
   relu.out_shape = {numel}, relu.input_strides = {{1}}, relu.code = {op(EpOp::kRelu, 0, 0)};
   bias.out_shape = {numel / s[3], s[3]}, bias.input_strides = {{s[3], 1}, {0, 1}};
   bias.code = {op(EpOp::kAddTensor, 0, 0, 1), op(EpOp::kRelu, 0, 0)};
@@ -120,7 +120,7 @@ std::vector<cpu::ElementwiseProgram> ew_multi_programs(const Shape& s) {
 // Relu.
 cu::RowNormSpec layer_norm_spec() {
   cu::RowNormSpec s;
-  s.kind = cpu::RowNorm::kLayerNorm;
+  s.kind = kern::RowNorm::kLayerNorm;
   s.eps = 1e-5f;
   s.pre.code = {op(EpOp::kAddTensor, 0, 0, 1)};
   s.pre.stores = {{0, 0}};
@@ -133,7 +133,7 @@ cu::RowNormSpec layer_norm_spec() {
 // Softmax: pre x * scale (scalar input 1) + mask (input 2, loaded into register 1); no post.
 cu::RowNormSpec softmax_spec() {
   cu::RowNormSpec s;
-  s.kind = cpu::RowNorm::kSoftmax;
+  s.kind = kern::RowNorm::kSoftmax;
   s.pre.num_registers = 2;
   s.pre.loads = {{1, 2}};
   s.pre.code = {op(EpOp::kMulTensor, 0, 0, 1), op(EpOp::kAddTensor, 0, 0, -1, 1)};

@@ -29,16 +29,16 @@
 // The host-patched kernels (from the build directory); after shim.h and kernel_abi.h.
 #include "generated_kernels.inc"
 
-namespace cpu = fusert::cpu;
+namespace kern = fusert::kern;
 namespace cu = fusert::cuda;
 using Shape = std::vector<int64_t>;
 
 // The kernel specs, defined in gen_kernels.cc (compiled into this test as well).
 namespace fusert_src_emu {
 std::vector<Shape> ew_shapes();
-cpu::ElementwiseProgram ew_mixed_program(const Shape& s);
-cpu::ElementwiseProgram ew_ops_program(const Shape& s);
-std::vector<cpu::ElementwiseProgram> ew_multi_programs(const Shape& s);
+kern::ElementwiseProgram ew_mixed_program(const Shape& s);
+kern::ElementwiseProgram ew_ops_program(const Shape& s);
+std::vector<kern::ElementwiseProgram> ew_multi_programs(const Shape& s);
 cu::RowNormSpec layer_norm_spec();
 cu::RowNormSpec softmax_spec();
 std::vector<int64_t> row_inners();
@@ -156,7 +156,7 @@ void run_and_compare(const cu::KernelSource& k, const std::function<Args(const s
 }
 
 // As cuda_programs.cc ew_args: shape and strides right-aligned to FZ_MAX_RANK.
-FzEwArgs ew_args(const cpu::ElementwiseProgram& p, const std::vector<Vec>& in, const std::vector<float*>& out) {
+FzEwArgs ew_args(const kern::ElementwiseProgram& p, const std::vector<Vec>& in, const std::vector<float*>& out) {
   FzEwArgs a;
   std::memset(&a, 0, sizeof a);
   const size_t pad = FZ_MAX_RANK - p.out_shape.size();
@@ -172,7 +172,7 @@ FzEwArgs ew_args(const cpu::ElementwiseProgram& p, const std::vector<Vec>& in, c
 }
 
 // Inputs covering each input's strided extent; input 0 with special values.
-std::vector<Vec> ew_inputs(const cpu::ElementwiseProgram& p, unsigned seed) {
+std::vector<Vec> ew_inputs(const kern::ElementwiseProgram& p, unsigned seed) {
   std::vector<Vec> in;
   for (size_t i = 0; i < p.input_strides.size(); ++i) {
     int64_t span = 1;
@@ -183,7 +183,7 @@ std::vector<Vec> ew_inputs(const cpu::ElementwiseProgram& p, unsigned seed) {
   return in;
 }
 
-size_t num_outputs(const cpu::ElementwiseProgram& p) {
+size_t num_outputs(const kern::ElementwiseProgram& p) {
   size_t n = 0;
   for (const auto& [r, o] : p.stores) n = std::max(n, static_cast<size_t>(o) + 1);
   return n;
@@ -206,7 +206,7 @@ TEST_CASE("codegen.source_emulation.elementwise") {
   unsigned seed = 100;
   for (const Shape& s : emu::ew_shapes()) {
     for (int which = 0; which < 2; ++which) {
-      const cpu::ElementwiseProgram p = which == 0 ? emu::ew_mixed_program(s) : emu::ew_ops_program(s);
+      const kern::ElementwiseProgram p = which == 0 ? emu::ew_mixed_program(s) : emu::ew_ops_program(s);
       const cu::KernelSource k = cu::gen_elementwise(p);
       const std::vector<Vec> in = ew_inputs(p, seed++);
       const std::vector<size_t> sizes(num_outputs(p), static_cast<size_t>(numel(s)));
@@ -228,7 +228,7 @@ TEST_CASE("codegen.source_emulation.elementwise") {
 TEST_CASE("codegen.source_emulation.elementwise_multi") {
   unsigned seed = 200;
   for (const Shape& s : emu::ew_shapes()) {
-    const std::vector<cpu::ElementwiseProgram> progs = emu::ew_multi_programs(s);
+    const std::vector<kern::ElementwiseProgram> progs = emu::ew_multi_programs(s);
     const cu::KernelSource k = cu::gen_elementwise_multi(progs);
     std::vector<std::vector<Vec>> in;
     std::vector<size_t> sizes;
