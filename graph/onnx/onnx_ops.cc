@@ -32,25 +32,19 @@
 
 namespace fusert::onnx_import {
 
-// ONNX op types imported as the fusert op of the same name.
+// ONNX op types imported as the fusert op of the same name: every row of the op table
+// (graph/ops.def) but the ones its FUSERT_INTERNAL_OP list names.
 const std::set<std::string>& direct_ops() {
-  // clang-format off
-  static const std::set<std::string> ops = {
-      "Conv", "BatchNormalization", "Relu", "Sigmoid", "HardSigmoid", "HardSwish", "Erf", "Tanh", "Sqrt",
-      "Softplus", "Clip", "Add", "Sub", "Mul", "Div", "MaxPool", "AveragePool", "GlobalAveragePool", "Flatten",
-      "Reshape", "Transpose", "Concat", "Gemm", "MatMul", "Softmax", "LogSoftmax", "Hardmax", "Identity",
-      "LayerNormalization", "Gelu", "Pow", "ReduceMean", "ReduceSum", "Split", "Slice", "Gather", "Unsqueeze",
-      "Where", "Cast", "Neg", "Exp", "Abs", "Log", "Reciprocal", "LeakyRelu", "Elu", "Selu", "Celu",
-      "ThresholdedRelu", "Shrink", "Softsign", "Sign", "Floor", "Ceil", "Round", "Sin", "Cos", "Tan", "Asin",
-      "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "ReduceMax", "ReduceMin", "ReduceProd",
-      "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "Expand", "Pad", "Tile",
-      "ArgMax", "ArgMin", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor",
-      "Not", "Max", "Min", "PRelu", "InstanceNormalization", "Sum", "Mean", "GatherElements", "ScatterElements",
-      "GatherND", "ScatterND", "OneHot", "TopK", "Trilu", "CumSum", "DepthToSpace", "SpaceToDepth", "Resize",
-      "ConvTranspose", "NegativeLogLikelihoodLoss", "Mod", "GridSample", "RNN", "GRU", "LSTM", "LRN", "ReverseSequence", "Det", "RoiAlign",
-      "NonZero", "NonMaxSuppression", "Unique", "Compress", "QuantizeLinear", "DequantizeLinear",
-      "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger", "QLinearConv"};
-  // clang-format on
+  static const std::set<std::string> ops = [] {
+    std::set<std::string> names;
+    for (int k = 0; k < static_cast<int>(OpKind::kCount); ++k) names.insert(op_info(static_cast<OpKind>(k)).name);
+#define FUSERT_OP(name, pattern, min_in, max_in, max_out, schema, doc)
+#define FUSERT_INTERNAL_OP(name) names.erase(#name);
+#include "graph/ops.def"
+#undef FUSERT_INTERNAL_OP
+#undef FUSERT_OP
+    return names;
+  }();
   return ops;
 }
 

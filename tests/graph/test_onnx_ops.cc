@@ -434,3 +434,27 @@ TEST_CASE("onnx import: Conv then Clip with min > max gives max everywhere (no o
     if (!std::isnan(lo)) check_f32(y, {1, 1, 2, 2}, {-1.f, -1.f, -1.f, -1.f});
   }
 }
+
+TEST_CASE("onnx import: an op-table row is an ONNX op unless ops.def lists it internal") {
+  // A node naming one of fusert's own ops (FakeQuantize: a pass makes it from QDQ pairs; Conv3D:
+  // the importer's name for a 5-D Conv) is an unknown op to the importer, with the op's name.
+  for (const char* op : {"FakeQuantize", "Conv3D", "QLinearAdd"}) {
+    CAPTURE(op);
+    auto m = model(17);
+    auto* g = m.mutable_graph();
+    add_input(g, "x", {1, 2});
+    add_node(g, op, {"x"}, {"y"});
+    add_output(g, "y");
+    auto s = Session::load(save(m, std::string("internal_") + op + ".onnx"), SessionOptions());
+    REQUIRE_FALSE(s.ok());
+    CHECK(has(s.status().message(), "op types:"));
+    CHECK(has(s.status().message(), std::string(op) + " x1"));
+  }
+  // A row of graph/base/unary_ops.def imports as itself: Softsign(x) = x / (1 + |x|).
+  auto m = model(17);
+  auto* g = m.mutable_graph();
+  add_input(g, "x", {1, 3});
+  add_node(g, "Softsign", {"x"}, {"y"});
+  add_output(g, "y");
+  check_f32(run_model(m, "softsign.onnx", {{"x", Tensor::f32({1, 3}, {-3, 0, 1})}}, "y"), {1, 3}, {-0.75f, 0.f, 0.5f});
+}
