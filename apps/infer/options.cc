@@ -4,6 +4,7 @@
 #include "graph/onnx/onnx_import.h"
 #include "runtime/backend.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
@@ -12,8 +13,8 @@
 
 namespace fusert::app {
 
-const char* usage() {
-  return R"(usage: infer [options]
+// The --help text (data, kept apart from the parser).
+const char kUsage[] = R"(usage: infer [options]
 
 Runs a fusert YAML model or an ONNX file. With no options: EfficientNet-Lite0 with real
 ImageNet weights on the bundled photo models/data/coffee.png, printing the top-5 labels and
@@ -108,7 +109,8 @@ CUDA backend (--device cuda):
 
 Exit status: 0 success, 1 error (message on stderr), 2 bad command line.
 )";
-}
+
+const char* usage() { return kUsage; }
 
 namespace {
 
@@ -147,124 +149,97 @@ Result<int> parse_int(const std::string& flag, const char* v, int lo, int hi = 1
 
 }  // namespace
 
-Result<InferOptions> parse_args(int argc, char** argv) {
-  InferOptions o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
-    if (a == "--help" || a == "-h") {
-      o.help = true;
-      continue;
-    }
-    if (a == "--dump") {
-      o.dump = true;
-      continue;
-    }
-    if (a == "--list-ops") {
-      o.list_ops = true;
-      continue;
-    }
-    if (a == "--seeded") {
-      o.session.seeded = true;
-      continue;
-    }
-    if (a == "--f64-as-f32") {
-      o.session.f64_as_f32 = true;
-      continue;
-    }
-    if (a == "--explain") {
-      o.explain = true;
-      continue;
-    }
-    if (a == "--verify") {
-      o.verify = true;
-      continue;
-    }
-    if (a == "--ablation") {
-      o.ablation = true;
-      continue;
-    }
-    if (a == "--profile") {
-      o.profile = true;
-      continue;
-    }
-    if (a == "--profile-guided") {
-      o.session.profile_guided = true;
-      continue;
-    }
-    if (a == "--no-cuda-graph") {
-      o.session.cuda_graph = false;
-      continue;
-    }
-    if (a == "--tf32") {
-      o.session.tf32 = true;
-      continue;
-    }
-    if (a == "--compare-cpu") {
-      o.compare_cpu = true;
-      continue;
-    }
-    static const char* const kWithValue[] = {
-        "--model",     "--weights",      "--input",           "--device",      "--threads",    "--fusion", "--runs",
-        "--warmup",    "--topk",         "--output",          "--dot",         "--stats-json", "--seed",   "--text",
-        "--text-file", "--dump-kernels", "--register-budget", "--cpu-kernels", "--batch-size", "--batch",  "--shape",
-        "--dim",       "--precision"};
-    bool known = false;
-    for (const char* k : kWithValue) known |= a == k;
-    if (!known) return error(StatusCode::kInvalidArgument) << "unknown option '" << a << "' (see --help)";
-    const char* v = value();
-    if (!v) return error(StatusCode::kInvalidArgument) << a << " needs a value";
-    if (a == "--model")
-      o.model = v;
-    else if (a == "--weights")
-      o.session.weights = v;
-    else if (a == "--shape")
-      FUSERT_RETURN_IF_ERROR(parse_shape_binding(v, &o.session.input_shapes));  // graph/onnx
-    else if (a == "--dim")
-      FUSERT_RETURN_IF_ERROR(parse_dim_range(v, &o.session.dim_ranges));
-    else if (a == "--input")
-      o.images.push_back(v);
-    else if (a == "--device")
-      o.session.device = v;
-    else if (a == "--fusion")
-      o.session.fusion = v;
-    else if (a == "--cpu-kernels")
-      o.session.cpu_kernels = v;
-    else if (a == "--precision")
-      o.session.precision = v;
-    else if (a == "--output")
-      o.output = v;
-    else if (a == "--dot")
-      o.dot = v;
-    else if (a == "--stats-json")
-      o.stats_json = v;
-    else if (a == "--text")
-      o.texts.push_back(v);
-    else if (a == "--text-file")
-      o.text_file = v;
-    else if (a == "--dump-kernels") {
-      if (*v == '\0') return error(StatusCode::kInvalidArgument) << "--dump-kernels needs a directory";
-      o.session.dump_kernels = v;
-    } else if (a == "--register-budget") {
-      FUSERT_ASSIGN_OR_RETURN(o.session.register_budget, parse_int(a, v, 1, 255));
-    } else if (a == "--threads") {
-      FUSERT_ASSIGN_OR_RETURN(o.session.threads, parse_int(a, v, 0, 1024));
-    } else if (a == "--runs") {
-      FUSERT_ASSIGN_OR_RETURN(o.runs, parse_int(a, v, 1));
-    } else if (a == "--warmup") {
-      FUSERT_ASSIGN_OR_RETURN(o.warmup, parse_int(a, v, 0));
-    } else if (a == "--batch-size") {
-      FUSERT_ASSIGN_OR_RETURN(o.batch_size, parse_int(a, v, 1, 4096));
-    } else if (a == "--batch") {
-      FUSERT_ASSIGN_OR_RETURN(o.batch, parse_int(a, v, 0, 1 << 20));
-    } else if (a == "--topk") {
-      FUSERT_ASSIGN_OR_RETURN(o.topk, parse_int(a, v, 1));
-    } else if (a == "--seed") {
-      FUSERT_ASSIGN_OR_RETURN(int s, parse_int(a, v, 0));
-      o.session.seed = static_cast<uint64_t>(s);
-    }
+namespace {
+
+// Options without a value, and what each sets.
+struct Flag {
+  const char* name;
+  void (*set)(InferOptions& o);
+};
+const Flag kFlags[] = {
+    {"--help", [](InferOptions& o) { o.help = true; }},
+    {"-h", [](InferOptions& o) { o.help = true; }},
+    {"--dump", [](InferOptions& o) { o.dump = true; }},
+    {"--list-ops", [](InferOptions& o) { o.list_ops = true; }},
+    {"--seeded", [](InferOptions& o) { o.session.seeded = true; }},
+    {"--f64-as-f32", [](InferOptions& o) { o.session.f64_as_f32 = true; }},
+    {"--explain", [](InferOptions& o) { o.explain = true; }},
+    {"--verify", [](InferOptions& o) { o.verify = true; }},
+    {"--ablation", [](InferOptions& o) { o.ablation = true; }},
+    {"--profile", [](InferOptions& o) { o.profile = true; }},
+    {"--profile-guided", [](InferOptions& o) { o.session.profile_guided = true; }},
+    {"--no-cuda-graph", [](InferOptions& o) { o.session.cuda_graph = false; }},
+    {"--tf32", [](InferOptions& o) { o.session.tf32 = true; }},
+    {"--compare-cpu", [](InferOptions& o) { o.compare_cpu = true; }},
+};
+
+// Options with a value, and how each reads it (errors name the option).
+struct ValueOption {
+  const char* name;
+  Status (*set)(InferOptions& o, const std::string& flag, const char* v);
+};
+// An integer option in [lo, hi] into `field` of InferOptions.
+#define FUSERT_INT_OPTION(flag, field, lo, hi)                                 \
+  {                                                                            \
+    flag, [](InferOptions& o, const std::string& a, const char* v) -> Status { \
+      FUSERT_ASSIGN_OR_RETURN(o.field, parse_int(a, v, lo, hi));               \
+      return Status();                                                         \
+    }                                                                          \
   }
-  // NAME=FILE.npy binds a graph input by name (models with several inputs); then every --input must.
+// A string option into `field`, or a repeatable one appended to it.
+#define FUSERT_STRING_OPTION(flag, field)                                                            \
+  {                                                                                                  \
+    flag, [](InferOptions& o, const std::string&, const char* v) { return (o.field = v, Status()); } \
+  }
+#define FUSERT_LIST_OPTION(flag, field)                                                                       \
+  {                                                                                                           \
+    flag, [](InferOptions& o, const std::string&, const char* v) { return (o.field.push_back(v), Status()); } \
+  }
+const ValueOption kValueOptions[] = {
+    FUSERT_STRING_OPTION("--model", model),
+    FUSERT_STRING_OPTION("--weights", session.weights),
+    {"--shape", [](InferOptions& o, const std::string&,
+                   const char* v) { return parse_shape_binding(v, &o.session.input_shapes); }},  // graph/onnx
+    {"--dim",
+     [](InferOptions& o, const std::string&, const char* v) { return parse_dim_range(v, &o.session.dim_ranges); }},
+    FUSERT_LIST_OPTION("--input", images),
+    FUSERT_STRING_OPTION("--device", session.device),
+    FUSERT_STRING_OPTION("--fusion", session.fusion),
+    FUSERT_STRING_OPTION("--cpu-kernels", session.cpu_kernels),
+    FUSERT_STRING_OPTION("--precision", session.precision),
+    FUSERT_STRING_OPTION("--output", output),
+    FUSERT_STRING_OPTION("--dot", dot),
+    FUSERT_STRING_OPTION("--stats-json", stats_json),
+    FUSERT_LIST_OPTION("--text", texts),
+    FUSERT_STRING_OPTION("--text-file", text_file),
+    {"--dump-kernels",
+     [](InferOptions& o, const std::string&, const char* v) -> Status {
+       if (*v == '\0') return error(StatusCode::kInvalidArgument) << "--dump-kernels needs a directory";
+       o.session.dump_kernels = v;
+       return Status();
+     }},
+    FUSERT_INT_OPTION("--register-budget", session.register_budget, 1, 255),
+    FUSERT_INT_OPTION("--threads", session.threads, 0, 1024),
+    FUSERT_INT_OPTION("--runs", runs, 1, 1000000),
+    FUSERT_INT_OPTION("--warmup", warmup, 0, 1000000),
+    FUSERT_INT_OPTION("--batch-size", batch_size, 1, 4096),
+    FUSERT_INT_OPTION("--batch", batch, 0, 1 << 20),
+    FUSERT_INT_OPTION("--topk", topk, 1, 1000000),
+    {"--seed",
+     [](InferOptions& o, const std::string& a, const char* v) -> Status {
+       FUSERT_ASSIGN_OR_RETURN(int s, parse_int(a, v, 0));
+       o.session.seed = static_cast<uint64_t>(s);
+       return Status();
+     }},
+};
+#undef FUSERT_INT_OPTION
+#undef FUSERT_STRING_OPTION
+#undef FUSERT_LIST_OPTION
+
+// --input NAME=FILE.npy binds a graph input by name (then every --input must); one file (or
+// none) is the single-input path; several, or a directory, classify in batches.
+Status resolve_inputs(InferOptions* opts) {
+  InferOptions& o = *opts;
   for (const std::string& f : o.images) {
     const size_t eq = f.find('=');
     if (eq == std::string::npos || eq == 0 || f.find('/') < eq) continue;
@@ -279,11 +254,15 @@ Result<InferOptions> parse_args(int argc, char** argv) {
     if (o.batch >= 0) return error(StatusCode::kInvalidArgument) << "--batch cannot be combined with --input NAME=FILE";
     o.images.clear();
   }
-  // One file (or none) is the single-input path; several, or a directory, classify in batches.
   if (o.images.size() == 1 && !std::filesystem::is_directory(o.images[0])) {
     o.input = o.images[0];
     o.images.clear();
   }
+  return Status();
+}
+
+// Modes that exclude each other: several images, --batch, texts, the analyses.
+Status check_modes(const InferOptions& o) {
   if (!o.images.empty() && (o.verify || o.ablation || o.profile || o.compare_cpu || o.batch >= 0)) {
     return error(StatusCode::kInvalidArgument)
            << "several --input images (or a directory) cannot be combined with --verify, --ablation, --profile, "
@@ -305,6 +284,11 @@ Result<InferOptions> parse_args(int argc, char** argv) {
     return error(StatusCode::kInvalidArgument) << "--text/--text-file cannot be combined with --input, --batch, "
                                                   "--stats-json, --verify, --ablation or --profile";
   }
+  return Status();
+}
+
+// The kernel set, precision and device, and the options only one device takes.
+Status check_device_options(const InferOptions& o) {
   if (o.session.cpu_kernels != "onednn" && o.session.cpu_kernels != "reference") {
     return error(StatusCode::kInvalidArgument)
            << "--cpu-kernels: expected onednn or reference, got '" << o.session.cpu_kernels << "'";
@@ -337,6 +321,30 @@ Result<InferOptions> parse_args(int argc, char** argv) {
     return error(StatusCode::kInvalidArgument)
            << "--compare-cpu cannot be combined with --text/--text-file (compare on a tensor input)";
   }
+  return Status();
+}
+
+}  // namespace
+
+Result<InferOptions> parse_args(int argc, char** argv) {
+  InferOptions o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const auto flag = std::find_if(std::begin(kFlags), std::end(kFlags), [&](const Flag& f) { return a == f.name; });
+    if (flag != std::end(kFlags)) {
+      flag->set(o);
+      continue;
+    }
+    const auto opt = std::find_if(std::begin(kValueOptions), std::end(kValueOptions),
+                                  [&](const ValueOption& v) { return a == v.name; });
+    if (opt == std::end(kValueOptions))
+      return error(StatusCode::kInvalidArgument) << "unknown option '" << a << "' (see --help)";
+    if (i + 1 >= argc) return error(StatusCode::kInvalidArgument) << a << " needs a value";
+    FUSERT_RETURN_IF_ERROR(opt->set(o, a, argv[++i]));
+  }
+  FUSERT_RETURN_IF_ERROR(resolve_inputs(&o));
+  FUSERT_RETURN_IF_ERROR(check_modes(o));
+  FUSERT_RETURN_IF_ERROR(check_device_options(o));
   // Defaults: one inference is timed warm (the median of 10 runs after 2 untimed ones; the cold
   // first run is reported apart); a text file or a set of images is one pass, its first.
   const bool passes = !o.texts.empty() || !o.text_file.empty() || !o.images.empty();
