@@ -1,6 +1,6 @@
 // The ONNX front end: ModelProto -> Graph. Nodes are read in the file's (topological) order;
-// each is mapped onto the op table (onnx_ops.cc adapts the spellings of older opsets), its
-// shapes inferred at once, and a node whose inputs are all constants is folded there and then,
+// each is mapped onto the op table (onnx_ops.cc; the rules of onnx_rules.h for spellings that
+// differ), its shapes inferred at once, and a node whose inputs are all constants is folded there and then,
 // so that the Shape -> Gather -> Unsqueeze -> Concat -> Reshape chains exporters write become
 // the constant shapes fusert's shape functions need.
 #include "graph/onnx/onnx_import.h"

@@ -10,14 +10,13 @@
 #include <string>
 
 #include "graph/ir.h"
+#include "graph/onnx/onnx_rules.h"
 
 namespace fusert::onnx_import {
 
-/// ONNX op types imported as the fusert op of the same name; those the mapping rewrites (or folds
-/// into a constant); whether attribute `a` of `op` is consumed by a rewrite (not in the op table).
+/// ONNX op types imported as the fusert op of the same name (the rules of onnx_rules.h may still
+/// change what one becomes; rewritten_ops() and consumed_attr() are there).
 const std::set<std::string>& direct_ops();
-const std::set<std::string>& rewritten_ops();
-bool consumed_attr(const std::string& op, const std::string& a, int64_t opset);
 
 /// One error (kUnsupported) listing every unsupported op type (count, first node names) and
 /// every unsupported attribute of `g`; ok when there is none. `f64_as_f32`: a CastLike to a
