@@ -173,21 +173,19 @@ void fuse_join(PlanState& st, Strategy s, GroupKind kind, std::vector<int> nodes
     int c = st.g.value(last).consumers[0];
     if (st.node(c).op == OpKind::kGlobalAveragePool && st.group_of(c) < 0 && !st.node(c).fuse_never) all.push_back(c);
   }
-  if (FusionDecision d = check_no_cycle(st.g, all); !d) {
-    st.reject(s, all, d);
-    return;
-  }
-  FusionGroup candidate = candidate_group(st.g, kind, all, join);
-  if (kind == GroupKind::kBranchMerge) {
-    candidate.branch_merge = decode_branch_merge(st.g, all, join);
-    if (!candidate.branch_merge) {
-      st.reject(s, all,
-                refuse("branch_merge") << "the branches of '" << st.node(join).name << "' do not decode into two "
-                                       << "stackable conv chains that reach the join");
-      return;
-    }
-  }
-  if (FusionDecision d = backend_supports(st.opt, st.g, candidate); !d) {
+  FusionGroup candidate;
+  const FusionDecision d = first_refusal([&] { return check_no_cycle(st.g, all); },
+                                         [&]() -> FusionDecision {
+                                           candidate = candidate_group(st.g, kind, all, join);
+                                           if (kind != GroupKind::kBranchMerge) return FusionDecision::yes();
+                                           candidate.branch_merge = decode_branch_merge(st.g, all, join);
+                                           if (candidate.branch_merge) return FusionDecision::yes();
+                                           return refuse("branch_merge") << "the branches of '" << st.node(join).name
+                                                                         << "' do not decode into two "
+                                                                         << "stackable conv chains that reach the join";
+                                         },
+                                         [&] { return backend_supports(st.opt, st.g, candidate); });
+  if (!d) {
     st.reject(s, all, d);
     return;
   }
@@ -200,12 +198,101 @@ void fuse_join(PlanState& st, Strategy s, GroupKind kind, std::vector<int> nodes
   st.groups[static_cast<size_t>(id)].branch_merge = candidate.branch_merge;
 }
 
+// A branch merge's decision: the 1:3 rule, or, when a kernel must be zero-padded to stack, the
+// roofline (the imbalance refusal is recorded, and balancing decides).
+FusionDecision branch_merge_decision(PlanState& st, int join, const Branch& a, const Branch& b, bool padded,
+                                     double ratio) {
+  FusionDecision d = check_imbalance(ratio, st.opt.max_imbalance, "conv");
+  if (!padded) return d;
+  if (!d) st.reject(Strategy::kCross, {a.anchor, b.anchor, join}, d);
+  // Linear branches are re-parameterised into the larger kernel: no extra work at all.
+  const int64_t extra = a.linear && b.linear ? 0 : padded_extra_flops(st.g, st.node(a.anchor), st.node(b.anchor));
+  std::vector<int> all = a.nodes;
+  all.insert(all.end(), b.nodes.begin(), b.nodes.end());
+  all.push_back(join);
+  return check_balancing_pays(st.opt, extra, bytes_saved(st.g, all, {st.node(join).outputs[0]}),
+                              static_cast<int>(all.size()) - 1);
+}
+
+// Two anchor-led branches meeting at an Add in one kernel: one stacked conv (a branch merge) or
+// both GEMMs accumulating per output tile (a conv sum). True when the join went to fuse_join
+// (formed there, or refused with its reason); false when neither applies or the decision said no.
+bool fuse_both_branches(PlanState& st, int join, const Branch& a, const Branch& b, const std::vector<int>& post) {
+  const Node& j = st.node(join);
+  const int join_group = st.group_of(join);
+  const Shape& out_shape = st.g.value(j.outputs[0]).shape;
+  const bool same_shapes = st.g.value(a.out).shape == out_shape && st.g.value(b.out).shape == out_shape;
+  const double ratio = imbalance_ratio(a.flops, b.flops);
+  bool padded = false;
+  const bool same_input = stackable(st.g, st.node(a.anchor), st.node(b.anchor), &padded);
+  if (same_input && same_shapes && j.op == OpKind::kAdd) {
+    char note[200];
+    std::snprintf(note, sizeof note, "%s%s branch FLOP ratio %.1f%s",
+                  a.linear && b.linear ? "re-parameterised into one conv; " : "two branches on one input; ",
+                  padded ? "balanced by zero-padding the smaller kernel;" : "", ratio, padded ? " -> 1.0" : "");
+    const FusionDecision d = branch_merge_decision(st, join, a, b, padded, ratio);
+    if (d) {
+      std::vector<int> nodes = a.nodes;
+      nodes.insert(nodes.end(), b.nodes.begin(), b.nodes.end());
+      fuse_join(st, Strategy::kCross, GroupKind::kBranchMerge, nodes, {a.group, b.group, join_group}, join, post, note,
+                padded ? 1.0 : ratio, padded);
+      return true;
+    }
+    st.reject(Strategy::kCross, {a.anchor, b.anchor, join}, d);
+    return false;
+  }
+  const bool conv_sum = same_shapes && a.linear && b.linear && st.node(a.anchor).op == OpKind::kConv &&
+                        st.node(b.anchor).op == OpKind::kConv && j.op == OpKind::kAdd;
+  if (!conv_sum) return false;
+  const FusionDecision d = check_imbalance(ratio, st.opt.max_imbalance, "conv");
+  if (!d) {
+    st.reject(Strategy::kCross, {a.anchor, b.anchor, join}, d);
+    return false;
+  }
+  char note[160];
+  std::snprintf(note, sizeof note, "conv shortcut: both GEMMs accumulate per output tile; branch FLOP ratio %.1f",
+                ratio);
+  fuse_join(st, Strategy::kCross, GroupKind::kConvSum, {a.anchor, b.anchor}, {a.group, b.group, join_group}, join, post,
+            note, ratio, false);
+  return true;
+}
+
+// The host's epilogue writes one value per element of the anchor's output: a branch that the
+// join broadcasts up (an SE gate [N,C,1,1] times a [N,C,H,W] map) cannot host it.
+FusionDecision check_can_host(const PlanState& st, const Branch& br, const Shape& out_shape) {
+  if (st.g.value(br.out).shape == out_shape) return FusionDecision::yes();
+  return refuse("broadcast_join") << "'" << st.g.value(br.out).name << "' " << shape_str(st.g.value(br.out).shape)
+                                  << " is broadcast to the join's " << shape_str(out_shape) << "; an epilogue of '"
+                                  << st.node(br.anchor).name << "' writes one value per element of its output";
+}
+
+// The join (Add, Mul or Sub; + its post chain) into the epilogue of branch `br`'s kernel. The
+// shortcut is the join operand that is not the branch; it may broadcast (per channel, spatial
+// 1x1, scalar, ...): the epilogue indexes it by the output position.
+void host_join(PlanState& st, int join, const Branch& br, const std::vector<int>& post) {
+  const Node& j = st.node(join);
+  if (j.op != OpKind::kAdd && j.op != OpKind::kMul && j.op != OpKind::kSub) return;
+  const Shape& out_shape = st.g.value(j.outputs[0]).shape;
+  if (FusionDecision d = check_can_host(st, br, out_shape); !d) {
+    st.reject(Strategy::kCross, {br.anchor, join}, d);
+    return;
+  }
+  ValueId other = j.inputs[0] == br.out ? j.inputs[1] : j.inputs[0];
+  const bool broadcast = st.g.value(other).shape != out_shape;
+  fuse_join(
+      st, Strategy::kCross, GroupKind::kAnchorEpilogue, br.nodes, {br.group, st.group_of(join)}, join, post,
+      std::string(broadcast ? "broadcast join into '" : "residual join into '") + st.node(br.anchor).name +
+          "' epilogue; " + (broadcast ? "operand '" : "shortcut '") + st.g.value(other).name + "' " +
+          (broadcast ? shape_str(st.g.value(other).shape) + " broadcast per output element" : std::string("read once")),
+      0, false);
+}
+
 void cross_at_join(PlanState& st, int join) {
   const Node& j = st.node(join);
-  std::vector<int> post = post_chain(st, join);
+  const std::vector<int> post = post_chain(st, join);
   if (!post.empty() && post[0] == -1) return;
   Branch a, b;
-  bool ha = branch_of(st, j.inputs[0], &a), hb = branch_of(st, j.inputs[1], &b);
+  const bool ha = branch_of(st, j.inputs[0], &a), hb = branch_of(st, j.inputs[1], &b);
   if (!ha && !hb) {
     for (ValueId in : j.inputs) {  // every "no" carries a reason
       int anchor = -1;
@@ -213,78 +300,12 @@ void cross_at_join(PlanState& st, int join) {
     }
     return;
   }
-  int join_group = st.group_of(join);
-  const Shape& out_shape = st.g.value(j.outputs[0]).shape;
-  if (ha && hb) {
-    const bool same_shapes = st.g.value(a.out).shape == out_shape && st.g.value(b.out).shape == out_shape;
-    double ratio = imbalance_ratio(a.flops, b.flops);
-    bool padded = false;
-    bool same_input = stackable(st.g, st.node(a.anchor), st.node(b.anchor), &padded);
-    if (same_input && same_shapes && j.op == OpKind::kAdd) {
-      double balanced_ratio = padded ? 1.0 : ratio;
-      char note[200];
-      std::snprintf(note, sizeof note, "%s%s branch FLOP ratio %.1f%s",
-                    a.linear && b.linear ? "re-parameterised into one conv; " : "two branches on one input; ",
-                    padded ? "balanced by zero-padding the smaller kernel;" : "", ratio, padded ? " -> 1.0" : "");
-      FusionDecision d = check_imbalance(ratio, st.opt.max_imbalance, "conv");
-      if (padded) {  // stacking needs equal kernels: the smaller one is zero-padded
-        if (!d) st.reject(Strategy::kCross, {a.anchor, b.anchor, join}, d);
-        // Linear branches are re-parameterised into the larger kernel: no extra work at all.
-        int64_t extra = a.linear && b.linear ? 0 : padded_extra_flops(st.g, st.node(a.anchor), st.node(b.anchor));
-        std::vector<int> all = a.nodes;
-        all.insert(all.end(), b.nodes.begin(), b.nodes.end());
-        all.push_back(join);
-        d = check_balancing_pays(st.opt, extra, bytes_saved(st.g, all, {st.node(join).outputs[0]}),
-                                 static_cast<int>(all.size()) - 1);
-      }
-      if (d) {
-        std::vector<int> nodes = a.nodes;
-        nodes.insert(nodes.end(), b.nodes.begin(), b.nodes.end());
-        fuse_join(st, Strategy::kCross, GroupKind::kBranchMerge, nodes, {a.group, b.group, join_group}, join, post,
-                  note, balanced_ratio, padded);
-        return;
-      } else {
-        st.reject(Strategy::kCross, {a.anchor, b.anchor, join}, d);
-      }
-    } else if (same_shapes && a.linear && b.linear && st.node(a.anchor).op == OpKind::kConv &&
-               st.node(b.anchor).op == OpKind::kConv && j.op == OpKind::kAdd) {
-      FusionDecision d = check_imbalance(ratio, st.opt.max_imbalance, "conv");
-      if (d) {
-        char note[160];
-        std::snprintf(note, sizeof note, "conv shortcut: both GEMMs accumulate per output tile; branch FLOP ratio %.1f",
-                      ratio);
-        fuse_join(st, Strategy::kCross, GroupKind::kConvSum, {a.anchor, b.anchor}, {a.group, b.group, join_group}, join,
-                  post, note, ratio, false);
-        return;
-      }
-      st.reject(Strategy::kCross, {a.anchor, b.anchor, join}, d);
-    }
-    // Refused or not stackable: fuse the join into the heavier branch that can host it.
-    if (b.flops > a.flops) std::swap(a, b);
-    if (st.g.value(a.out).shape != out_shape) std::swap(a, b);
-    hb = false;
-  }
-  const Branch& br = ha ? a : b;
-  if (j.op != OpKind::kAdd && j.op != OpKind::kMul && j.op != OpKind::kSub) return;
-  // The host's epilogue writes one value per element of the anchor's output: a branch that the
-  // join broadcasts up (an SE gate [N,C,1,1] times a [N,C,H,W] map) cannot host it.
-  if (st.g.value(br.out).shape != out_shape) {
-    st.reject(Strategy::kCross, {br.anchor, join},
-              refuse("broadcast_join") << "'" << st.g.value(br.out).name << "' " << shape_str(st.g.value(br.out).shape)
-                                       << " is broadcast to the join's " << shape_str(out_shape) << "; an epilogue of '"
-                                       << st.node(br.anchor).name << "' writes one value per element of its output");
-    return;
-  }
-  // The shortcut is the join operand that is not the branch; it may broadcast (per channel,
-  // spatial 1x1, scalar, ...): the epilogue indexes it by the output position.
-  ValueId other = j.inputs[0] == br.out ? j.inputs[1] : j.inputs[0];
-  const bool broadcast = st.g.value(other).shape != out_shape;
-  fuse_join(
-      st, Strategy::kCross, GroupKind::kAnchorEpilogue, br.nodes, {br.group, join_group}, join, post,
-      std::string(broadcast ? "broadcast join into '" : "residual join into '") + st.node(br.anchor).name +
-          "' epilogue; " + (broadcast ? "operand '" : "shortcut '") + st.g.value(other).name + "' " +
-          (broadcast ? shape_str(st.g.value(other).shape) + " broadcast per output element" : std::string("read once")),
-      0, false);
+  if (!(ha && hb)) return host_join(st, join, ha ? a : b, post);
+  if (fuse_both_branches(st, join, a, b, post)) return;
+  // Refused or not stackable: fuse the join into the heavier branch that can host it.
+  if (b.flops > a.flops) std::swap(a, b);
+  if (st.g.value(a.out).shape != st.g.value(j.outputs[0]).shape) std::swap(a, b);
+  host_join(st, join, a, post);
 }
 
 }  // namespace

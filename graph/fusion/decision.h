@@ -27,6 +27,16 @@ class FusionDecision {
   std::string key_, reason_;
 };
 
+/// The first "no" among `checks` (callables returning FusionDecision), run in order and no
+/// further once one refuses; yes when all agree. A strategy lists its legality and cost rules
+/// for one merge in one such call, and the refusal it records carries the first reason.
+template <typename... Checks>
+FusionDecision first_refusal(Checks&&... checks) {
+  FusionDecision d = FusionDecision::yes();
+  (void)((d = checks(), d.ok()) && ...);
+  return d;
+}
+
 /// Builds a reason with stream syntax: `return refuse("imbalance") << "ratio " << r;`.
 class RefusalBuilder {
  public:

@@ -137,6 +137,24 @@ FusionDecision check_measured_registers(PlanState& st, const std::vector<int>& g
   return FusionDecision::yes();
 }
 
+// The estimated register pressure of the grown chain against the budget (the CPU's vector
+// registers; CUDA measures instead: check_measured_registers).
+FusionDecision check_register_estimate(const PlanState& st, const std::vector<int>& grown) {
+  const int regs = register_estimate(st.g, grown);
+  if (st.opt.measure_registers || grown.size() < 5 || regs <= st.opt.register_budget) return FusionDecision::yes();
+  return refuse("register_pressure") << "register pressure: depth " << grown.size() << " (high) needs ~" << regs
+                                     << " registers > budget " << st.opt.register_budget << "; chain split before '"
+                                     << st.node(grown.back()).name << "'";
+}
+
+// The rules a chain grown by one op (grown.back()) into a group of `next_kind` must pass, in
+// order: register pressure (estimated), no cycle, the backend's capability, measured registers.
+FusionDecision check_grow(PlanState& st, const std::vector<int>& grown, GroupKind next_kind, GroupKind kind) {
+  return first_refusal([&] { return check_register_estimate(st, grown); }, [&] { return check_no_cycle(st.g, grown); },
+                       [&] { return backend_supports(st.opt, st.g, next_kind, grown); },
+                       [&] { return check_measured_registers(st, grown, next_kind, kind, grown.back()); });
+}
+
 void grow_chain(PlanState& st, int head) {
   const Graph& g = st.g;
   GroupKind kind;
@@ -173,23 +191,7 @@ void grow_chain(PlanState& st, int head) {
     }
     std::vector<int> grown = chain;
     grown.push_back(c);
-    int regs = register_estimate(g, grown);
-    if (!st.opt.measure_registers && grown.size() >= 5 && regs > st.opt.register_budget) {  // CUDA measures instead
-      st.reject(Strategy::kVertical, grown,
-                refuse("register_pressure") << "register pressure: depth " << grown.size() << " (high) needs ~" << regs
-                                            << " registers > budget " << st.opt.register_budget
-                                            << "; chain split before '" << st.node(c).name << "'");
-      break;
-    }
-    if (FusionDecision f = check_no_cycle(g, grown); !f) {
-      st.reject(Strategy::kVertical, grown, f);
-      break;
-    }
-    if (FusionDecision f = backend_supports(st.opt, g, next_kind, grown); !f) {
-      st.reject(Strategy::kVertical, grown, f);
-      break;
-    }
-    if (FusionDecision f = check_measured_registers(st, grown, next_kind, kind, c); !f) {
+    if (FusionDecision f = check_grow(st, grown, next_kind, kind); !f) {
       st.reject(Strategy::kVertical, grown, f);
       break;
     }
