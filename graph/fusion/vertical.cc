@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "graph/fusion/cost_model.h"
+#include "graph/fusion/register_pressure.h"
 
 namespace fusert {
 
@@ -99,60 +100,13 @@ void cut_row_norm_chain(PlanState& st, std::vector<int>* chain, GroupKind* kind)
   }
 }
 
-// CUDA: the real register count and spills of the kernel the grown chain would compile to
-// (nvJitLink's report, through the runtime's probe) against the full-occupancy budget.
-// A split only helps when the pieces are lighter: the candidate is refused when its kernel
-// spills (and the pieces' kernels do not) or exceeds the budget and needs more registers than
-// the kernels the pieces would run anyway (the chain so far, and the next op alone).
-FusionDecision check_measured_registers(PlanState& st, const std::vector<int>& grown, GroupKind kind,
-                                        GroupKind chain_kind, int next) {
-  if (!st.opt.measure_registers) return FusionDecision::yes();
-  int regs = 0, spill = 0;
-  std::string kernel;
-  if (!st.opt.measure_registers(st.g, kind, grown, &regs, &spill, &kernel)) return FusionDecision::yes();
-  if (regs < 0)
-    return refuse("backend") << "no " << st.opt.backend << " kernel for depth " << grown.size() << ": " << kernel;
-  int piece_regs = 0, piece_spill = 0;
-  std::vector<int> chain(grown.begin(), grown.end() - 1);
-  const GroupKind single = GroupKind::kSingle;
-  for (const auto& [nodes, k] : {std::make_pair(chain, chain.size() > 1 ? chain_kind : single),
-                                 std::make_pair(std::vector<int>{next}, single)}) {
-    int r = 0, s = 0;
-    std::string name;
-    if (st.opt.measure_registers(st.g, k, nodes, &r, &s, &name) && r > 0) {
-      piece_regs = std::max(piece_regs, r);
-      piece_spill = std::max(piece_spill, s);
-    }
-  }
-  const bool spills = spill > 0 && piece_spill == 0;
-  const bool heavy = regs > st.opt.measured_register_budget && regs > piece_regs;
-  if (spills || heavy) {
-    return refuse("register_pressure") << "register pressure (measured, nvJitLink sm_90): depth " << grown.size()
-                                       << " kernel " << kernel << " uses " << regs << " registers, " << spill
-                                       << " spill bytes > budget " << st.opt.measured_register_budget
-                                       << " registers, 0 spills (split kernels: at most " << piece_regs
-                                       << " registers, " << piece_spill << " spill bytes); chain split before '"
-                                       << st.node(next).name << "'";
-  }
-  return FusionDecision::yes();
-}
-
-// The estimated register pressure of the grown chain against the budget (the CPU's vector
-// registers; CUDA measures instead: check_measured_registers).
-FusionDecision check_register_estimate(const PlanState& st, const std::vector<int>& grown) {
-  const int regs = register_estimate(st.g, grown);
-  if (st.opt.measure_registers || grown.size() < 5 || regs <= st.opt.register_budget) return FusionDecision::yes();
-  return refuse("register_pressure") << "register pressure: depth " << grown.size() << " (high) needs ~" << regs
-                                     << " registers > budget " << st.opt.register_budget << "; chain split before '"
-                                     << st.node(grown.back()).name << "'";
-}
-
 // The rules a chain grown by one op (grown.back()) into a group of `next_kind` must pass, in
 // order: register pressure (estimated), no cycle, the backend's capability, measured registers.
 FusionDecision check_grow(PlanState& st, const std::vector<int>& grown, GroupKind next_kind, GroupKind kind) {
-  return first_refusal([&] { return check_register_estimate(st, grown); }, [&] { return check_no_cycle(st.g, grown); },
+  return first_refusal([&] { return check_register_estimate(st.opt, st.g, grown); },
+                       [&] { return check_no_cycle(st.g, grown); },
                        [&] { return backend_supports(st.opt, st.g, next_kind, grown); },
-                       [&] { return check_measured_registers(st, grown, next_kind, kind, grown.back()); });
+                       [&] { return check_measured_registers(st.opt, st.g, grown, next_kind, kind); });
 }
 
 void grow_chain(PlanState& st, int head) {
