@@ -95,6 +95,86 @@ Status write_safetensors(const std::string& path, const Graph& g, const std::vec
   return Status();
 }
 
+// Initializers a node reads (the import keeps the intermediates of the chains it folded), in the
+// order the nodes first read them, as a hand-written model declares them; each with the
+// seeded-init kind its use asks for (BatchNormalization's scale and variance), so that
+// `infer --seeded` gives a sane model too.
+std::vector<ValueId> used_initializers(const Graph& g, std::map<ValueId, const char*>* init_kind) {
+  std::vector<ValueId> inits;
+  std::set<ValueId> seen;
+  for (const Node& n : g.nodes) {
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const ValueId id = n.inputs[k];
+      if (id == kNoValue || !g.value(id).is_initializer || !seen.insert(id).second) continue;
+      inits.push_back(id);
+      if (op_name(n.op) == std::string("BatchNormalization") && (k == 1 || k == 4)) {
+        (*init_kind)[id] = k == 1 ? "bn_scale" : "bn_var";
+      }
+    }
+  }
+  return inits;
+}
+
+void emit_inputs_outputs(YAML::Emitter& e, const Graph& g) {
+  e << YAML::Key << "inputs" << YAML::Value << YAML::BeginSeq;
+  for (ValueId id : g.inputs) {
+    const Value& v = g.value(id);
+    e << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << v.name << YAML::Key << "shape"
+      << YAML::Value;
+    emit_shape(e, v.shape);
+    e << YAML::Key << "dtype" << YAML::Value << dtype_name(v.dtype) << YAML::EndMap;
+  }
+  e << YAML::EndSeq << YAML::Key << "outputs" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (ValueId id : g.outputs) e << g.value(id).name;
+  e << YAML::EndSeq;
+}
+
+// One initializer: small constants inline (their values), the others by shape (and init kind).
+void emit_initializer(YAML::Emitter& e, const Value& v, const char* init_kind) {
+  e << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << v.name << YAML::Key << "shape"
+    << YAML::Value;
+  emit_shape(e, v.data.shape());
+  if (inline_constant(v)) {
+    e << YAML::Key << "dtype" << YAML::Value << dtype_name(v.data.dtype()) << YAML::Key << "value" << YAML::Value
+      << YAML::Flow << YAML::BeginSeq;
+    for (int64_t i = 0; i < v.data.numel(); ++i) {
+      if (v.data.dtype() == DType::kI64) {
+        e << v.data.i64()[i];
+      } else {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.9g", v.data.f32()[i]);  // round-trips every float
+        e << buf;
+      }
+    }
+    e << YAML::EndSeq;
+  } else if (init_kind) {
+    e << YAML::Key << "init" << YAML::Value << init_kind;
+  }
+  e << YAML::EndMap;
+}
+
+// One node: op, inputs, outputs, and the attributes that differ from the op table's defaults.
+void emit_node(YAML::Emitter& e, const Graph& g, const Node& n) {
+  e << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << n.name << YAML::Key << "op" << YAML::Value
+    << op_name(n.op);
+  for (const char* key : {"inputs", "outputs"}) {
+    e << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (ValueId id : key[0] == 'i' ? n.inputs : n.outputs) e << (id == kNoValue ? std::string() : g.value(id).name);
+    e << YAML::EndSeq;
+  }
+  bool any = false;
+  for (const AttrSchema& s : op_info(n.op).attrs) {
+    const auto it = n.attrs.find(s.name);
+    if (it == n.attrs.end() || (!s.required && same_attr(it->second, s.default_value))) continue;
+    if (!any) e << YAML::Key << "attrs" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    any = true;
+    e << YAML::Key << s.name << YAML::Value;
+    emit_attr(e, it->second);
+  }
+  if (any) e << YAML::EndMap;
+  e << YAML::EndMap;
+}
+
 Status convert(const std::string& in, const std::string& out, std::string weights,
                const std::map<std::string, Shape>& shapes) {
   FUSERT_ASSIGN_OR_RETURN(ModelSpec m, load_onnx(in, shapes));
@@ -106,23 +186,9 @@ Status convert(const std::string& in, const std::string& out, std::string weight
   e << YAML::Key << "description" << YAML::Value
     << ("Converted by fusert-convert from " + fs::path(in).filename().string() + " (weights in " +
         fs::path(weights).filename().string() + ").");
-  // Initializers a node reads (the import keeps the intermediates of the chains it folded), in
-  // the order the nodes first read them, as a hand-written model declares them; each with the
-  // seeded-init kind its use asks for (BatchNormalization's scale and variance), so that
-  // `infer --seeded` gives a sane model too.
-  std::vector<ValueId> inits, to_file;
-  std::set<ValueId> seen;
   std::map<ValueId, const char*> init_kind;
-  for (const Node& n : g.nodes) {
-    for (size_t k = 0; k < n.inputs.size(); ++k) {
-      const ValueId id = n.inputs[k];
-      if (id == kNoValue || !g.value(id).is_initializer || !seen.insert(id).second) continue;
-      inits.push_back(id);
-      if (op_name(n.op) == std::string("BatchNormalization") && (k == 1 || k == 4)) {
-        init_kind[id] = k == 1 ? "bn_scale" : "bn_var";
-      }
-    }
-  }
+  const std::vector<ValueId> inits = used_initializers(g, &init_kind);
+  std::vector<ValueId> to_file;
   for (ValueId id : inits) {
     const Value& v = g.value(id);
     if (v.data.dtype() != DType::kF32 && v.data.dtype() != DType::kI64) {
@@ -135,62 +201,11 @@ Status convert(const std::string& in, const std::string& out, std::string weight
     e << YAML::Key << "weights" << YAML::Value
       << fs::relative(fs::absolute(weights), fs::absolute(out).parent_path()).string();
   }
-  e << YAML::Key << "inputs" << YAML::Value << YAML::BeginSeq;
-  for (ValueId id : g.inputs) {
-    const Value& v = g.value(id);
-    e << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << v.name << YAML::Key << "shape"
-      << YAML::Value;
-    emit_shape(e, v.shape);
-    e << YAML::Key << "dtype" << YAML::Value << dtype_name(v.dtype) << YAML::EndMap;
-  }
-  e << YAML::EndSeq << YAML::Key << "outputs" << YAML::Value << YAML::Flow << YAML::BeginSeq;
-  for (ValueId id : g.outputs) e << g.value(id).name;
-  e << YAML::EndSeq;
+  emit_inputs_outputs(e, g);
   e << YAML::Key << "initializers" << YAML::Value << YAML::BeginSeq;
-  for (ValueId id : inits) {
-    const Value& v = g.value(id);
-    e << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << v.name << YAML::Key << "shape"
-      << YAML::Value;
-    emit_shape(e, v.data.shape());
-    if (inline_constant(v)) {
-      e << YAML::Key << "dtype" << YAML::Value << dtype_name(v.data.dtype()) << YAML::Key << "value" << YAML::Value
-        << YAML::Flow << YAML::BeginSeq;
-      for (int64_t i = 0; i < v.data.numel(); ++i) {
-        if (v.data.dtype() == DType::kI64) {
-          e << v.data.i64()[i];
-        } else {
-          char buf[32];
-          std::snprintf(buf, sizeof buf, "%.9g", v.data.f32()[i]);  // round-trips every float
-          e << buf;
-        }
-      }
-      e << YAML::EndSeq;
-    } else if (init_kind.count(id)) {
-      e << YAML::Key << "init" << YAML::Value << init_kind.at(id);
-    }
-    e << YAML::EndMap;
-  }
+  for (ValueId id : inits) emit_initializer(e, g.value(id), init_kind.count(id) ? init_kind.at(id) : nullptr);
   e << YAML::EndSeq << YAML::Key << "nodes" << YAML::Value << YAML::BeginSeq;
-  for (const Node& n : g.nodes) {
-    e << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << n.name << YAML::Key << "op"
-      << YAML::Value << op_name(n.op);
-    for (const char* key : {"inputs", "outputs"}) {
-      e << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginSeq;
-      for (ValueId id : key[0] == 'i' ? n.inputs : n.outputs) e << (id == kNoValue ? std::string() : g.value(id).name);
-      e << YAML::EndSeq;
-    }
-    bool any = false;
-    for (const AttrSchema& s : op_info(n.op).attrs) {
-      const auto it = n.attrs.find(s.name);
-      if (it == n.attrs.end() || (!s.required && same_attr(it->second, s.default_value))) continue;
-      if (!any) e << YAML::Key << "attrs" << YAML::Value << YAML::Flow << YAML::BeginMap;
-      any = true;
-      e << YAML::Key << s.name << YAML::Value;
-      emit_attr(e, it->second);
-    }
-    if (any) e << YAML::EndMap;
-    e << YAML::EndMap;
-  }
+  for (const Node& n : g.nodes) emit_node(e, g, n);
   e << YAML::EndSeq << YAML::EndMap;
   if (!e.good()) return error(StatusCode::kInternal) << "YAML emitter: " << e.GetLastError();
   std::ofstream f(out);

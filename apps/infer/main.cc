@@ -175,26 +175,25 @@ Status compare_with_cpu(const InferOptions& o, const TensorMap& inputs, const Te
   return Status();
 }
 
-Status run(InferOptions o) {
-  bool default_model = o.model.empty();
-  if (default_model) o.model = kDefaultModel;
-  // The bundled photo unless --batch asks for a seeded input of that batch.
-  if (default_model && o.input.empty() && o.batch < 0) o.input = kDefaultPhoto;
-  if (o.dump) {  // an ONNX file as imported, with the --shape bindings and --dim ranges given
-    if (!is_onnx_path(o.model) && (!o.session.input_shapes.empty() || !o.session.dim_ranges.empty())) {
-      return error(StatusCode::kInvalidArgument) << o.model << ": --shape and --dim are for ONNX models; a YAML "
-                                                 << "model declares its input shapes and symbolic dims";
-    }
-    std::vector<SymbolicDim> dims;
-    for (const auto& [name, r] : o.session.dim_ranges) dims.push_back(declared_dim(name, r.min, r.max, r.opt));
-    FUSERT_ASSIGN_OR_RETURN(ModelSpec m, is_onnx_path(o.model) ? load_onnx(o.model, o.session.input_shapes, dims, true)
-                                                               : load_model(o.model));
-    std::fputs(dump_graph(m.graph).c_str(), stdout);
-    return Status();
+// --dump: the model as imported (an ONNX file with the --shape bindings and --dim ranges given).
+Status dump_model(const InferOptions& o) {
+  if (!is_onnx_path(o.model) && (!o.session.input_shapes.empty() || !o.session.dim_ranges.empty())) {
+    return error(StatusCode::kInvalidArgument) << o.model << ": --shape and --dim are for ONNX models; a YAML "
+                                               << "model declares its input shapes and symbolic dims";
   }
+  std::vector<SymbolicDim> dims;
+  for (const auto& [name, r] : o.session.dim_ranges) dims.push_back(declared_dim(name, r.min, r.max, r.opt));
+  FUSERT_ASSIGN_OR_RETURN(ModelSpec m, is_onnx_path(o.model) ? load_onnx(o.model, o.session.input_shapes, dims, true)
+                                                             : load_model(o.model));
+  std::fputs(dump_graph(m.graph).c_str(), stdout);
+  return Status();
+}
+
+// Loads the session and prints its plan (with --explain, the planner's and the backend's view).
+// CUDA: plans and compiles first (no device needed), so --explain shows the CUDA plan with its
+// register counts even on a machine without a GPU; then attaches the device.
+Result<std::unique_ptr<Session>> load_and_report(const InferOptions& o) {
   std::printf("model: %s\n", o.model.c_str());
-  // CUDA: plan and compile first (no device needed), so --explain shows the CUDA plan with its
-  // register counts even on a machine without a GPU; then attach the device.
   const bool cuda = o.session.device == "cuda";
   SessionOptions so = o.session;
   // Without --explain or --dump-kernels (both useful without a GPU), a missing device fails
@@ -221,35 +220,51 @@ Status run(InferOptions o) {
     FUSERT_RETURN_IF_ERROR(session->init_device());
     std::printf("device: %s\n", session->stats().device_name.c_str());
   }
-  if (!o.dot.empty()) {
-    if (session->stats().execution_stages > 1) {
-      return error(StatusCode::kUnsupported)
-             << "--dot: the model runs in " << session->stats().execution_stages << " execution stages (an output "
-             << "size that depends on the data, or an If decided at run time); --dot draws a plan of one stage "
-                "(--explain prints every stage's)";
+  return session;
+}
+
+// --dot: the fusion plan (or the graph, unfused) as Graphviz.
+Status write_dot(const InferOptions& o, const Session& session) {
+  if (session.stats().execution_stages > 1) {
+    return error(StatusCode::kUnsupported)
+           << "--dot: the model runs in " << session.stats().execution_stages << " execution stages (an output "
+           << "size that depends on the data, or an If decided at run time); --dot draws a plan of one stage "
+              "(--explain prints every stage's)";
+  }
+  const bool unfused = o.session.fusion == "none" || o.session.fusion == "raw";
+  const std::string dot = unfused ? graph_to_dot(session.graph()) : plan_to_dot(session.graph(), session.fusion_plan());
+  return write_text(o.dot, dot);
+}
+
+// --output: the first output to a .npy file, or every output, by name, into a directory ("DIR/").
+Status write_outputs(const std::string& output, const Session& session, const TensorMap& outputs) {
+  if (!output.empty() && output.back() == '/') {
+    std::filesystem::create_directories(output);
+    for (ValueId v : session.graph().outputs) {
+      const std::string& name = session.graph().value(v).name;
+      std::string file = name;
+      for (char& c : file)
+        if (c == '/' || c == '\\') c = '_';
+      FUSERT_RETURN_IF_ERROR(write_npy(output + file + ".npy", outputs.at(name)));
+      std::printf("wrote %s%s.npy\n", output.c_str(), file.c_str());
     }
-    const bool unfused = o.session.fusion == "none" || o.session.fusion == "raw";
-    const std::string dot =
-        unfused ? graph_to_dot(session->graph()) : plan_to_dot(session->graph(), session->fusion_plan());
-    FUSERT_RETURN_IF_ERROR(write_text(o.dot, dot));
+  } else if (!output.empty()) {
+    FUSERT_RETURN_IF_ERROR(write_npy(output, outputs.at(session.graph().value(session.graph().outputs[0]).name)));
+    std::printf("wrote %s\n", output.c_str());
   }
-  if (!o.text_file.empty()) {
-    FUSERT_ASSIGN_OR_RETURN(auto lines, read_text_file(o.text_file));
-    o.texts.insert(o.texts.end(), lines.begin(), lines.end());
-  }
-  if (!o.texts.empty()) return run_texts(*session, o.texts, {o.runs, o.batch_size, o.output});
-  if (!o.images.empty()) return run_images(*session, o);
-  FUSERT_ASSIGN_OR_RETURN(TensorMap inputs, make_inputs(o, *session));
-  if (o.verify) FUSERT_RETURN_IF_ERROR(print_verify(*session, inputs));
-  if (o.ablation) return print_ablation(o, inputs);
-  if (o.profile) return print_profile(o, *session, inputs);
-  // The session's first run is cold (first touch of weights and arenas, oneDNN primitive or
-  // CUDA Graph creation): timed apart and labelled; the latency is the median of warm runs.
+  return Status();
+}
+
+// One input timed: the session's first run is cold (first touch of weights and arenas, oneDNN
+// primitive or CUDA Graph creation), timed apart and labelled; the latency is the median of warm
+// runs. Then the outputs, the CPU comparison, --output and --stats-json.
+Status time_and_report(const InferOptions& o, Session& session, const TensorMap& inputs) {
+  const bool cuda = o.session.device == "cuda";
   TensorMap outputs;
   auto timed_run = [&]() -> Result<double> {
     auto t0 = std::chrono::steady_clock::now();
-    FUSERT_ASSIGN_OR_RETURN(outputs, session->run(inputs));
-    return cuda ? session->stats().last_run_device_ms
+    FUSERT_ASSIGN_OR_RETURN(outputs, session.run(inputs));
+    return cuda ? session.stats().last_run_device_ms
                 : std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   };
   FUSERT_ASSIGN_OR_RETURN(const double cold_ms, timed_run());
@@ -260,31 +275,39 @@ Status run(InferOptions o) {
     times.push_back(ms);
   }
   if (o.compare_cpu) FUSERT_RETURN_IF_ERROR(compare_with_cpu(o, inputs, outputs));
-  print_outputs(outputs, read_labels(session->model().labels_path), o.topk);
+  print_outputs(outputs, read_labels(session.model().labels_path), o.topk);
   Latency lat = summarize(times);
   std::printf("latency (%s, warm: %d run%s after the first and %d warm-up): median %.2f ms, min %.2f ms, max %.2f ms\n",
               o.session.device.c_str(), o.runs, o.runs == 1 ? "" : "s", o.warmup, lat.median, lat.min, lat.max);
   std::printf("first run (cold: first touch of weights and arenas, %s set-up): %.2f ms\n",
               cuda ? "CUDA Graph capture" : "primitive", cold_ms);
-  if (!o.output.empty() && o.output.back() == '/') {  // every output, by name
-    std::filesystem::create_directories(o.output);
-    for (ValueId v : session->graph().outputs) {
-      const std::string& name = session->graph().value(v).name;
-      std::string file = name;
-      for (char& c : file)
-        if (c == '/' || c == '\\') c = '_';
-      FUSERT_RETURN_IF_ERROR(write_npy(o.output + file + ".npy", outputs.at(name)));
-      std::printf("wrote %s%s.npy\n", o.output.c_str(), file.c_str());
-    }
-  } else if (!o.output.empty()) {
-    FUSERT_RETURN_IF_ERROR(write_npy(o.output, outputs.at(session->graph().value(session->graph().outputs[0]).name)));
-    std::printf("wrote %s\n", o.output.c_str());
-  }
+  FUSERT_RETURN_IF_ERROR(write_outputs(o.output, session, outputs));
   if (!o.stats_json.empty()) {
-    FUSERT_RETURN_IF_ERROR(write_stats_json(o.stats_json, *session, lat, o.runs, cold_ms));
+    FUSERT_RETURN_IF_ERROR(write_stats_json(o.stats_json, session, lat, o.runs, cold_ms));
     std::printf("wrote %s\n", o.stats_json.c_str());
   }
   return Status();
+}
+
+Status run(InferOptions o) {
+  bool default_model = o.model.empty();
+  if (default_model) o.model = kDefaultModel;
+  // The bundled photo unless --batch asks for a seeded input of that batch.
+  if (default_model && o.input.empty() && o.batch < 0) o.input = kDefaultPhoto;
+  if (o.dump) return dump_model(o);
+  FUSERT_ASSIGN_OR_RETURN(auto session, load_and_report(o));
+  if (!o.dot.empty()) FUSERT_RETURN_IF_ERROR(write_dot(o, *session));
+  if (!o.text_file.empty()) {
+    FUSERT_ASSIGN_OR_RETURN(auto lines, read_text_file(o.text_file));
+    o.texts.insert(o.texts.end(), lines.begin(), lines.end());
+  }
+  if (!o.texts.empty()) return run_texts(*session, o.texts, {o.runs, o.batch_size, o.output});
+  if (!o.images.empty()) return run_images(*session, o);
+  FUSERT_ASSIGN_OR_RETURN(TensorMap inputs, make_inputs(o, *session));
+  if (o.verify) FUSERT_RETURN_IF_ERROR(print_verify(*session, inputs));
+  if (o.ablation) return print_ablation(o, inputs);
+  if (o.profile) return print_profile(o, *session, inputs);
+  return time_and_report(o, *session, inputs);
 }
 
 }  // namespace

@@ -92,6 +92,76 @@ void print_similarity(const std::vector<std::vector<float>>& emb) {
   }
 }
 
+// One batch of encoded texts (enc[order[first..first+b)]) padded to `len` (or the model's fixed
+// seq), run; each text's row of the first output into emb.
+Status run_batch(Session& s, const std::vector<Encoding>& enc, const std::vector<size_t>& order, size_t first, size_t b,
+                 int64_t len, const std::string& out_name, std::vector<std::vector<float>>* emb) {
+  Tensor ids(DType::kI64, {static_cast<int64_t>(b), len}), mask(DType::kI64, {static_cast<int64_t>(b), len});
+  for (size_t k = 0; k < b; ++k) {  // zero-initialised: [PAD] = 0 with mask 0
+    const Encoding& e = enc[order[first + k]];
+    std::copy(e.ids.begin(), e.ids.end(), ids.i64() + static_cast<int64_t>(k) * len);
+    std::copy(e.attention_mask.begin(), e.attention_mask.end(), mask.i64() + static_cast<int64_t>(k) * len);
+  }
+  FUSERT_ASSIGN_OR_RETURN(TensorMap out, s.run({{"input_ids", ids}, {"attention_mask", mask}}));
+  const Tensor& y = out.at(out_name);
+  if (y.shape().empty() || y.shape()[0] != static_cast<int64_t>(b)) {
+    return error(StatusCode::kInvalidArgument) << "--text: output '" << out_name << "' " << shape_str(y.shape())
+                                               << " is not one row per text of the batch of " << b;
+  }
+  const int64_t dim = y.numel() / static_cast<int64_t>(b);
+  for (size_t k = 0; k < b; ++k)
+    (*emb)[order[first + k]].assign(y.f32() + static_cast<int64_t>(k) * dim,
+                                    y.f32() + (static_cast<int64_t>(k) + 1) * dim);
+  return Status();
+}
+
+// A few texts: each embedding's dim, norm and first values.
+void print_embeddings(const std::vector<std::string>& texts, const std::vector<Encoding>& enc,
+                      const std::vector<std::vector<float>>& emb) {
+  for (size_t t = 0; t < texts.size(); ++t) {
+    double norm = 0;
+    for (float x : emb[t]) norm += static_cast<double>(x) * x;
+    std::printf("text %zu (%zu tokens): dim %zu, norm %.6f, first [", t + 1, enc[t].ids.size(), emb[t].size(),
+                std::sqrt(norm));
+    for (size_t i = 0; i < std::min<size_t>(5, emb[t].size()); ++i) std::printf("%s%.5f", i ? ", " : "", emb[t][i]);
+    std::printf(" ...]  \"%.60s%s\"\n", texts[t].c_str(), texts[t].size() > 60 ? "..." : "");
+  }
+}
+
+// The first pass end to end (tokenizer, batching, plans for new shapes); with --runs N > 1 the
+// median of the later passes (shapes planned).
+void print_throughput(const Session& s, size_t texts, int64_t tokens, int batches, int64_t batch,
+                      const std::vector<double>& pass_ms) {
+  const double ms = pass_ms[0];
+  const SessionStats& st = s.stats();
+  std::printf(
+      "embedded %zu texts (%lld tokens) in %d batches of up to %lld, padded to each batch's longest: %.1f ms, "
+      "%.1f texts/s, %.0f tokens/s; shapes planned %lld (%.1f ms), reused %lld\n",
+      texts, static_cast<long long>(tokens), batches, static_cast<long long>(batch), ms,
+      1000.0 * static_cast<double>(texts) / ms, 1000.0 * static_cast<double>(tokens) / ms,
+      static_cast<long long>(st.shape_cache_misses), st.shape_build_ms_total,
+      static_cast<long long>(st.shape_cache_hits));
+  if (pass_ms.size() > 1) {
+    std::vector<double> later(pass_ms.begin() + 1, pass_ms.end());
+    std::sort(later.begin(), later.end());
+    const double med = later[later.size() / 2];
+    std::printf("later passes (%zu, shapes already planned): median %.1f ms, %.1f texts/s, %.0f tokens/s\n",
+                later.size(), med, 1000.0 * static_cast<double>(texts) / med,
+                1000.0 * static_cast<double>(tokens) / med);
+  }
+}
+
+// --output: every embedding, [n, dim] float32, in input order.
+Status write_embeddings(const std::string& path, const std::vector<std::vector<float>>& emb) {
+  const int64_t dim = static_cast<int64_t>(emb[0].size());
+  Tensor all(DType::kF32, {static_cast<int64_t>(emb.size()), dim});
+  for (size_t t = 0; t < emb.size(); ++t)
+    std::copy(emb[t].begin(), emb[t].end(), all.f32() + static_cast<int64_t>(t) * dim);
+  FUSERT_RETURN_IF_ERROR(write_npy(path, all));
+  std::printf("wrote %s [%zu, %lld] float32, in input order\n", path.c_str(), emb.size(), static_cast<long long>(dim));
+  return Status();
+}
+
 }  // namespace
 
 Status run_texts(Session& s, const std::vector<std::string>& texts, const TextRunOptions& o) {
@@ -122,22 +192,7 @@ Status run_texts(Session& s, const std::vector<std::string>& texts, const TextRu
     for (size_t first = 0; first < order.size(); first += static_cast<size_t>(shape.batch)) {
       const size_t b = std::min(order.size() - first, static_cast<size_t>(shape.batch));
       const int64_t len = shape.seq > 0 ? shape.seq : static_cast<int64_t>(enc[order[first]].ids.size());
-      Tensor ids(DType::kI64, {static_cast<int64_t>(b), len}), mask(DType::kI64, {static_cast<int64_t>(b), len});
-      for (size_t k = 0; k < b; ++k) {  // zero-initialised: [PAD] = 0 with mask 0
-        const Encoding& e = enc[order[first + k]];
-        std::copy(e.ids.begin(), e.ids.end(), ids.i64() + static_cast<int64_t>(k) * len);
-        std::copy(e.attention_mask.begin(), e.attention_mask.end(), mask.i64() + static_cast<int64_t>(k) * len);
-      }
-      FUSERT_ASSIGN_OR_RETURN(TensorMap out, s.run({{"input_ids", ids}, {"attention_mask", mask}}));
-      const Tensor& y = out.at(out_name);
-      if (y.shape().empty() || y.shape()[0] != static_cast<int64_t>(b)) {
-        return error(StatusCode::kInvalidArgument) << "--text: output '" << out_name << "' " << shape_str(y.shape())
-                                                   << " is not one row per text of the batch of " << b;
-      }
-      const int64_t dim = y.numel() / static_cast<int64_t>(b);
-      for (size_t k = 0; k < b; ++k)
-        emb[order[first + k]].assign(y.f32() + static_cast<int64_t>(k) * dim,
-                                     y.f32() + (static_cast<int64_t>(k) + 1) * dim);
+      FUSERT_RETURN_IF_ERROR(run_batch(s, enc, order, first, b, len, out_name, &emb));
       ++batches;
       if (bar) progress(first + b, order.size());
     }
@@ -145,45 +200,10 @@ Status run_texts(Session& s, const std::vector<std::string>& texts, const TextRu
     pass_ms.push_back(std::chrono::duration<double, std::milli>(now - (r == 0 ? t0 : tp)).count());
     tp = now;
   }
-  // The first pass end to end (tokenizer, batching, plans for new shapes); with --runs N > 1
-  // the median of the later passes (shapes planned) follows.
-  const double ms = pass_ms[0];
-  if (texts.size() <= 20) {
-    for (size_t t = 0; t < texts.size(); ++t) {
-      double norm = 0;
-      for (float x : emb[t]) norm += static_cast<double>(x) * x;
-      std::printf("text %zu (%zu tokens): dim %zu, norm %.6f, first [", t + 1, enc[t].ids.size(), emb[t].size(),
-                  std::sqrt(norm));
-      for (size_t i = 0; i < std::min<size_t>(5, emb[t].size()); ++i) std::printf("%s%.5f", i ? ", " : "", emb[t][i]);
-      std::printf(" ...]  \"%.60s%s\"\n", texts[t].c_str(), texts[t].size() > 60 ? "..." : "");
-    }
-  }
-  const SessionStats& st = s.stats();
-  std::printf(
-      "embedded %zu texts (%lld tokens) in %d batches of up to %lld, padded to each batch's longest: %.1f ms, "
-      "%.1f texts/s, %.0f tokens/s; shapes planned %lld (%.1f ms), reused %lld\n",
-      texts.size(), static_cast<long long>(tokens), batches, static_cast<long long>(shape.batch), ms,
-      1000.0 * static_cast<double>(texts.size()) / ms, 1000.0 * static_cast<double>(tokens) / ms,
-      static_cast<long long>(st.shape_cache_misses), st.shape_build_ms_total,
-      static_cast<long long>(st.shape_cache_hits));
-  if (pass_ms.size() > 1) {
-    std::vector<double> later(pass_ms.begin() + 1, pass_ms.end());
-    std::sort(later.begin(), later.end());
-    const double med = later[later.size() / 2];
-    std::printf("later passes (%zu, shapes already planned): median %.1f ms, %.1f texts/s, %.0f tokens/s\n",
-                later.size(), med, 1000.0 * static_cast<double>(texts.size()) / med,
-                1000.0 * static_cast<double>(tokens) / med);
-  }
+  if (texts.size() <= 20) print_embeddings(texts, enc, emb);
+  print_throughput(s, texts.size(), tokens, batches, shape.batch, pass_ms);
   if (texts.size() >= 2 && texts.size() <= 10) print_similarity(emb);
-  if (!o.output.empty()) {
-    const int64_t dim = static_cast<int64_t>(emb[0].size());
-    Tensor all(DType::kF32, {static_cast<int64_t>(texts.size()), dim});
-    for (size_t t = 0; t < texts.size(); ++t)
-      std::copy(emb[t].begin(), emb[t].end(), all.f32() + static_cast<int64_t>(t) * dim);
-    FUSERT_RETURN_IF_ERROR(write_npy(o.output, all));
-    std::printf("wrote %s [%zu, %lld] float32, in input order\n", o.output.c_str(), texts.size(),
-                static_cast<long long>(dim));
-  }
+  if (!o.output.empty()) FUSERT_RETURN_IF_ERROR(write_embeddings(o.output, emb));
   return Status();
 }
 
