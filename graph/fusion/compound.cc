@@ -89,11 +89,10 @@ void form_serial(PlanState& st) {
       for (int gid : gids)
         nodes.insert(nodes.end(), st.groups[static_cast<size_t>(gid)].nodes.begin(),
                      st.groups[static_cast<size_t>(gid)].nodes.end());
-      if (FusionDecision d = check_no_cycle(g, nodes); !d) {
-        st.reject(Strategy::kCompound, nodes, d);
-        continue;
-      }
-      if (FusionDecision d = backend_supports(st.opt, g, GroupKind::kHorizontalGemm, nodes); !d) {
+      if (FusionDecision d =
+              first_refusal([&] { return check_no_cycle(g, nodes); },
+                            [&] { return backend_supports(st.opt, g, GroupKind::kHorizontalGemm, nodes); });
+          !d) {
         st.reject(Strategy::kCompound, nodes, d);
         continue;
       }

@@ -63,12 +63,12 @@ void try_merge(PlanState& st, std::vector<int> members, GroupKind kind, const st
   }
   members = cold;
   if (members.size() < 2) return;
-  for (FusionDecision d :
-       {check_no_cycle(st.g, members), check_peak(st, members), backend_supports(st.opt, st.g, kind, members)}) {
-    if (!d) {
-      st.reject(Strategy::kHorizontal, members, d);
-      return;
-    }
+  if (FusionDecision d =
+          first_refusal([&] { return check_no_cycle(st.g, members); }, [&] { return check_peak(st, members); },
+                        [&] { return backend_supports(st.opt, st.g, kind, members); });
+      !d) {
+    st.reject(Strategy::kHorizontal, members, d);
+    return;
   }
   st.add_group(Strategy::kHorizontal, kind, members, note + " (" + names(st, members) + ")");
 }
