@@ -4,7 +4,11 @@
 // run() sets the bias pointer and enqueues.
 #include "kernels/cuda/cublaslt_gemm.h"
 
+#include <atomic>
 #include <cstdint>
+#include <cstdio>
+
+#include "kernels/cuda/bias_act.cuh"
 
 namespace fusert::cuda {
 
@@ -45,9 +49,49 @@ const void* fake_pointer_aligned_to(uintptr_t bytes) { return reinterpret_cast<c
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
+std::atomic<int64_t> g_fallbacks{0};
+
+const char* epilogue_name(const GemmDesc& d) {
+  switch (epilogue_of(d)) {
+    case CUBLASLT_EPILOGUE_RELU_BIAS:
+      return "RELU_BIAS";
+    case CUBLASLT_EPILOGUE_RELU:
+      return "RELU";
+    case CUBLASLT_EPILOGUE_GELU_BIAS:
+      return "GELU_BIAS";
+    case CUBLASLT_EPILOGUE_GELU:
+      return "GELU";
+    case CUBLASLT_EPILOGUE_BIAS:
+      return "BIAS";
+    default:
+      return "DEFAULT";
+  }
+}
+
 }  // namespace
 
+int64_t lt_epilogue_fallbacks() { return g_fallbacks.load(); }
+
 Result<std::unique_ptr<LtGemm>> LtGemm::create(Context& ctx, const GemmDesc& d, const std::string& what) {
+  Result<std::unique_ptr<LtGemm>> exact = create_exact(ctx, d, what);
+  if (exact.ok() || (!d.bias && d.act == GemmDesc::kNone)) return exact;
+  GemmDesc plain = d;
+  plain.bias = false;
+  plain.act = GemmDesc::kNone;
+  Result<std::unique_ptr<LtGemm>> g = create_exact(ctx, plain, what);
+  if (!g.ok()) return exact;  // the plain GEMM fails too: the first error says more
+  (*g)->epilogue_apart_ = true;
+  (*g)->full_ = d;
+  ++g_fallbacks;
+  std::fprintf(stderr,
+               "fusert: note: %s: cuBLASLt has no algorithm for the %s epilogue at M=%lld N=%lld K=%lld batch=%lld; "
+               "the GEMM runs without it and one kernel adds the bias and applies the activation\n",
+               what.c_str(), epilogue_name(d), static_cast<long long>(d.m), static_cast<long long>(d.n),
+               static_cast<long long>(d.k), static_cast<long long>(d.batch));
+  return g;
+}
+
+Result<std::unique_ptr<LtGemm>> LtGemm::create_exact(Context& ctx, const GemmDesc& d, const std::string& what) {
   if (d.m <= 0 || d.n <= 0 || d.k <= 0 || d.batch < 1 || d.batch > INT32_MAX) {
     return error(StatusCode::kUnsupported)
            << what << ": cuBLASLt GEMM needs M, N, K >= 1 and a batch in [1, 2^31), got M=" << d.m << " N=" << d.n
@@ -144,8 +188,9 @@ Status LtGemm::run(Context& ctx, const float* a, const float* b, const float* bi
                                         << " workspace bytes but the context has " << ctx.workspace_bytes();
   }
   const bool read_c = d_.beta != 0.f;
-  if ((d_.bias && !bias) || (read_c && !c)) {
-    return error(StatusCode::kInternal) << what_ << ": the GEMM expects a " << (d_.bias && !bias ? "bias" : "C")
+  const bool wants_bias = epilogue_apart_ ? full_.bias : d_.bias;
+  if ((wants_bias && !bias) || (read_c && !c)) {
+    return error(StatusCode::kInternal) << what_ << ": the GEMM expects a " << (wants_bias && !bias ? "bias" : "C")
                                         << " pointer, got null";
   }
   // The descriptor is shared by all runs of this GEMM; runs are enqueued from one thread.
@@ -159,6 +204,17 @@ Status LtGemm::run(Context& ctx, const float* a, const float* b, const float* bi
   CUBLAS_CHECK(cublasLtMatmul(ctx.lt(), op_, &d_.alpha, b, b_, a, a_, &d_.beta, c_ptr, c_layout, d, d_layout_, algo,
                               ctx.workspace(), ctx.workspace_bytes(), ctx.stream()),
                what_);
+  if (!epilogue_apart_) return Status::ok_status();
+  // The epilogue cuBLASLt would have applied: act(D + bias), per matrix of a strided batch.
+  const BiasAct act = full_.act == GemmDesc::kRelu       ? BiasAct::kRelu
+                      : full_.act == GemmDesc::kGeluTanh ? BiasAct::kGeluTanh
+                                                         : BiasAct::kNone;
+  const bool packed = d_.batch == 1 || d_.stride_d == d_.m * d_.n;
+  for (int64_t i = 0; i < (packed ? 1 : d_.batch); ++i) {
+    const cudaError_t e = bias_act(packed ? d_.batch * d_.m : d_.m, d_.n, full_.bias ? bias : nullptr, act,
+                                   d + i * d_.stride_d, ctx.stream());
+    if (e != cudaSuccess) return error(StatusCode::kDeviceError) << what_ << ": bias_act: " << cudaGetErrorString(e);
+  }
   return Status::ok_status();
 }
 

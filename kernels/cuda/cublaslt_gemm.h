@@ -29,8 +29,13 @@ struct GemmDesc {
 class LtGemm {
  public:
   /// Builds the matmul and layout descriptors and picks an algorithm that fits the context's
-  /// workspace. Errors name `what`.
+  /// workspace. Where cuBLASLt has no algorithm for the epilogue (bias, ReLU, GELU) at this
+  /// shape, the GEMM runs without it and one kernel (bias_act.cuh) adds the bias and applies the
+  /// activation after it, with a note on stderr (counted by lt_epilogue_fallbacks()). Errors name
+  /// `what`.
   static Result<std::unique_ptr<LtGemm>> create(Context& ctx, const GemmDesc& d, const std::string& what);
+  /// True when the epilogue runs as a kernel of its own (create's fallback).
+  bool epilogue_apart() const { return epilogue_apart_; }
   ~LtGemm();
   /// Enqueues on ctx.stream(). bias is [N] (or null when !d.bias); c may be null when beta == 0;
   /// d may equal c (in place).
@@ -38,7 +43,10 @@ class LtGemm {
 
  private:
   LtGemm() = default;
-  GemmDesc d_;
+  static Result<std::unique_ptr<LtGemm>> create_exact(Context& ctx, const GemmDesc& d, const std::string& what);
+  GemmDesc d_;                   ///< what cuBLASLt computes (without the epilogue when it runs apart)
+  bool epilogue_apart_ = false;  ///< the bias and activation of `full_` run as bias_act after it
+  GemmDesc full_;                ///< the GEMM as asked
   std::string what_;
   cublasLtMatmulDesc_t op_ = nullptr;
   /// Layouts of our (row-major) A, B, C, D; cuBLASLt's "A" operand is our B and its "B" our A.
@@ -47,5 +55,8 @@ class LtGemm {
   cublasLtMatmulAlgo_t algo_unaligned_{};  ///< for any 4-byte aligned pointers
   size_t workspace_bytes_ = 0;
 };
+
+/// GEMMs of this process whose epilogue cuBLASLt had no algorithm for (LtGemm::create's fallback).
+int64_t lt_epilogue_fallbacks();
 
 }  // namespace fusert::cuda

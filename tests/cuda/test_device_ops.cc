@@ -2,7 +2,8 @@
 // the CPU oracle cpu::conv_transpose, double accumulation): compare / logical_not / where with
 // broadcasting, nary (Max with a NaN, Mean, PRelu), pad_map (constant, reflect, edge, wrap
 // = Tile), resize_2d (nearest and linear tables by hand), reduce_axis (L2, a NaN in a max,
-// LogSumExp), arg_extreme (ties, last index), and ConvTranspose on cuDNN's backward data. They run
+// LogSumExp), arg_extreme (ties, last index), bias_act (the GEMM epilogue apart: bias, ReLU with a
+// NaN, tanh-GELU), and ConvTranspose on cuDNN's backward data. They run
 // on a GPU (test_cuda, tests/gpu/run.sh) and on the emulated device (test_cuda_emu); each skips with
 // a message when no device is present.
 #include <cuda_runtime_api.h>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "kernels/cpu/import_kernels.h"
+#include "kernels/cuda/bias_act.cuh"
 #include "kernels/cuda/cudnn_conv_transpose.h"
 #include "kernels/cuda/layout.cuh"
 #include "kernels/cuda/logic.cuh"
@@ -238,4 +240,43 @@ TEST_CASE("device.cumsum: inclusive, exclusive and reverse, f32 and a wrapping i
   DevBuf<int32_t> ix(*ctx, std::vector<int32_t>{2147483647, 5, 1, -5}), iy(*ctx, 4);
   REQUIRE(cu::cumsum(1, 2, 2, false, false, cu::ScanType::kI32, ix.get(), iy.get(), ctx->stream()) == cudaSuccess);
   CHECK(iy.host() == std::vector<int32_t>{2147483647, 5, -2147483647 - 1, 0});
+}
+
+TEST_CASE("device.bias_act: bias then ReLU (a NaN stays) or tanh-GELU, against a naive loop at odd sizes") {
+  FUSERT_REQUIRE_DEVICE();
+  auto ctx = make_context();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (const int64_t cols : {1, 3, 13, 127}) {
+    for (const cu::BiasAct act : {cu::BiasAct::kNone, cu::BiasAct::kRelu, cu::BiasAct::kGeluTanh}) {
+      for (const bool with_bias : {true, false}) {
+        CAPTURE(cols);
+        CAPTURE(static_cast<int>(act));
+        CAPTURE(with_bias);
+        const int64_t rows = 5;
+        std::vector<float> d = random_floats(rows * cols, 7 + static_cast<uint32_t>(cols), -3, 3);
+        d[0] = nan;
+        const std::vector<float> bias = random_floats(cols, 3, -1, 1);
+        DevBuf<float> dd(*ctx, d), db(*ctx, bias);
+        REQUIRE(cu::bias_act(rows, cols, with_bias ? db.get() : nullptr, act, dd.get(), ctx->stream()) == cudaSuccess);
+        const std::vector<float> got = dd.host();
+        int wrong = 0;
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t c = 0; c < cols; ++c) {
+            const double x = static_cast<double>(d[static_cast<size_t>(r * cols + c)]) +
+                             (with_bias ? bias[static_cast<size_t>(c)] : 0.0);
+            double want = x;
+            if (act == cu::BiasAct::kRelu) want = x < 0 ? 0 : x;
+            if (act == cu::BiasAct::kGeluTanh)
+              want = 0.5 * x * (1 + std::tanh(std::sqrt(2 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
+            const float g = got[static_cast<size_t>(r * cols + c)];
+            if (std::isnan(want))
+              wrong += !std::isnan(g);
+            else
+              wrong += std::fabs(g - want) > 1e-5 * (1 + std::fabs(want));
+          }
+        }
+        CHECK(wrong == 0);
+      }
+    }
+  }
 }

@@ -62,6 +62,10 @@ void reset_counters();
 enum class OpKind { kKernel, kLibrary, kCopy };
 void count_op(OpKind kind);
 
+/// Testing: while on, the fake cuBLASLt finds no algorithm for any epilogue but DEFAULT (as a
+/// real one may not at some shape), so LtGemm's fallback runs.
+void set_lt_epilogues_refused(bool refused);
+
 /// Scribbles `bytes` of workspace with a NaN pattern, as a library using it would overwrite it.
 void scribble(void* p, size_t bytes);
 

@@ -13,6 +13,7 @@
 #include <cublasLt.h>
 
 #include <Eigen/Dense>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -387,6 +388,12 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulP
 // One algorithm: vectorised 16-byte accesses when every buffer (and the bias pointer value) is
 // promised 16-byte aligned and every leading dimension and batch stride keeps that alignment,
 // else 4-byte accesses; split-K workspace (64 KiB, if allowed) when K >= 256.
+namespace {
+std::atomic<bool> g_refuse_epilogues{false};
+}  // namespace
+
+void fusert::emu::set_lt_epilogues_refused(bool refused) { g_refuse_epilogues = refused; }
+
 cublasStatus_t CUBLASWINAPI cublasLtMatmulAlgoGetHeuristic(
     cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t operationDesc, cublasLtMatrixLayout_t Adesc,
     cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc,
@@ -406,6 +413,7 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmulAlgoGetHeuristic(
   }
   *returnAlgoCount = 0;
   if (align < 4) return CUBLAS_STATUS_SUCCESS;  // fp32 needs element alignment: no algorithm
+  if (g_refuse_epilogues && p.op.epilogue != CUBLASLT_EPILOGUE_DEFAULT) return CUBLAS_STATUS_SUCCESS;
   cublasLtMatmulHeuristicResult_t& r = heuristicResultsArray[0];
   std::memset(&r, 0, sizeof r);
   const uint64_t ws = p.k >= 256 ? std::min<uint64_t>(pref->max_workspace, 64 * 1024) : 0;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "graph/fusion/explain.h"
+#include "kernels/cuda/cublaslt_gemm.h"
 #include "runtime/session.h"
 #include "tests/cuda/cuda_test_models.h"
 #include "tests/cuda_emu/emu.h"
@@ -153,6 +154,27 @@ nodes:
   - {name: sg, op: Sigmoid, inputs: [xf], outputs: [v]}
 )";
 
+// GEMM anchors with every cuBLASLt epilogue fusert asks for: Gemm + bias + ReLU, a MatMul by a
+// weight + bias + tanh-GELU, a batched MatMul of two activations + a bias (no activation).
+const char* kGemmEpilogues = R"(fusert: 1
+name: gemm_epilogues
+inputs: [{name: x, shape: [6, 13]}, {name: s, shape: [2, 3, 13]}, {name: t, shape: [2, 13, 5]}]
+outputs: [y1, y2, y3]
+initializers:
+  - {name: w1, shape: [13, 7]}
+  - {name: b1, shape: [7]}
+  - {name: w2, shape: [13, 5]}
+  - {name: b2, shape: [5]}
+nodes:
+  - {name: g1, op: Gemm, inputs: [x, w1, b1], outputs: [g1o]}
+  - {name: r1, op: Relu, inputs: [g1o], outputs: [y1]}
+  - {name: m2, op: MatMul, inputs: [s, w2], outputs: [m2o]}
+  - {name: a2, op: Add, inputs: [m2o, b2], outputs: [a2o]}
+  - {name: e2, op: Gelu, inputs: [a2o], outputs: [y2], attrs: {approximate: tanh}}
+  - {name: m3, op: MatMul, inputs: [s, t], outputs: [m3o]}
+  - {name: a3, op: Add, inputs: [m3o, b2], outputs: [y3]}
+)";
+
 }  // namespace
 
 TEST_CASE("emu.device: the emulated device is what the backend sees") {
@@ -271,5 +293,17 @@ TEST_CASE("emu.host_fallback: host steps between device steps (copies around the
   CHECK(text.find("  s(Trilu): ") != std::string::npos);
   CHECK(text.find("  sp(ReduceMax): ") != std::string::npos);
   for (const char* fusion : {"none", "all"}) compare_with_cpu(path, fusion, "host_fallback");
+  std::remove(path.c_str());
+}
+
+TEST_CASE("emu.lt_fallback: where cuBLASLt has no algorithm for an epilogue, the GEMM runs plain and bias_act after") {
+  const std::string path = cudatest::write_yaml("fusert-emu-", "gemm_epilogues", kGemmEpilogues);
+  compare_with_cpu(path, "all", "gemm_epilogues (cuBLASLt with every epilogue)");
+  const int64_t before = cuda::lt_epilogue_fallbacks();
+  emu::set_lt_epilogues_refused(true);
+  for (const char* fusion : {"none", "all"}) compare_with_cpu(path, fusion, "gemm_epilogues (epilogues refused)");
+  compare_with_cpu(kModels + "bert_base_layer.yaml", "all", "bert_base_layer (epilogues refused)");
+  emu::set_lt_epilogues_refused(false);
+  CHECK(cuda::lt_epilogue_fallbacks() > before);
   std::remove(path.c_str());
 }
