@@ -34,6 +34,13 @@ Status check_params(const kern::ConvParams& p, const std::string& what) {
   return Status::ok_status();
 }
 
+// Algorithms whose arithmetic differs from fp32's (FFT, Winograd transforms): taken only with
+// TF32 asked for, as the backward-data ones of cudnn_conv_transpose.cc.
+bool rounds_fp32(cudnnConvolutionFwdAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_FWD_ALGO_FFT || a == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD || a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<CudnnConv>> CudnnConv::create(Context& ctx, const kern::ConvParams& p, const ConvEpilogue& ep,
@@ -107,8 +114,8 @@ Result<std::unique_ptr<CudnnConv>> CudnnConv::create(Context& ctx, const kern::C
     for (int i = 0; i < returned && !found; ++i) {
       const cudnnConvolutionFwdAlgoPerf_t& r = perf[static_cast<size_t>(i)];
       if (r.status != CUDNN_STATUS_SUCCESS || r.memory > kMaxConvWorkspace) continue;
-      if (!ctx.tf32 && r.mathType != CUDNN_FMA_MATH) continue;            // exact fp32 was asked for
-      if (r.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;  // would round fp32 to fp16
+      if (!ctx.tf32 && (r.mathType != CUDNN_FMA_MATH || rounds_fp32(r.algo))) continue;  // exact fp32 asked for
+      if (r.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;                 // would round fp32 to fp16
       cv->algo_ = r.algo;
       // The heuristic's math type goes with its algorithm (it may pick tensor-op math for TF32).
       if (ctx.tf32) CUDNN_CHECK(cudnnSetConvolutionMathType(cv->conv_, r.mathType), what);

@@ -22,14 +22,17 @@ struct ConvEpilogue {
 class CudnnConv {
  public:
   /// Builds the descriptors for `p` (asymmetric pads are not supported by cuDNN: returns
-  /// kUnsupported so the caller can pad or fall back) and picks the algorithm with
-  /// cudnnGetConvolutionForwardAlgorithm_v7 (IMPLICIT_PRECOMP_GEMM when there is no
-  /// activation, as cuDNN requires for IDENTITY). `what` names the node/group in errors.
+  /// kUnsupported so the caller can pad or fall back) and picks the algorithm (algorithm()).
+  /// `what` names the node/group in errors.
   static Result<std::unique_ptr<CudnnConv>> create(Context& ctx, const kern::ConvParams& p, const ConvEpilogue& ep,
                                                    const std::string& what);
   ~CudnnConv();
   /// Workspace the chosen algorithm needs; reserve it on the context before running.
   size_t workspace_bytes() const { return workspace_bytes_; }
+  /// The algorithm create chose: the heuristics' first that fits the workspace limit and is
+  /// exact fp32 (FMA math; no FFT or Winograd transform) unless TF32 was asked for;
+  /// IMPLICIT_PRECOMP_GEMM for a fused call without ReLU, as cuDNN requires.
+  cudnnConvolutionFwdAlgo_t algorithm() const { return algo_; }
   /// Enqueues on ctx.stream(). x [N,C,H,W], w [M,C/group,KH,KW], bias [M] (or null), z like y
   /// (or null), y [N,M,OH,OW]. y may equal z (in place), never x or w.
   Status run(Context& ctx, const float* x, const float* w, const float* bias, const float* z, float* y) const;

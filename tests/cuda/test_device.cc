@@ -331,3 +331,24 @@ TEST_CASE("device.gemm_batched_nt: pointer-array batched GEMM against a naive lo
   }
   cudaFree(dptrs);
 }
+
+TEST_CASE("device.conv_algorithm: exact fp32 skips Winograd and FFT; with TF32 the heuristics' first may be one") {
+  FUSERT_REQUIRE_DEVICE();
+  auto ctx = make_context();
+  const kern::ConvParams p = conv_params(1, 16, 14, 14, 16, 3, 1, 1, 1);
+  for (const bool tf32 : {false, true}) {
+    CAPTURE(tf32);
+    ctx->tf32 = tf32;
+    auto conv = cu::CudnnConv::create(*ctx, p, {}, "3x3");
+    REQUIRE_MESSAGE(conv.ok(), conv.status().message());
+    const cudnnConvolutionFwdAlgo_t a = conv.value()->algorithm();
+    const bool transform = a == CUDNN_CONVOLUTION_FWD_ALGO_FFT || a == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
+                           a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD ||
+                           a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+    if (!tf32) {
+      CHECK_FALSE(transform);
+      check_conv(*ctx, p, {}, 11);  // TF32's rounding would not meet the fp32 tolerance
+    }
+  }
+  ctx->tf32 = false;
+}

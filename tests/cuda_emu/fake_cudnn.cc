@@ -122,7 +122,8 @@ size_t algo_workspace(cudnnConvolutionFwdAlgo_t algo, const Conv& c) {
 
 bool algo_supported(cudnnConvolutionFwdAlgo_t algo) {
   return algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM || algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
-         algo == CUDNN_CONVOLUTION_FWD_ALGO_GEMM || algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING;
+         algo == CUDNN_CONVOLUTION_FWD_ALGO_GEMM || algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
+         algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
 }
 
 // conv(x, w) into out [n, k, oh, ow]: per image and group, W_g [k/G, cg*r*s] times the
@@ -393,7 +394,8 @@ cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionForwardAlgorithmMaxCount(cudnnHandl
 }
 
 // Heuristic results, fastest first: an FFT_TILING that needs 1 GiB of workspace (a caller with
-// a workspace limit skips it), a tensor-op entry with fp16 conversion when the descriptor
+// a workspace limit skips it), a WINOGRAD_NONFUSED for 3x3 stride-1 convs (no workspace; a
+// caller asking for exact fp32 skips it), a tensor-op entry with fp16 conversion when the descriptor
 // allows tensor ops (never acceptable for fp32 results), DIRECT (not supported), and
 // IMPLICIT_PRECOMP_GEMM in the descriptor's math type.
 cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionForwardAlgorithm_v7(
@@ -419,6 +421,9 @@ cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionForwardAlgorithm_v7(
   };
   if (cv.u == 1 && cv.v == 1 && cv.dil_h == 1 && cv.dil_w == 1) {
     add(CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING, CUDNN_STATUS_SUCCESS, math);
+  }
+  if (cv.r == 3 && cv.s == 3 && cv.u == 1 && cv.v == 1 && cv.dil_h == 1 && cv.dil_w == 1 && cv.groups == 1) {
+    add(CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED, CUDNN_STATUS_SUCCESS, math);  // fits; not exact fp32
   }
   if (convDesc->math != CUDNN_FMA_MATH) {
     add(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, CUDNN_STATUS_SUCCESS, CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
