@@ -88,6 +88,36 @@ Status bench_model(const std::string& path, int runs, const SessionOptions& base
   return Status();
 }
 
+constexpr const char* kUsage =
+    "usage: bench [--runs N] [--device cpu|cuda] [--cpu-kernels onednn|reference] [--no-cuda-graph] [--tf32]\n"
+    "             [model.yaml ...]\n"
+    "       bench --serve model.yaml|model.onnx [--fusion all|none|raw] [--threads T] [--input NAME=F.npy]\n"
+    "                     [--shape NAME=1x3x640x640 (ONNX inputs with symbolic dims)] [--precision f32|bf16]\n"
+    "       bench --fma-peak [--threads T]\n"
+    "  (default: every zoo model, seeded weights, CPU; on the CPU with oneDNN anchors also the fused\n"
+    "  plan on the reference kernels, interleaved: column 'ref all ms' and its ratio to 'all ms')\n"
+    "  --serve: a worker holding one session, timing one run per 'run' line on stdin (tools/cpu_bench.py,\n"
+    "  `make bench`, drives it against ONNX Runtime); --fma-peak: the measured FP32 FMA peak in GFLOP/s";
+
+// The table's title and header for the device.
+void print_header(const SessionOptions& base, int runs) {
+  const bool cuda = base.device == "cuda";
+  if (cuda) {
+    std::printf(
+        "CUDA latency (CUDA events around the plan, %s%s), median of %d interleaved runs (seeded weights and inputs)\n",
+        base.cuda_graph ? "CUDA Graphs" : "no CUDA Graphs", base.tf32 ? ", TF32" : "", runs);
+  } else {
+    std::printf(
+        "CPU latency, median of %d interleaved runs (seeded weights and inputs); none = canonicalised (BN folded),\n"
+        "unfused: the speedup is fusion alone\n",
+        runs);
+  }
+  std::printf("%-20s %8s %8s %12s %12s %9s %10s %8s", "model", "k(none)", "k(all)", "none ms", "all ms", "speedup",
+              "bytes all/none", "plan ms");
+  if (!cuda && base.cpu_kernels != "reference") std::printf(" %12s %9s", "ref all ms", "ref/all");
+  std::printf("\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -110,16 +140,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--cpu-kernels") && i + 1 < argc)
       base.cpu_kernels = argv[++i];
     else if (!std::strcmp(argv[i], "--help")) {
-      std::puts(
-          "usage: bench [--runs N] [--device cpu|cuda] [--cpu-kernels onednn|reference] [--no-cuda-graph] [--tf32]\n"
-          "             [model.yaml ...]\n"
-          "       bench --serve model.yaml|model.onnx [--fusion all|none|raw] [--threads T] [--input NAME=F.npy]\n"
-          "                     [--shape NAME=1x3x640x640 (ONNX inputs with symbolic dims)] [--precision f32|bf16]\n"
-          "       bench --fma-peak [--threads T]\n"
-          "  (default: every zoo model, seeded weights, CPU; on the CPU with oneDNN anchors also the fused\n"
-          "  plan on the reference kernels, interleaved: column 'ref all ms' and its ratio to 'all ms')\n"
-          "  --serve: a worker holding one session, timing one run per 'run' line on stdin (tools/cpu_bench.py,\n"
-          "  `make bench`, drives it against ONNX Runtime); --fma-peak: the measured FP32 FMA peak in GFLOP/s");
+      std::puts(kUsage);
       return 0;
     } else if (argv[i][0] == '-') {
       std::fprintf(stderr, "bench: unknown option '%s' (see --help)\n", argv[i]);
@@ -131,27 +152,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench: --device: expected %s, got '%s'\n", backend_choices().c_str(), base.device.c_str());
     return 2;
   }
-  const bool cuda = base.device == "cuda";
   if (models.empty()) {
     for (const char* m : {"resnet18", "resnet50", "mobilenet_v2", "efficientnet_lite0", "branch_merge",
                           "bert_base_layer", "minilm_l6", "multitask_heads", "transformer_block"}) {
       models.push_back(std::string(FUSERT_SOURCE_DIR) + "/models/" + m + ".yaml");
     }
   }
-  if (cuda) {
-    std::printf(
-        "CUDA latency (CUDA events around the plan, %s%s), median of %d interleaved runs (seeded weights and inputs)\n",
-        base.cuda_graph ? "CUDA Graphs" : "no CUDA Graphs", base.tf32 ? ", TF32" : "", runs);
-  } else {
-    std::printf(
-        "CPU latency, median of %d interleaved runs (seeded weights and inputs); none = canonicalised (BN folded),\n"
-        "unfused: the speedup is fusion alone\n",
-        runs);
-  }
-  std::printf("%-20s %8s %8s %12s %12s %9s %10s %8s", "model", "k(none)", "k(all)", "none ms", "all ms", "speedup",
-              "bytes all/none", "plan ms");
-  if (!cuda && base.cpu_kernels != "reference") std::printf(" %12s %9s", "ref all ms", "ref/all");
-  std::printf("\n");
+  print_header(base, runs);
   int failures = 0;
   for (const std::string& m : models) {
     Status st = bench_model(m, runs, base);

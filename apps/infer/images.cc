@@ -75,6 +75,28 @@ Status run_tensors(Session& s, const InferOptions& o) {
   return Status();
 }
 
+namespace {
+
+// Images files[first, first + b) decoded, preprocessed as the model declares and stacked along
+// the batch dim; errors name the file.
+Result<Tensor> image_batch(const Session& s, const std::vector<std::string>& files, size_t first, size_t b) {
+  std::vector<Tensor> xs;
+  for (size_t k = first; k < first + b; ++k) {
+    FUSERT_ASSIGN_OR_RETURN(Tensor img, decode_image(files[k]));
+    auto x = preprocess_image(img, s.model().preprocess);
+    if (!x.ok()) return error(x.status().code()) << files[k] << ": " << x.status().message();
+    xs.push_back(*x);
+  }
+  Shape shape = xs[0].shape();
+  shape[0] = static_cast<int64_t>(b);
+  Tensor x(DType::kF32, shape);
+  for (size_t k = 0; k < b; ++k)
+    std::memcpy(x.f32() + k * static_cast<size_t>(xs[0].numel()), xs[k].f32(), xs[k].nbytes());
+  return x;
+}
+
+}  // namespace
+
 Status run_images(Session& s, const InferOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   const bool tensors = std::all_of(o.images.begin(), o.images.end(), [](const std::string& f) {
@@ -99,18 +121,7 @@ Status run_images(Session& s, const InferOptions& o) {
   int batches = 0;
   for (size_t first = 0; first < files.size(); first += batch, ++batches) {
     const size_t b = std::min(batch, files.size() - first);
-    std::vector<Tensor> xs;
-    for (size_t k = first; k < first + b; ++k) {
-      FUSERT_ASSIGN_OR_RETURN(Tensor img, decode_image(files[k]));
-      auto x = preprocess_image(img, s.model().preprocess);
-      if (!x.ok()) return error(x.status().code()) << files[k] << ": " << x.status().message();
-      xs.push_back(*x);
-    }
-    Shape shape = xs[0].shape();
-    shape[0] = static_cast<int64_t>(b);
-    Tensor x(DType::kF32, shape);
-    for (size_t k = 0; k < b; ++k)
-      std::memcpy(x.f32() + k * static_cast<size_t>(xs[0].numel()), xs[k].f32(), xs[k].nbytes());
+    FUSERT_ASSIGN_OR_RETURN(Tensor x, image_batch(s, files, first, b));
     FUSERT_ASSIGN_OR_RETURN(TensorMap out, s.run({{in.name, x}}));
     const Tensor& y = out.at(out_name);
     const int64_t per = y.numel() / static_cast<int64_t>(b);
