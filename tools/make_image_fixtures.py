@@ -7,6 +7,7 @@ libpng/libjpeg-turbo decoding: tests/runtime/data/images_expected.json.
 Run with Debian's python3-pil (/usr/bin/python3 tools/make_image_fixtures.py); Pillow there
 links the system libjpeg-turbo, so JPEG pixels are expected to match exactly.
 """
+import sys
 import json
 import os
 
@@ -52,4 +53,7 @@ def main():
 
 
 if __name__ == "__main__":
+    if any(a in ("-h", "--help") for a in sys.argv[1:]):
+        print(__doc__)
+        sys.exit(0)
     main()

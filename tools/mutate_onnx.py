@@ -14,7 +14,7 @@ import random
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out")
     ap.add_argument("--count", type=int, default=20000)
     ap.add_argument("--seed", type=int, default=2)

@@ -26,7 +26,7 @@ def short(reason):
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", default=os.path.join(ROOT, "build", "onnx_conformance.json"))
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "onnx-coverage.md"))
     a = ap.parse_args()

@@ -123,5 +123,8 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    if any(a in ("-h", "--help") for a in sys.argv[1:]):
+        print(__doc__)
+        sys.exit(0)
     os.chdir(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     sys.exit(main(sys.argv[1:]))

@@ -339,7 +339,12 @@ Result<InferOptions> parse_args(int argc, char** argv) {
                                   [&](const ValueOption& v) { return a == v.name; });
     if (opt == std::end(kValueOptions))
       return error(StatusCode::kInvalidArgument) << "unknown option '" << a << "' (see --help)";
-    if (i + 1 >= argc) return error(StatusCode::kInvalidArgument) << a << " needs a value";
+    // A value that is another option (`--model --explain`) means the value is missing.
+    if (i + 1 >= argc || std::strncmp(argv[i + 1], "--", 2) == 0)
+      return error(StatusCode::kInvalidArgument)
+             << a << " needs a value" << (i + 1 < argc ? std::string(" (got the option '") + argv[i + 1] + "')" : "");
+    if (argv[i + 1][0] == '\0' && a != "--dump-kernels")
+      return error(StatusCode::kInvalidArgument) << a << " needs a value, got an empty string";
     FUSERT_RETURN_IF_ERROR(opt->set(o, a, argv[++i]));
   }
   FUSERT_RETURN_IF_ERROR(resolve_inputs(&o));

@@ -35,7 +35,7 @@ using namespace fusert::zoo;
 namespace {
 
 const char* kUsage =
-    "usage: fusert-zoo [--manifest F] [--device cpu|cuda|all] [--models a,b] [--fusion none,all,...]\n"
+    "usage: fusert-zoo [--manifest F] [--device D[,D...]|all] [--models a,b] [--fusion none,all,...]\n"
     "                  [--runs N] [--json out.json] [--junit out.xml] [--baseline prev.json]\n"
     "                  [--update-baseline]\n"
     "Model-zoo regression run: every model x device x fusion mode of the manifest (default\n"
@@ -356,15 +356,18 @@ std::optional<int> parse_args(int argc, char** argv, Args* a) {
                                              : nullptr;
     if (o == "--help" || o == "-h") {
       std::fputs(kUsage, stdout);
+      std::printf("Devices in this build (--device): %s.\n", backend_list().c_str());
       return 0;
     } else if (o == "--update-baseline") {
       a->update = true;
     } else if (o == "--runs" && has) {
-      a->runs = std::atoi(argv[++i]);
-      if (a->runs < 1) {
-        std::fprintf(stderr, "fusert-zoo: --runs must be >= 1\n%s", kUsage);
+      char* end = nullptr;
+      const long r = std::strtol(argv[++i], &end, 10);
+      if (*argv[i] == '\0' || *end != '\0' || r < 1 || r > 1000000) {
+        std::fprintf(stderr, "fusert-zoo: --runs: expected an integer in 1..1000000, got '%s'\n", argv[i]);
         return 2;
       }
+      a->runs = static_cast<int>(r);
     } else if (value && has) {
       *value = argv[++i];
     } else {
@@ -375,6 +378,14 @@ std::optional<int> parse_args(int argc, char** argv, Args* a) {
   if (a->update && a->baseline.empty()) {
     std::fprintf(stderr, "fusert-zoo: --update-baseline needs --baseline FILE\n");
     return 2;
+  }
+  for (const std::string& f : split(a->fusion)) {  // each mode checked before any model loads
+    FusionOptions fopt;
+    std::string why;
+    if (!parse_fusion_mode(f, &fopt, &why)) {
+      std::fprintf(stderr, "fusert-zoo: --fusion: '%s': %s\n", f.c_str(), why.c_str());
+      return 2;
+    }
   }
   for (const std::string& d : split(a->device)) {
     if (d != "all" && !is_backend(d)) {

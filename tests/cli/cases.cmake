@@ -40,6 +40,7 @@ fusert_cli_test(runs_zero 2 "--runs: expected an integer in 1\\.\\.1000000, got 
 fusert_cli_test(seed_negative 2 "--seed: expected an integer in 0\\.\\.1000000, got '-1'" -- --seed -1)
 fusert_cli_test(precision_unknown 2 "^infer: --precision: expected f32 or bf16, got 'fp16'" -- --precision fp16)
 fusert_cli_test(device_unknown 2 "--device: expected cpu or cuda, got 'tpu'" -- --device tpu)
+fusert_cli_test(value_is_an_option 2 "^infer: --model needs a value \\(got the option '--explain'\\)" -- --model --explain)
 fusert_cli_test(cpu_kernels_unknown 2 "--cpu-kernels: expected onednn or reference, got 'mkl'" -- --cpu-kernels mkl)
 fusert_cli_test(cpu_kernels_reference --stdout 0 "^cpu plan: reference kernels \\(--cpu-kernels reference\\)"
                 "1\\. espresso +0\\.95" -- --cpu-kernels reference --explain)
@@ -296,8 +297,12 @@ add_test(NAME cli_zoo_not_a_manifest
                  -- $<TARGET_FILE:fusert-zoo> --manifest ${FUSERT_ZOO_DATA}/not_a_manifest.yaml)
 add_test(NAME cli_zoo_unknown_model COMMAND sh ${FUSERT_CLI_DIR}/expect.sh 2 "--models: no model 'nope' in "
                                             -- $<TARGET_FILE:fusert-zoo> --models nope)
+add_test(NAME cli_zoo_bad_fusion COMMAND sh ${FUSERT_CLI_DIR}/expect.sh 2 "^fusert-zoo: --fusion: 'bogus': unknown fusion"
+                                         -- $<TARGET_FILE:fusert-zoo> --fusion none,bogus)
+add_test(NAME cli_zoo_bad_device COMMAND sh ${FUSERT_CLI_DIR}/expect.sh 2 "^fusert-zoo: --device must be cpu, cuda"
+                                         -- $<TARGET_FILE:fusert-zoo> --device cpu,tpu)
 set_tests_properties(cli_zoo_help cli_zoo_unknown_flag cli_zoo_bad_key cli_zoo_not_a_manifest cli_zoo_unknown_model
-                     PROPERTIES LABELS cli TIMEOUT 60)
+                     cli_zoo_bad_fusion cli_zoo_bad_device PROPERTIES LABELS cli TIMEOUT 60)
 # Zero-size dims: an empty MatMul runs and gives an empty output (fused and unfused); a Resize of
 # an empty dim to a non-empty size is an error naming the node.
 fusert_cli_test(empty_matmul_all --stdout 0 "^output 'y' \\[2, 0, 5\\]"

@@ -11,6 +11,7 @@ RULES that matches it:
   gpu    a --device cuda command: passes if it runs, or fails with the no-GPU error the README
          promises (exit 1, "no CUDA device" / "no NVIDIA GPU" / "CUDA driver") on a machine
          without one;
+  unsupported  an example of the error for an op fusert does not run: passes when it shows it;
   bf16   a --precision bf16 command: passes if it runs, or fails with the refusal the README
          promises on a CPU without native bf16 ("no native bf16");
   serve  a server: started in the background until it answers GET /metadata, then the client
@@ -29,10 +30,11 @@ import time
 import urllib.request
 
 START = re.compile(r"^(\./build/|build/|make |PYTHONPATH=|\.cache/|/usr/bin/python3 |python3? |bash |cmake |"
-                   r"\.venv/)")
+                   r"\.venv/|grep |infer |fusert-)")
 
 # (regex, action, reason). First match wins; no match: run.
 RULES = [
+    (r"^infer \[", "skip", "the usage synopsis, not a command"),
     (r"^make (run|test)\b", "skip", "the quick start itself (CI ran it just before)"),
     (r"^make (build|sanitize|tsan|fuzz|fuzz-planner)\b", "skip",
      "a build or a long sanitizer/fuzz run of its own (make build is part of make run; the others run "
@@ -42,6 +44,7 @@ RULES = [
      "the wheel build takes 6 minutes; ctest python_api tests the same module from build/python"),
     (r"^python -m fusert\.serve", "skip", "the pip-installed variant of the make serve line above"),
     (r"fuzz_planner --graphs 100000", "skip", "100,000 graphs; make test runs its 500-graph slice"),
+    (r"test_bitshift_left_uint8", "unsupported", "an example of the error for an op fusert does not run"),
     (r"--device cuda", "gpu", ""),
     (r"bf16", "bf16", ""),
     (r"^make serve\b", "serve", ""),
@@ -49,7 +52,8 @@ RULES = [
 
 NO_GPU = re.compile(r"no CUDA device|no NVIDIA GPU|CUDA driver|cudaErrorNoDevice|no GPU", re.I)
 # What a command may fail with, where the machine lacks what it needs (the README says so).
-REFUSALS = {"gpu": (NO_GPU, "no GPU"), "bf16": (re.compile(r"no native bf16"), "no native bf16 on this CPU")}
+REFUSALS = {"gpu": (NO_GPU, "no GPU"), "bf16": (re.compile(r"no native bf16"), "no native bf16 on this CPU"),
+            "unsupported": (re.compile(r"unsupported by fusert:\s+op types"), "the error it shows")}
 
 
 def commands(readme):
