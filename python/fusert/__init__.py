@@ -57,11 +57,31 @@ class NodeArg:
         return f"NodeArg(name={self.name!r}, type={self.type!r}, shape={self.shape!r})"
 
 
+def _session_from_bytes(model: bytes, opts):
+    """A session of an ONNX model given as bytes: written to a private temporary file, loaded
+    (the session keeps nothing from the file), then removed."""
+    import os
+    import tempfile
+    fd, tmp = tempfile.mkstemp(prefix="fusert-model-", suffix=".onnx")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(model)
+        try:
+            return _Session(tmp, opts)
+        except Error as e:  # name the bytes, not the temporary file
+            err = Error(str(e).replace(tmp, "<model bytes>"))
+            err.code = getattr(e, "code", "")
+            raise err from None
+    finally:
+        os.remove(tmp)
+
+
 class InferenceSession:
     """A model loaded, planned and fused once, run many times.
 
     path: an ONNX file (.onnx) or a fusert YAML model (.yaml; its weights from the file it names
-    or ``options.weights``). options: a ``SessionOptions`` (default: all cores, CPU, fusion
+    or ``options.weights``), or an ONNX model's bytes (``bytes``, as onnxruntime takes them; the
+    model then cannot name external-data files). options: a ``SessionOptions`` (default: all cores, CPU, fusion
     'all', every symbolic dim open). ``providers`` and ``sess_options`` are accepted for
     onnxruntime compatibility: ``providers`` containing 'CUDAExecutionProvider' (and not
     'CPUExecutionProvider' first) selects device 'cuda'.
@@ -78,8 +98,12 @@ class InferenceSession:
             names = [p[0] if isinstance(p, (tuple, list)) else p for p in providers]
             if names[0] == "CUDAExecutionProvider":
                 opts.device = "cuda"
-        self._path = str(path)
-        self._s = _Session(self._path, opts)
+        if isinstance(path, (bytes, bytearray, memoryview)):
+            self._path = "<bytes>"
+            self._s = _session_from_bytes(bytes(path), opts)
+        else:
+            self._path = str(path)
+            self._s = _Session(self._path, opts)
         self._inputs = [NodeArg(*t) for t in self._s.inputs()]
         self._outputs = [NodeArg(*t) for t in self._s.outputs()]
 

@@ -176,3 +176,17 @@ def test_lite0_demo_matches_pytorch_golden(root):
     with pytest.raises(fusert.Error) as e:
         s.read_image(os.path.join(root, "models", "nope.png"))
     assert "nope.png" in str(e.value)
+
+
+def test_model_given_as_bytes_as_onnxruntime_takes_it():
+    path = cached("torchvision-onnx", "mobilenet_v2.onnx")
+    with open(path, "rb") as f:
+        model = f.read()
+    s = fusert.InferenceSession(model, options())
+    x = np.random.default_rng(3).standard_normal([1, 3, 224, 224]).astype(np.float32)
+    (y,) = s.run(None, {"input": x})
+    (want,) = ort_session(path).run(None, {"input": x})
+    assert rel_l2(y, want) <= 1e-4
+    with pytest.raises(fusert.Error, match="<model bytes>: not an ONNX model") as e:
+        fusert.InferenceSession(b"not an onnx model", options())
+    assert e.value.code
