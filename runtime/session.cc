@@ -176,8 +176,8 @@ Status check_options(const SessionOptions& options, FusionOptions* fopt) {
     return error(StatusCode::kInvalidArgument)
            << "unknown plan backend '" << options.plan_for << "' (" << backend_list() << ")";
   }
-  if (options.threads < 0)
-    return error(StatusCode::kInvalidArgument) << "threads must be >= 0, got " << options.threads;
+  if (options.threads < 0 || options.threads > 1024)
+    return error(StatusCode::kInvalidArgument) << "threads must be in 0..1024 (0: all cores), got " << options.threads;
   return check_limit_options(options);
 }
 

@@ -175,11 +175,32 @@ void emit_node(YAML::Emitter& e, const Graph& g, const Node& n) {
   e << YAML::EndMap;
 }
 
+// The model, the YAML and the weights must be three different files: writing one over another
+// would lose it.
+Status check_paths(const std::string& in, const std::string& out, const std::string& weights) {
+  const auto same = [](const std::string& a, const std::string& b) {
+    std::error_code ec;
+    return fs::weakly_canonical(a, ec) == fs::weakly_canonical(b, ec);
+  };
+  if (same(out, in))
+    return error(StatusCode::kInvalidArgument) << out << ": -o would overwrite the model being converted";
+  if (same(weights, in))
+    return error(StatusCode::kInvalidArgument) << weights << ": --weights would overwrite the model being converted";
+  if (same(weights, out))
+    return error(StatusCode::kInvalidArgument) << weights << ": --weights and -o name the same file";
+  return Status();
+}
+
 Status convert(const std::string& in, const std::string& out, std::string weights,
                const std::map<std::string, Shape>& shapes) {
+  if (weights.empty()) weights = fs::path(out).replace_extension(".safetensors").string();
+  FUSERT_RETURN_IF_ERROR(check_paths(in, out, weights));
   FUSERT_ASSIGN_OR_RETURN(ModelSpec m, load_onnx(in, shapes));
   const Graph& g = m.graph;
-  if (weights.empty()) weights = fs::path(out).replace_extension(".safetensors").string();
+  for (const SymbolicDim& d : m.dims)  // the YAML holds the shapes the import bound
+    std::fprintf(stderr,
+                 "fusert-convert: note: dim '%s' is symbolic in %s; the YAML fixes it at %lld (--shape chooses)\n",
+                 d.name.c_str(), in.c_str(), static_cast<long long>(d.opt));
   YAML::Emitter e;
   e << YAML::BeginMap << YAML::Key << "fusert" << YAML::Value << 1;
   e << YAML::Key << "name" << YAML::Value << g.name;
@@ -208,11 +229,12 @@ Status convert(const std::string& in, const std::string& out, std::string weight
   for (const Node& n : g.nodes) emit_node(e, g, n);
   e << YAML::EndSeq << YAML::EndMap;
   if (!e.good()) return error(StatusCode::kInternal) << "YAML emitter: " << e.GetLastError();
+  // The weights first: a model file is written only when the weights it names are.
+  if (!to_file.empty()) FUSERT_RETURN_IF_ERROR(write_safetensors(weights, g, to_file));
   std::ofstream f(out);
   if (!f) return error(StatusCode::kIoError) << out << ": cannot write";
   f << e.c_str() << "\n";
   if (!f) return error(StatusCode::kIoError) << out << ": write failed";
-  if (!to_file.empty()) FUSERT_RETURN_IF_ERROR(write_safetensors(weights, g, to_file));
   std::printf("wrote %s: %zu inputs, %zu nodes, %zu initializers (%zu in %s)\n", out.c_str(), g.inputs.size(),
               g.nodes.size(), inits.size(), to_file.size(), to_file.empty() ? "none" : weights.c_str());
   return Status();

@@ -387,7 +387,12 @@ std::optional<int> parse_args(int argc, char** argv, Args* a) {
       return 2;
     }
   }
-  for (const std::string& d : split(a->device)) {
+  const std::vector<std::string> devices = split(a->device);
+  if (devices.size() > 1 && std::find(devices.begin(), devices.end(), "all") != devices.end()) {
+    std::fprintf(stderr, "fusert-zoo: --device all stands alone, not in a list ('%s')\n", a->device.c_str());
+    return 2;
+  }
+  for (const std::string& d : devices) {
     if (d != "all" && !is_backend(d)) {
       std::fprintf(stderr, "fusert-zoo: --device must be %s, a comma list of them, or all; got '%s'\n",
                    backend_list().c_str(), d.c_str());
@@ -461,6 +466,11 @@ int main(int argc, char** argv) {
   std::vector<ZooModel> selected;
   Progress progress;
   if (!select_models(*models, a, &selected, &progress.total)) return 2;
+  if (progress.total == 0) {  // a run that checks nothing must not pass
+    std::fprintf(stderr, "fusert-zoo: %s: no rows to run (every selected model has no device or no fusion mode)\n",
+                 a.manifest.c_str());
+    return 2;
+  }
   std::vector<Row> rows;
   const auto t0 = std::chrono::steady_clock::now();
   for (const ZooModel& m : selected) {

@@ -52,7 +52,11 @@ struct Reader {
     for (const auto& kv : n) {
       T v{};
       FUSERT_RETURN_IF_ERROR(get(kv.second, what, &v));
-      (*out)[kv.first.as<std::string>()] = v;
+      const std::string mode = kv.first.as<std::string>();
+      FusionOptions fopt;
+      std::string why;
+      if (!parse_fusion_mode(mode, &fopt, &why)) return fail(kv.first) << "'" << what << "': " << why;
+      (*out)[mode] = v;
     }
     return Status();
   }
@@ -192,14 +196,9 @@ struct Reader {
 
 }  // namespace
 
-Result<std::vector<ZooModel>> read_manifest(const std::string& path) {
-  if (!fs::exists(path)) return error(StatusCode::kNotFound) << path << ": no such manifest";
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::Exception& e) {
-    return error(StatusCode::kParseError) << path << ":" << e.mark.line + 1 << ": " << e.msg;
-  }
+namespace {
+
+Result<std::vector<ZooModel>> read_manifest_node(const std::string& path, const YAML::Node& root) {
   Reader r{path};
   if (!root.IsMap() || !root["fusert_zoo"] || root["fusert_zoo"].as<std::string>() != "1")
     return error(StatusCode::kParseError) << path << ": not a zoo manifest (expected `fusert_zoo: 1` first)";
@@ -223,6 +222,21 @@ Result<std::vector<ZooModel>> read_manifest(const std::string& path) {
     out.push_back(m);
   }
   return out;
+}
+
+}  // namespace
+
+Result<std::vector<ZooModel>> read_manifest(const std::string& path) {
+  if (!fs::exists(path)) return error(StatusCode::kNotFound) << path << ": no such manifest";
+  if (fs::is_directory(path)) return error(StatusCode::kInvalidArgument) << path << ": a directory, not a manifest";
+  try {  // a key or value of the wrong YAML kind (a list where a name belongs) is a parse error
+    return read_manifest_node(path, YAML::LoadFile(path));
+  } catch (const YAML::BadConversion& e) {
+    return error(StatusCode::kParseError)
+           << path << ":" << e.mark.line + 1 << ": " << e.msg << " (a list or map where a name or a number belongs?)";
+  } catch (const YAML::Exception& e) {
+    return error(StatusCode::kParseError) << path << ":" << e.mark.line + 1 << ": " << e.msg;
+  }
 }
 
 }  // namespace fusert::zoo

@@ -97,6 +97,15 @@ Status map_node(Graph& g, const onnx::NodeProto& np, int64_t opset, const std::s
   while (!outs.empty() && outs.back().empty()) outs.pop_back();
   if (outs.empty()) return error(StatusCode::kParseError) << loc.str() << ": no outputs";
 
+  // Every op but Loop (M) and Scan-8 (sequence_lens) needs its input 0, and a variadic op takes
+  // no empty input: the rules and shape functions read them.
+  const bool variadic = op == "Concat" || op == "Sum" || op == "Mean" || op == "Max" || op == "Min";
+  const bool optional_first = op == "Loop" || op == "Scan";
+  for (size_t k = 0; k < ins.size(); ++k) {
+    if (ins[k] == kNoValue && ((k == 0 && !optional_first) || variadic))
+      return error(StatusCode::kInvalidArgument) << loc.str() << ": input " << k << " is empty (\"\"), and " << op
+                                                 << (k == 0 ? " needs its first input" : " takes no empty input");
+  }
   RuleCtx c(g, np, opset, name, loc, base_dir, outs.size(), ins);
   const std::vector<const OnnxRule*> rules = rules_for(op, opset);
   for (const OnnxRule* r : rules) {

@@ -17,6 +17,9 @@ Status dropout(RuleCtx& c) {
   if (c.n_outs > 1) return error(StatusCode::kUnsupported) << c.loc.str() << ": Dropout's mask output";
   if (c.ins.size() > 2) {
     const Value& t = c.g.value(c.ins[2]);
+    if (t.dtype != DType::kBool)
+      return error(StatusCode::kInvalidArgument)
+             << c.loc.str() << ": Dropout's training_mode (input 2) is " << dtype_name(t.dtype) << "; ONNX has it bool";
     if (!t.is_constant || t.data.numel() != 1 || static_cast<const uint8_t*>(t.data.raw())[0] != 0) {
       return error(StatusCode::kUnsupported) << c.loc.str() << ": Dropout in training mode (training_mode input "
                                              << (t.is_constant ? "true" : "not a constant") << ")";

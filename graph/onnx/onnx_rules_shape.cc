@@ -151,7 +151,7 @@ Status slice_attrs_as_inputs(RuleCtx& c) {  // Slice-1: starts, ends, axes
 // Opset 18's reductions (all but ReduceSum, whose table row takes the input) give axes as a
 // constant input 1: it becomes the `axes` attribute.
 Status axes_input_as_attr(RuleCtx& c) {
-  if (c.ins.size() < 2) return Status();
+  if (c.ins.size() < 2 || c.ins[1] == kNoValue) return Status();
   const Value& a = c.g.value(c.ins[1]);
   if (!a.is_constant || a.data.dtype() != DType::kI64) {
     return error(StatusCode::kUnsupported) << c.loc.str() << ": " << c.op() << " axes must be a constant";

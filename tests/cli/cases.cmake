@@ -277,7 +277,17 @@ add_test(NAME cli_convert_unsupported
          COMMAND sh ${FUSERT_CLI_DIR}/expect.sh 1 "^fusert-convert: error: unsupported: .*test_bitshift_left_uint8/model\\.onnx: unsupported by fusert:"
                  "BitShift x1" -- $<TARGET_FILE:fusert-convert> /usr/share/libonnx-testdata/data/node/test_bitshift_left_uint8/model.onnx
                  -o ${CMAKE_CURRENT_BINARY_DIR}/cli_convert_acos.yaml)
-set_tests_properties(cli_convert_usage cli_convert_unsupported PROPERTIES LABELS cli TIMEOUT 60)
+set(FUSERT_CONVERT_SRC ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_loaders/corpus/onnx/test_Conv2d_depthwise_padded.onnx)
+add_test(NAME cli_convert_overwrite_model
+         COMMAND sh ${FUSERT_CLI_DIR}/expect.sh 1 "--weights would overwrite the model being converted"
+                 -- $<TARGET_FILE:fusert-convert> ${FUSERT_CONVERT_SRC} -o ${CMAKE_CURRENT_BINARY_DIR}/cli_convert_ow.yaml
+                 --weights ${FUSERT_CONVERT_SRC})
+add_test(NAME cli_convert_same_outputs
+         COMMAND sh ${FUSERT_CLI_DIR}/expect.sh 1 "--weights and -o name the same file"
+                 -- $<TARGET_FILE:fusert-convert> ${FUSERT_CONVERT_SRC} -o ${CMAKE_CURRENT_BINARY_DIR}/cli_convert_same.yaml
+                 --weights ${CMAKE_CURRENT_BINARY_DIR}/cli_convert_same.yaml)
+set_tests_properties(cli_convert_usage cli_convert_unsupported cli_convert_overwrite_model cli_convert_same_outputs
+                     PROPERTIES LABELS cli TIMEOUT 60)
 fusert_cli_test(onnx_dim_malformed 2 "--dim: expected NAME=MIN:MAX\\[:OPT\\] \\(e\\.g\\. batch=1:64\\), got 'N=1'"
                 -- --model ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_loaders/corpus/onnx/test_Conv2d_depthwise_padded.onnx
                    --dim N=1)

@@ -458,3 +458,23 @@ TEST_CASE("onnx import: an op-table row is an ONNX op unless ops.def lists it in
   add_output(g, "y");
   check_f32(run_model(m, "softsign.onnx", {{"x", Tensor::f32({1, 3}, {-3, 0, 1})}}, "y"), {1, 3}, {-0.75f, 0.f, 0.5f});
 }
+
+TEST_CASE("onnx import: an empty first input, or an empty input of a variadic op, is an error naming the node") {
+  // Each read value id -1 (a crash or a wrong allocation) before the check moved ahead of the rules.
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"Reshape", {"", "x"}}, {"Expand", {"", "x"}},      {"Squeeze", {"", "x"}},
+      {"Softmax", {"", "x"}}, {"Concat", {"x", "", "x"}}, {"Sum", {"x", "", "x"}}};
+  for (const auto& [op, ins] : cases) {
+    CAPTURE(op);
+    auto m = model(11);
+    auto* g = m.mutable_graph();
+    add_input(g, "x", {2, 3});
+    auto* n = add_node(g, op, ins, {"y"});
+    if (op == "Concat") int_attr(n, "axis", 0);
+    add_output(g, "y");
+    auto s = Session::load(save(m, "empty_" + op + ".onnx"), SessionOptions());
+    REQUIRE_FALSE(s.ok());
+    CHECK(has(s.status().message(), "is empty"));
+    CHECK(has(s.status().message(), op));
+  }
+}

@@ -239,7 +239,7 @@ TEST_CASE("Session::load rejects bad options and bad model files") {
   check_message(load_error(model, device), {"unknown device 'tpu' (cpu, cuda)"});
   SessionOptions threads;
   threads.threads = -2;
-  check_message(load_error(model, threads), {"threads must be >= 0, got -2"});
+  check_message(load_error(model, threads), {"threads must be in 0..1024 (0: all cores), got -2"});
   check_message(load_error(scratch("nope.yaml")), {scratch("nope.yaml") + ": cannot open model file"});
   const std::string broken = model_file("broken.yaml", "fusert: 1\nname: b\ninputs: [{name: x, shape: [1]]\n");
   check_message(load_error(broken), {broken + ":3:30: malformed YAML"});
