@@ -3,6 +3,7 @@
 #include "runtime/backend.h"
 
 #include "fusert/fusert.h"
+#include "runtime/cuda/cuda_roofline.h"
 
 #include <deque>
 #include <mutex>
@@ -84,12 +85,22 @@ std::string backend_choices() {
   return s;
 }
 
+bool planner_roofline(const std::string& name, Roofline* r) {
+  if (const BackendInfo* info = find_backend(name)) {
+    *r = info->roofline;
+    return true;
+  }
+  if (name != "cuda") return false;
+  *r = cuda::kCudaRoofline;  // a build without the CUDA backend still plans for it (plan_for)
+  return true;
+}
+
 Status set_planner_backend(const std::string& name, FusionOptions* o) {
-  const BackendInfo* info = find_backend(name);
-  if (!info)
+  Roofline r;
+  if (!planner_roofline(name, &r))
     return error(StatusCode::kInvalidArgument) << "unknown backend '" << name << "' (" << backend_list() << ")";
-  o->backend = info->name;
-  o->roofline = info->roofline;
+  o->backend = name;
+  o->roofline = r;
   return Status();
 }
 

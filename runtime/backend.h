@@ -107,6 +107,10 @@ std::string backend_choices();
 /// True when `name` is a registered backend.
 inline bool is_backend(const std::string& name) { return find_backend(name) != nullptr; }
 
+/// The cost constants the planner prices backend `name` with: its registry entry's, or the CUDA
+/// backend's in a build without it (runtime/cuda/cuda_roofline.h); false for an unknown name.
+bool planner_roofline(const std::string& name, Roofline* r);
+
 /// Sets the planner's name and cost constants (o->backend, o->roofline) to backend `name`'s.
 /// Errors: kInvalidArgument for a name not registered.
 Status set_planner_backend(const std::string& name, FusionOptions* o);

@@ -172,7 +172,8 @@ namespace {
 Status check_options(const SessionOptions& options, FusionOptions* fopt) {
   std::string why;
   if (!parse_fusion_mode(options.fusion, fopt, &why)) return error(StatusCode::kInvalidArgument) << "--fusion: " << why;
-  if (!options.plan_for.empty() && !find_backend(options.plan_for)) {
+  Roofline plan_roofline;
+  if (!options.plan_for.empty() && !planner_roofline(options.plan_for, &plan_roofline)) {
     return error(StatusCode::kInvalidArgument)
            << "unknown plan backend '" << options.plan_for << "' (" << backend_list() << ")";
   }

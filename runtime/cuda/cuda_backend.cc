@@ -3,6 +3,7 @@
 
 #include "runtime/cpu/lower_cpu.h"
 #include "runtime/cuda/cuda_lowering.h"
+#include "runtime/cuda/cuda_roofline.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -174,11 +175,10 @@ std::unique_ptr<Backend> make_cuda_backend(const SessionOptions& options) {
 
 }  // namespace
 
-// The planner's machine: an H200 (60 TFLOP/s fp32, 4300 GB/s measured copy bandwidth) and a
-// kernel launch (about 5 us; CUDA Graphs lower it).
+// The planner's machine: runtime/cuda/cuda_roofline.h.
 const BackendInfo& cuda_backend_info() {
   static const BackendInfo info{"cuda", "NVIDIA GPU: cuDNN, cuBLASLt and NVRTC-generated fused kernels",
-                                Roofline{60e12, 4300e9, 5.0}, check_cuda_options, make_cuda_backend};
+                                cuda::kCudaRoofline, check_cuda_options, make_cuda_backend};
   return info;
 }
 
