@@ -388,6 +388,7 @@ Result<std::optional<Expansion>> expand_node(const Graph& g, const onnx::NodePro
     if (std::optional<Expansion> e = pow_mixed(g, np, name)) return e;
   }
   if (op == "Dropout" && !output_at(np, 1).empty()) return std::optional<Expansion>(dropout_mask(g, np, name));
+  if ((op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") && opset < 13) return legacy_softmax(g, np, name);
   return std::optional<Expansion>();
 }
 

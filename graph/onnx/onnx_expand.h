@@ -54,6 +54,11 @@ bool expanded_attr(const std::string& op, const std::string& attr, int64_t opset
 /// Equal, Greater, Less).
 bool legacy_broadcast_op(const std::string& op);
 
+/// Softmax, LogSoftmax or Hardmax below opset 13 over more than the last dim: Flatten at the
+/// axis, the op over the last axis (opset 13), Reshape back (onnx_legacy_softmax.cc); nullopt
+/// for the last axis or an axis out of range.
+std::optional<Expansion> legacy_softmax(const Graph& g, const onnx::NodeProto& np, const std::string& name);
+
 /// The expansion of `np` (inputs already in `g`), or nullopt when it imports as one node.
 /// `name` prefixes the new nodes' and values' names; errors at `loc`.
 Result<std::optional<Expansion>> expand_node(const Graph& g, const onnx::NodeProto& np, int64_t opset,

@@ -118,8 +118,9 @@ Status prelu_6(RuleCtx& c) {  // PRelu-6: a [C] slope is per channel (axis 1)
   return Status();
 }
 
-// Softmax, LogSoftmax and Hardmax below opset 13 normalise over every dim from `axis` on:
-// fusert runs them when that is the last dim only.
+// Softmax, LogSoftmax and Hardmax below opset 13 normalise over every dim from `axis` on: over
+// the last dim they are the op itself; over more, the expansion (onnx_expand.cc, legacy_softmax)
+// has already replaced the node, so an axis reaching here is out of range or the last.
 Status last_axis_only(RuleCtx& c) {
   const int64_t r = static_cast<int64_t>(c.g.value(c.ins.at(0)).shape.size());
   const auto* a = find_attr(c.np, "axis");
